@@ -1,0 +1,13 @@
+// Package migrations owns the schema of the dupefs index: numbered
+// NNNN_name.sql files, embedded so the binary carries them. A file is never
+// edited once it has landed; a change to the schema is a new file. The store
+// package applies them in order, each in its own transaction, and records
+// every version it applied in schema_migrations.
+package migrations
+
+import "embed"
+
+// FS holds every migration file, named NNNN_name.sql.
+//
+//go:embed *.sql
+var FS embed.FS

@@ -1,0 +1,58 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// Sentinel errors. Errors returned by this package wrap one of these where it
+// applies, so callers test with errors.Is.
+var (
+	// ErrNoIndex: the index file does not exist (Options.MustExist).
+	ErrNoIndex = errors.New("no index")
+	// ErrCorrupt: the file is not a SQLite database, or it is damaged.
+	ErrCorrupt = errors.New("index is corrupt or not a dupefs index")
+	// ErrNewerSchema: the index was written by a newer dupefs.
+	ErrNewerSchema = errors.New("index was written by a newer version of dupefs")
+	// ErrDiskFull: SQLite could not write because the disk is full.
+	ErrDiskFull = errors.New("disk full")
+	// ErrReadOnly: the index file or its directory cannot be written.
+	ErrReadOnly = errors.New("index is not writable")
+	// ErrCantOpen: the index file cannot be opened (permissions, missing dir).
+	ErrCantOpen = errors.New("cannot open index")
+	// ErrBusy: another process held the index locked for longer than the
+	// busy timeout.
+	ErrBusy = errors.New("index is busy")
+	// ErrLeaseLost: the job's lease is no longer held by this worker; the
+	// write was not made.
+	ErrLeaseLost = errors.New("lease lost")
+	// ErrNotFound: the row asked for does not exist.
+	ErrNotFound = errors.New("not found")
+)
+
+// classify wraps a SQLite error with the sentinel that describes it, and adds
+// the operation as context. It returns nil for nil.
+func classify(op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_FULL:
+			return fmt.Errorf("%s: %w: %w", op, ErrDiskFull, err)
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("%s: %w: %w", op, ErrCorrupt, err)
+		case sqlite3.SQLITE_READONLY, sqlite3.SQLITE_PERM:
+			return fmt.Errorf("%s: %w: %w", op, ErrReadOnly, err)
+		case sqlite3.SQLITE_CANTOPEN:
+			return fmt.Errorf("%s: %w: %w", op, ErrCantOpen, err)
+		case sqlite3.SQLITE_BUSY, sqlite3.SQLITE_LOCKED:
+			return fmt.Errorf("%s: %w: %w", op, ErrBusy, err)
+		}
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}

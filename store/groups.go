@@ -1,0 +1,223 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Group is a duplicate group: one content held by two or more distinct live
+// inodes.
+type Group struct {
+	ContentID  int64
+	Algo       string
+	Hash       []byte
+	Size       int64
+	FileCount  int64 // live paths
+	InodeCount int64 // distinct live inodes
+	ChangedAt  time.Time
+}
+
+// Key is the group's name: <algo>:<64 lowercase hex> (seed 000 section 6.2).
+func (g Group) Key() string { return g.Algo + ":" + hex.EncodeToString(g.Hash) }
+
+// Wasted is the space the extra copies take: size × (inodes − 1). Hard links
+// of one inode take no extra space.
+func (g Group) Wasted() int64 { return g.Size * (g.InodeCount - 1) }
+
+// ParseKey splits "<algo>:<hex>" into its algorithm and digest, checking the
+// digest length of the algorithm.
+func ParseKey(key string) (algo string, sum []byte, err error) {
+	algo, h, ok := strings.Cut(key, ":")
+	if !ok || (algo != "sha256" && algo != "blake3") || len(h) != 64 || strings.ToLower(h) != h {
+		return "", nil, fmt.Errorf("group key %q: want sha256:<64 lowercase hex> or blake3:<64 lowercase hex>", key)
+	}
+	sum, err = hex.DecodeString(h)
+	if err != nil {
+		return "", nil, fmt.Errorf("group key %q: %w", key, err)
+	}
+	return algo, sum, nil
+}
+
+// GroupFile is one live path of a group.
+type GroupFile struct {
+	ID       int64
+	Path     string
+	Dev      uint64
+	Ino      uint64
+	Nlink    uint64
+	MtimeNS  int64
+	HardLink bool // shares its inode with an earlier path of the group
+}
+
+// GroupCursor is the keyset position after a group in report order:
+// file_count DESC, total size DESC, algorithm, hash (seed 000 section 6.2).
+type GroupCursor struct {
+	FileCount int64  `json:"file_count"`
+	TotalSize int64  `json:"total_size_bytes"`
+	Algo      string `json:"hash_algorithm"`
+	Hex       string `json:"content_hash_hex"`
+}
+
+// Cursor is the position right after g.
+func (g Group) Cursor() GroupCursor {
+	return GroupCursor{FileCount: g.FileCount, TotalSize: g.Size * g.FileCount, Algo: g.Algo, Hex: hex.EncodeToString(g.Hash)}
+}
+
+// GroupQuery selects groups for a report.
+type GroupQuery struct {
+	MinSize int64        // only groups of files at least this large
+	After   *GroupCursor // start after this group (nil: from the first)
+	Limit   int          // at most this many groups (0: all)
+}
+
+// GroupStats total the groups a report selects, in fclones' terms: every
+// path counts as a file; the redundant ones are all but one per group, and
+// the redundant bytes are what the extra inodes take (hard links take none).
+type GroupStats struct {
+	Groups         int64
+	Files          int64
+	Bytes          int64 // size × paths
+	RedundantFiles int64 // paths − groups
+	RedundantBytes int64 // size × (inodes − 1)
+}
+
+// Report calls stats once with the totals of the groups q selects, then
+// each for every group in report order, with its live paths ordered by file
+// id. Both read one consistent snapshot, streaming: memory does not grow
+// with the report. stats may be nil.
+func (db *DB) Report(ctx context.Context, q GroupQuery, stats func(GroupStats) error, each func(Group, []GroupFile) error) error {
+	where := "inode_count >= 2 AND size >= :min"
+	args := []any{sql.Named("min", q.MinSize)}
+	if a := q.After; a != nil {
+		h, err := hex.DecodeString(a.Hex)
+		if err != nil {
+			return fmt.Errorf("cursor: %w", err)
+		}
+		where += ` AND (file_count < :fc OR (file_count = :fc AND (size * file_count < :ts
+			OR (size * file_count = :ts AND (hash_algo > :algo OR (hash_algo = :algo AND content_hash > :h))))))`
+		args = append(args, sql.Named("fc", a.FileCount), sql.Named("ts", a.TotalSize),
+			sql.Named("algo", a.Algo), sql.Named("h", h))
+	}
+	limit := -1
+	if q.Limit > 0 {
+		limit = q.Limit
+	}
+	args = append(args, sql.Named("limit", limit))
+	selected := `(SELECT * FROM contents WHERE ` + where + `
+		ORDER BY file_count DESC, size * file_count DESC, hash_algo, content_hash LIMIT :limit)`
+
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return classify("read groups", err)
+	}
+	defer tx.Rollback()
+	if stats != nil {
+		var st GroupStats
+		err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(file_count), 0),
+			coalesce(sum(size * file_count), 0), coalesce(sum(file_count - 1), 0),
+			coalesce(sum(size * (inode_count - 1)), 0) FROM `+selected, args...).Scan(
+			&st.Groups, &st.Files, &st.Bytes, &st.RedundantFiles, &st.RedundantBytes)
+		if err != nil {
+			return classify("count groups", err)
+		}
+		if err := stats(st); err != nil {
+			return err
+		}
+	}
+	rows, err := tx.QueryContext(ctx, `
+		SELECT c.id, c.hash_algo, c.content_hash, c.size, c.file_count, c.inode_count, c.changed_at,
+		       f.id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns
+		  FROM `+selected+` c
+		  JOIN files f ON f.content_hash = c.content_hash AND f.hash_algo = c.hash_algo AND f.missing = 0
+		  JOIN folders d ON d.id = f.folder_id
+		 ORDER BY c.file_count DESC, c.size * c.file_count DESC, c.hash_algo, c.content_hash, f.id`, args...)
+	if err != nil {
+		return classify("read groups", err)
+	}
+	defer rows.Close()
+	var cur Group
+	var files []GroupFile
+	seen := map[[2]uint64]bool{}
+	flush := func() error {
+		if len(files) == 0 {
+			return nil
+		}
+		err := each(cur, files)
+		files = files[:0]
+		clear(seen)
+		return err
+	}
+	for rows.Next() {
+		var g Group
+		var f GroupFile
+		var changed int64
+		var dir, name string
+		var dev, ino, nlink int64
+		if err := rows.Scan(&g.ContentID, &g.Algo, &g.Hash, &g.Size, &g.FileCount, &g.InodeCount, &changed,
+			&f.ID, &dir, &name, &dev, &ino, &nlink, &f.MtimeNS); err != nil {
+			return classify("read groups", err)
+		}
+		if g.ContentID != cur.ContentID {
+			if err := flush(); err != nil {
+				return err
+			}
+			g.ChangedAt = time.UnixMilli(changed)
+			cur = g
+		}
+		f.Path, f.Dev, f.Ino, f.Nlink = JoinPath(dir, name), uint64(dev), uint64(ino), uint64(nlink)
+		k := [2]uint64{f.Dev, f.Ino}
+		f.HardLink = seen[k]
+		seen[k] = true
+		files = append(files, f)
+	}
+	if err := rows.Err(); err != nil {
+		return classify("read groups", err)
+	}
+	return flush()
+}
+
+// GroupByKey reads one group (or content) by algorithm and digest.
+func (db *DB) GroupByKey(ctx context.Context, algo string, sum []byte) (Group, error) {
+	var g Group
+	var changed int64
+	err := db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, inode_count, changed_at
+		FROM contents WHERE hash_algo = ? AND content_hash = ?`, algo, sum).Scan(
+		&g.ContentID, &g.Algo, &g.Hash, &g.Size, &g.FileCount, &g.InodeCount, &changed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return g, ErrNotFound
+	}
+	g.ChangedAt = time.UnixMilli(changed)
+	return g, classify("read group", err)
+}
+
+// ContentFiles lists the live paths holding a content, by file id.
+func (db *DB) ContentFiles(ctx context.Context, algo string, sum []byte) ([]GroupFile, error) {
+	rows, err := db.query(ctx, `SELECT f.id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns
+		FROM files f JOIN folders d ON d.id = f.folder_id
+		WHERE f.content_hash = ? AND f.hash_algo = ? AND f.missing = 0 ORDER BY f.id`, sum, algo)
+	if err != nil {
+		return nil, classify("read group files", err)
+	}
+	defer rows.Close()
+	var out []GroupFile
+	seen := map[[2]uint64]bool{}
+	for rows.Next() {
+		var f GroupFile
+		var dir, name string
+		var dev, ino, nlink int64
+		if err := rows.Scan(&f.ID, &dir, &name, &dev, &ino, &nlink, &f.MtimeNS); err != nil {
+			return nil, classify("read group files", err)
+		}
+		f.Path, f.Dev, f.Ino, f.Nlink = JoinPath(dir, name), uint64(dev), uint64(ino), uint64(nlink)
+		k := [2]uint64{f.Dev, f.Ino}
+		f.HardLink = seen[k]
+		seen[k] = true
+		out = append(out, f)
+	}
+	return out, classify("read group files", rows.Err())
+}

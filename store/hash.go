@@ -1,0 +1,331 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"time"
+)
+
+// File hash statuses, as stored.
+const (
+	HashPending = "pending"
+	HashUnique  = "unique"
+	HashPartial = "partial"
+	HashDone    = "done"
+	HashFailed  = "failed"
+)
+
+// unsettled repeats the WHERE of the files_unsettled partial index word for
+// word: SQLite uses a partial index only for queries whose WHERE contains
+// its condition.
+const unsettled = "(hash_status = 'pending' OR hash_status = 'failed' OR hash_status = 'unique')"
+
+// SizeCount is one size bucket of the hash plan.
+type SizeCount struct {
+	Size  int64
+	Files int64
+}
+
+// PlanHash decides, inside the hash job's fenced write, which files the hash
+// run must read. A bucket (a size) is a candidate when it holds a pending or
+// failed live file and two or more distinct live inodes; its unique and
+// failed files go back to pending. Pending files in no candidate bucket
+// become unique: they are never read. Sizes below minSize (empty files)
+// never group. It returns the candidate buckets, largest size first, with
+// the number of files each holds that need work. Only the pending rows
+// (files_pending) and their buckets are looked at, not the whole table.
+func (tx *Tx) PlanHash(minSize int64) ([]SizeCount, error) {
+	steps := []struct {
+		op, q string
+		args  []any
+	}{
+		{"create plan", "CREATE TEMP TABLE IF NOT EXISTS plan_sizes (size INTEGER PRIMARY KEY, n INTEGER NOT NULL)", nil},
+		{"clear plan", "DELETE FROM temp.plan_sizes", nil},
+		// A pending file's size is shared when another live row of that
+		// size is another inode; the (size, ino) index finds one at once.
+		{"plan sizes", `INSERT INTO temp.plan_sizes (size, n)
+			SELECT r.size, count(*) FROM files r
+			 WHERE ` + unsettled + ` AND r.hash_status IN ('pending', 'failed') AND r.missing = 0 AND r.size >= ?1
+			   AND EXISTS (SELECT 1 FROM files a WHERE a.size = r.size AND a.missing = 0
+			                 AND (a.ino <> r.ino OR a.dev <> r.dev))
+			 GROUP BY r.size`, []any{minSize}},
+		{"requeue bucket members", `UPDATE files SET hash_status = 'pending', error = NULL
+			WHERE ` + unsettled + ` AND hash_status IN ('unique', 'failed') AND missing = 0
+			  AND size IN (SELECT size FROM temp.plan_sizes)`, nil},
+		{"mark unique sizes", `UPDATE files SET hash_status = 'unique'
+			WHERE ` + unsettled + ` AND hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.plan_sizes)`, nil},
+	}
+	for _, s := range steps {
+		if _, err := tx.exec(s.op, s.q, s.args...); err != nil {
+			return nil, err
+		}
+	}
+	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT size, n FROM temp.plan_sizes ORDER BY size DESC")
+	if err != nil {
+		return nil, classify("read plan", err)
+	}
+	defer rows.Close()
+	var plan []SizeCount
+	for rows.Next() {
+		var s SizeCount
+		if err := rows.Scan(&s.Size, &s.Files); err != nil {
+			return nil, classify("read plan", err)
+		}
+		plan = append(plan, s)
+	}
+	return plan, classify("read plan", rows.Err())
+}
+
+// HashRow is a member of a size bucket, as the hash job loads it.
+type HashRow struct {
+	ID      int64
+	RootID  int64
+	Size    int64
+	MtimeNS int64
+	Dev     uint64
+	Ino     uint64
+	Status  string
+	Prefix  sql.NullInt64
+	Content []byte
+	Missing bool
+	Path    string
+}
+
+const hashRowCols = `f.id, f.root_id, f.size, f.mtime_ns, f.dev, f.ino, f.hash_status, f.prefix_hash,
+	f.content_hash, f.missing, d.path, f.name`
+
+func scanHashRows(rows *sql.Rows) ([]HashRow, error) {
+	defer rows.Close()
+	var out []HashRow
+	for rows.Next() {
+		var r HashRow
+		var dev, ino int64
+		var dir, name string
+		if err := rows.Scan(&r.ID, &r.RootID, &r.Size, &r.MtimeNS, &dev, &ino, &r.Status, &r.Prefix,
+			&r.Content, &r.Missing, &dir, &name); err != nil {
+			return nil, classify("read bucket", err)
+		}
+		r.Dev, r.Ino = uint64(dev), uint64(ino)
+		r.Path = JoinPath(dir, name)
+		out = append(out, r)
+	}
+	return out, classify("read bucket", rows.Err())
+}
+
+// JoinPath joins a folder path and a name.
+func JoinPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
+
+func jsonInts(v []int64) string {
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// Buckets loads the members of the given sizes that need work in a hash
+// pass, with every other row of their inodes (missing ones too, for their
+// hashes), ordered by size (largest first), then inode, so hard links of one
+// inode are adjacent. The first pass wants the pending files (found through
+// files_unsettled), the second the partial ones.
+func (db *DB) Buckets(ctx context.Context, sizes []int64, want string) ([]HashRow, error) {
+	work := "hash_status = ?2"
+	if want != HashPartial {
+		work = unsettled + " AND hash_status = ?2"
+	}
+	rows, err := db.query(ctx, `WITH w AS (
+		SELECT id, size, ino, dev FROM files
+		 WHERE `+work+` AND missing = 0 AND size IN (SELECT value FROM json_each(?1)))
+		SELECT `+hashRowCols+`
+		  FROM files f JOIN folders d ON d.id = f.folder_id
+		 WHERE f.id IN (SELECT id FROM w
+		                UNION
+		                SELECT s.id FROM w JOIN files s ON s.size = w.size AND s.ino = w.ino AND s.dev = w.dev)
+		 ORDER BY f.size DESC, f.ino, f.id`, jsonInts(sizes), want)
+	if err != nil {
+		return nil, classify("read buckets", err)
+	}
+	return scanHashRows(rows)
+}
+
+// SizeRows loads every live member of one size bucket.
+func (db *DB) SizeRows(ctx context.Context, size int64) ([]HashRow, error) {
+	rows, err := db.query(ctx, `SELECT `+hashRowCols+`
+		FROM files f JOIN folders d ON d.id = f.folder_id
+		WHERE f.size = ?1 AND f.missing = 0 ORDER BY f.id`, size)
+	if err != nil {
+		return nil, classify("read bucket", err)
+	}
+	return scanHashRows(rows)
+}
+
+// BucketPage loads up to limit members of one (large) size bucket after the
+// keyset position (ino, id), ordered by (ino, id).
+func (db *DB) BucketPage(ctx context.Context, size int64, afterIno uint64, afterID int64, limit int) ([]HashRow, error) {
+	rows, err := db.query(ctx, `SELECT `+hashRowCols+`
+		FROM files f JOIN folders d ON d.id = f.folder_id
+		WHERE f.size = ?1 AND (f.ino > ?2 OR (f.ino = ?2 AND f.id > ?3))
+		ORDER BY f.ino, f.id LIMIT ?4`, size, int64(afterIno), afterID, limit)
+	if err != nil {
+		return nil, classify("read bucket page", err)
+	}
+	return scanHashRows(rows)
+}
+
+// SizePrefix is a (size, prefix hash) pair shared by two or more distinct
+// live inodes, at least one of them still without its full hash.
+type SizePrefix struct {
+	Size   int64
+	Prefix int64
+}
+
+// FullHashPlan lists, among the given sizes, the (size, prefix) pairs whose
+// partial files need a full hash, largest size first.
+func (db *DB) FullHashPlan(ctx context.Context, sizes []int64) ([]SizePrefix, error) {
+	rows, err := db.query(ctx, `SELECT size, prefix_hash FROM files
+		WHERE size IN (SELECT value FROM json_each(?1)) AND missing = 0 AND prefix_hash IS NOT NULL
+		GROUP BY size, prefix_hash
+		HAVING (min(dev) <> max(dev) OR min(ino) <> max(ino)) AND max(hash_status = 'partial') = 1
+		ORDER BY size DESC`, jsonInts(sizes))
+	if err != nil {
+		return nil, classify("plan full hashes", err)
+	}
+	defer rows.Close()
+	var out []SizePrefix
+	for rows.Next() {
+		var p SizePrefix
+		if err := rows.Scan(&p.Size, &p.Prefix); err != nil {
+			return nil, classify("plan full hashes", err)
+		}
+		out = append(out, p)
+	}
+	return out, classify("plan full hashes", rows.Err())
+}
+
+// HashBatch records hash results inside one fenced write. Every update is
+// guarded by the metadata the hasher saw (size, mtime, dev, ino): a file the
+// scanner changed meanwhile is left alone.
+type HashBatch struct {
+	tx                         *Tx
+	algo                       string
+	prefix, content, fail, err *sql.Stmt
+}
+
+// HashBatch prepares the statements of a batch of results.
+func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
+	b := &HashBatch{tx: tx, algo: algo}
+	const guard = ` WHERE id = ?1 AND size = ?3 AND mtime_ns = ?4 AND dev = ?5 AND ino = ?6 AND missing = 0`
+	stmts := []struct {
+		dst **sql.Stmt
+		q   string
+	}{
+		{&b.prefix, `UPDATE files SET hash_status = 'partial', prefix_hash = ?2, error = NULL` +
+			guard + ` AND hash_status = 'pending'`},
+		{&b.content, `UPDATE files SET hash_status = 'done', prefix_hash = coalesce(?2, prefix_hash),
+			hash_algo = ?7, content_hash = ?8, error = NULL` +
+			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
+		{&b.fail, `UPDATE files SET hash_status = 'failed', error = ?2` +
+			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
+		{&b.err, `UPDATE files SET error = ?2 WHERE id = ?1`},
+	}
+	for _, s := range stmts {
+		st, err := tx.tx.PrepareContext(tx.ctx, s.q)
+		if err != nil {
+			b.Close()
+			return nil, classify("prepare hash batch", err)
+		}
+		*s.dst = st
+	}
+	return b, nil
+}
+
+// Close releases the batch's statements.
+func (b *HashBatch) Close() {
+	for _, st := range []*sql.Stmt{b.prefix, b.content, b.fail, b.err} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+func (b *HashBatch) args(r *HashRow, second any) []any {
+	return []any{r.ID, second, r.Size, r.MtimeNS, int64(r.Dev), int64(r.Ino)}
+}
+
+// Prefix records the prefix hash of a file that needs no full hash yet.
+// It reports whether the row was still as the hasher saw it.
+func (b *HashBatch) Prefix(r *HashRow, prefix int64) (bool, error) {
+	return affected(b.prefix.ExecContext(b.tx.ctx, b.args(r, prefix)...))
+}
+
+// Content records the full content hash (and the prefix hash when known).
+func (b *HashBatch) Content(r *HashRow, prefix sql.NullInt64, sum []byte) (bool, error) {
+	ok, err := affected(b.content.ExecContext(b.tx.ctx, append(b.args(r, prefix), b.algo, sum)...))
+	if ok {
+		b.tx.noteContent(b.algo, sum)
+	}
+	return ok, err
+}
+
+// Fail records that a file could not be read.
+func (b *HashBatch) Fail(r *HashRow, msg string) (bool, error) {
+	return affected(b.fail.ExecContext(b.tx.ctx, b.args(r, msg)...))
+}
+
+// Note records an error message on a file without changing its status
+// (it changed while it was read, or vanished: the next scan decides).
+func (b *HashBatch) Note(r *HashRow, msg string) error {
+	_, err := b.err.ExecContext(b.tx.ctx, r.ID, msg)
+	return classify("note file error", err)
+}
+
+func affected(res sql.Result, err error) (bool, error) {
+	if err != nil {
+		return false, classify("record hash", err)
+	}
+	n, _ := res.RowsAffected()
+	return n > 0, nil
+}
+
+// RootHashCounts are the files and bytes one hash run read for a root.
+type RootHashCounts struct {
+	Files, Bytes int64
+}
+
+// RecordHashRun writes the hash metrics of a completed run on the newest
+// succeeded scan of every root it read files of, and of every root whose
+// newest scan no run had covered yet (seed 001 step 4b).
+func (tx *Tx) RecordHashRun(started time.Time, perRoot map[int64]RootHashCounts) error {
+	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT s.root_id FROM scans s
+		WHERE s.id = (SELECT max(id) FROM scans WHERE root_id = s.root_id AND status = 'succeeded')
+		  AND s.hash_completed_at IS NULL`)
+	if err != nil {
+		return classify("find scans to credit", err)
+	}
+	roots := map[int64]RootHashCounts{}
+	for rows.Next() {
+		var id int64
+		if err := rows.Scan(&id); err != nil {
+			rows.Close()
+			return classify("find scans to credit", err)
+		}
+		roots[id] = RootHashCounts{}
+	}
+	rows.Close()
+	for id, c := range perRoot {
+		roots[id] = c
+	}
+	for id, c := range roots {
+		_, err := tx.exec("record hash metrics", `UPDATE scans SET hash_started_at = ?, hash_completed_at = `+nowSQL+`,
+			hashed_file_count = ?, hashed_byte_count = ?
+			WHERE id = (SELECT max(id) FROM scans WHERE root_id = ? AND status = 'succeeded')`,
+			started.UnixMilli(), c.Files, c.Bytes, id)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

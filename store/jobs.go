@@ -1,0 +1,344 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Job kinds and statuses, as stored (lowercase, under CHECK constraints).
+const (
+	KindScan      = "scan"
+	KindHash      = "hash"
+	KindDelete    = "delete"
+	KindThumbnail = "thumbnail"
+
+	StatusPending   = "pending"
+	StatusRunning   = "running"
+	StatusCompleted = "completed"
+	StatusFailed    = "failed"
+	StatusCancelled = "cancelled"
+	StatusRetryable = "retryable"
+)
+
+// Error codes written by the store when it recovers a job.
+const (
+	CodeLeaseExpired = "lease_expired"
+	CodeWorkerDied   = "worker_died"
+)
+
+// Job is one row of the jobs table.
+type Job struct {
+	ID             int64
+	Kind           string
+	Status         string
+	RootID         int64 // 0 for jobs not tied to a root
+	Attempt        int64
+	MaxAttempts    int64
+	WorkerID       string
+	HeartbeatAt    time.Time
+	LeaseExpiresAt time.Time
+	RetryAfter     time.Time
+	ErrorCode      string
+	ErrorMessage   string
+	Progress       float64
+	ProcessedItems int64
+	Checkpoint     string
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+	StartedAt      time.Time
+	FinishedAt     time.Time
+}
+
+// Lease is what a worker holds after claiming a job. Every write the worker
+// makes is fenced by (JobID, Owner, Attempt): after another worker recovered
+// and re-claimed the job, Attempt no longer matches and the write is refused.
+type Lease struct {
+	JobID   int64
+	Owner   string
+	Attempt int64
+	TTL     time.Duration
+}
+
+const jobCols = `id, kind, status, root_id, attempt, max_attempts, worker_id, worker_heartbeat_at,
+	lease_expires_at, retry_after, error_code, error_message, progress, processed_items, checkpoint,
+	created_at, updated_at, started_at, finished_at`
+
+type rowScanner interface{ Scan(dest ...any) error }
+
+func scanJob(r rowScanner) (Job, error) {
+	var j Job
+	var root, hb, lease, retry, started, finished, created, updated sql.NullInt64
+	var worker, code, msg, cp sql.NullString
+	err := r.Scan(&j.ID, &j.Kind, &j.Status, &root, &j.Attempt, &j.MaxAttempts, &worker, &hb,
+		&lease, &retry, &code, &msg, &j.Progress, &j.ProcessedItems, &cp,
+		&created, &updated, &started, &finished)
+	if err != nil {
+		return j, err
+	}
+	j.RootID = root.Int64
+	j.WorkerID, j.ErrorCode, j.ErrorMessage, j.Checkpoint = worker.String, code.String, msg.String, cp.String
+	j.HeartbeatAt, j.LeaseExpiresAt, j.RetryAfter = fromMS(hb), fromMS(lease), fromMS(retry)
+	j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt = fromMS(created), fromMS(updated), fromMS(started), fromMS(finished)
+	return j, nil
+}
+
+// Enqueue adds a pending job of kind (for rootID, or none when 0) unless an
+// active one (pending, running or retryable) exists; the partial unique
+// indexes make that check atomic across processes. It returns the id of the
+// active job either way, and whether it was created now.
+func (db *DB) Enqueue(ctx context.Context, kind string, rootID int64) (id int64, created bool, err error) {
+	err = db.Write(ctx, func(tx *Tx) error {
+		id, created, err = tx.Enqueue(kind, rootID)
+		return err
+	})
+	return id, created, err
+}
+
+// Enqueue is Enqueue inside a write.
+func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
+	root := sql.NullInt64{Int64: rootID, Valid: rootID != 0}
+	var id int64
+	err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO jobs (kind, root_id, status, created_at, updated_at)
+		VALUES (?, ?, 'pending', `+nowSQL+`, `+nowSQL+`) ON CONFLICT DO NOTHING RETURNING id`, kind, root).Scan(&id)
+	if err == nil {
+		return id, true, nil
+	}
+	if !errors.Is(err, sql.ErrNoRows) {
+		return 0, false, classify("enqueue "+kind, err)
+	}
+	err = tx.tx.QueryRowContext(tx.ctx, `SELECT id FROM jobs WHERE kind = ? AND root_id IS ?
+		AND status IN ('pending', 'running', 'retryable')`, kind, root).Scan(&id)
+	return id, false, classify("find active "+kind, err)
+}
+
+// recoverExpired turns running jobs whose lease has expired into retryable
+// ones (or failed, once they used all their attempts), clearing the lease
+// owner and writing why. It runs in the claim path.
+const recoverExpired = `UPDATE jobs SET
+	status = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'retryable' END,
+	error_code = '` + CodeLeaseExpired + `',
+	error_message = 'lease of worker ' || worker_id || ' expired at attempt ' || attempt,
+	worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL,
+	retry_after = ` + nowSQL + `, updated_at = ` + nowSQL + `,
+	finished_at = CASE WHEN attempt >= max_attempts THEN ` + nowSQL + ` END
+	WHERE status = 'running' AND lease_expires_at <= ` + nowSQL
+
+// Claim recovers expired leases and then claims the oldest claimable job of
+// kind (pending, or retryable past its retry_after) for owner, in one
+// UPDATE ... RETURNING. It returns ErrNotFound when there is none.
+func (db *DB) Claim(ctx context.Context, kind, owner string, ttl time.Duration) (Job, Lease, error) {
+	var j Job
+	err := db.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.exec("recover expired leases", recoverExpired); err != nil {
+			return err
+		}
+		row := tx.tx.QueryRowContext(tx.ctx, `UPDATE jobs SET status = 'running', worker_id = ?1,
+			attempt = attempt + 1, worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2,
+			started_at = coalesce(started_at, `+nowSQL+`), updated_at = `+nowSQL+`, finished_at = NULL
+			WHERE id = (SELECT id FROM jobs WHERE kind = ?3
+				AND (status = 'pending' OR (status = 'retryable' AND coalesce(retry_after, 0) <= `+nowSQL+`))
+				ORDER BY id LIMIT 1)
+			RETURNING `+jobCols, owner, ttl.Milliseconds(), kind)
+		var err error
+		j, err = scanJob(row)
+		if errors.Is(err, sql.ErrNoRows) {
+			return ErrNotFound
+		}
+		return classify("claim "+kind, err)
+	})
+	if err != nil {
+		return Job{}, Lease{}, err
+	}
+	return j, Lease{JobID: j.ID, Owner: owner, Attempt: j.Attempt, TTL: ttl}, nil
+}
+
+// RecoverDead makes running jobs whose owner is known to be dead retryable
+// at once, without waiting for their lease to expire. dead reports whether a
+// worker id belongs to a process that no longer runs; it is asked only about
+// running jobs. The update is fenced by (worker_id, attempt) so a job that
+// changed hands meanwhile is left alone.
+func (db *DB) RecoverDead(ctx context.Context, dead func(workerID string) bool) (int, error) {
+	rows, err := db.query(ctx, "SELECT id, worker_id, attempt FROM jobs WHERE status = 'running'")
+	if err != nil {
+		return 0, classify("list running jobs", err)
+	}
+	type victim struct {
+		id, attempt int64
+		worker      string
+	}
+	var vs []victim
+	for rows.Next() {
+		var v victim
+		if err := rows.Scan(&v.id, &v.worker, &v.attempt); err != nil {
+			rows.Close()
+			return 0, classify("list running jobs", err)
+		}
+		if dead(v.worker) {
+			vs = append(vs, v)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(vs) == 0 {
+		return 0, classify("list running jobs", err)
+	}
+	n := 0
+	err = db.Write(ctx, func(tx *Tx) error {
+		for _, v := range vs {
+			res, err := tx.exec("recover job", `UPDATE jobs SET
+				status = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'retryable' END,
+				error_code = '`+CodeWorkerDied+`',
+				error_message = 'worker ' || worker_id || ' is no longer running (attempt ' || attempt || ')',
+				worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL,
+				retry_after = `+nowSQL+`, updated_at = `+nowSQL+`,
+				finished_at = CASE WHEN attempt >= max_attempts THEN `+nowSQL+` END
+				WHERE id = ? AND worker_id = ? AND attempt = ? AND status = 'running'`, v.id, v.worker, v.attempt)
+			if err != nil {
+				return err
+			}
+			k, _ := res.RowsAffected()
+			n += int(k)
+		}
+		return nil
+	})
+	return n, err
+}
+
+// fenceSQL extends the lease and proves it is still held; it updates exactly
+// one row or the lease is lost.
+const fenceSQL = `UPDATE jobs SET worker_heartbeat_at = ` + nowSQL + `, lease_expires_at = ` + nowSQL + ` + ?4,
+	updated_at = ` + nowSQL + ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
+
+// Fence checks inside a write that l is still held (and extends it). It
+// returns ErrLeaseLost when it is not; the caller must then return the error
+// so the whole transaction rolls back.
+func (tx *Tx) Fence(l Lease) error {
+	res, err := tx.exec("fence", fenceSQL, l.JobID, l.Owner, l.Attempt, l.TTL.Milliseconds())
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("job %d attempt %d: %w", l.JobID, l.Attempt, ErrLeaseLost)
+	}
+	return nil
+}
+
+// Heartbeat extends l and records progress (0..1) and items processed.
+func (db *DB) Heartbeat(ctx context.Context, l Lease, progress float64, processed int64) error {
+	return db.Write(ctx, func(tx *Tx) error {
+		if err := tx.Fence(l); err != nil {
+			return err
+		}
+		_, err := tx.exec("record progress", "UPDATE jobs SET progress = ?, processed_items = ? WHERE id = ?",
+			progress, processed, l.JobID)
+		return err
+	})
+}
+
+// SetCheckpoint records a job's resume point inside a fenced write.
+func (tx *Tx) SetCheckpoint(l Lease, checkpoint string, processed int64) error {
+	_, err := tx.exec("record checkpoint", "UPDATE jobs SET checkpoint = ?, processed_items = ? WHERE id = ?",
+		checkpoint, processed, l.JobID)
+	return err
+}
+
+// Finish ends a job held under l with status completed, failed, cancelled or
+// retryable (retryable jobs wait retryAfter before their next claim). It
+// clears the lease. ErrLeaseLost means another worker owns the job now.
+func (db *DB) Finish(ctx context.Context, l Lease, status, code, msg string, retryAfter time.Duration) error {
+	return db.Write(ctx, func(tx *Tx) error { return tx.Finish(l, status, code, msg, retryAfter) })
+}
+
+// Finish is Finish inside a write.
+func (tx *Tx) Finish(l Lease, status, code, msg string, retryAfter time.Duration) error {
+	switch status {
+	case StatusCompleted, StatusFailed, StatusCancelled, StatusRetryable:
+	default:
+		return fmt.Errorf("finish job %d: bad status %q", l.JobID, status)
+	}
+	if status == StatusRetryable {
+		// Out of attempts: failed, not retryable.
+		var max int64
+		if err := tx.tx.QueryRowContext(tx.ctx, "SELECT max_attempts FROM jobs WHERE id = ?", l.JobID).Scan(&max); err != nil {
+			return classify("finish job", err)
+		}
+		if l.Attempt >= max {
+			status = StatusFailed
+		}
+	}
+	var retry sql.NullInt64
+	if status == StatusRetryable {
+		retry = sql.NullInt64{Int64: time.Now().Add(retryAfter).UnixMilli(), Valid: true}
+	}
+	progress := "progress"
+	if status == StatusCompleted {
+		progress = "1"
+	}
+	res, err := tx.exec("finish job", `UPDATE jobs SET status = ?4, error_code = ?5, error_message = ?6,
+		retry_after = ?7, worker_id = CASE WHEN ?4 = 'retryable' THEN NULL ELSE worker_id END,
+		lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`, progress = `+progress+`,
+		updated_at = `+nowSQL+`, finished_at = CASE WHEN ?4 = 'retryable' THEN NULL ELSE `+nowSQL+` END
+		WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`,
+		l.JobID, l.Owner, l.Attempt, status, nullStr(code), nullStr(msg), retry)
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("finish job %d attempt %d: %w", l.JobID, l.Attempt, ErrLeaseLost)
+	}
+	return nil
+}
+
+func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
+
+// Job reads one job.
+func (db *DB) Job(ctx context.Context, id int64) (Job, error) {
+	j, err := scanJob(db.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+	if errors.Is(err, sql.ErrNoRows) {
+		return j, fmt.Errorf("job %d: %w", id, ErrNotFound)
+	}
+	return j, classify("read job", err)
+}
+
+// ActiveJobs lists pending, running and retryable jobs, oldest first.
+func (db *DB) ActiveJobs(ctx context.Context) ([]Job, error) {
+	return db.queryJobs(ctx, "SELECT "+jobCols+` FROM jobs
+		WHERE status IN ('pending', 'running', 'retryable') ORDER BY id`)
+}
+
+// JobCursor is the keyset position after a page of JobsPage.
+type JobCursor struct {
+	CreatedAt time.Time
+	ID        int64
+}
+
+// JobsPage lists jobs newest first (created_at DESC, id DESC), limit at a
+// time, starting after the cursor (nil: from the newest). Pages never repeat
+// or skip a job even when many share a created_at (seed 000 section 6.1).
+func (db *DB) JobsPage(ctx context.Context, after *JobCursor, limit int) ([]Job, error) {
+	if after == nil {
+		return db.queryJobs(ctx, "SELECT "+jobCols+" FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?", limit)
+	}
+	return db.queryJobs(ctx, "SELECT "+jobCols+` FROM jobs
+		WHERE created_at < ?1 OR (created_at = ?1 AND id < ?2)
+		ORDER BY created_at DESC, id DESC LIMIT ?3`, ms(after.CreatedAt), after.ID, limit)
+}
+
+func (db *DB) queryJobs(ctx context.Context, q string, args ...any) ([]Job, error) {
+	rows, err := db.query(ctx, q, args...)
+	if err != nil {
+		return nil, classify("list jobs", err)
+	}
+	defer rows.Close()
+	var js []Job
+	for rows.Next() {
+		j, err := scanJob(rows)
+		if err != nil {
+			return nil, classify("list jobs", err)
+		}
+		js = append(js, j)
+	}
+	return js, classify("list jobs", rows.Err())
+}

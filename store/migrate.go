@@ -1,0 +1,106 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"io/fs"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/dupefs/dupefs/migrations"
+)
+
+// migration is one embedded NNNN_name.sql file.
+type migration struct {
+	version int
+	name    string
+	sql     string
+}
+
+// loadMigrations reads the embedded files in version order. A file whose
+// name does not start with a number, or two files with one number, is a
+// build mistake and is reported as an error.
+func loadMigrations(fsys fs.FS) ([]migration, error) {
+	names, err := fs.Glob(fsys, "*.sql")
+	if err != nil {
+		return nil, err
+	}
+	var ms []migration
+	seen := map[int]string{}
+	for _, n := range names {
+		num, rest, ok := strings.Cut(strings.TrimSuffix(n, ".sql"), "_")
+		v, err := strconv.Atoi(num)
+		if !ok || err != nil || v <= 0 {
+			return nil, fmt.Errorf("migration %s: name must be NNNN_name.sql", n)
+		}
+		if other, dup := seen[v]; dup {
+			return nil, fmt.Errorf("migrations %s and %s share version %d", other, n, v)
+		}
+		seen[v] = n
+		b, err := fs.ReadFile(fsys, n)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, migration{version: v, name: rest, sql: string(b)})
+	}
+	sort.Slice(ms, func(i, j int) bool { return ms[i].version < ms[j].version })
+	return ms, nil
+}
+
+// migrate applies every embedded migration the index has not recorded yet,
+// each in its own IMMEDIATE transaction together with its row in
+// schema_migrations, so a crash leaves each either applied and recorded or
+// not at all. Running it again is a no-op. Several processes may race: the
+// loser of the write lock re-reads the versions inside its transaction.
+func migrate(ctx context.Context, w *sql.DB) error {
+	ms, err := loadMigrations(migrations.FS)
+	if err != nil {
+		return err
+	}
+	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL)`); err != nil {
+		return classify("create schema_migrations", err)
+	}
+	var newest int
+	if err := w.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&newest); err != nil {
+		return classify("read schema version", err)
+	}
+	if last := ms[len(ms)-1].version; newest > last {
+		return fmt.Errorf("%w (schema version %d, this build knows up to %d)", ErrNewerSchema, newest, last)
+	}
+	for _, m := range ms {
+		if m.version <= newest {
+			continue
+		}
+		if err := applyMigration(ctx, w, m); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func applyMigration(ctx context.Context, w *sql.DB, m migration) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("begin migration", err)
+	}
+	defer tx.Rollback()
+	var done int
+	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&done); err != nil {
+		return classify("read schema version", err)
+	}
+	if done > 0 {
+		return nil // another process applied it while we waited for the lock
+	}
+	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
+		return classify(fmt.Sprintf("migration %04d_%s", m.version, m.name), err)
+	}
+	if _, err := tx.ExecContext(ctx, "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, "+nowSQL+")", m.version, m.name); err != nil {
+		return classify("record migration", err)
+	}
+	return classify("commit migration", tx.Commit())
+}

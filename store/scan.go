@@ -1,0 +1,295 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+)
+
+// FolderRow is a folder as the index knows it.
+type FolderRow struct {
+	ID       int64
+	RootID   int64
+	ParentID int64 // 0 for a root's top folder
+	Path     string
+	Missing  bool
+	Error    string
+}
+
+// FileRow is the part of a file row the scanner compares with the disk.
+type FileRow struct {
+	ID      int64
+	RootID  int64
+	Name    string
+	Size    int64
+	MtimeNS int64
+	Dev     uint64
+	Ino     uint64
+	Nlink   uint64
+	Missing bool
+}
+
+// FolderByPath finds a folder by its absolute path.
+func (db *DB) FolderByPath(ctx context.Context, path string) (FolderRow, error) {
+	var f FolderRow
+	var parent sql.NullInt64
+	var errText sql.NullString
+	err := db.queryRow(ctx, `SELECT id, root_id, parent_id, path, missing, error
+		FROM folders WHERE path = ?`, path).Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, ErrNotFound
+	}
+	f.ParentID, f.Error = parent.Int64, errText.String
+	return f, classify("read folder", err)
+}
+
+// FolderListing returns the files (by name) and the subfolders (by path) the
+// index holds for a folder, missing ones included.
+func (db *DB) FolderListing(ctx context.Context, folderID int64) ([]FileRow, []FolderRow, error) {
+	rows, err := db.query(ctx, `
+		SELECT 0, id, root_id, name, size, mtime_ns, dev, ino, nlink, missing, NULL FROM files WHERE folder_id = ?1
+		UNION ALL
+		SELECT 1, id, root_id, path, 0, 0, 0, 0, 0, missing, error FROM folders WHERE parent_id = ?1`, folderID)
+	if err != nil {
+		return nil, nil, classify("read folder listing", err)
+	}
+	defer rows.Close()
+	var files []FileRow
+	var dirs []FolderRow
+	for rows.Next() {
+		var kind int
+		var r FileRow
+		var dev, ino, nlink int64
+		var errText sql.NullString
+		if err := rows.Scan(&kind, &r.ID, &r.RootID, &r.Name, &r.Size, &r.MtimeNS, &dev, &ino, &nlink, &r.Missing, &errText); err != nil {
+			return nil, nil, classify("read folder listing", err)
+		}
+		if kind == 1 {
+			dirs = append(dirs, FolderRow{ID: r.ID, RootID: r.RootID, Path: r.Name, ParentID: folderID,
+				Missing: r.Missing, Error: errText.String})
+			continue
+		}
+		r.Dev, r.Ino, r.Nlink = uint64(dev), uint64(ino), uint64(nlink)
+		files = append(files, r)
+	}
+	return files, dirs, classify("read folder listing", rows.Err())
+}
+
+// FileStat is what the scanner saw of a file on disk, and of its content
+// when it read it on the way (Hash, nil otherwise).
+type FileStat struct {
+	Name    string
+	Size    int64
+	MtimeNS int64
+	Dev     uint64
+	Ino     uint64
+	Nlink   uint64
+	Hash    *FileHash
+}
+
+// FileHash is what a read of a file found: its prefix hash (HashPartial),
+// or its content hash (HashDone; Prefix too when it is known).
+type FileHash struct {
+	Status  string
+	Prefix  sql.NullInt64
+	Content []byte
+}
+
+// hashCols gives the hash_status, prefix_hash, hash_algo and content_hash
+// to write for a file.
+func (b *ScanBatch) hashCols(h *FileHash) (status string, prefix sql.NullInt64, algo sql.NullString, content []byte) {
+	if h == nil {
+		return HashPending, prefix, algo, nil
+	}
+	if h.Status == HashDone {
+		b.tx.noteContent(b.algo, h.Content)
+		return HashDone, h.Prefix, sql.NullString{String: b.algo, Valid: true}, h.Content
+	}
+	return HashPartial, h.Prefix, algo, nil
+}
+
+// ScanBatch writes the changes one scan found, inside one write transaction.
+// Its statements are prepared once per batch.
+type ScanBatch struct {
+	tx                                          *Tx
+	now                                         int64
+	algo                                        string
+	insFolder, updFolder, insFile, updChanged   *sql.Stmt
+	updSeen, missFile, missFolders, missFilesIn *sql.Stmt
+}
+
+// ScanBatch prepares the scanner's statements; now (unix ms) stamps the
+// rows, algo is the index's hash algorithm.
+func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
+	b := &ScanBatch{tx: tx, now: now, algo: algo}
+	stmts := []struct {
+		dst **sql.Stmt
+		q   string
+	}{
+		{&b.insFolder, `INSERT INTO folders (root_id, parent_id, path, error, first_seen_at, last_seen_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+			ON CONFLICT (path) DO UPDATE SET root_id = excluded.root_id, parent_id = excluded.parent_id,
+				missing = 0, error = excluded.error, last_seen_at = excluded.last_seen_at
+			RETURNING id`},
+		{&b.updFolder, `UPDATE folders SET root_id = ?2, parent_id = ?3, missing = 0, error = ?4,
+			last_seen_at = ?5 WHERE id = ?1`},
+		{&b.insFile, `INSERT INTO files (root_id, folder_id, name, size, mtime_ns, dev, ino, nlink,
+			hash_status, prefix_hash, hash_algo, content_hash, first_seen_at, last_seen_at)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)`},
+		{&b.updChanged, `UPDATE files SET root_id = ?2, size = ?3, mtime_ns = ?4, dev = ?5, ino = ?6, nlink = ?7,
+			hash_status = ?9, prefix_hash = ?10, hash_algo = ?11, content_hash = ?12,
+			error = NULL, missing = 0, last_seen_at = ?8 WHERE id = ?1`},
+		{&b.updSeen, `UPDATE files SET root_id = ?2, nlink = ?3, missing = 0, last_seen_at = ?4 WHERE id = ?1`},
+		{&b.missFile, `UPDATE files SET missing = 1 WHERE id = ? AND missing = 0`},
+		{&b.missFolders, `UPDATE folders SET missing = 1
+			WHERE (path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0')) AND missing = 0`},
+		{&b.missFilesIn, `UPDATE files SET missing = 1 WHERE missing = 0 AND folder_id IN
+			(SELECT id FROM folders WHERE path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0'))`},
+	}
+	for _, s := range stmts {
+		st, err := tx.tx.PrepareContext(tx.ctx, s.q)
+		if err != nil {
+			b.Close()
+			return nil, classify("prepare scan batch", err)
+		}
+		*s.dst = st
+	}
+	return b, nil
+}
+
+// Close releases the batch's statements.
+func (b *ScanBatch) Close() {
+	for _, st := range []*sql.Stmt{b.insFolder, b.updFolder, b.insFile, b.updChanged,
+		b.updSeen, b.missFile, b.missFolders, b.missFilesIn} {
+		if st != nil {
+			st.Close()
+		}
+	}
+}
+
+func nullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id != 0} }
+
+// AddFolder inserts a folder (or revives the row of that path) and returns
+// its id. errText records why it could not be read ("" when it could).
+func (b *ScanBatch) AddFolder(rootID, parentID int64, path, errText string) (int64, error) {
+	var id int64
+	err := b.insFolder.QueryRowContext(b.tx.ctx, rootID, nullID(parentID), path, nullStr(errText), b.now).Scan(&id)
+	return id, classify("add folder", err)
+}
+
+// SeeFolder updates a known folder: present again, its parent and root, and
+// its read error ("" for none).
+func (b *ScanBatch) SeeFolder(id, rootID, parentID int64, errText string) error {
+	_, err := b.updFolder.ExecContext(b.tx.ctx, id, rootID, nullID(parentID), nullStr(errText), b.now)
+	return classify("update folder", err)
+}
+
+// AddFile inserts a new file: pending a hash, or with what f.Hash says.
+func (b *ScanBatch) AddFile(rootID, folderID int64, f FileStat) error {
+	b.tx.epoch = true
+	st, prefix, algo, content := b.hashCols(f.Hash)
+	_, err := b.insFile.ExecContext(b.tx.ctx, rootID, folderID, f.Name, f.Size, f.MtimeNS,
+		int64(f.Dev), int64(f.Ino), int64(f.Nlink), st, prefix, algo, content, b.now)
+	return classify("add file", err)
+}
+
+// ChangeFile records new metadata for a file whose size, mtime or inode
+// changed: its old hashes are dropped; it is pending again unless f.Hash
+// says what it holds now.
+func (b *ScanBatch) ChangeFile(id, rootID int64, f FileStat) error {
+	b.tx.epoch, b.tx.groups = true, true
+	st, prefix, algo, content := b.hashCols(f.Hash)
+	_, err := b.updChanged.ExecContext(b.tx.ctx, id, rootID, f.Size, f.MtimeNS,
+		int64(f.Dev), int64(f.Ino), int64(f.Nlink), b.now, st, prefix, algo, content)
+	return classify("update file", err)
+}
+
+// SeeFile records an unchanged file that came back from missing, or whose
+// link count or root changed. Its hashes stay.
+func (b *ScanBatch) SeeFile(id, rootID int64, nlink uint64, wasMissing bool) error {
+	if wasMissing {
+		// It may share its size with a pending file again.
+		b.tx.epoch, b.tx.groups = true, true
+	}
+	_, err := b.updSeen.ExecContext(b.tx.ctx, id, rootID, int64(nlink), b.now)
+	return classify("update file", err)
+}
+
+// LoseFile marks a file missing: it leaves its group but keeps its hashes,
+// so it is not read again if it comes back unchanged.
+func (b *ScanBatch) LoseFile(id int64) error {
+	b.tx.groups = true
+	_, err := b.missFile.ExecContext(b.tx.ctx, id)
+	return classify("mark file missing", err)
+}
+
+// LoseFolder marks a folder, every folder below it and all their files
+// missing.
+func (b *ScanBatch) LoseFolder(path string) error {
+	b.tx.groups = true
+	if _, err := b.missFilesIn.ExecContext(b.tx.ctx, path); err != nil {
+		return classify("mark files missing", err)
+	}
+	_, err := b.missFolders.ExecContext(b.tx.ctx, path)
+	return classify("mark folders missing", err)
+}
+
+// ScanCounts are the running totals of one scan.
+type ScanCounts struct {
+	FilesSeen    int64 `json:"files_seen"`
+	FoldersSeen  int64 `json:"folders_seen"`
+	BytesSeen    int64 `json:"bytes_seen"`
+	FilesAdded   int64 `json:"files_added"`
+	FilesChanged int64 `json:"files_changed"`
+	FilesMissing int64 `json:"files_missing"`
+	Errors       int64 `json:"errors"`
+}
+
+// StartScan creates the scans row of a scan job's run.
+func (tx *Tx) StartScan(rootID, jobID int64) (int64, error) {
+	var id int64
+	err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO scans (root_id, job_id, started_at)
+		VALUES (?, ?, `+nowSQL+`) RETURNING id`, rootID, jobID).Scan(&id)
+	return id, classify("start scan", err)
+}
+
+// UpdateScan records a scan's running totals, and its end when status is
+// succeeded or failed.
+func (tx *Tx) UpdateScan(scanID int64, status string, c ScanCounts) error {
+	done := "NULL"
+	if status != "running" {
+		done = nowSQL
+	}
+	_, err := tx.exec("update scan", `UPDATE scans SET status = ?, completed_at = `+done+`,
+		files_seen = ?, folders_seen = ?, bytes_seen = ?, files_added = ?, files_changed = ?,
+		files_missing = ?, errors = ? WHERE id = ?`, status, c.FilesSeen, c.FoldersSeen, c.BytesSeen,
+		c.FilesAdded, c.FilesChanged, c.FilesMissing, c.Errors, scanID)
+	return err
+}
+
+// Scan is one row of the scans table.
+type Scan struct {
+	ID, RootID                       int64
+	Status                           string
+	StartedAt, CompletedAt           sql.NullInt64
+	Counts                           ScanCounts
+	HashStartedAt, HashCompletedAt   sql.NullInt64
+	HashedFileCount, HashedByteCount sql.NullInt64
+}
+
+// LastScan reads the newest scan of a root.
+func (db *DB) LastScan(ctx context.Context, rootID int64) (Scan, error) {
+	var s Scan
+	c := &s.Counts
+	err := db.queryRow(ctx, `SELECT id, root_id, status, started_at, completed_at, files_seen,
+		folders_seen, bytes_seen, files_added, files_changed, files_missing, errors, hash_started_at,
+		hash_completed_at, hashed_file_count, hashed_byte_count FROM scans WHERE root_id = ?
+		ORDER BY id DESC LIMIT 1`, rootID).Scan(&s.ID, &s.RootID, &s.Status, &s.StartedAt, &s.CompletedAt,
+		&c.FilesSeen, &c.FoldersSeen, &c.BytesSeen, &c.FilesAdded, &c.FilesChanged, &c.FilesMissing, &c.Errors,
+		&s.HashStartedAt, &s.HashCompletedAt, &s.HashedFileCount, &s.HashedByteCount)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, fmt.Errorf("scans of root %d: %w", rootID, ErrNotFound)
+	}
+	return s, classify("read scan", err)
+}

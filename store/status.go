@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+)
+
+// Totals summarise the index.
+type Totals struct {
+	Roots        int64 `json:"roots"`
+	Folders      int64 `json:"folders"`
+	Files        int64 `json:"files"`         // live files seen
+	Bytes        int64 `json:"bytes"`         // their total size
+	Missing      int64 `json:"missing_files"` // known files not found by the last scan
+	Hashed       int64 `json:"hashed"`        // live files with a full content hash
+	Partial      int64 `json:"prefix_hashed"` // live files ruled out by their prefix hash
+	Unique       int64 `json:"unique_size"`   // live files whose size no other inode shares
+	Queued       int64 `json:"queued"`        // live files pending the hash job
+	Failed       int64 `json:"failed"`        // live files that could not be read
+	Groups       int64 `json:"groups"`
+	GroupFiles   int64 `json:"group_files"`
+	WastedBytes  int64 `json:"wasted_bytes"`
+	ScanEpoch    int64 `json:"scan_epoch"`
+	HashedEpoch  int64 `json:"hashed_epoch"`
+	ChangeSeq    int64 `json:"change_seq"`
+	RunningJobs  int64 `json:"running_jobs"`
+	WaitingJobs  int64 `json:"waiting_jobs"`
+	HashUpToDate bool  `json:"hash_up_to_date"`
+}
+
+// Totals counts files by state, groups and jobs. It reads one snapshot; it
+// scans the files table once, so callers that poll it should cache it.
+func (db *DB) Totals(ctx context.Context) (Totals, error) {
+	var t Totals
+	tx, err := db.r.BeginTx(ctx, nil)
+	if err != nil {
+		return t, classify("read totals", err)
+	}
+	defer tx.Rollback()
+	err = tx.QueryRowContext(ctx, `SELECT
+		(SELECT count(*) FROM roots),
+		(SELECT count(*) FROM folders WHERE missing = 0),
+		coalesce(sum(missing = 0), 0), coalesce(sum(CASE WHEN missing = 0 THEN size END), 0),
+		coalesce(sum(missing = 1), 0),
+		coalesce(sum(missing = 0 AND hash_status = 'done'), 0),
+		coalesce(sum(missing = 0 AND hash_status = 'partial'), 0),
+		coalesce(sum(missing = 0 AND hash_status = 'unique'), 0),
+		coalesce(sum(missing = 0 AND hash_status = 'pending'), 0),
+		coalesce(sum(missing = 0 AND hash_status = 'failed'), 0)
+		FROM files`).Scan(&t.Roots, &t.Folders, &t.Files, &t.Bytes, &t.Missing, &t.Hashed, &t.Partial,
+		&t.Unique, &t.Queued, &t.Failed)
+	if err != nil {
+		return t, classify("read totals", err)
+	}
+	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(file_count), 0),
+		coalesce(sum(size * (inode_count - 1)), 0) FROM contents WHERE inode_count >= 2`).Scan(
+		&t.Groups, &t.GroupFiles, &t.WastedBytes)
+	if err != nil {
+		return t, classify("read group totals", err)
+	}
+	err = tx.QueryRowContext(ctx, `SELECT
+		(SELECT value FROM counters WHERE name = 'scan_epoch'),
+		(SELECT value FROM counters WHERE name = 'hashed_epoch'),
+		(SELECT value FROM counters WHERE name = 'change_seq'),
+		(SELECT count(*) FROM jobs WHERE status = 'running'),
+		(SELECT count(*) FROM jobs WHERE status IN ('pending', 'retryable'))`).Scan(
+		&t.ScanEpoch, &t.HashedEpoch, &t.ChangeSeq, &t.RunningJobs, &t.WaitingJobs)
+	t.HashUpToDate = t.ScanEpoch == t.HashedEpoch
+	return t, classify("read counters", err)
+}

@@ -1,0 +1,166 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"strings"
+)
+
+// Tx is a write transaction on the process's single writer connection. It is
+// only valid inside the function passed to Write.
+type Tx struct {
+	ctx context.Context
+	tx  *sql.Tx
+	// groups is set by writes that may change duplicate groups; Write then
+	// recounts the touched contents before it commits.
+	groups bool
+	// epoch is set by writes that add or change files the hash job must
+	// look at; Write then bumps scan_epoch.
+	epoch bool
+	// added are the contents the hash writer gave a file in this
+	// transaction (algo + "\x00" + digest), to recount at commit.
+	added map[string]struct{}
+}
+
+// noteContent marks a content to recount at commit.
+func (tx *Tx) noteContent(algo string, sum []byte) {
+	if tx.added == nil {
+		tx.added = map[string]struct{}{}
+	}
+	tx.added[algo+"\x00"+string(sum)] = struct{}{}
+	tx.groups = true
+}
+
+// Write runs fn in one IMMEDIATE transaction on the writer connection and
+// commits it, or rolls it back when fn returns an error. Keep fn short (tens
+// of milliseconds): the writer connection is shared by every worker of the
+// process, and other processes wait for the lock.
+func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Begin opens a write transaction that the caller ends with Commit or
+// Rollback. It is for a worker that must keep one transaction across several
+// steps (the scanner, whose new folder ids feed the next folders); everyone
+// else uses Write.
+func (db *DB) Begin(ctx context.Context) (*Tx, error) {
+	sqltx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return nil, classify("begin write", err)
+	}
+	return &Tx{ctx: ctx, tx: sqltx}, nil
+}
+
+// Rollback abandons the transaction.
+func (tx *Tx) Rollback() { _ = tx.tx.Rollback() }
+
+// Commit bumps scan_epoch and recounts touched groups when the writes asked
+// for it, then commits.
+func (tx *Tx) Commit() error {
+	if tx.epoch {
+		if _, err := tx.exec("bump scan epoch", "UPDATE counters SET value = value + 1 WHERE name = 'scan_epoch'"); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	if tx.groups {
+		if err := tx.recountContents(); err != nil {
+			tx.Rollback()
+			return err
+		}
+	}
+	if err := tx.tx.Commit(); err != nil {
+		tx.Rollback()
+		return classify("commit", err)
+	}
+	return nil
+}
+
+func (tx *Tx) exec(op, query string, args ...any) (sql.Result, error) {
+	res, err := tx.tx.ExecContext(tx.ctx, query, args...)
+	return res, classify(op, err)
+}
+
+// recountQuery recounts every content a write touched, in one grouped pass
+// over their files. A group is a content held by two or more distinct live
+// inodes; count(DISTINCT dev||','||ino) counts inodes, not paths, so two
+// hard links alone are no group. A content gets a row when it first becomes
+// a group and keeps it (and its id) from then on. changed_at and change_seq
+// move only when a count really changed.
+const recountQuery = `
+INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
+SELECT c.hash_algo, c.content_hash, c.size, c.files, c.inodes, ` + nowSQL + `, ?1
+  FROM (SELECT d.hash_algo, d.content_hash, coalesce(max(f.size), 0) AS size, count(f.id) AS files,
+               count(DISTINCT f.dev || ',' || f.ino) AS inodes
+          FROM content_dirty d
+          LEFT JOIN files f ON f.content_hash = d.content_hash AND f.hash_algo = d.hash_algo AND f.missing = 0
+         GROUP BY d.hash_algo, d.content_hash) c
+ WHERE c.inodes >= 2 OR EXISTS (SELECT 1 FROM contents x
+                                 WHERE x.hash_algo = c.hash_algo AND x.content_hash = c.content_hash)
+ON CONFLICT (hash_algo, content_hash) DO UPDATE SET
+       file_count = excluded.file_count,
+       inode_count = excluded.inode_count,
+       changed_at = excluded.changed_at,
+       change_seq = excluded.change_seq
+ WHERE file_count <> excluded.file_count OR inode_count <> excluded.inode_count`
+
+func (tx *Tx) recountContents() error {
+	if len(tx.added) > 0 {
+		st, err := tx.tx.PrepareContext(tx.ctx, "INSERT OR IGNORE INTO content_dirty (hash_algo, content_hash) VALUES (?, ?)")
+		if err != nil {
+			return classify("note new groups", err)
+		}
+		for k := range tx.added {
+			algo, sum, _ := strings.Cut(k, "\x00")
+			if _, err := st.ExecContext(tx.ctx, algo, []byte(sum)); err != nil {
+				st.Close()
+				return classify("note new groups", err)
+			}
+		}
+		st.Close()
+		tx.added = nil
+	}
+	var n int
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT count(*) FROM content_dirty").Scan(&n); err != nil {
+		return classify("count touched groups", err)
+	}
+	if n == 0 {
+		return nil
+	}
+	var seq int64
+	err := tx.tx.QueryRowContext(tx.ctx,
+		"UPDATE counters SET value = value + 1 WHERE name = 'change_seq' RETURNING value").Scan(&seq)
+	if err != nil {
+		return classify("bump change sequence", err)
+	}
+	if _, err := tx.exec("recount groups", recountQuery, seq); err != nil {
+		return err
+	}
+	_, err = tx.exec("clear touched groups", "DELETE FROM content_dirty")
+	return err
+}
+
+// Counter reads one of the counters (scan_epoch, hashed_epoch, change_seq).
+func (db *DB) Counter(ctx context.Context, name string) (int64, error) {
+	var v int64
+	err := db.r.QueryRowContext(ctx, "SELECT value FROM counters WHERE name = ?", name).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, ErrNotFound
+	}
+	return v, classify("read counter "+name, err)
+}
+
+// SetCounter sets a counter inside a write.
+func (tx *Tx) SetCounter(name string, v int64) error {
+	_, err := tx.exec("set counter "+name, "UPDATE counters SET value = ? WHERE name = ?", v, name)
+	return err
+}
