@@ -1,0 +1,160 @@
+package indexer
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// CheckResult says where the index already holds a file's content.
+type CheckResult struct {
+	Path    string // the file asked about, absolute
+	Size    int64
+	Matches []string // live indexed paths, other than Path, with the same content
+}
+
+// Check answers "do I already have this file?": it looks for indexed files
+// of the same size and compares contents, reading as little as it can. An
+// indexed copy whose hash is known and whose size and mtime are unchanged is
+// trusted; any other candidate is read now (prefix first, then whole). The
+// index is not written. Empty files match nothing.
+func Check(ctx context.Context, db *store.DB, path string) (CheckResult, error) {
+	res := CheckResult{Path: path}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return res, err
+	}
+	if real, err := filepath.EvalSymlinks(abs); err == nil {
+		abs = real
+	}
+	res.Path = abs
+	var st unix.Stat_t
+	if err := unix.Stat(abs, &st); err != nil {
+		return res, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return res, fmt.Errorf("%s: not a regular file", path)
+	}
+	res.Size = st.Size
+	if st.Size == 0 {
+		return res, nil
+	}
+	rows, err := db.SizeRows(ctx, st.Size)
+	if err != nil {
+		return res, err
+	}
+	me := fileID{size: st.Size, mtimeNS: st.Mtim.Nano(), dev: st.Dev, ino: st.Ino}
+	c := &checker{algo: db.HashAlgo(), me: me, path: abs, buf: make([]byte, readChunk)}
+	for i := range rows {
+		r := &rows[i]
+		if r.Missing || r.Path == abs {
+			continue
+		}
+		same, err := c.same(ctx, r)
+		if err != nil {
+			return res, err
+		}
+		if same {
+			res.Matches = append(res.Matches, r.Path)
+		}
+	}
+	return res, nil
+}
+
+// checker compares one file with candidates, computing its own hashes once.
+type checker struct {
+	algo string
+	me   fileID
+	path string
+	buf  []byte
+
+	prefix, sum []byte // of the file checked, once computed
+	prefixSet   bool
+}
+
+func (c *checker) same(ctx context.Context, r *store.HashRow) (bool, error) {
+	if r.Dev == c.me.dev && r.Ino == c.me.ino {
+		return true, nil // a hard link of it
+	}
+	var cur unix.Stat_t
+	if err := unix.Stat(r.Path, &cur); err != nil {
+		return false, nil // gone since it was indexed
+	}
+	want := fileID{size: r.Size, mtimeNS: r.MtimeNS, dev: r.Dev, ino: r.Ino}
+	if r.Content != nil && want.matches(&cur) {
+		mine, err := c.fullSum(ctx)
+		return err == nil && bytes.Equal(mine, r.Content), err
+	}
+	if cur.Size != c.me.size {
+		return false, nil
+	}
+	// Unknown or stale: read the candidate as it is now.
+	now := fileID{size: cur.Size, mtimeNS: cur.Mtim.Nano(), dev: cur.Dev, ino: cur.Ino}
+	if c.me.size > SmallFile {
+		mine, err := c.prefixOf(ctx)
+		if err != nil {
+			return false, err
+		}
+		theirs, err := hashPath(ctx, r.Path, now, c.algo, c.buf, true)
+		if err != nil || !bytes.Equal(mine, theirs) {
+			return false, nil
+		}
+	}
+	mine, err := c.fullSum(ctx)
+	if err != nil {
+		return false, err
+	}
+	theirs, err := hashPath(ctx, r.Path, now, c.algo, c.buf, false)
+	return err == nil && bytes.Equal(mine, theirs), nil
+}
+
+func (c *checker) prefixOf(ctx context.Context) ([]byte, error) {
+	if !c.prefixSet {
+		p, err := hashPath(ctx, c.path, c.me, c.algo, c.buf, true)
+		if err != nil {
+			return nil, err
+		}
+		c.prefix, c.prefixSet = p, true
+	}
+	return c.prefix, nil
+}
+
+func (c *checker) fullSum(ctx context.Context) ([]byte, error) {
+	if c.sum == nil {
+		s, err := hashPath(ctx, c.path, c.me, c.algo, c.buf, false)
+		if err != nil {
+			return nil, err
+		}
+		c.sum = s
+	}
+	return c.sum, nil
+}
+
+// hashPath opens a file, checks it is still id, and returns its prefix hash
+// (8 bytes) or its full content hash.
+func hashPath(ctx context.Context, path string, id fileID, algo string, buf []byte, prefix bool) ([]byte, error) {
+	f, err := openChecked(path, id)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if prefix {
+		p, err := prefixHash(f, id.size, buf)
+		if err != nil {
+			return nil, err
+		}
+		return binary.LittleEndian.AppendUint64(nil, uint64(p)), nil
+	}
+	sum, err := contentHash(ctx, f, id.size, algo, buf, nil)
+	if err != nil {
+		return nil, err
+	}
+	return sum, checkUnchanged(f, id)
+}

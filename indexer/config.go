@@ -1,0 +1,64 @@
+package indexer
+
+import (
+	"io"
+	"runtime"
+	"time"
+)
+
+// Config tunes an Indexer. The zero value is usable: every zero field takes
+// its default.
+type Config struct {
+	// Workers is the number of directory readers and of hashers
+	// (default: the number of CPUs).
+	Workers int
+	// LeaseTTL is how long a job stays claimed without a heartbeat
+	// (default 30s). Heartbeats run every LeaseTTL/3.
+	LeaseTTL time.Duration
+	// BatchDuration bounds how long a batch of writes gathers before it is
+	// committed, and so how long one write transaction is held (default
+	// 250ms). Longer batches write each B-tree page fewer times.
+	BatchDuration time.Duration
+	// MaxHashesPerSec limits files opened for hashing per second
+	// (0: no limit).
+	MaxHashesPerSec float64
+	// MaxBytesPerSec limits bytes read for hashing per second (0: no limit).
+	MaxBytesPerSec int64
+	// PollInterval is how often a process waiting for another one's job
+	// looks again (default 250ms).
+	PollInterval time.Duration
+	// SkipPaths are never indexed (the index file and its -wal/-shm are
+	// always skipped; the caller adds e.g. the thumbnail cache).
+	SkipPaths []string
+	// ReadLog, when set, receives one line per file opened for hashing:
+	// "prefix <quoted path>" or "full <quoted path>". Tests use it to prove
+	// what was read.
+	ReadLog io.Writer
+	// Progress, when set, is updated as work goes on.
+	Progress *Progress
+	// Warn receives problems that do not stop the run (unreadable
+	// folders, files that changed while they were hashed). May be nil.
+	Warn func(msg string)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Workers <= 0 {
+		c.Workers = runtime.NumCPU()
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 30 * time.Second
+	}
+	if c.BatchDuration <= 0 {
+		c.BatchDuration = 250 * time.Millisecond
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 250 * time.Millisecond
+	}
+	if c.Progress == nil {
+		c.Progress = &Progress{}
+	}
+	if c.Warn == nil {
+		c.Warn = func(string) {}
+	}
+	return c
+}

@@ -1,0 +1,221 @@
+package indexer
+
+import (
+	"container/heap"
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// The scan commits folders in depth-first pre-order, children sorted by name,
+// so that "every folder up to X is committed" is a single checkpoint X. The
+// folders are read ahead of the committer, in parallel, by workers that
+// always pick the earliest unread folder in that order; the committer reads a
+// folder itself when no worker has started it, so it never waits on a full
+// buffer.
+
+// dfsCompare orders paths relative to a root in depth-first pre-order:
+// component by component, a parent before its children. Mapping '/' below
+// every other byte gives exactly that order.
+func dfsCompare(a, b string) int {
+	n := min(len(a), len(b))
+	for i := 0; i < n; i++ {
+		ca, cb := a[i], b[i]
+		if ca == cb {
+			continue
+		}
+		if ca == '/' {
+			return -1
+		}
+		if cb == '/' {
+			return 1
+		}
+		if ca < cb {
+			return -1
+		}
+		return 1
+	}
+	switch {
+	case len(a) < len(b):
+		return -1
+	case len(a) > len(b):
+		return 1
+	}
+	return 0
+}
+
+// isAncestorOrSelf reports whether rel a is b or one of b's ancestors.
+func isAncestorOrSelf(a, b string) bool {
+	if a == b || a == "" {
+		return true
+	}
+	return len(b) > len(a) && b[:len(a)] == a && b[len(a)] == '/'
+}
+
+type nodeMode int
+
+const (
+	modeFull nodeMode = iota // read, stat and diff against the index
+	modePass                 // committed by an earlier attempt: only descend
+)
+
+// node is one folder of the walk.
+type node struct {
+	rel        string // relative to the root, "" for the root
+	abs        string
+	dbRow      *store.FolderRow // from the parent's listing; nil if not known
+	mode       nodeMode
+	viaSymlink bool
+	parent     *ancestry // (dev, ino) of the folders above, for loop checks
+
+	state atomic.Int32 // 0 queued, 1 taken, 2 done
+	done  chan struct{}
+	res   *dirResult
+}
+
+func newNode(rel, abs string, mode nodeMode, via bool, parent *ancestry) *node {
+	return &node{rel: rel, abs: abs, mode: mode, viaSymlink: via, parent: parent,
+		done: make(chan struct{})}
+}
+
+// ancestry is a linked list of the folders above a node.
+type ancestry struct {
+	dev, ino uint64
+	up       *ancestry
+}
+
+func (a *ancestry) contains(dev, ino uint64) bool {
+	for ; a != nil; a = a.up {
+		if a.dev == dev && a.ino == ino {
+			return true
+		}
+	}
+	return false
+}
+
+type nodeHeap []*node
+
+func (h nodeHeap) Len() int           { return len(h) }
+func (h nodeHeap) Less(i, j int) bool { return dfsCompare(h[i].rel, h[j].rel) < 0 }
+func (h nodeHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *nodeHeap) Push(x any)        { *h = append(*h, x.(*node)) }
+func (h *nodeHeap) Pop() any {
+	old := *h
+	n := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
+	return n
+}
+
+// prefetcher reads folders ahead of the committer. Readers and the
+// committer share cpu tokens: a reader holds one while it reads a folder,
+// the committer while it has a write batch open. On a first scan the
+// committer's writes are the slow part and keep a CPU to themselves; on a
+// re-scan of an unchanged tree the committer writes nothing and every CPU
+// reads.
+type prefetcher struct {
+	read  func(*node) *dirResult
+	limit int // entries held in read but unconsumed results
+	cpu   chan struct{}
+
+	mu       sync.Mutex
+	cond     *sync.Cond
+	queue    nodeHeap
+	buffered int
+	closed   bool
+	wg       sync.WaitGroup
+}
+
+func newPrefetcher(workers, limit int, read func(*node) *dirResult) *prefetcher {
+	p := &prefetcher{read: read, limit: limit, cpu: make(chan struct{}, workers)}
+	p.cond = sync.NewCond(&p.mu)
+	p.wg.Add(workers)
+	for i := 0; i < workers; i++ {
+		go p.work()
+	}
+	return p
+}
+
+func (p *prefetcher) work() {
+	defer p.wg.Done()
+	for {
+		p.mu.Lock()
+		for !p.closed && (len(p.queue) == 0 || p.buffered >= p.limit) {
+			p.cond.Wait()
+		}
+		if p.closed {
+			p.mu.Unlock()
+			return
+		}
+		n := heap.Pop(&p.queue).(*node)
+		p.mu.Unlock()
+		if n.state.CompareAndSwap(0, 1) {
+			p.cpu <- struct{}{}
+			p.run(n)
+			<-p.cpu
+		}
+	}
+}
+
+// run reads n, queues its children and publishes the result.
+func (p *prefetcher) run(n *node) {
+	res := p.read(n)
+	n.res = res
+	p.mu.Lock()
+	p.buffered += res.weight()
+	for _, c := range res.subdirs {
+		heap.Push(&p.queue, c)
+	}
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	n.state.Store(2)
+	close(n.done)
+}
+
+// wait returns n's result, reading it here if no worker took it yet.
+func (p *prefetcher) wait(ctx context.Context, n *node) (*dirResult, error) {
+	if n.state.CompareAndSwap(0, 1) {
+		p.run(n)
+	}
+	select {
+	case <-n.done:
+		return n.res, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+// hold takes a cpu token for the committer; release gives it back.
+func (p *prefetcher) hold()    { p.cpu <- struct{}{} }
+func (p *prefetcher) release() { <-p.cpu }
+
+// ready reports whether n's result is there without waiting.
+func (p *prefetcher) ready(n *node) bool { return n.state.Load() == 2 }
+
+// consumed releases the buffer space of a result the committer is done with.
+func (p *prefetcher) consumed(res *dirResult) {
+	p.mu.Lock()
+	p.buffered -= res.weight()
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// start queues the first node.
+func (p *prefetcher) start(n *node) {
+	p.mu.Lock()
+	heap.Push(&p.queue, n)
+	p.cond.Broadcast()
+	p.mu.Unlock()
+}
+
+// close stops the workers and waits for them.
+func (p *prefetcher) close() {
+	p.mu.Lock()
+	p.closed = true
+	p.queue = nil
+	p.cond.Broadcast()
+	p.mu.Unlock()
+	p.wg.Wait()
+}

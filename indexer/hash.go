@@ -1,0 +1,598 @@
+package indexer
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// The hash job, in two passes over the candidate size buckets (sizes shared
+// by two or more distinct live inodes), largest first:
+//
+//  1. every pending file is read once: a small file (<= SmallFile) whole,
+//     for its content hash; a larger one only at its start and end, for
+//     its prefix hash;
+//  2. the partial files whose (size, prefix hash) another inode shares are
+//     read whole, for their content hash.
+//
+// A file is never read when a row of the same inode with the same size and
+// mtime already has the hash: hard links share one read, and a file that
+// was moved or came back keeps the hash of its earlier row. Results are
+// written in fenced batches, so a run killed midway keeps what it recorded.
+
+// pageRows bounds the bucket members loaded at once.
+const pageRows = 4096
+
+type taskKind int
+
+const (
+	taskPrefix taskKind = iota // pass 1
+	taskFull                   // pass 2
+)
+
+// task reads one inode; its result goes to every row in rows.
+type task struct {
+	kind taskKind
+	rep  *store.HashRow   // the row whose path is opened
+	rows []*store.HashRow // the live rows of that inode needing the result
+}
+
+type outcome int
+
+const (
+	gotPrefix  outcome = iota // prefix hash
+	gotContent                // content hash (prefix too when known)
+	gotFailure                // could not read: failed
+	gotChange                 // changed or vanished: left pending, noted
+)
+
+// result is one settled task.
+type result struct {
+	rows    []*store.HashRow
+	outcome outcome
+	prefix  sql.NullInt64
+	sum     []byte
+	msg     string
+	read    bool // a file was read for it
+	bytes   int64
+}
+
+// hashRun is one attempt at the hash job.
+type hashRun struct {
+	ix      *Indexer
+	lease   store.Lease
+	algo    string
+	started time.Time
+
+	mu      sync.Mutex
+	perRoot map[int64]store.RootHashCounts
+}
+
+func (ix *Indexer) runHash(ctx context.Context, job store.Job, lease store.Lease) error {
+	h := &hashRun{ix: ix, lease: lease, algo: ix.db.HashAlgo(), started: time.Now(),
+		perRoot: map[int64]store.RootHashCounts{}}
+	p := ix.cfg.Progress
+	p.SetPhase("hash", "")
+	p.HashFiles.Store(0)
+	p.HashFilesDone.Store(0)
+
+	jobCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stop := ix.keepalive(jobCtx, lease, cancel, func() (float64, int64) {
+		total, done := p.HashFiles.Load(), p.HashFilesDone.Load()
+		if total == 0 {
+			return 0, done
+		}
+		return min(0.99, float64(done)/float64(total)), done
+	})
+	err := h.run(jobCtx)
+	stop()
+	if err != nil {
+		if cause := context.Cause(jobCtx); errors.Is(cause, store.ErrLeaseLost) {
+			err = cause
+		}
+		return ix.abandon(ctx, lease, err)
+	}
+	return nil
+}
+
+func (h *hashRun) run(ctx context.Context) error {
+	db, p := h.ix.db, h.ix.cfg.Progress
+	// Read the epoch before planning: a scan that commits after this point
+	// bumps it again and causes another run.
+	epoch, err := db.Counter(ctx, "scan_epoch")
+	if err != nil {
+		return err
+	}
+	var plan []store.SizeCount
+	err = db.Write(ctx, func(tx *store.Tx) error {
+		if err := tx.Fence(h.lease); err != nil {
+			return err
+		}
+		plan, err = tx.PlanHash(1)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var sizes, large []int64
+	for _, s := range plan {
+		p.HashFiles.Add(s.Files)
+		sizes = append(sizes, s.Size)
+		if s.Size > SmallFile {
+			large = append(large, s.Size)
+		}
+	}
+	if err := h.pass(ctx, taskPrefix, plan, nil); err != nil {
+		return err
+	}
+	if len(large) > 0 {
+		pairs, err := db.FullHashPlan(ctx, large)
+		if err != nil {
+			return err
+		}
+		if len(pairs) > 0 {
+			shared := map[store.SizePrefix]bool{}
+			var full []store.SizeCount
+			for _, pr := range pairs {
+				shared[pr] = true
+				if len(full) == 0 || full[len(full)-1].Size != pr.Size {
+					full = append(full, store.SizeCount{Size: pr.Size})
+				}
+			}
+			// Member counts are not known per pair; load one size at a
+			// time through the paged path only when it is large.
+			for i := range full {
+				for _, s := range plan {
+					if s.Size == full[i].Size {
+						full[i].Files = s.Files
+					}
+				}
+			}
+			if err := h.pass(ctx, taskFull, full, shared); err != nil {
+				return err
+			}
+		}
+	}
+	return db.Write(ctx, func(tx *store.Tx) error {
+		if err := tx.Fence(h.lease); err != nil {
+			return err
+		}
+		if err := tx.SetCounter("hashed_epoch", epoch); err != nil {
+			return err
+		}
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if err := tx.RecordHashRun(h.started, h.perRoot); err != nil {
+			return err
+		}
+		return tx.Finish(h.lease, store.StatusCompleted, "", "", 0)
+	})
+}
+
+// pass runs one pass over the buckets: a loader turns pages of bucket
+// members into tasks (or into results at once, when a hash can be reused),
+// workers read files, and one writer records results in fenced batches.
+func (h *hashRun) pass(ctx context.Context, kind taskKind, buckets []store.SizeCount, shared map[store.SizePrefix]bool) error {
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	tasks := make(chan task, 4*h.ix.cfg.Workers)
+	results := make(chan result, 256)
+
+	var writerErr error
+	writerDone := make(chan struct{})
+	go func() {
+		defer close(writerDone)
+		writerErr = h.write(ctx, results)
+		if writerErr != nil {
+			cancel(writerErr)
+		}
+	}()
+	var workers sync.WaitGroup
+	for i := 0; i < h.ix.cfg.Workers; i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			buf := make([]byte, readChunk)
+			for t := range tasks {
+				results <- h.read(ctx, t, buf)
+			}
+		}()
+	}
+	loadErr := h.load(ctx, kind, buckets, shared, tasks, results)
+	close(tasks)
+	workers.Wait()
+	close(results)
+	<-writerDone
+	if writerErr != nil {
+		return writerErr
+	}
+	if loadErr != nil {
+		if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
+			return cause
+		}
+		return loadErr
+	}
+	return ctx.Err()
+}
+
+// load pages through the buckets and emits tasks and reuse results.
+func (h *hashRun) load(ctx context.Context, kind taskKind, buckets []store.SizeCount,
+	shared map[store.SizePrefix]bool, tasks chan<- task, results chan<- result) error {
+	emit := func(rows []store.HashRow) error {
+		for _, g := range inodeGroups(rows) {
+			t, r, settled := h.plan(kind, g, shared)
+			h.ix.cfg.Progress.HashFilesDone.Add(int64(settled))
+			if kind == taskFull && t != nil {
+				h.ix.cfg.Progress.HashFiles.Add(int64(len(t.rows)))
+			} else if kind == taskFull && r != nil {
+				h.ix.cfg.Progress.HashFiles.Add(int64(len(r.rows)))
+			}
+			select {
+			case <-ctx.Done():
+				return context.Cause(ctx)
+			default:
+			}
+			if r != nil {
+				results <- *r
+			} else if t != nil {
+				tasks <- *t
+			}
+		}
+		return nil
+	}
+	for i := 0; i < len(buckets); {
+		if err := ctx.Err(); err != nil {
+			return context.Cause(ctx)
+		}
+		if buckets[i].Files > pageRows {
+			if err := h.loadLarge(ctx, buckets[i].Size, emit); err != nil {
+				return err
+			}
+			i++
+			continue
+		}
+		j, n := i, int64(0)
+		var sizes []int64
+		for j < len(buckets) && buckets[j].Files <= pageRows && (n == 0 || n+buckets[j].Files <= pageRows) {
+			n += buckets[j].Files
+			sizes = append(sizes, buckets[j].Size)
+			j++
+		}
+		want := store.HashPending
+		if kind == taskFull {
+			want = store.HashPartial
+		}
+		rows, err := h.ix.db.Buckets(ctx, sizes, want)
+		if err != nil {
+			return err
+		}
+		if err := emit(rows); err != nil {
+			return err
+		}
+		i = j
+	}
+	return nil
+}
+
+// loadLarge pages through one big bucket by (ino, id), cutting pages only
+// between inodes so hard links stay together.
+func (h *hashRun) loadLarge(ctx context.Context, size int64, emit func([]store.HashRow) error) error {
+	var afterIno uint64
+	var afterID int64
+	for {
+		rows, err := h.ix.db.BucketPage(ctx, size, afterIno, afterID, pageRows)
+		if err != nil {
+			return err
+		}
+		if len(rows) == 0 {
+			return nil
+		}
+		if len(rows) == pageRows {
+			// Hold back the trailing rows of the last inode unless the
+			// page is that inode alone; the next page starts with them.
+			last := rows[len(rows)-1].Ino
+			cut := len(rows)
+			for cut > 0 && rows[cut-1].Ino == last {
+				cut--
+			}
+			if cut > 0 {
+				rows = rows[:cut]
+			}
+		}
+		if err := emit(rows); err != nil {
+			return err
+		}
+		afterIno, afterID = rows[len(rows)-1].Ino, rows[len(rows)-1].ID
+	}
+}
+
+// inodeGroups splits bucket members (ordered by size, then inode) into the
+// rows of each (size, dev, ino).
+func inodeGroups(rows []store.HashRow) [][]*store.HashRow {
+	var out [][]*store.HashRow
+	for i := 0; i < len(rows); {
+		j := i
+		for j < len(rows) && rows[j].Size == rows[i].Size && rows[j].Ino == rows[i].Ino {
+			j++
+		}
+		// Within one inode number, split by device.
+		byDev := map[uint64][]*store.HashRow{}
+		var order []uint64
+		for k := i; k < j; k++ {
+			d := rows[k].Dev
+			if _, ok := byDev[d]; !ok {
+				order = append(order, d)
+			}
+			byDev[d] = append(byDev[d], &rows[k])
+		}
+		for _, d := range order {
+			out = append(out, byDev[d])
+		}
+		i = j
+	}
+	return out
+}
+
+// plan decides what one inode's rows need in this pass: nothing, a result
+// reused from a sibling row, or a read. settled counts the live rows that
+// need no work.
+func (h *hashRun) plan(kind taskKind, g []*store.HashRow, shared map[store.SizePrefix]bool) (*task, *result, int) {
+	var need []*store.HashRow
+	var known *store.HashRow // a row of this inode whose hash can be reused
+	settled := 0
+	for _, r := range g {
+		want := r.Status == store.HashPending
+		if kind == taskFull {
+			want = r.Status == store.HashPartial && r.Prefix.Valid && shared[store.SizePrefix{Size: r.Size, Prefix: r.Prefix.Int64}]
+		}
+		switch {
+		case !r.Missing && want && !h.ix.isChanged(r.ID):
+			need = append(need, r)
+		case !r.Missing:
+			if kind == taskPrefix {
+				settled++
+			}
+		}
+	}
+	if len(need) == 0 {
+		return nil, nil, settled
+	}
+	for _, r := range g {
+		if r.MtimeNS != need[0].MtimeNS {
+			continue
+		}
+		if r.Content != nil {
+			known = r
+			break
+		}
+		if kind == taskPrefix && r.Prefix.Valid && r.Size > SmallFile && known == nil {
+			known = r
+		}
+	}
+	if known != nil {
+		res := &result{rows: need, prefix: known.Prefix}
+		if known.Content != nil {
+			res.outcome, res.sum = gotContent, known.Content
+		} else {
+			res.outcome = gotPrefix
+		}
+		return nil, res, settled
+	}
+	return &task{kind: kind, rep: need[0], rows: need}, nil, settled
+}
+
+// read performs one task.
+func (h *hashRun) read(ctx context.Context, t task, buf []byte) result {
+	res := result{rows: t.rows}
+	r := t.rep
+	fail := func(err error) result {
+		if errors.Is(err, errChanged) || errors.Is(err, errNotThere) {
+			res.outcome = gotChange
+			for _, row := range t.rows {
+				h.ix.markChanged(row.ID)
+			}
+			h.ix.cfg.Warn(fmt.Sprintf("%v; it is left for the next scan", err))
+		} else {
+			res.outcome = gotFailure
+		}
+		res.msg = err.Error()
+		return res
+	}
+	if err := ctx.Err(); err != nil {
+		return fail(err)
+	}
+	if h.ix.hashLimit != nil {
+		if err := h.ix.hashLimit.Wait(ctx); err != nil {
+			return fail(err)
+		}
+	}
+	want := fileID{size: r.Size, mtimeNS: r.MtimeNS, dev: r.Dev, ino: r.Ino}
+	whole := t.kind == taskFull || r.Size <= SmallFile
+	if whole {
+		h.ix.logRead("full", r.Path)
+	} else {
+		h.ix.logRead("prefix", r.Path)
+	}
+	f, err := openChecked(r.Path, want)
+	if err != nil {
+		if isNotExist(err) {
+			err = fmt.Errorf("%w: %w", errNotThere, err)
+		}
+		return fail(err)
+	}
+	defer f.Close()
+	res.read = true
+	h.ix.cfg.Progress.FilesRead.Add(1)
+	if whole {
+		sum, err := h.ix.fullHash(ctx, f, r.Size, h.algo, buf)
+		if err != nil {
+			return fail(err)
+		}
+		res.outcome, res.sum, res.prefix, res.bytes = gotContent, sum, r.Prefix, r.Size
+	} else {
+		if h.ix.bytesLimit != nil {
+			if err := h.ix.bytesLimit.WaitN(ctx, 2*prefixBlock); err != nil {
+				return fail(err)
+			}
+		}
+		ph, err := prefixHash(f, r.Size, buf)
+		if err != nil {
+			return fail(err)
+		}
+		h.ix.cfg.Progress.BytesRead.Add(2 * prefixBlock)
+		res.outcome, res.prefix, res.bytes = gotPrefix, sql.NullInt64{Int64: ph, Valid: true}, 2*prefixBlock
+	}
+	if err := checkUnchanged(f, want); err != nil {
+		return fail(err)
+	}
+	return res
+}
+
+// write records results in fenced batches. It never stops receiving: while
+// one batch is being written, the next one gathers, so the readers never
+// wait for the disk holding the index. A batch is written once it is
+// BatchDuration old or maxHashBatch long, or when the previous write ends.
+func (h *hashRun) write(ctx context.Context, results <-chan result) error {
+	var pending []result
+	var first time.Time
+	busy := false
+	done := make(chan error, 1)
+	start := func() {
+		b := pending
+		pending, busy = nil, true
+		go func() { done <- h.flush(ctx, b) }()
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var failed error
+	for results != nil || busy {
+		select {
+		case r, ok := <-results:
+			if !ok {
+				results = nil
+				continue
+			}
+			if failed != nil {
+				continue // drain
+			}
+			if len(pending) == 0 {
+				first = time.Now()
+				timer.Reset(h.ix.cfg.BatchDuration)
+			}
+			pending = append(pending, r)
+			if !busy && len(pending) >= maxHashBatch {
+				start()
+			}
+		case err := <-done:
+			busy = false
+			if err != nil && failed == nil {
+				failed = err
+			}
+			if failed == nil && len(pending) > 0 && time.Since(first) >= h.ix.cfg.BatchDuration {
+				start()
+			}
+		case <-timer.C:
+			if !busy && failed == nil && len(pending) > 0 {
+				start()
+			}
+		}
+	}
+	if failed != nil {
+		return failed
+	}
+	return h.flush(ctx, pending)
+}
+
+// maxHashBatch bounds the results one write transaction records.
+const maxHashBatch = 20000
+
+// flush records a batch of results in one fenced write, in row order: the
+// B-tree pages are then visited once each, not at random.
+func (h *hashRun) flush(ctx context.Context, batch []result) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	type one struct {
+		row *store.HashRow
+		r   *result
+	}
+	var all []one
+	for i := range batch {
+		for _, row := range batch[i].rows {
+			all = append(all, one{row, &batch[i]})
+		}
+	}
+	slices.SortFunc(all, func(a, b one) int { return cmp.Compare(a.row.ID, b.row.ID) })
+	err := h.ix.db.Write(ctx, func(tx *store.Tx) error {
+		if err := tx.Fence(h.lease); err != nil {
+			return err
+		}
+		b, err := tx.HashBatch(h.algo)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		for _, o := range all {
+			if err := h.record(b, o.r, o.row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range batch {
+		h.credit(r)
+	}
+	return nil
+}
+
+func (h *hashRun) record(b *store.HashBatch, r *result, row *store.HashRow) error {
+	var err error
+	switch r.outcome {
+	case gotPrefix:
+		_, err = b.Prefix(row, r.prefix.Int64)
+	case gotContent:
+		_, err = b.Content(row, r.prefix, r.sum)
+	case gotFailure:
+		_, err = b.Fail(row, r.msg)
+	case gotChange:
+		err = b.Note(row, r.msg)
+	}
+	return err
+}
+
+// credit counts a recorded result in the progress and per-root metrics.
+func (h *hashRun) credit(r result) {
+	h.ix.cfg.Progress.HashFilesDone.Add(int64(len(r.rows)))
+	if !r.read || len(r.rows) == 0 {
+		return
+	}
+	h.mu.Lock()
+	c := h.perRoot[r.rows[0].RootID]
+	c.Files++
+	c.Bytes += r.bytes
+	h.perRoot[r.rows[0].RootID] = c
+	h.mu.Unlock()
+}
+
+func (ix *Indexer) markChanged(id int64) {
+	ix.changedMu.Lock()
+	ix.changed[id] = true
+	ix.changedMu.Unlock()
+}
+
+func (ix *Indexer) isChanged(id int64) bool {
+	ix.changedMu.Lock()
+	defer ix.changedMu.Unlock()
+	return ix.changed[id]
+}

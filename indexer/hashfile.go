@@ -1,0 +1,178 @@
+package indexer
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"io/fs"
+	"os"
+	"strconv"
+
+	"github.com/zeebo/blake3"
+	"golang.org/x/sys/unix"
+)
+
+const (
+	// prefixBlock is read from the start and from the end of a file for
+	// its prefix hash (jdupes and rdfind use 4 KiB too).
+	prefixBlock = 4096
+	// SmallFile: files up to this size are hashed whole at once; their
+	// prefix would cover them anyway.
+	SmallFile = 2 * prefixBlock
+	// readChunk is the read size of a full hash.
+	readChunk = 1 << 20
+)
+
+// errChanged: the file is not the one the index describes any more, or it
+// changed while it was read. Its hash is not recorded.
+var errChanged = errors.New("file changed while it was read")
+
+// fileID is what the index knows of a file; a read must find the same.
+type fileID struct {
+	size, mtimeNS int64
+	dev, ino      uint64
+}
+
+func (f fileID) matches(st *unix.Stat_t) bool {
+	return st.Size == f.size && st.Mtim.Nano() == f.mtimeNS && st.Dev == f.dev && st.Ino == f.ino
+}
+
+// openChecked opens a file for reading and checks it is still the file the
+// index knows (same size, mtime, device and inode). O_NOATIME spares the
+// inode a write where the kernel allows it.
+func openChecked(path string, want fileID) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOATIME, 0)
+	if err == unix.EPERM {
+		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), path)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
+	}
+	if !want.matches(&st) {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", path, errChanged)
+	}
+	return f, nil
+}
+
+// checkUnchanged re-stats an open file after it was read.
+func checkUnchanged(f *os.File, want fileID) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return &os.PathError{Op: "stat", Path: f.Name(), Err: err}
+	}
+	if !want.matches(&st) {
+		return fmt.Errorf("%s: %w", f.Name(), errChanged)
+	}
+	return nil
+}
+
+// prefixHash hashes the first and the last 4 KiB of a file larger than
+// SmallFile, with its size, into 63 bits. Two files with different prefix
+// hashes differ; equal ones need a full hash to tell.
+func prefixHash(f *os.File, size int64, buf []byte) (int64, error) {
+	b := buf[:2*prefixBlock]
+	if _, err := f.ReadAt(b[:prefixBlock], 0); err != nil {
+		return 0, shortRead(f, err)
+	}
+	if _, err := f.ReadAt(b[prefixBlock:], size-prefixBlock); err != nil {
+		return 0, shortRead(f, err)
+	}
+	h := blake3.New()
+	var sz [8]byte
+	binary.LittleEndian.PutUint64(sz[:], uint64(size))
+	h.Write(sz[:])
+	h.Write(b)
+	var out [8]byte
+	h.Digest().Read(out[:])
+	return int64(binary.LittleEndian.Uint64(out[:]) >> 1), nil
+}
+
+func shortRead(f *os.File, err error) error {
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return fmt.Errorf("%s: %w (shorter than it was)", f.Name(), errChanged)
+	}
+	return err
+}
+
+func newHash(algo string) hash.Hash {
+	if algo == "blake3" {
+		return blake3.New()
+	}
+	return sha256.New()
+}
+
+// fullHash reads the whole file through the byte limiter and returns its
+// content hash, counting the bytes in Progress.
+func (ix *Indexer) fullHash(ctx context.Context, f *os.File, size int64, algo string, buf []byte) ([]byte, error) {
+	return contentHash(ctx, f, size, algo, buf, func(n int) error {
+		ix.cfg.Progress.BytesRead.Add(int64(n))
+		if ix.bytesLimit != nil {
+			return ix.bytesLimit.WaitN(ctx, n)
+		}
+		return nil
+	})
+}
+
+// contentHash reads f whole and returns its hash; tick (may be nil) is
+// called after every chunk. Reading more or fewer bytes than size means the
+// file changed.
+func contentHash(ctx context.Context, f *os.File, size int64, algo string, buf []byte, tick func(n int) error) ([]byte, error) {
+	if size > readChunk {
+		_ = unix.Fadvise(int(f.Fd()), 0, 0, unix.FADV_SEQUENTIAL)
+	}
+	h := newHash(algo)
+	var n int64
+	for n <= size {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		k, err := f.Read(buf)
+		if k > 0 {
+			h.Write(buf[:k])
+			n += int64(k)
+			if tick != nil {
+				if err := tick(k); err != nil {
+					return nil, err
+				}
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if n != size {
+		return nil, fmt.Errorf("%s: read %d bytes of %d: %w", f.Name(), n, size, errChanged)
+	}
+	return h.Sum(nil), nil
+}
+
+// logRead writes one line to Config.ReadLog.
+func (ix *Indexer) logRead(kind, path string) {
+	if ix.cfg.ReadLog == nil {
+		return
+	}
+	ix.logMu.Lock()
+	defer ix.logMu.Unlock()
+	fmt.Fprintf(ix.cfg.ReadLog, "%s %s\n", kind, strconv.Quote(path))
+}
+
+// errNotThere: the file vanished since the scan saw it.
+var errNotThere = errors.New("file is not there any more")
+
+func isNotExist(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, unix.ENOTDIR)
+}

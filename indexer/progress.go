@@ -1,0 +1,42 @@
+package indexer
+
+import (
+	"sync"
+	"sync/atomic"
+)
+
+// Progress is updated by the indexer while it works; read it from any
+// goroutine.
+type Progress struct {
+	FilesSeen   atomic.Int64 // files the scans looked at
+	FoldersSeen atomic.Int64
+	BytesSeen   atomic.Int64
+	ScanChanges atomic.Int64 // files added, changed or lost
+	// ScanExpected is the file count of the root's last scan, if any: what
+	// the current scan will likely see.
+	ScanExpected atomic.Int64
+
+	HashFiles     atomic.Int64 // candidate files of the current hash run
+	HashFilesDone atomic.Int64 // of which settled (read, reused or failed)
+	FilesRead     atomic.Int64 // files opened for hashing
+	BytesRead     atomic.Int64 // bytes read for hashing
+
+	mu     sync.Mutex
+	phase  string
+	detail string
+}
+
+// SetPhase records what the indexer does now ("scan", "hash", "wait",
+// "done") and a detail (a root path, who it waits for).
+func (p *Progress) SetPhase(phase, detail string) {
+	p.mu.Lock()
+	p.phase, p.detail = phase, detail
+	p.mu.Unlock()
+}
+
+// Phase returns what SetPhase recorded last.
+func (p *Progress) Phase() (phase, detail string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.phase, p.detail
+}

@@ -1,0 +1,256 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// Indexer runs scan and hash jobs against one index.
+type Indexer struct {
+	db    *store.DB
+	cfg   Config
+	owner string
+
+	hashLimit  *rate.Limiter // files per second, nil: none
+	bytesLimit *rate.Limiter // bytes per second, nil: none
+
+	logMu sync.Mutex
+
+	// changed holds files that changed while this process hashed them;
+	// they stay pending for the next scan instead of being retried in a
+	// loop.
+	changedMu sync.Mutex
+	changed   map[int64]bool
+
+	// sizes is what the walks of this run learnt of file sizes.
+	sizes *sizeCache
+}
+
+// New returns an Indexer working on db.
+func New(db *store.DB, cfg Config) *Indexer {
+	cfg = cfg.withDefaults()
+	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID(), changed: map[int64]bool{}}
+	if cfg.MaxHashesPerSec > 0 {
+		ix.hashLimit = rate.NewLimiter(rate.Limit(cfg.MaxHashesPerSec), 1)
+	}
+	if cfg.MaxBytesPerSec > 0 {
+		ix.bytesLimit = rate.NewLimiter(rate.Limit(cfg.MaxBytesPerSec), int(max(cfg.MaxBytesPerSec, readChunk)))
+	}
+	return ix
+}
+
+// Owner is the worker id this process claims jobs with.
+func (ix *Indexer) Owner() string { return ix.owner }
+
+// Run enqueues a scan of every root, then works until every root is scanned
+// and every candidate hashed: it claims what it can, and waits for jobs
+// other processes hold. It returns the first error of a job that failed (a
+// root that is not there, say) after the rest is done, or at once for an
+// error of the index itself (disk full, corrupt file) or a cancelled ctx.
+func (ix *Indexer) Run(ctx context.Context) error {
+	ix.sizes = newSizeCache()
+	roots, err := ix.db.Roots(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range roots {
+		if _, _, err := ix.db.Enqueue(ctx, store.KindScan, r.ID); err != nil {
+			return err
+		}
+	}
+	var jobErr error
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if _, err := ix.db.RecoverDead(ctx, WorkerDead); err != nil {
+			return err
+		}
+		worked, err := ix.runClaimable(ctx, store.KindScan)
+		if errors.Is(err, ErrRootUnavailable) {
+			jobErr = errors.Join(jobErr, err)
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if worked {
+			continue
+		}
+		need, err := ix.hashNeeded(ctx)
+		if err != nil {
+			return err
+		}
+		if need {
+			if _, _, err := ix.db.Enqueue(ctx, store.KindHash, 0); err != nil {
+				return err
+			}
+		}
+		worked, err = ix.runClaimable(ctx, store.KindHash)
+		if err != nil {
+			return err
+		}
+		if worked {
+			continue
+		}
+		active, err := ix.activeIndexJobs(ctx)
+		if err != nil {
+			return err
+		}
+		if len(active) == 0 && !need {
+			ix.cfg.Progress.SetPhase("done", "")
+			return jobErr
+		}
+		if len(active) > 0 {
+			ix.cfg.Progress.SetPhase("wait", describeWait(active[0]))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(ix.cfg.PollInterval):
+		}
+	}
+}
+
+// hashNeeded reports whether a scan changed files since the last complete
+// hash run.
+func (ix *Indexer) hashNeeded(ctx context.Context) (bool, error) {
+	se, err := ix.db.Counter(ctx, "scan_epoch")
+	if err != nil {
+		return false, err
+	}
+	he, err := ix.db.Counter(ctx, "hashed_epoch")
+	return se != he, err
+}
+
+// activeIndexJobs lists the scan and hash jobs still pending, running or
+// waiting to be retried.
+func (ix *Indexer) activeIndexJobs(ctx context.Context) ([]store.Job, error) {
+	all, err := ix.db.ActiveJobs(ctx)
+	if err != nil {
+		return nil, err
+	}
+	var out []store.Job
+	for _, j := range all {
+		if j.Kind == store.KindScan || j.Kind == store.KindHash {
+			out = append(out, j)
+		}
+	}
+	return out, nil
+}
+
+func describeWait(j store.Job) string {
+	switch j.Status {
+	case store.StatusRunning:
+		return fmt.Sprintf("%s job %d held by %s", j.Kind, j.ID, j.WorkerID)
+	case store.StatusRetryable:
+		return fmt.Sprintf("%s job %d to be retried at %s", j.Kind, j.ID, j.RetryAfter.Format(time.TimeOnly))
+	}
+	return fmt.Sprintf("%s job %d", j.Kind, j.ID)
+}
+
+// runClaimable claims and runs jobs of kind until none is claimable. It
+// reports whether it ran any.
+func (ix *Indexer) runClaimable(ctx context.Context, kind string) (bool, error) {
+	worked := false
+	for {
+		job, lease, err := ix.db.Claim(ctx, kind, ix.owner, ix.cfg.LeaseTTL)
+		if errors.Is(err, store.ErrNotFound) {
+			return worked, nil
+		}
+		if err != nil {
+			return worked, err
+		}
+		worked = true
+		switch kind {
+		case store.KindScan:
+			err = ix.runScan(ctx, job, lease)
+		case store.KindHash:
+			err = ix.runHash(ctx, job, lease)
+		}
+		if errors.Is(err, store.ErrLeaseLost) {
+			// Another worker recovered the job; it is theirs now.
+			ix.cfg.Warn(fmt.Sprintf("%s job %d: lease lost, leaving it to its new owner", kind, job.ID))
+			continue
+		}
+		if err != nil {
+			return worked, err
+		}
+	}
+}
+
+// keepalive heartbeats the lease every TTL/3 until the returned stop is
+// called. When the lease is lost it cancels the job with ErrLeaseLost.
+func (ix *Indexer) keepalive(ctx context.Context, l store.Lease, cancel context.CancelCauseFunc,
+	progress func() (float64, int64)) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(l.TTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+				p, n := progress()
+				err := ix.db.Heartbeat(ctx, l, p, n)
+				if errors.Is(err, store.ErrLeaseLost) {
+					cancel(err)
+					return
+				}
+				if err != nil && ctx.Err() == nil {
+					ix.cfg.Warn(fmt.Sprintf("heartbeat of job %d: %v", l.JobID, err))
+				}
+			}
+		}
+	}()
+	return func() { close(done); wg.Wait() }
+}
+
+// finish ends a job; a lost lease is not an error here (the job is someone
+// else's), and a cancelled ctx still gets the write done.
+func (ix *Indexer) finish(ctx context.Context, l store.Lease, status, code, msg string, retryAfter *time.Duration) error {
+	var after time.Duration
+	if retryAfter != nil {
+		after = *retryAfter
+	}
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	err := ix.db.Finish(wctx, l, status, code, msg, after)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return nil
+	}
+	return err
+}
+
+// abandon ends a job that stopped on err: a lost lease leaves it alone, an
+// interrupted run makes it retryable at once (the next run resumes from its
+// checkpoint), anything else makes it retryable after a pause.
+func (ix *Indexer) abandon(ctx context.Context, l store.Lease, err error) error {
+	if errors.Is(err, store.ErrLeaseLost) {
+		return err
+	}
+	var after time.Duration
+	code := "error"
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		code = "interrupted"
+	} else {
+		after = 5 * time.Second
+	}
+	if ferr := ix.finish(ctx, l, store.StatusRetryable, code, err.Error(), &after); ferr != nil {
+		return errors.Join(err, ferr)
+	}
+	return err
+}

@@ -1,0 +1,402 @@
+package indexer
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// ErrRootUnavailable: a root is not there (unmounted disk, removed folder)
+// or is not a folder. Its scan fails and its files are left as they were.
+var ErrRootUnavailable = errors.New("root is not available")
+
+// scanCheckpoint is what a scan job records with every batch, so a later
+// attempt resumes after the last committed folder.
+type scanCheckpoint struct {
+	ScanID  int64            `json:"scan_id"`
+	HasLast bool             `json:"has_last"`
+	Last    []byte           `json:"last"` // rel path; bytes, names need not be UTF-8
+	Counts  store.ScanCounts `json:"counts"`
+}
+
+// scanRun is one attempt at a scan job.
+type scanRun struct {
+	ix    *Indexer
+	lease store.Lease
+	root  store.Root
+	cp    scanCheckpoint
+	w     *walker
+	pf    *prefetcher
+
+	tx       *store.Tx
+	batch    *store.ScanBatch
+	txStart  time.Time
+	ops      int
+	lastDone string
+	lastCP   time.Time
+}
+
+// maxBatchOps bounds the rows one scan transaction writes.
+const maxBatchOps = 20000
+
+func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease) error {
+	root, err := ix.db.Root(ctx, job.RootID)
+	if errors.Is(err, store.ErrNotFound) {
+		return ix.finish(ctx, lease, store.StatusCancelled, "root_removed", "the root was removed", nil)
+	}
+	if err != nil {
+		return err
+	}
+	ix.cfg.Progress.SetPhase("scan", root.Path)
+	ix.cfg.Progress.ScanExpected.Store(root.FileCount)
+	var st unix.Stat_t
+	if err := unix.Stat(root.Path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		msg := fmt.Sprintf("%s: not a folder", root.Path)
+		if err != nil {
+			msg = fmt.Sprintf("%s: %v", root.Path, err)
+		}
+		_ = ix.finish(ctx, lease, store.StatusFailed, "root_unavailable", msg, nil)
+		return fmt.Errorf("%w: %s", ErrRootUnavailable, msg)
+	}
+	s := &scanRun{ix: ix, lease: lease, root: root, lastCP: time.Now()}
+	if job.Checkpoint != "" {
+		if err := json.Unmarshal([]byte(job.Checkpoint), &s.cp); err != nil {
+			ix.cfg.Warn(fmt.Sprintf("scan of %s: unreadable checkpoint, starting over: %v", root.Path, err))
+			s.cp = scanCheckpoint{}
+		}
+	}
+	if s.cp.ScanID == 0 {
+		err := ix.db.Write(ctx, func(tx *store.Tx) error {
+			if err := tx.Fence(lease); err != nil {
+				return err
+			}
+			id, err := tx.StartScan(root.ID, job.ID)
+			s.cp.ScanID = id
+			return err
+		})
+		if err != nil {
+			return err
+		}
+	}
+	s.w = &walker{ctx: ctx, ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
+		resume: s.cp.HasLast, checkpoint: string(s.cp.Last), warn: ix.cfg.Warn}
+	s.w.skip, s.w.skipIno = ix.skipSets()
+
+	jobCtx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopKeepalive := ix.keepalive(jobCtx, lease, cancel, func() (float64, int64) {
+		c := s.counts()
+		if root.FileCount > 0 {
+			return min(0.99, float64(c.FilesSeen)/float64(root.FileCount)), c.FilesSeen
+		}
+		return 0, c.FilesSeen
+	})
+	err = s.walk(jobCtx)
+	stopKeepalive()
+	if err != nil {
+		if s.tx != nil {
+			s.batch.Close()
+			s.tx.Rollback()
+			s.pf.release()
+			s.tx = nil
+		}
+		if cause := context.Cause(jobCtx); errors.Is(cause, store.ErrLeaseLost) {
+			err = cause
+		}
+		return ix.abandon(ctx, lease, err)
+	}
+	return s.complete(ctx)
+}
+
+func (s *scanRun) counts() store.ScanCounts { return s.cp.Counts }
+
+// walk visits every folder in depth-first order and commits what changed.
+func (s *scanRun) walk(ctx context.Context) error {
+	mode := modeFull
+	if s.w.resume {
+		mode = modePass
+	}
+	rootNode := newNode("", s.root.Path, mode, false, nil)
+	s.pf = newPrefetcher(s.ix.cfg.Workers, 100000, s.w.read)
+	defer s.pf.close()
+	s.pf.start(rootNode)
+
+	type frame struct {
+		n  *node
+		id int64
+		i  int
+	}
+	var stack []frame
+	visit := func(n *node, parentID int64) error {
+		if !s.pf.ready(n) {
+			// Never hold the write lock while waiting for the disk.
+			if err := s.commit(); err != nil {
+				return err
+			}
+		}
+		res, err := s.pf.wait(ctx, n)
+		if err != nil {
+			return err
+		}
+		id, err := s.visit(ctx, n, parentID, res)
+		if err != nil {
+			return err
+		}
+		s.pf.consumed(res)
+		res.files, res.dbFiles, res.dbDirs = nil, nil, nil
+		stack = append(stack, frame{n: n, id: id})
+		return s.maybeCommit()
+	}
+	if err := visit(rootNode, 0); err != nil {
+		return err
+	}
+	for len(stack) > 0 {
+		top := &stack[len(stack)-1]
+		if top.i >= len(top.n.res.subdirs) {
+			top.n.res = nil
+			stack = stack[:len(stack)-1]
+			continue
+		}
+		c := top.n.res.subdirs[top.i]
+		top.i++
+		if err := visit(c, top.id); err != nil {
+			return err
+		}
+	}
+	return s.commit()
+}
+
+// visit applies one folder's result to the index and returns its folder id.
+func (s *scanRun) visit(ctx context.Context, n *node, parentID int64, res *dirResult) (int64, error) {
+	if n.mode == modePass {
+		if res.dbFolder != nil && res.err == nil {
+			s.lastDone = n.rel
+			return res.dbFolder.ID, nil
+		}
+		// Committed by the earlier attempt but gone from the index or
+		// unreadable now: process it in full.
+		n.mode = modeFull
+		*res = *s.w.read(n)
+	}
+	c := &s.cp.Counts
+	errText := ""
+	if res.err != nil {
+		errText = res.err.Error()
+		c.Errors++
+		s.ix.cfg.Warn(errText)
+	}
+	var id int64
+	var err error
+	if f := res.dbFolder; f != nil {
+		id = f.ID
+		if f.Missing || f.RootID != s.root.ID || f.ParentID != parentID || f.Error != errText {
+			err = s.write(func(b *store.ScanBatch) error { return b.SeeFolder(id, s.root.ID, parentID, errText) })
+		}
+	} else {
+		err = s.write(func(b *store.ScanBatch) (err error) {
+			id, err = b.AddFolder(s.root.ID, parentID, n.abs, errText)
+			return err
+		})
+	}
+	if err != nil {
+		return 0, err
+	}
+	s.lastDone = n.rel
+	c.FoldersSeen++
+	s.ix.cfg.Progress.FoldersSeen.Add(1)
+	if res.err != nil {
+		return id, nil // unreadable: what the index knew of it stays
+	}
+	c.Errors += int64(res.fileErrs)
+	if err := s.diffFiles(id, res); err != nil {
+		return 0, err
+	}
+	return id, s.diffDirs(res)
+}
+
+// diffFiles merges the disk's files with the index's rows, both by name.
+func (s *scanRun) diffFiles(folderID int64, res *dirResult) error {
+	c := &s.cp.Counts
+	p := s.ix.cfg.Progress
+	disk, db := res.files, res.dbFiles
+	i, j := 0, 0
+	for i < len(disk) || j < len(db) {
+		var err error
+		switch {
+		case j == len(db) || i < len(disk) && disk[i].Name < db[j].Name:
+			d := disk[i]
+			err = s.write(func(b *store.ScanBatch) error { return b.AddFile(s.root.ID, folderID, d) })
+			c.FilesAdded++
+			i++
+		case i == len(disk) || db[j].Name < disk[i].Name:
+			if r := db[j]; !r.Missing {
+				err = s.write(func(b *store.ScanBatch) error { return b.LoseFile(r.ID) })
+				c.FilesMissing++
+			}
+			j++
+		default:
+			d, r := disk[i], db[j]
+			switch {
+			case d.Size != r.Size || d.MtimeNS != r.MtimeNS || d.Dev != r.Dev || d.Ino != r.Ino:
+				err = s.write(func(b *store.ScanBatch) error { return b.ChangeFile(r.ID, s.root.ID, d) })
+				c.FilesChanged++
+			case r.Missing || d.Nlink != r.Nlink || r.RootID != s.root.ID:
+				err = s.write(func(b *store.ScanBatch) error { return b.SeeFile(r.ID, s.root.ID, d.Nlink, r.Missing) })
+			}
+			i++
+			j++
+		}
+		if err != nil {
+			return err
+		}
+	}
+	for _, f := range disk {
+		c.BytesSeen += f.Size
+	}
+	c.FilesSeen += int64(len(disk))
+	p.FilesSeen.Add(int64(len(disk)))
+	return nil
+}
+
+// diffDirs marks the index's subfolders that are no longer on disk (or no
+// longer walked) missing, with everything below them.
+func (s *scanRun) diffDirs(res *dirResult) error {
+	if len(res.dbDirs) == 0 {
+		return nil
+	}
+	present := make(map[string]bool, len(res.subdirs))
+	for _, c := range res.subdirs {
+		present[c.abs] = true
+	}
+	for _, d := range res.dbDirs {
+		if d.Missing || present[d.Path] {
+			continue
+		}
+		path := d.Path
+		if err := s.write(func(b *store.ScanBatch) error { return b.LoseFolder(path) }); err != nil {
+			return err
+		}
+		s.cp.Counts.FilesMissing++ // at least; the exact count is not needed
+	}
+	return nil
+}
+
+// write runs one write in the open batch, opening one first if needed.
+func (s *scanRun) write(fn func(*store.ScanBatch) error) error {
+	if err := s.begin(); err != nil {
+		return err
+	}
+	s.ops++
+	return fn(s.batch)
+}
+
+// begin opens the batch transaction if none is open, fenced by the lease.
+func (s *scanRun) begin() error {
+	if s.tx != nil {
+		return nil
+	}
+	s.pf.hold()
+	tx, err := s.ix.db.Begin(s.w.ctx)
+	if err != nil {
+		s.pf.release()
+		return err
+	}
+	if err := tx.Fence(s.lease); err != nil {
+		tx.Rollback()
+		s.pf.release()
+		return err
+	}
+	b, err := tx.ScanBatch(time.Now().UnixMilli(), s.ix.db.HashAlgo())
+	if err != nil {
+		tx.Rollback()
+		s.pf.release()
+		return err
+	}
+	s.tx, s.batch, s.txStart, s.ops = tx, b, time.Now(), 0
+	return nil
+}
+
+// maybeCommit commits when the batch is old or big enough, and writes a
+// checkpoint every few seconds even when nothing changed.
+func (s *scanRun) maybeCommit() error {
+	if s.tx != nil && (time.Since(s.txStart) >= s.ix.cfg.BatchDuration || s.ops >= maxBatchOps) {
+		return s.commit()
+	}
+	if s.tx == nil && time.Since(s.lastCP) >= 2*time.Second {
+		if err := s.begin(); err != nil {
+			return err
+		}
+		return s.commit()
+	}
+	return nil
+}
+
+// commit records the checkpoint and commits the open batch, if any.
+func (s *scanRun) commit() error {
+	if s.tx == nil {
+		return nil
+	}
+	s.cp.HasLast, s.cp.Last = true, []byte(s.lastDone)
+	cp, err := json.Marshal(s.cp)
+	if err == nil {
+		err = s.tx.SetCheckpoint(s.lease, string(cp), s.cp.Counts.FilesSeen)
+	}
+	if err == nil {
+		err = s.tx.UpdateScan(s.cp.ScanID, "running", s.cp.Counts)
+	}
+	s.batch.Close()
+	if err != nil {
+		s.tx.Rollback()
+	} else {
+		err = s.tx.Commit()
+	}
+	s.pf.release()
+	s.tx, s.batch, s.lastCP = nil, nil, time.Now()
+	return err
+}
+
+// complete records the scan's totals and ends the job.
+func (s *scanRun) complete(ctx context.Context) error {
+	c := s.cp.Counts
+	err := s.ix.db.Write(ctx, func(tx *store.Tx) error {
+		if err := tx.Fence(s.lease); err != nil {
+			return err
+		}
+		if err := tx.UpdateScan(s.cp.ScanID, "succeeded", c); err != nil {
+			return err
+		}
+		if err := tx.FinishRootScan(s.root.ID, store.RootStats{Files: c.FilesSeen, Folders: c.FoldersSeen, Bytes: c.BytesSeen}); err != nil {
+			return err
+		}
+		if err := tx.SetCheckpoint(s.lease, "", c.FilesSeen); err != nil {
+			return err
+		}
+		return tx.Finish(s.lease, store.StatusCompleted, "", "", 0)
+	})
+	if err == nil {
+		s.ix.cfg.Progress.ScanChanges.Add(c.FilesAdded + c.FilesChanged + c.FilesMissing)
+	}
+	return err
+}
+
+// skipSets returns the paths and inodes a scan must never index: the index
+// file with its -wal and -shm, and Config.SkipPaths.
+func (ix *Indexer) skipSets() (map[string]bool, map[[2]uint64]bool) {
+	paths := map[string]bool{}
+	inos := map[[2]uint64]bool{}
+	for _, p := range append([]string{ix.db.Path(), ix.db.Path() + "-wal", ix.db.Path() + "-shm",
+		ix.db.Path() + "-journal"}, ix.cfg.SkipPaths...) {
+		paths[p] = true
+		var st unix.Stat_t
+		if err := unix.Stat(p, &st); err == nil {
+			inos[[2]uint64{st.Dev, st.Ino}] = true
+		}
+	}
+	return paths, inos
+}
