@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/store"
+)
+
+// Exit codes: a stable interface, listed in the README.
+const (
+	ExitOK          = 0   // success
+	ExitNotFound    = 1   // check: the content of some FILE is not indexed at another path
+	ExitError       = 2   // any other error; check reports every error as 2
+	ExitUsage       = 3   // bad flags or arguments
+	ExitNoRoot      = 4   // a root or path is missing or not a folder
+	ExitBadIndex    = 5   // the index is absent, unreadable, corrupt or from a newer dupefs
+	ExitDiskFull    = 6   // the disk holding the index is full
+	ExitMount       = 7   // the mount point is unusable, or mounting failed
+	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM
+)
+
+// exitError carries an exit code chosen by a command, with an optional
+// message (none: the command already said what it had to).
+type exitError struct {
+	code int
+	msg  string
+}
+
+func (e *exitError) Error() string { return e.msg }
+
+// usageErrorf is a bad flag or argument.
+func usageErrorf(format string, args ...any) error {
+	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...)}
+}
+
+// noRootErrorf is a path that is not there or not a folder.
+func noRootErrorf(format string, args ...any) error {
+	return &exitError{code: ExitNoRoot, msg: fmt.Sprintf(format, args...)}
+}
+
+// exitCode maps an error to the exit code: the only place that does.
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return ExitOK
+	case errors.As(err, &ee):
+		return ee.code
+	case errors.Is(err, context.Canceled):
+		return ExitInterrupted
+	case errors.Is(err, store.ErrDiskFull), errors.Is(err, syscall.ENOSPC):
+		return ExitDiskFull
+	case errors.Is(err, store.ErrNoIndex), errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrNewerSchema),
+		errors.Is(err, store.ErrCantOpen), errors.Is(err, store.ErrReadOnly):
+		return ExitBadIndex
+	case errors.Is(err, indexer.ErrRootUnavailable):
+		return ExitNoRoot
+	}
+	return ExitError
+}
+
+// report prints an error the way the user should see it.
+func report(err error) {
+	var ee *exitError
+	if errors.As(err, &ee) && ee.msg == "" {
+		return
+	}
+	msg := err.Error()
+	switch {
+	case errors.Is(err, context.Canceled):
+		msg = "interrupted"
+	case errors.Is(err, store.ErrDiskFull), errors.Is(err, syscall.ENOSPC):
+		msg += "\n(the disk holding the index is full: free some space and run the command again; nothing recorded so far is lost)"
+	case errors.Is(err, store.ErrCorrupt):
+		msg += "\n(the index file is damaged or is not a dupefs index; move it away and index again, or pass another --db)"
+	}
+	fmt.Fprintln(os.Stderr, "dupefs: "+msg)
+}

@@ -1,0 +1,225 @@
+package main
+
+import (
+	"bufio"
+	"encoding/csv"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// fclonesFormat is the fclones report version whose formats these writers
+// follow; fclones' text reader requires "Report by fclones X.Y.Z".
+const fclonesFormat = "0.35.0"
+
+// fclonesTime is fclones' TIMESTAMP_FMT, "%Y-%m-%d %H:%M:%S.%3f %z".
+const fclonesTime = "2006-01-02 15:04:05.000 -0700"
+
+// decimalBytes formats a size the way fclones prints it in parentheses
+// (bytesize: decimal units, one decimal).
+func decimalBytes(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, units := float64(n), "KMGTPE"
+	i := -1
+	for f >= 1000 && i < len(units)-1 {
+		f /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", f, units[i])
+}
+
+// shellJoin quotes arguments for the "# Command:" line.
+func shellJoin(args []string) string {
+	q := make([]string, len(args))
+	for i, a := range args {
+		if a != "" && strings.IndexFunc(a, func(r rune) bool {
+			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+		}) < 0 {
+			q[i] = a
+		} else {
+			q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		}
+	}
+	return strings.Join(q, " ")
+}
+
+func cwd() string {
+	d, err := os.Getwd()
+	if err != nil {
+		return "/"
+	}
+	return d
+}
+
+// textReport is fclones' default text format: "# " header lines, then per
+// group "<hash>, <size> B (<human>) * <count>:" and the paths indented by
+// four spaces. A "# hard links:" comment after a group names the paths that
+// share an inode with an earlier one (fclones skips comment lines).
+type textReport struct {
+	out  *bufio.Writer
+	args []string
+	algo string
+}
+
+func (r *textReport) header(st store.GroupStats) error {
+	fmt.Fprintf(r.out, "# Report by fclones %s (written by dupefs %s; hashes are %s)\n", fclonesFormat, version, r.algo)
+	fmt.Fprintf(r.out, "# Timestamp: %s\n", time.Now().Format(fclonesTime))
+	fmt.Fprintf(r.out, "# Command: %s\n", shellJoin(r.args))
+	fmt.Fprintf(r.out, "# Base dir: %s\n", escapePath(cwd()))
+	fmt.Fprintf(r.out, "# Total: %d B (%s) in %d files in %d groups\n", st.Bytes, decimalBytes(st.Bytes), st.Files, st.Groups)
+	fmt.Fprintf(r.out, "# Redundant: %d B (%s) in %d files\n", st.RedundantBytes, decimalBytes(st.RedundantBytes), st.RedundantFiles)
+	_, err := fmt.Fprintf(r.out, "# Missing: 0 B (0 B) in 0 files\n")
+	return err
+}
+
+func (r *textReport) group(g store.Group, files []store.GroupFile) error {
+	fmt.Fprintf(r.out, "%s, %d B (%s) * %d:\n", hex.EncodeToString(g.Hash), g.Size, decimalBytes(g.Size), len(files))
+	var links []string
+	for _, f := range files {
+		fmt.Fprintf(r.out, "    %s\n", escapePath(f.Path))
+		if f.HardLink {
+			links = append(links, escapePath(f.Path))
+		}
+	}
+	if len(links) > 0 {
+		fmt.Fprintf(r.out, "# hard links (same inode as an earlier path): %s\n", strings.Join(links, ", "))
+	}
+	return nil
+}
+
+func (r *textReport) footer() error { return nil }
+
+// fdupesReport is the blank-line format: the paths of a group one per
+// line, and an empty line after every group.
+type fdupesReport struct{ out *bufio.Writer }
+
+func (r *fdupesReport) header(store.GroupStats) error { return nil }
+func (r *fdupesReport) footer() error                 { return nil }
+
+func (r *fdupesReport) group(_ store.Group, files []store.GroupFile) error {
+	for _, f := range files {
+		r.out.WriteString(escapePath(f.Path))
+		r.out.WriteByte('\n')
+	}
+	return r.out.WriteByte('\n')
+}
+
+// jsonReport is fclones' JSON format, streamed group by group. Groups carry
+// "hard_links" (an addition fclones ignores) naming paths that share an
+// inode with an earlier path.
+type jsonReport struct {
+	out   *bufio.Writer
+	args  []string
+	algo  string
+	count int
+}
+
+type jsonHeader struct {
+	Version   string        `json:"version"`
+	Timestamp string        `json:"timestamp"`
+	Command   []string      `json:"command"`
+	BaseDir   string        `json:"base_dir"`
+	Stats     jsonStats     `json:"stats"`
+	Dupefs    jsonExtension `json:"dupefs"`
+}
+
+type jsonStats struct {
+	GroupCount         int64 `json:"group_count"`
+	TotalFileCount     int64 `json:"total_file_count"`
+	TotalFileSize      int64 `json:"total_file_size"`
+	RedundantFileCount int64 `json:"redundant_file_count"`
+	RedundantFileSize  int64 `json:"redundant_file_size"`
+	MissingFileCount   int64 `json:"missing_file_count"`
+	MissingFileSize    int64 `json:"missing_file_size"`
+}
+
+type jsonExtension struct {
+	Version  string `json:"version"`
+	HashAlgo string `json:"hash_algorithm,omitempty"`
+}
+
+type jsonGroup struct {
+	FileLen   int64    `json:"file_len"`
+	FileHash  string   `json:"file_hash"`
+	Files     []string `json:"files"`
+	HardLinks []string `json:"hard_links,omitempty"`
+}
+
+func (r *jsonReport) header(st store.GroupStats) error {
+	cmd := make([]string, len(r.args))
+	for i, a := range r.args {
+		cmd[i] = escapePath(a)
+	}
+	h := jsonHeader{Version: fclonesFormat, Timestamp: time.Now().Format(time.RFC3339Nano), Command: cmd,
+		BaseDir: escapePath(cwd()), Dupefs: jsonExtension{Version: version, HashAlgo: r.algo},
+		Stats: jsonStats{GroupCount: st.Groups, TotalFileCount: st.Files, TotalFileSize: st.Bytes,
+			RedundantFileCount: st.RedundantFiles, RedundantFileSize: st.RedundantBytes}}
+	b, err := json.MarshalIndent(h, "  ", "  ")
+	if err != nil {
+		return err
+	}
+	r.out.WriteString("{\n  \"header\": ")
+	r.out.Write(b)
+	_, err = r.out.WriteString(",\n  \"groups\": [")
+	return err
+}
+
+func (r *jsonReport) group(g store.Group, files []store.GroupFile) error {
+	jg := jsonGroup{FileLen: g.Size, FileHash: hex.EncodeToString(g.Hash), Files: make([]string, len(files))}
+	for i, f := range files {
+		jg.Files[i] = escapePath(f.Path)
+		if f.HardLink {
+			jg.HardLinks = append(jg.HardLinks, jg.Files[i])
+		}
+	}
+	b, err := json.MarshalIndent(jg, "    ", "  ")
+	if err != nil {
+		return err
+	}
+	if r.count > 0 {
+		r.out.WriteByte(',')
+	}
+	r.count++
+	r.out.WriteString("\n    ")
+	_, err = r.out.Write(b)
+	return err
+}
+
+func (r *jsonReport) footer() error {
+	if r.count > 0 {
+		r.out.WriteString("\n  ")
+	}
+	_, err := r.out.WriteString("]\n}\n")
+	return err
+}
+
+// csvReport is fclones' CSV: a "size,hash,count,files" header, then one
+// row per group with a path per column.
+type csvReport struct{ w *csv.Writer }
+
+func newCSVReport(out *bufio.Writer) *csvReport { return &csvReport{w: csv.NewWriter(out)} }
+
+func (r *csvReport) header(store.GroupStats) error {
+	return r.w.Write([]string{"size", "hash", "count", "files"})
+}
+
+func (r *csvReport) group(g store.Group, files []store.GroupFile) error {
+	rec := []string{strconv.FormatInt(g.Size, 10), hex.EncodeToString(g.Hash), strconv.Itoa(len(files))}
+	for _, f := range files {
+		rec = append(rec, escapePath(f.Path))
+	}
+	return r.w.Write(rec)
+}
+
+func (r *csvReport) footer() error {
+	r.w.Flush()
+	return r.w.Error()
+}

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"text/tabwriter"
+	"time"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "status",
+		Usage:  "show progress and totals of the index",
+		Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: runStatus,
+	}
+}
+
+func jobsCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "jobs",
+		Usage: "list jobs, newest first, with their leases",
+		Flags: []cli.Flag{
+			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
+			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most `N` jobs (0: all)"},
+		},
+		Action: runJobs,
+	}
+}
+
+// statusJSON is `dupefs status --json` (and, in the mount, /status.json).
+type statusJSON struct {
+	Index  string       `json:"index"`
+	Hash   string       `json:"hash_algorithm"`
+	Totals store.Totals `json:"totals"`
+	Roots  []rootJSON   `json:"roots"`
+	Jobs   []jobJSON    `json:"active_jobs"`
+}
+
+func runStatus(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	return withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
+		t, err := db.Totals(c.Context)
+		if err != nil {
+			return err
+		}
+		roots, err := db.Roots(c.Context)
+		if err != nil {
+			return err
+		}
+		jobs, err := db.ActiveJobs(c.Context)
+		if err != nil {
+			return err
+		}
+		if c.Bool("json") {
+			s := statusJSON{Index: db.Path(), Hash: db.HashAlgo(), Totals: t, Roots: []rootJSON{}, Jobs: []jobJSON{}}
+			for _, r := range roots {
+				s.Roots = append(s.Roots, toRootJSON(r))
+			}
+			for _, j := range jobs {
+				s.Jobs = append(s.Jobs, toJobJSON(j))
+			}
+			return printJSON(s)
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintf(tw, "index:\t%s (%s)\n", db.Path(), db.HashAlgo())
+		fmt.Fprintf(tw, "roots:\t%d\n", t.Roots)
+		fmt.Fprintf(tw, "files:\t%s in %s folders, %s\n", count(t.Files), count(t.Folders), humanBytes(t.Bytes))
+		fmt.Fprintf(tw, "hashed:\t%s whole, %s ruled out by their first and last 4 KiB, %s of a unique size\n",
+			count(t.Hashed), count(t.Partial), count(t.Unique))
+		fmt.Fprintf(tw, "queued:\t%s\n", count(t.Queued))
+		if t.Failed > 0 {
+			fmt.Fprintf(tw, "unreadable:\t%s\n", count(t.Failed))
+		}
+		if t.Missing > 0 {
+			fmt.Fprintf(tw, "missing:\t%s (gone since indexed)\n", count(t.Missing))
+		}
+		fmt.Fprintf(tw, "groups:\t%s, %s paths, %s in extra copies\n", count(t.Groups), count(t.GroupFiles), humanBytes(t.WastedBytes))
+		state := "up to date"
+		if !t.HashUpToDate {
+			state = "files changed since the last hash run"
+		}
+		fmt.Fprintf(tw, "state:\t%s\n", state)
+		for _, j := range jobs {
+			fmt.Fprintf(tw, "job:\t%s\n", describeJob(j))
+		}
+		return tw.Flush()
+	})
+}
+
+// jobJSON is one job in JSON output.
+type jobJSON struct {
+	ID             int64   `json:"id"`
+	Kind           string  `json:"kind"`
+	Status         string  `json:"status"`
+	RootID         int64   `json:"root_id,omitempty"`
+	Attempt        int64   `json:"attempt"`
+	WorkerID       string  `json:"worker_id,omitempty"`
+	HeartbeatAt    *string `json:"worker_heartbeat_at"`
+	LeaseExpiresAt *string `json:"lease_expires_at"`
+	RetryAfter     *string `json:"retry_after"`
+	ErrorCode      string  `json:"error_code,omitempty"`
+	ErrorMessage   string  `json:"error_message,omitempty"`
+	Progress       float64 `json:"progress"`
+	ProcessedItems int64   `json:"processed_items"`
+	CreatedAt      *string `json:"created_at"`
+	StartedAt      *string `json:"started_at"`
+	FinishedAt     *string `json:"finished_at"`
+}
+
+func jsonTime(t time.Time) *string {
+	if t.IsZero() {
+		return nil
+	}
+	s := t.UTC().Format(time.RFC3339Nano)
+	return &s
+}
+
+func toJobJSON(j store.Job) jobJSON {
+	return jobJSON{ID: j.ID, Kind: j.Kind, Status: j.Status, RootID: j.RootID, Attempt: j.Attempt,
+		WorkerID: j.WorkerID, HeartbeatAt: jsonTime(j.HeartbeatAt), LeaseExpiresAt: jsonTime(j.LeaseExpiresAt),
+		RetryAfter: jsonTime(j.RetryAfter), ErrorCode: j.ErrorCode, ErrorMessage: j.ErrorMessage,
+		Progress: j.Progress, ProcessedItems: j.ProcessedItems, CreatedAt: jsonTime(j.CreatedAt),
+		StartedAt: jsonTime(j.StartedAt), FinishedAt: jsonTime(j.FinishedAt)}
+}
+
+func toRootJSON(r store.Root) rootJSON {
+	j := rootJSON{Path: escapePath(r.Path), Files: r.FileCount, Folders: r.FolderCount, Bytes: r.TotalBytes,
+		FollowSymlinks: r.FollowSymlinks, OneFileSystem: r.OneFileSystem, Excludes: r.Excludes}
+	j.LastScan = jsonTime(r.LastScanAt)
+	return j
+}
+
+func describeJob(j store.Job) string {
+	s := fmt.Sprintf("%d %s %s", j.ID, j.Kind, j.Status)
+	if j.Kind == store.KindScan && j.RootID != 0 {
+		s += fmt.Sprintf(" root=%d", j.RootID)
+	}
+	if j.Status == store.StatusRunning {
+		s += fmt.Sprintf(" by %s, lease until %s, %.0f%%", j.WorkerID,
+			j.LeaseExpiresAt.Local().Format(time.TimeOnly), j.Progress*100)
+	}
+	if j.Status == store.StatusRetryable {
+		s += " retry at " + j.RetryAfter.Local().Format(time.TimeOnly)
+	}
+	if j.ErrorCode != "" {
+		s += fmt.Sprintf(" [%s: %s]", j.ErrorCode, j.ErrorMessage)
+	}
+	return s
+}
+
+func printJSON(v any) error {
+	enc := json.NewEncoder(os.Stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func runJobs(c *cli.Context) error {
+	if err := noArgs(c); err != nil {
+		return err
+	}
+	limit := c.Int("limit")
+	if limit < 0 {
+		return usageErrorf("--limit must not be negative")
+	}
+	return withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
+		var all []store.Job
+		var after *store.JobCursor
+		for limit == 0 || len(all) < limit {
+			page := 500
+			if limit > 0 {
+				page = min(page, limit-len(all))
+			}
+			js, err := db.JobsPage(c.Context, after, page)
+			if err != nil {
+				return err
+			}
+			all = append(all, js...)
+			if len(js) < page {
+				break
+			}
+			last := js[len(js)-1]
+			after = &store.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+		}
+		if c.Bool("json") {
+			out := make([]jobJSON, 0, len(all))
+			for _, j := range all {
+				out = append(out, toJobJSON(j))
+			}
+			return printJSON(out)
+		}
+		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tROOT\tATTEMPT\tWORKER\tLEASE UNTIL\tPROGRESS\tCREATED\tERROR")
+		for _, j := range all {
+			lease := "-"
+			if !j.LeaseExpiresAt.IsZero() {
+				lease = j.LeaseExpiresAt.Local().Format(time.TimeOnly)
+			}
+			worker := j.WorkerID
+			if worker == "" {
+				worker = "-"
+			}
+			errText := "-"
+			if j.ErrorCode != "" {
+				errText = j.ErrorCode + ": " + j.ErrorMessage
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%.0f%%\t%s\t%s\n", j.ID, j.Kind, j.Status, j.RootID,
+				j.Attempt, worker, lease, j.Progress*100, j.CreatedAt.Local().Format("2006-01-02 15:04:05"), errText)
+		}
+		return tw.Flush()
+	})
+}
