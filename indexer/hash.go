@@ -105,23 +105,18 @@ func (ix *Indexer) runHash(ctx context.Context, job store.Job, lease store.Lease
 
 func (h *hashRun) run(ctx context.Context) error {
 	db, p := h.ix.db, h.ix.cfg.Progress
-	// Read the epoch before planning: a scan that commits after this point
-	// bumps it again and causes another run.
-	epoch, err := db.Counter(ctx, "scan_epoch")
-	if err != nil {
-		return err
-	}
-	var plan []store.SizeCount
-	err = db.Write(ctx, func(tx *store.Tx) error {
+	var pl store.Plan
+	err := db.Write(ctx, func(tx *store.Tx) (err error) {
 		if err := tx.Fence(h.lease); err != nil {
 			return err
 		}
-		plan, err = tx.PlanHash(1)
+		pl, err = tx.PlanHash(1)
 		return err
 	})
 	if err != nil {
 		return err
 	}
+	plan := pl.Sizes
 	var sizes, large []int64
 	for _, s := range plan {
 		p.HashFiles.Add(s.Files)
@@ -165,7 +160,7 @@ func (h *hashRun) run(ctx context.Context) error {
 		if err := tx.Fence(h.lease); err != nil {
 			return err
 		}
-		if err := tx.SetCounter("hashed_epoch", epoch); err != nil {
+		if err := tx.FinishHashRun(pl.Epoch); err != nil {
 			return err
 		}
 		h.mu.Lock()

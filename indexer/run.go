@@ -41,7 +41,8 @@ func New(db *store.DB, cfg Config) *Indexer {
 		ix.hashLimit = rate.NewLimiter(rate.Limit(cfg.MaxHashesPerSec), 1)
 	}
 	if cfg.MaxBytesPerSec > 0 {
-		ix.bytesLimit = rate.NewLimiter(rate.Limit(cfg.MaxBytesPerSec), int(max(cfg.MaxBytesPerSec, readChunk)))
+		// A burst of one read chunk: every read waits for its bytes.
+		ix.bytesLimit = rate.NewLimiter(rate.Limit(cfg.MaxBytesPerSec), readChunk)
 	}
 	return ix
 }

@@ -247,7 +247,7 @@ func (s *scanRun) diffFiles(folderID int64, res *dirResult) error {
 				err = s.write(func(b *store.ScanBatch) error { return b.ChangeFile(r.ID, s.root.ID, d) })
 				c.FilesChanged++
 			case r.Missing || d.Nlink != r.Nlink || r.RootID != s.root.ID:
-				err = s.write(func(b *store.ScanBatch) error { return b.SeeFile(r.ID, s.root.ID, d.Nlink, r.Missing) })
+				err = s.write(func(b *store.ScanBatch) error { return b.SeeFile(r.ID, s.root.ID, d, r.Missing) })
 			}
 			i++
 			j++

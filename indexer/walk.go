@@ -39,6 +39,7 @@ type walker struct {
 	ix         *Indexer
 	algo       string
 	sizes      *sizeCache
+	links      linkCache
 	db         *store.DB
 	root       store.Root
 	rootDev    uint64

@@ -62,6 +62,40 @@ func (c *sizeCache) note(size int64, dev, ino uint64) bool {
 	return false
 }
 
+// linkCache remembers what the walk read of inodes with several links, so
+// the other links of one inode are not read again.
+type linkCache struct {
+	mu sync.Mutex
+	m  map[[2]uint64]linkHash
+}
+
+type linkHash struct {
+	size, mtimeNS int64
+	h             *store.FileHash
+}
+
+const linkCacheMax = 64 << 10
+
+func (c *linkCache) get(f *store.FileStat) *store.FileHash {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if l, ok := c.m[[2]uint64{f.Dev, f.Ino}]; ok && l.size == f.Size && l.mtimeNS == f.MtimeNS {
+		return l.h
+	}
+	return nil
+}
+
+func (c *linkCache) put(f *store.FileStat, h *store.FileHash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.m == nil {
+		c.m = map[[2]uint64]linkHash{}
+	}
+	if len(c.m) < linkCacheMax {
+		c.m[[2]uint64{f.Dev, f.Ino}] = linkHash{size: f.Size, mtimeNS: f.MtimeNS, h: h}
+	}
+}
+
 // bufPool holds read buffers for the walkers.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
 
@@ -83,7 +117,16 @@ func (w *walker) hashAhead(n *node, res *dirResult) {
 			db[j].MtimeNS == f.MtimeNS && db[j].Dev == f.Dev && db[j].Ino == f.Ino {
 			continue // unchanged: the committer writes nothing, the hash job decides
 		}
+		if f.Nlink > 1 {
+			if h := w.links.get(f); h != nil {
+				f.Hash = h
+				continue
+			}
+		}
 		f.Hash = w.readHash(store.JoinPath(n.abs, f.Name), f)
+		if f.Nlink > 1 && f.Hash != nil {
+			w.links.put(f, f.Hash)
+		}
 	}
 }
 

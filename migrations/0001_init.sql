@@ -91,6 +91,15 @@ CREATE INDEX files_unsettled ON files (hash_status, size)
 -- Group members; only hashed rows are in it.
 CREATE INDEX files_content ON files (content_hash) WHERE content_hash IS NOT NULL;
 
+-- Sizes whose bucket a scan changed (a file added, changed or back from
+-- missing), with the scan_epoch of that change. The hash job plans these
+-- buckets (and those of pending files) and deletes the entries it covered
+-- only when its run completes, so a killed run is planned again.
+CREATE TABLE dirty_sizes (
+    size  INTEGER PRIMARY KEY,
+    epoch INTEGER NOT NULL
+);
+
 -- One row per content that is or was a duplicate group: a content held by
 -- two or more distinct live inodes (inode_count >= 2). Contents held by one
 -- inode only get no row until a second one turns up.

@@ -27,54 +27,85 @@ type SizeCount struct {
 	Files int64
 }
 
-// PlanHash decides, inside the hash job's fenced write, which files the hash
-// run must read. A bucket (a size) is a candidate when it holds a pending or
-// failed live file and two or more distinct live inodes; its unique and
-// failed files go back to pending. Pending files in no candidate bucket
-// become unique: they are never read. Sizes below minSize (empty files)
-// never group. It returns the candidate buckets, largest size first, with
-// the number of files each holds that need work. Only the pending rows
-// (files_pending) and their buckets are looked at, not the whole table.
-func (tx *Tx) PlanHash(minSize int64) ([]SizeCount, error) {
+// Plan is the work of one hash run.
+type Plan struct {
+	// Epoch is the scan_epoch the plan covers: once the run completes,
+	// FinishHashRun records it and forgets the sizes it covered.
+	Epoch int64
+	// Sizes are the candidate buckets, largest first, with the number of
+	// files in each that pass 1 may read.
+	Sizes []SizeCount
+}
+
+// PlanHash decides, inside the hash job's fenced write, which buckets the
+// hash run looks at: the sizes scans changed (dirty_sizes) and those of
+// pending or failed files. A bucket among them is a candidate when two or
+// more distinct live inodes hold its size; its unique and failed files go
+// back to pending. Pending files in no candidate bucket become unique: they
+// are never read. Sizes below minSize (empty files) never group.
+func (tx *Tx) PlanHash(minSize int64) (Plan, error) {
+	var p Plan
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT value FROM counters WHERE name = 'scan_epoch'").Scan(&p.Epoch); err != nil {
+		return p, classify("read scan epoch", err)
+	}
 	steps := []struct {
 		op, q string
 		args  []any
 	}{
-		{"create plan", "CREATE TEMP TABLE IF NOT EXISTS plan_sizes (size INTEGER PRIMARY KEY, n INTEGER NOT NULL)", nil},
-		{"clear plan", "DELETE FROM temp.plan_sizes", nil},
-		// A pending file's size is shared when another live row of that
-		// size is another inode; the (size, ino) index finds one at once.
+		{"create plan", `CREATE TEMP TABLE IF NOT EXISTS plan_look (size INTEGER PRIMARY KEY);
+			CREATE TEMP TABLE IF NOT EXISTS plan_sizes (size INTEGER PRIMARY KEY, n INTEGER NOT NULL);
+			DELETE FROM temp.plan_look; DELETE FROM temp.plan_sizes`, nil},
+		{"look at changed sizes", `INSERT OR IGNORE INTO temp.plan_look (size)
+			SELECT size FROM dirty_sizes WHERE size >= ?1`, []any{minSize}},
+		{"look at pending files", `INSERT OR IGNORE INTO temp.plan_look (size)
+			SELECT DISTINCT size FROM files
+			 WHERE ` + unsettled + ` AND hash_status IN ('pending', 'failed') AND missing = 0 AND size >= ?1`, []any{minSize}},
+		// A bucket is shared when some live row has another live row of
+		// another inode beside it; the (size, ino) index finds one at
+		// once in all but buckets of hard links.
 		{"plan sizes", `INSERT INTO temp.plan_sizes (size, n)
-			SELECT r.size, count(*) FROM files r
-			 WHERE ` + unsettled + ` AND r.hash_status IN ('pending', 'failed') AND r.missing = 0 AND r.size >= ?1
-			   AND EXISTS (SELECT 1 FROM files a WHERE a.size = r.size AND a.missing = 0
-			                 AND (a.ino <> r.ino OR a.dev <> r.dev))
-			 GROUP BY r.size`, []any{minSize}},
+			SELECT l.size, (SELECT count(*) FROM files u
+			                 WHERE ` + unsettled + ` AND u.size = l.size AND u.missing = 0)
+			  FROM temp.plan_look l
+			 WHERE EXISTS (SELECT 1 FROM files a WHERE a.size = l.size AND a.missing = 0
+			         AND EXISTS (SELECT 1 FROM files b WHERE b.size = l.size AND b.missing = 0
+			                       AND (b.ino <> a.ino OR b.dev <> a.dev)))`, nil},
 		{"requeue bucket members", `UPDATE files SET hash_status = 'pending', error = NULL
 			WHERE ` + unsettled + ` AND hash_status IN ('unique', 'failed') AND missing = 0
 			  AND size IN (SELECT size FROM temp.plan_sizes)`, nil},
 		{"mark unique sizes", `UPDATE files SET hash_status = 'unique'
-			WHERE ` + unsettled + ` AND hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.plan_sizes)`, nil},
+			WHERE ` + unsettled + ` AND hash_status = 'pending' AND missing = 0
+			  AND size NOT IN (SELECT size FROM temp.plan_sizes)`, nil},
 	}
 	for _, s := range steps {
 		if _, err := tx.exec(s.op, s.q, s.args...); err != nil {
-			return nil, err
+			return p, err
 		}
 	}
 	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT size, n FROM temp.plan_sizes ORDER BY size DESC")
 	if err != nil {
-		return nil, classify("read plan", err)
+		return p, classify("read plan", err)
 	}
 	defer rows.Close()
-	var plan []SizeCount
 	for rows.Next() {
 		var s SizeCount
 		if err := rows.Scan(&s.Size, &s.Files); err != nil {
-			return nil, classify("read plan", err)
+			return p, classify("read plan", err)
 		}
-		plan = append(plan, s)
+		p.Sizes = append(p.Sizes, s)
 	}
-	return plan, classify("read plan", rows.Err())
+	return p, classify("read plan", rows.Err())
+}
+
+// FinishHashRun records, inside the hash job's fenced write, that a run
+// covered every change up to epoch: the changed sizes it planned are
+// forgotten (a scan that changed one of them since recorded a later epoch)
+// and hashed_epoch becomes epoch.
+func (tx *Tx) FinishHashRun(epoch int64) error {
+	if _, err := tx.exec("forget planned sizes", "DELETE FROM dirty_sizes WHERE epoch <= ?", epoch); err != nil {
+		return err
+	}
+	return tx.SetCounter("hashed_epoch", epoch)
 }
 
 // HashRow is a member of a size bucket, as the hash job loads it.

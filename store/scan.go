@@ -187,7 +187,7 @@ func (b *ScanBatch) SeeFolder(id, rootID, parentID int64, errText string) error 
 
 // AddFile inserts a new file: pending a hash, or with what f.Hash says.
 func (b *ScanBatch) AddFile(rootID, folderID int64, f FileStat) error {
-	b.tx.epoch = true
+	b.tx.noteSize(f.Size)
 	st, prefix, algo, content := b.hashCols(f.Hash)
 	_, err := b.insFile.ExecContext(b.tx.ctx, rootID, folderID, f.Name, f.Size, f.MtimeNS,
 		int64(f.Dev), int64(f.Ino), int64(f.Nlink), st, prefix, algo, content, b.now)
@@ -198,7 +198,8 @@ func (b *ScanBatch) AddFile(rootID, folderID int64, f FileStat) error {
 // changed: its old hashes are dropped; it is pending again unless f.Hash
 // says what it holds now.
 func (b *ScanBatch) ChangeFile(id, rootID int64, f FileStat) error {
-	b.tx.epoch, b.tx.groups = true, true
+	b.tx.noteSize(f.Size)
+	b.tx.groups = true
 	st, prefix, algo, content := b.hashCols(f.Hash)
 	_, err := b.updChanged.ExecContext(b.tx.ctx, id, rootID, f.Size, f.MtimeNS,
 		int64(f.Dev), int64(f.Ino), int64(f.Nlink), b.now, st, prefix, algo, content)
@@ -207,11 +208,13 @@ func (b *ScanBatch) ChangeFile(id, rootID int64, f FileStat) error {
 
 // SeeFile records an unchanged file that came back from missing, or whose
 // link count or root changed. Its hashes stay.
-func (b *ScanBatch) SeeFile(id, rootID int64, nlink uint64, wasMissing bool) error {
+func (b *ScanBatch) SeeFile(id, rootID int64, f FileStat, wasMissing bool) error {
 	if wasMissing {
-		// It may share its size with a pending file again.
-		b.tx.epoch, b.tx.groups = true, true
+		// It may share its size with another file again.
+		b.tx.noteSize(f.Size)
+		b.tx.groups = true
 	}
+	nlink := f.Nlink
 	_, err := b.updSeen.ExecContext(b.tx.ctx, id, rootID, int64(nlink), b.now)
 	return classify("update file", err)
 }

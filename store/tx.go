@@ -21,6 +21,18 @@ type Tx struct {
 	// added are the contents the hash writer gave a file in this
 	// transaction (algo + "\x00" + digest), to recount at commit.
 	added map[string]struct{}
+	// sizes are the buckets a scan changed in this transaction, recorded
+	// in dirty_sizes at commit.
+	sizes map[int64]struct{}
+}
+
+// noteSize marks a size bucket changed: the hash job will plan it.
+func (tx *Tx) noteSize(size int64) {
+	if tx.sizes == nil {
+		tx.sizes = map[int64]struct{}{}
+	}
+	tx.sizes[size] = struct{}{}
+	tx.epoch = true
 }
 
 // noteContent marks a content to recount at commit.
@@ -67,7 +79,7 @@ func (tx *Tx) Rollback() { _ = tx.tx.Rollback() }
 // for it, then commits.
 func (tx *Tx) Commit() error {
 	if tx.epoch {
-		if _, err := tx.exec("bump scan epoch", "UPDATE counters SET value = value + 1 WHERE name = 'scan_epoch'"); err != nil {
+		if err := tx.bumpEpoch(); err != nil {
 			tx.Rollback()
 			return err
 		}
@@ -82,6 +94,32 @@ func (tx *Tx) Commit() error {
 		tx.Rollback()
 		return classify("commit", err)
 	}
+	return nil
+}
+
+// bumpEpoch bumps scan_epoch and records the changed sizes with it.
+func (tx *Tx) bumpEpoch() error {
+	var epoch int64
+	err := tx.tx.QueryRowContext(tx.ctx,
+		"UPDATE counters SET value = value + 1 WHERE name = 'scan_epoch' RETURNING value").Scan(&epoch)
+	if err != nil {
+		return classify("bump scan epoch", err)
+	}
+	if len(tx.sizes) == 0 {
+		return nil
+	}
+	st, err := tx.tx.PrepareContext(tx.ctx, `INSERT INTO dirty_sizes (size, epoch) VALUES (?, ?)
+		ON CONFLICT (size) DO UPDATE SET epoch = excluded.epoch`)
+	if err != nil {
+		return classify("note changed sizes", err)
+	}
+	defer st.Close()
+	for size := range tx.sizes {
+		if _, err := st.ExecContext(tx.ctx, size, epoch); err != nil {
+			return classify("note changed sizes", err)
+		}
+	}
+	tx.sizes = nil
 	return nil
 }
 

@@ -35,7 +35,7 @@ func run(args []string) int {
 }
 
 func newApp() *cli.App {
-	return &cli.App{
+	app := &cli.App{
 		Name:    "dupefs",
 		Usage:   "find duplicate files, report them, and browse them as a file system",
 		Version: version,
@@ -62,6 +62,18 @@ func newApp() *cli.App {
 			os.Exit(ExitUsage)
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // errors are mapped in run
+	}
+	setUsageErrors(app.Commands)
+	return app
+}
+
+// setUsageErrors makes a bad flag of any command exit with ExitUsage.
+func setUsageErrors(cmds []*cli.Command) {
+	for _, c := range cmds {
+		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
+			return usageErrorf("%v", err)
+		}
+		setUsageErrors(c.Subcommands)
 	}
 }
 

@@ -1,0 +1,48 @@
+package main
+
+import "testing"
+
+func TestEscapePathLikeFclones(t *testing.T) {
+	cases := map[string]string{
+		"/plain/path.txt":        "/plain/path.txt",
+		"/ünïcödé/😀":             "/ünïcödé/😀",
+		"/with space":            "/with space",
+		"/new\nline":             `/new\nline`,
+		"/tab\there":             `/tab\there`,
+		"/cr\rhere":              `/cr\rhere`,
+		`/back\slash`:            `/back\\slash`,
+		"/bad\xff\xfeutf8":       `/bad\xFF\xFEutf8`,
+		"/ctl\x01\x7f":           `/ctl\x01\x7F`,
+		"/trunc\xe2\x82":         `/trunc\xE2\x82`,
+		"/surrogate\xed\xa0\x80": `/surrogate\xED\xA0\x80`,
+	}
+	for in, want := range cases {
+		if got := escapePath(in); got != want {
+			t.Errorf("escapePath(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+func TestCursorRoundTrip(t *testing.T) {
+	for _, bad := range []string{"", "not-base64!", "e30", "eyJ4IjoxfQ"} {
+		if _, err := decodeCursor(bad); err == nil {
+			t.Errorf("decodeCursor(%q) accepted", bad)
+		}
+	}
+}
+
+func TestShellJoin(t *testing.T) {
+	got := shellJoin([]string{"dupefs", "groups", "--min-size", "10", "it's here", ""})
+	want := `dupefs groups --min-size 10 'it'\''s here' ''`
+	if got != want {
+		t.Errorf("shellJoin = %s, want %s", got, want)
+	}
+}
+
+func TestDecimalBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1.0 KB", 6274: "6.3 KB", 13589000: "13.6 MB"} {
+		if got := decimalBytes(n); got != want {
+			t.Errorf("decimalBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

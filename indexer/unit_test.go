@@ -1,0 +1,100 @@
+package indexer
+
+import (
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+)
+
+func TestDFSCompareIsPreOrder(t *testing.T) {
+	cases := []struct{ a, b string }{
+		{"", "a"},         // the root first
+		{"a", "a/b"},      // a parent before its children
+		{"a/b", "a-c"},    // all of a's subtree before the next sibling, though '-' < '/'
+		{"a/z", "ab"},     // same
+		{"a/b/c", "a/bb"}, // component by component
+		{"a\x01", "a\x02"},
+	}
+	for _, c := range cases {
+		if dfsCompare(c.a, c.b) >= 0 || dfsCompare(c.b, c.a) <= 0 {
+			t.Errorf("want %q before %q", c.a, c.b)
+		}
+	}
+	if dfsCompare("x/y", "x/y") != 0 {
+		t.Error("equal paths")
+	}
+	// Sorting with dfsCompare gives the order of a depth-first walk with
+	// children sorted by name.
+	paths := []string{"", "a", "a/b", "a/b/c", "a-c", "a-c/x", "b", "b/a b", "b/a-b", "b/a/b"}
+	shuffled := slices.Clone(paths)
+	rand.New(rand.NewSource(1)).Shuffle(len(shuffled), func(i, j int) { shuffled[i], shuffled[j] = shuffled[j], shuffled[i] })
+	slices.SortFunc(shuffled, dfsCompare)
+	want := []string{"", "a", "a/b", "a/b/c", "a-c", "a-c/x", "b", "b/a/b", "b/a b", "b/a-b"}
+	if !slices.Equal(shuffled, want) {
+		t.Errorf("sorted %q\nwant   %q", shuffled, want)
+	}
+}
+
+func TestIsAncestorOrSelf(t *testing.T) {
+	yes := [][2]string{{"", "a"}, {"a", "a"}, {"a", "a/b"}, {"a/b", "a/b/c"}}
+	no := [][2]string{{"a", "ab"}, {"a/b", "a"}, {"a/b", "a/bc"}}
+	for _, c := range yes {
+		if !isAncestorOrSelf(c[0], c[1]) {
+			t.Errorf("%q should be an ancestor of %q", c[0], c[1])
+		}
+	}
+	for _, c := range no {
+		if isAncestorOrSelf(c[0], c[1]) {
+			t.Errorf("%q is not an ancestor of %q", c[0], c[1])
+		}
+	}
+}
+
+func TestParseMountinfo(t *testing.T) {
+	line := `36 35 98:0 /mnt1 /mnt/with\040space rw,noatime master:1 - fuse.dupefs dupefs rw,user_id=0`
+	m, ok := parseMountinfo(line)
+	if !ok || m.Point != "/mnt/with space" || m.FSType != FSTypeDupefs || m.Source != "dupefs" {
+		t.Fatalf("parsed %+v %v", m, ok)
+	}
+	if _, ok := parseMountinfo("garbage"); ok {
+		t.Error("garbage parsed")
+	}
+	if got := unescapeOctal(`a\134b\012c\0`); got != "a\\b\nc\\0" {
+		t.Errorf("unescape: %q", got)
+	}
+}
+
+func TestSizeCache(t *testing.T) {
+	c := newSizeCache()
+	if c.note(10, 1, 1) {
+		t.Fatal("first inode of a size reported shared")
+	}
+	if c.note(10, 1, 1) {
+		t.Fatal("a hard link (same inode) reported shared")
+	}
+	if !c.note(10, 1, 2) || !c.note(10, 1, 1) {
+		t.Fatal("a second inode not reported shared")
+	}
+	if c.note(11, 2, 2) {
+		t.Fatal("another size reported shared")
+	}
+	if !c.note(11, 3, 2) {
+		t.Fatal("same ino on another device is another inode")
+	}
+}
+
+func TestWorkerDead(t *testing.T) {
+	me := NewWorkerID()
+	if WorkerDead(me) {
+		t.Fatalf("this process (%s) reported dead", me)
+	}
+	parts := strings.Split(me, "/")
+	parts[2] = "1" // another start time: a later process with this pid
+	if !WorkerDead(strings.Join(parts, "/")) {
+		t.Error("a process with another start time is not this one")
+	}
+	if WorkerDead("otherhost/1/2/3") || WorkerDead("nonsense") {
+		t.Error("ids of other hosts, or unparsable ones, are never called dead")
+	}
+}

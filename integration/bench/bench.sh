@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# make bench: dupefs side by side with jdupes, rdfind, fdupes and rmlint, in
+# one run, on the same trees, warm cache, alternating runs; medians, ratios
+# to the fastest peer and peak RSS (/usr/bin/time). It also checks that
+# dupefs finds the same duplicate set as jdupes -r.
+#
+# Knobs (environment):
+#   RUNS=5              timed runs per tool (after one untimed warm-up run)
+#   BENCH_FILES=100000  files in the generated tree
+#   BENCH_TREE=/usr     a real tree too ("" to skip)
+#   SCALE=1000000       also index a tree of SCALE small files and a tenth of
+#                       it, to show the peak memory of dupefs index is flat
+#   BENCH_DIR=/tmp/dupefs-bench   where trees, indexes and results go
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+ROOT=$PWD
+BIN=$ROOT/bin/dupefs
+WORK=${BENCH_DIR:-/tmp/dupefs-bench}
+RUNS=${RUNS:-5}
+FILES=${BENCH_FILES:-100000}
+REAL=${BENCH_TREE-/usr}
+SCALE=${SCALE:-}
+mkdir -p "$WORK"
+RESULTS=$WORK/results.md
+
+need() { command -v "$1" >/dev/null 2>&1; }
+install_peers() {
+	local missing=()
+	for p in jdupes rdfind fdupes rmlint; do need "$p" || missing+=("$p"); done
+	[ -x /usr/bin/time ] || missing+=(time)
+	[ ${#missing[@]} -eq 0 ] && return
+	if [ "$(id -u)" != 0 ]; then
+		echo "bench: install ${missing[*]} (Debian packages), or run as root to let the bench install them" >&2
+		exit 1
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get update -qq
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}" >/dev/null
+}
+install_peers
+[ -x "$BIN" ] || { echo "bench: build first (make build)" >&2; exit 1; }
+go build -o "$WORK/benchtool" ./integration/bench/benchtool
+TOOL=$WORK/benchtool
+
+# tree NAME FILES AVG: a generated tree, made once and kept.
+tree() {
+	local dir=$WORK/tree-$1
+	if [ ! -f "$dir.done" ]; then
+		rm -rf "$dir"
+		echo "generating $dir ($2 files)..." >&2
+		"$TOOL" mktree -dir "$dir" -files "$2" -avg "$3" -seed 1
+		touch "$dir.done"
+	fi
+	echo "$dir"
+}
+
+# timed LABEL CMD...: runs CMD under /usr/bin/time, appends "seconds maxrss_kb"
+# to $WORK/t.LABEL.
+timed() {
+	local label=$1; shift
+	/usr/bin/time -f "%e %M" -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/stderr.out" || {
+		echo "bench: $label failed:" >&2; cat "$WORK/stderr.out" >&2; exit 1; }
+	tail -n1 "$WORK/time.out" >>"$WORK/t.$label"
+}
+
+# The tools, as commands over $T (tree) with outputs under $WORK.
+run_tool() {
+	local tool=$1 T=$2
+	case $tool in
+	dupefs-index)
+		rm -f "$WORK"/bench.db*
+		timed "$tool" "$BIN" --db "$WORK/bench.db" index "$T" ;;
+	dupefs-reindex)
+		timed "$tool" "$BIN" --db "$WORK/bench.db" index "$T" ;;
+	jdupes) timed "$tool" sh -c "jdupes -r -q '$T' >'$WORK/jdupes.out'" ;;
+	rdfind) timed "$tool" rdfind -outputname "$WORK/rdfind.out" "$T" ;;
+	fdupes) timed "$tool" sh -c "fdupes -r -q '$T' >'$WORK/fdupes.out'" ;;
+	rmlint) timed "$tool" rmlint -T df -o "fdupes:$WORK/rmlint.out" "$T" ;;
+	esac
+}
+
+col() { awk -v c="$1" '{print $c}' "$2" | tr '\n' ' '; }
+
+# bench NAME TREE: every tool, RUNS rounds, rotating which goes first.
+bench() {
+	local name=$1 T=$2
+	local tools=(dupefs-index dupefs-reindex jdupes rdfind fdupes rmlint)
+	rm -f "$WORK"/t.*
+	echo "== $name: $T ($(find "$T" -xdev -type f 2>/dev/null | wc -l) files)" >&2
+	for tool in "${tools[@]}"; do run_tool "$tool" "$T"; done # warm-up
+	rm -f "$WORK"/t.*
+	for ((r = 0; r < RUNS; r++)); do
+		# dupefs-reindex must follow dupefs-index; rotate the rest.
+		local peers=(jdupes rdfind fdupes rmlint)
+		local k=$((r % 4))
+		local order=("${peers[@]:k}" "${peers[@]:0:k}")
+		if ((r % 2)); then order=(dupefs-index dupefs-reindex "${order[@]}"); else order=("${order[@]}" dupefs-index dupefs-reindex); fi
+		for tool in "${order[@]}"; do run_tool "$tool" "$T"; done
+		echo "   round $((r + 1))/$RUNS done" >&2
+	done
+	local best=999999 bestname=
+	declare -A med rss
+	for tool in "${tools[@]}"; do
+		med[$tool]=$("$TOOL" median $(col 1 "$WORK/t.$tool"))
+		rss[$tool]=$(sort -n <(col 2 "$WORK/t.$tool" | tr ' ' '\n' | grep .) | tail -n1)
+		case $tool in dupefs-*) ;; *)
+			if awk -v a="${med[$tool]}" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=${med[$tool]}; bestname=$tool; fi ;;
+		esac
+	done
+	{
+		echo
+		echo "### $name: $T"
+		echo
+		echo "| tool | median s | × fastest peer ($bestname) | peak RSS MB | runs (s) |"
+		echo "|---|---|---|---|---|"
+		for tool in "${tools[@]}"; do
+			printf '| %s | %.3f | %.2f | %.1f | %s|\n' "$tool" "${med[$tool]}" \
+				"$(awk -v a="${med[$tool]}" -v b="$best" 'BEGIN{print a/b}')" \
+				"$(awk -v k="${rss[$tool]}" 'BEGIN{print k/1024}')" "$(col 1 "$WORK/t.$tool")"
+		done
+		echo
+		"$BIN" --db "$WORK/bench.db" groups --format fdupes >"$WORK/dupefs.out"
+		echo "same duplicate set as jdupes -r: $("$TOOL" compare "$WORK/dupefs.out" "$WORK/jdupes.out" 2>&1)"
+	} | tee -a "$RESULTS"
+}
+
+# scale: peak RSS of dupefs index at N/10 and N files.
+scale() {
+	local n=$1 small big
+	small=$(tree "scale-$((n / 10))" $((n / 10)) 512)
+	big=$(tree "scale-$n" "$n" 512)
+	rm -f "$WORK"/t.*
+	for t in "$small" "$big"; do
+		rm -f "$WORK"/bench.db*
+		timed "scale-$(basename "$t")" "$BIN" --db "$WORK/bench.db" index "$t"
+		timed "scale-$(basename "$t")-again" "$BIN" --db "$WORK/bench.db" index "$t"
+	done
+	{
+		echo
+		echo "### memory: dupefs index at $((n / 10)) and $n files"
+		echo
+		echo "| tree | first index s | peak RSS MB | re-index s | peak RSS MB |"
+		echo "|---|---|---|---|---|"
+		for t in "$small" "$big"; do
+			local b=scale-$(basename "$t")
+			printf '| %s | %s | %.1f | %s | %.1f |\n' "$(basename "$t")" "$(col 1 "$WORK/t.$b")" \
+				"$(awk -v k="$(col 2 "$WORK/t.$b")" 'BEGIN{print k/1024}')" "$(col 1 "$WORK/t.$b-again")" \
+				"$(awk -v k="$(col 2 "$WORK/t.$b-again")" 'BEGIN{print k/1024}')"
+		done
+	} | tee -a "$RESULTS"
+}
+
+{
+	echo "## dupefs bench $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo
+	echo "dupefs $("$BIN" --version | awk '{print $NF}'), $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo); $RUNS runs per tool after a warm-up run; medians."
+	for p in jdupes rdfind fdupes rmlint; do printf '%s: %s; ' "$p" "$(dpkg-query -W -f '${Version}' "$p" 2>/dev/null || echo '?')"; done
+	echo
+} | tee "$RESULTS"
+
+bench "generated" "$(tree "gen-$FILES" "$FILES" 8192)"
+if [ -n "$REAL" ]; then bench "real" "$REAL"; fi
+if [ -n "$SCALE" ]; then scale "$SCALE"; fi
+for extra in "$ROOT"/integration/bench/bench-*.sh; do
+	[ -e "$extra" ] && . "$extra"
+done
+echo >&2
+echo "results: $RESULTS" >&2

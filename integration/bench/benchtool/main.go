@@ -1,0 +1,219 @@
+// Command benchtool supports `make bench`: it generates the benchmark trees
+// and compares the duplicate sets that dupefs and the peers report.
+//
+//	benchtool mktree -dir D -files N [-seed S] [-avg BYTES]
+//	benchtool compare A B      (two reports in the fdupes blank-line format)
+//	benchtool median V...      (median of numbers)
+package main
+
+import (
+	"bufio"
+	"flag"
+	"fmt"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+)
+
+func main() {
+	if len(os.Args) < 2 {
+		usage()
+	}
+	var err error
+	switch os.Args[1] {
+	case "mktree":
+		err = mktree(os.Args[2:])
+	case "compare":
+		err = compare(os.Args[2:])
+	case "median":
+		err = median(os.Args[2:])
+	default:
+		usage()
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "benchtool:", err)
+		os.Exit(1)
+	}
+}
+
+func usage() {
+	fmt.Fprintln(os.Stderr, "usage: benchtool mktree -dir D -files N [-seed S] [-avg BYTES] | compare A B | median V...")
+	os.Exit(2)
+}
+
+// mktree writes a tree that looks like a home folder: folders of 1 to 200
+// files, sizes spread from a few bytes to a few MiB (median a few KiB),
+// about a fifth of the files copies of others (in other folders, some as
+// hard links), some empty files. The same arguments always give the same
+// tree.
+func mktree(args []string) error {
+	fs := flag.NewFlagSet("mktree", flag.ExitOnError)
+	dir := fs.String("dir", "", "where to write the tree")
+	files := fs.Int("files", 100000, "how many files")
+	seed := fs.Int64("seed", 1, "random seed")
+	avg := fs.Int("avg", 8192, "mean size of a file in bytes")
+	fs.Parse(args)
+	if *dir == "" {
+		return fmt.Errorf("mktree: -dir is required")
+	}
+	rnd := rand.New(rand.NewSource(*seed))
+	size := func() int {
+		// Log-normal-ish: mostly small, a long tail.
+		f := rnd.ExpFloat64() * rnd.ExpFloat64()
+		n := int(f * float64(*avg) / 2)
+		if rnd.Intn(1000) == 0 {
+			n += 1 << 20 * (1 + rnd.Intn(4))
+		}
+		return n
+	}
+	type orig struct {
+		path string
+		data []byte
+	}
+	var pool []orig // recent files to copy
+	buf := make([]byte, 8<<20)
+	folder, inFolder, want := 0, 0, 0
+	cur := ""
+	for i := 0; i < *files; i++ {
+		if inFolder >= want {
+			folder++
+			inFolder, want = 0, 1+rnd.Intn(200)
+			cur = filepath.Join(*dir, fmt.Sprintf("g%03d", folder%997), fmt.Sprintf("f%06d", folder))
+			if err := os.MkdirAll(cur, 0o755); err != nil {
+				return err
+			}
+		}
+		inFolder++
+		p := filepath.Join(cur, fmt.Sprintf("file%07d.dat", i))
+		switch r := rnd.Intn(100); {
+		case r < 2:
+			if err := os.WriteFile(p, nil, 0o644); err != nil {
+				return err
+			}
+		case r < 20 && len(pool) > 0:
+			o := pool[rnd.Intn(len(pool))]
+			if rnd.Intn(10) == 0 {
+				if err := os.Link(o.path, p); err != nil {
+					return err
+				}
+			} else if err := os.WriteFile(p, o.data, 0o644); err != nil {
+				return err
+			}
+		default:
+			n := min(size(), len(buf))
+			data := buf[:n]
+			rnd.Read(data)
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				return err
+			}
+			if n < 256<<10 && rnd.Intn(4) == 0 {
+				o := orig{path: p, data: append([]byte(nil), data...)}
+				if len(pool) < 2000 {
+					pool = append(pool, o)
+				} else {
+					pool[rnd.Intn(len(pool))] = o
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// inodeGroups reads an fdupes-format report and returns its groups as sets
+// of inodes (dev:ino), each set sorted and joined, so reports that list
+// hard links differently compare equal. Groups of a single inode are
+// dropped (some tools list hard links as duplicates).
+func inodeGroups(path string) (map[string]bool, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	out := map[string]bool{}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var cur []string
+	flush := func() {
+		set := map[string]bool{}
+		for _, p := range cur {
+			var st syscall.Stat_t
+			if err := syscall.Lstat(p, &st); err == nil {
+				set[fmt.Sprintf("%d:%d", st.Dev, st.Ino)] = true
+			}
+		}
+		if len(set) >= 2 {
+			keys := make([]string, 0, len(set))
+			for k := range set {
+				keys = append(keys, k)
+			}
+			sort.Strings(keys)
+			out[strings.Join(keys, ",")] = true
+		}
+		cur = cur[:0]
+	}
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" {
+			flush()
+			continue
+		}
+		cur = append(cur, line)
+	}
+	flush()
+	return out, sc.Err()
+}
+
+func compare(args []string) error {
+	if len(args) != 2 {
+		return fmt.Errorf("compare A B")
+	}
+	a, err := inodeGroups(args[0])
+	if err != nil {
+		return err
+	}
+	b, err := inodeGroups(args[1])
+	if err != nil {
+		return err
+	}
+	onlyA, onlyB := 0, 0
+	for k := range a {
+		if !b[k] {
+			onlyA++
+		}
+	}
+	for k := range b {
+		if !a[k] {
+			onlyB++
+		}
+	}
+	fmt.Printf("%d groups vs %d groups; %d only in the first, %d only in the second\n", len(a), len(b), onlyA, onlyB)
+	if onlyA+onlyB > 0 {
+		return fmt.Errorf("the duplicate sets differ")
+	}
+	return nil
+}
+
+func median(args []string) error {
+	var vs []float64
+	for _, a := range args {
+		v, err := strconv.ParseFloat(a, 64)
+		if err != nil {
+			return err
+		}
+		vs = append(vs, v)
+	}
+	if len(vs) == 0 {
+		return fmt.Errorf("median of nothing")
+	}
+	sort.Float64s(vs)
+	m := vs[len(vs)/2]
+	if len(vs)%2 == 0 {
+		m = (vs[len(vs)/2-1] + vs[len(vs)/2]) / 2
+	}
+	fmt.Printf("%g\n", m)
+	return nil
+}

@@ -1,0 +1,205 @@
+// Package integration holds the end-to-end tests: they build the dupefs
+// binary, index real trees and check what it reports, as a user would run
+// it. Tests that mount do it for real (root and /dev/fuse, as CI runs them).
+package integration
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// bin is the dupefs binary built for the tests.
+var bin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "dupefs-integration-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	bin = filepath.Join(dir, "dupefs")
+	build := exec.Command("go", "build", "-o", bin, "../cmd/dupefs")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build dupefs:", err)
+		os.Exit(1)
+	}
+	// Commands never touch the real home of whoever runs the tests.
+	os.Setenv("HOME", dir)
+	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
+	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// result is what one run of the binary did.
+type result struct {
+	stdout, stderr string
+	code           int
+}
+
+// dupefs runs the binary with --db db and the arguments.
+func dupefs(tb testing.TB, db string, args ...string) result {
+	tb.Helper()
+	return dupefsIn(tb, "", db, args...)
+}
+
+// dupefsIn runs the binary in dir (or the test's cwd).
+func dupefsIn(tb testing.TB, dir, db string, args ...string) result {
+	tb.Helper()
+	cmd := exec.Command(bin, append([]string{"--db", db}, args...)...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	r := result{stdout: out.String(), stderr: errb.String()}
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.code = ee.ExitCode()
+	case err != nil:
+		tb.Fatalf("run dupefs %v: %v", args, err)
+	}
+	return r
+}
+
+// mustRun runs dupefs and fails the test unless it exits 0.
+func mustRun(tb testing.TB, db string, args ...string) result {
+	tb.Helper()
+	r := dupefs(tb, db, args...)
+	if r.code != 0 {
+		tb.Fatalf("dupefs %v: exit %d\nstdout: %s\nstderr: %s", args, r.code, r.stdout, r.stderr)
+	}
+	return r
+}
+
+// report is the part of the JSON report the tests read.
+type report struct {
+	Header struct {
+		Stats struct {
+			GroupCount int `json:"group_count"`
+		} `json:"stats"`
+	} `json:"header"`
+	Groups []struct {
+		FileLen   int64    `json:"file_len"`
+		FileHash  string   `json:"file_hash"`
+		Files     []string `json:"files"`
+		HardLinks []string `json:"hard_links"`
+	} `json:"groups"`
+}
+
+// groups runs `dupefs groups --format json` and returns the groups as
+// sorted lists of raw paths relative to base (escapes undone), sorted.
+func groups(tb testing.TB, db, base string) [][]string {
+	tb.Helper()
+	r := mustRun(tb, db, "groups", "--format", "json")
+	var rep report
+	if err := json.Unmarshal([]byte(r.stdout), &rep); err != nil {
+		tb.Fatalf("groups --format json: %v\n%s", err, r.stdout)
+	}
+	if rep.Header.Stats.GroupCount != len(rep.Groups) {
+		tb.Errorf("header counts %d groups, report has %d", rep.Header.Stats.GroupCount, len(rep.Groups))
+	}
+	var out [][]string
+	for _, g := range rep.Groups {
+		if len(g.FileHash) != 64 {
+			tb.Errorf("file_hash %q is not a bare sha256 hex digest", g.FileHash)
+		}
+		var ps []string
+		for _, f := range g.Files {
+			p, err := unescape(f)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			rel, err := filepath.Rel(base, p)
+			if err != nil {
+				tb.Fatal(err)
+			}
+			ps = append(ps, rel)
+		}
+		sort.Strings(ps)
+		out = append(out, ps)
+	}
+	sortGroups(out)
+	return out
+}
+
+func sortGroups(gs [][]string) {
+	for _, g := range gs {
+		sort.Strings(g)
+	}
+	sort.Slice(gs, func(i, j int) bool { return strings.Join(gs[i], "\x00") < strings.Join(gs[j], "\x00") })
+}
+
+func equalGroups(a, b [][]string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !slices.Equal(a[i], b[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// unescape undoes fclones' STFU-8 escapes: \\ \n \t \r \xNN.
+func unescape(s string) (string, error) {
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' {
+			b.WriteByte(s[i])
+			continue
+		}
+		if i+1 >= len(s) {
+			return "", fmt.Errorf("dangling backslash in %q", s)
+		}
+		i++
+		switch s[i] {
+		case '\\':
+			b.WriteByte('\\')
+		case 'n':
+			b.WriteByte('\n')
+		case 't':
+			b.WriteByte('\t')
+		case 'r':
+			b.WriteByte('\r')
+		case 'x':
+			if i+2 >= len(s) {
+				return "", fmt.Errorf("short \\x in %q", s)
+			}
+			var v byte
+			if _, err := fmt.Sscanf(s[i+1:i+3], "%02X", &v); err != nil {
+				return "", fmt.Errorf("bad \\x in %q", s)
+			}
+			b.WriteByte(v)
+			i += 2
+		default:
+			return "", fmt.Errorf("unknown escape \\%c in %q", s[i], s)
+		}
+	}
+	return b.String(), nil
+}
+
+// waitFor polls cond every 20ms until it holds or the timeout passes.
+func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"testing"
+)
+
+// groupKeys reports the groups as key -> paths.
+func groupKeys(tb testing.TB, db *DB, q GroupQuery) map[string][]string {
+	tb.Helper()
+	out := map[string][]string{}
+	err := db.Report(context.Background(), q, nil, func(g Group, files []GroupFile) error {
+		for _, f := range files {
+			out[g.Key()] = append(out[g.Key()], f.Path)
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+func TestGroupsCountInodesNotPaths(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	done := func(name string, ino uint64, h byte) FileStat {
+		return FileStat{Name: name, Size: 10, Dev: 1, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(h)}}
+	}
+	// Two hard links of one inode alone: no group.
+	addFiles(t, db, r.ID, "/r", done("link1", 5, 1), done("link2", 5, 1))
+	if g := groupKeys(t, db, GroupQuery{MinSize: 1}); len(g) != 0 {
+		t.Fatalf("two hard links alone made a group: %v", g)
+	}
+	// A real copy joins them: one group of three paths, two inodes.
+	folder := addFiles(t, db, r.ID, "/r/sub", done("copy", 6, 1))
+	g := groupKeys(t, db, GroupQuery{MinSize: 1})
+	if len(g) != 1 {
+		t.Fatalf("want one group, got %v", g)
+	}
+	for _, paths := range g {
+		if len(paths) != 3 {
+			t.Fatalf("group paths: %v", paths)
+		}
+	}
+	var gr Group
+	db.Report(ctx, GroupQuery{MinSize: 1}, nil, func(x Group, _ []GroupFile) error { gr = x; return nil })
+	if gr.FileCount != 3 || gr.InodeCount != 2 || gr.Wasted() != 10 {
+		t.Fatalf("group counts: %+v wasted %d", gr, gr.Wasted())
+	}
+	// The copy goes missing: the group disappears, its row keeps its id.
+	err := db.Write(ctx, func(tx *Tx) error {
+		b, _ := tx.ScanBatch(1, "sha256")
+		defer b.Close()
+		return b.LoseFile(fileID(t, db, folder, "copy"))
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if g := groupKeys(t, db, GroupQuery{MinSize: 1}); len(g) != 0 {
+		t.Fatalf("group survived its copy going missing: %v", g)
+	}
+	got, err := db.GroupByKey(ctx, "sha256", sum(1))
+	if err != nil || got.ContentID != gr.ContentID || got.InodeCount != 1 {
+		t.Fatalf("content row after the group broke: %+v %v", got, err)
+	}
+}
+
+func TestReportKeysetCursor(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	var files []FileStat
+	ino := uint64(1)
+	// 12 groups: some share file count and total size, to exercise the
+	// tie-breakers.
+	for g := 0; g < 12; g++ {
+		copies := 2 + g%3
+		for c := 0; c < copies; c++ {
+			files = append(files, FileStat{Name: "g" + itoa(g) + "c" + itoa(c), Size: int64(100 + g%2), Dev: 1, Ino: ino,
+				Hash: &FileHash{Status: HashDone, Content: sum(byte(g + 1))}})
+			ino++
+		}
+	}
+	addFiles(t, db, r.ID, "/r", files...)
+	all := []string{}
+	db.Report(ctx, GroupQuery{MinSize: 1}, nil, func(g Group, _ []GroupFile) error { all = append(all, g.Key()); return nil })
+	if len(all) != 12 {
+		t.Fatalf("%d groups, want 12", len(all))
+	}
+	var paged []string
+	var after *GroupCursor
+	for {
+		var page []Group
+		err := db.Report(ctx, GroupQuery{MinSize: 1, After: after, Limit: 5}, nil, func(g Group, _ []GroupFile) error {
+			page = append(page, g)
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, g := range page {
+			paged = append(paged, g.Key())
+		}
+		if len(page) < 5 {
+			break
+		}
+		c := page[len(page)-1].Cursor()
+		after = &c
+	}
+	if len(paged) != len(all) {
+		t.Fatalf("paged %d groups, want %d", len(paged), len(all))
+	}
+	for i := range all {
+		if paged[i] != all[i] {
+			t.Fatalf("page order differs at %d: %s vs %s", i, paged[i], all[i])
+		}
+	}
+	var st GroupStats
+	db.Report(ctx, GroupQuery{MinSize: 1}, func(s GroupStats) error { st = s; return nil }, func(Group, []GroupFile) error { return nil })
+	if st.Groups != 12 || st.Files != int64(len(files)) || st.RedundantFiles != int64(len(files)-12) {
+		t.Fatalf("stats: %+v", st)
+	}
+}
+
+func TestParseKey(t *testing.T) {
+	ok := "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+	if algo, s, err := ParseKey(ok); err != nil || algo != "sha256" || len(s) != 32 {
+		t.Fatalf("ParseKey(%q) = %q %x %v", ok, algo, s, err)
+	}
+	for _, bad := range []string{"", "sha256", "md5:00", "sha256:ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789",
+		"sha256:0123", "blake3:zz23456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", ".Trash", "autorun.inf"} {
+		if _, _, err := ParseKey(bad); err == nil {
+			t.Errorf("ParseKey(%q) accepted", bad)
+		}
+	}
+}

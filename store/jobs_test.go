@@ -1,0 +1,230 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestEnqueueKeepsOneActiveJob(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	id1, created, err := db.Enqueue(ctx, KindScan, r.ID)
+	if err != nil || !created {
+		t.Fatalf("first enqueue: %d %v %v", id1, created, err)
+	}
+	id2, created, err := db.Enqueue(ctx, KindScan, r.ID)
+	if err != nil || created || id2 != id1 {
+		t.Fatalf("second enqueue: got %d created=%v err=%v, want the same job %d", id2, created, err, id1)
+	}
+	// The partial unique index itself refuses a second active scan.
+	_, err = db.w.ExecContext(ctx, `INSERT INTO jobs (kind, root_id, status, created_at, updated_at)
+		VALUES ('scan', ?, 'pending', 0, 0)`, r.ID)
+	if err == nil {
+		t.Fatal("a second pending scan of one root was accepted")
+	}
+	h1, _, _ := db.Enqueue(ctx, KindHash, 0)
+	h2, created, _ := db.Enqueue(ctx, KindHash, 0)
+	if h1 != h2 || created {
+		t.Fatalf("two active hash jobs: %d, %d", h1, h2)
+	}
+	// Lowercase values are enforced.
+	_, err = db.w.ExecContext(ctx, `INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('SCAN', 'pending', 0, 0)`)
+	if err == nil {
+		t.Fatal("an uppercase kind was accepted")
+	}
+}
+
+func TestClaimIsExclusive(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	var roots []int64
+	for _, p := range []string{"/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h"} {
+		r, _, _ := db.AddRoot(ctx, RootSpec{Path: p}, false)
+		db.Enqueue(ctx, KindScan, r.ID)
+		roots = append(roots, r.ID)
+	}
+	var mu sync.Mutex
+	got := map[int64]string{}
+	var wg sync.WaitGroup
+	for w := 0; w < 8; w++ {
+		wg.Add(1)
+		go func(owner string) {
+			defer wg.Done()
+			for {
+				j, _, err := db.Claim(ctx, KindScan, owner, time.Minute)
+				if errors.Is(err, ErrNotFound) {
+					return
+				}
+				if err != nil {
+					t.Error(err)
+					return
+				}
+				mu.Lock()
+				if prev, dup := got[j.ID]; dup {
+					t.Errorf("job %d claimed by %s and %s", j.ID, prev, owner)
+				}
+				got[j.ID] = owner
+				mu.Unlock()
+			}
+		}(string(rune('A' + w)))
+	}
+	wg.Wait()
+	if len(got) != len(roots) {
+		t.Fatalf("claimed %d jobs, want %d", len(got), len(roots))
+	}
+}
+
+func TestFenceRefusesALostLease(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	db.Enqueue(ctx, KindScan, r.ID)
+	_, old, err := db.Claim(ctx, KindScan, "w1", 50*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(120 * time.Millisecond) // the lease expires
+	j, fresh, err := db.Claim(ctx, KindScan, "w2", time.Minute)
+	if err != nil {
+		t.Fatalf("stale job not recovered: %v", err)
+	}
+	if j.Attempt != 2 || j.ErrorCode != CodeLeaseExpired {
+		t.Errorf("recovered job: attempt %d code %q, want 2 %q", j.Attempt, j.ErrorCode, CodeLeaseExpired)
+	}
+	// Every write of the old owner is refused and changes nothing.
+	err = db.Write(ctx, func(tx *Tx) error {
+		if err := tx.Fence(old); err != nil {
+			return err
+		}
+		_, err := tx.exec("x", "UPDATE roots SET file_count = 99")
+		return err
+	})
+	if !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("old owner's write: got %v, want ErrLeaseLost", err)
+	}
+	if r2, _ := db.Root(ctx, r.ID); r2.FileCount == 99 {
+		t.Fatal("a write fenced by a lost lease went through")
+	}
+	if err := db.Heartbeat(ctx, old, 0.5, 1); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("old owner's heartbeat: got %v", err)
+	}
+	if err := db.Finish(ctx, old, StatusCompleted, "", "", 0); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("old owner's finish: got %v", err)
+	}
+	// The new owner is fine.
+	if err := db.Finish(ctx, fresh, StatusCompleted, "", "", 0); err != nil {
+		t.Fatal(err)
+	}
+	j, _ = db.Job(ctx, j.ID)
+	if j.Status != StatusCompleted || !j.LeaseExpiresAt.IsZero() {
+		t.Fatalf("finished job: %+v", j)
+	}
+}
+
+func TestHeartbeatKeepsTheLease(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	db.Enqueue(ctx, KindScan, r.ID)
+	_, l, _ := db.Claim(ctx, KindScan, "w1", 200*time.Millisecond)
+	for i := 0; i < 5; i++ {
+		time.Sleep(60 * time.Millisecond)
+		if err := db.Heartbeat(ctx, l, float64(i)/5, int64(i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := db.Claim(ctx, KindScan, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a heartbeating job was taken over: %v", err)
+	}
+}
+
+func TestRecoverDeadWorker(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	db.Enqueue(ctx, KindScan, r.ID)
+	j, _, _ := db.Claim(ctx, KindScan, "gone", time.Hour)
+	n, err := db.RecoverDead(ctx, func(w string) bool { return w == "gone" })
+	if err != nil || n != 1 {
+		t.Fatalf("RecoverDead = %d, %v", n, err)
+	}
+	j, _ = db.Job(ctx, j.ID)
+	if j.Status != StatusRetryable || j.ErrorCode != CodeWorkerDied || j.WorkerID != "" {
+		t.Fatalf("after recovery: %+v", j)
+	}
+	if _, _, err := db.Claim(ctx, KindScan, "next", time.Minute); err != nil {
+		t.Fatalf("recovered job not claimable: %v", err)
+	}
+}
+
+func TestRetryableWaitsAndRunsOutOfAttempts(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	id, _, _ := db.Enqueue(ctx, KindScan, r.ID)
+	db.w.ExecContext(ctx, "UPDATE jobs SET max_attempts = 2 WHERE id = ?", id)
+	_, l, _ := db.Claim(ctx, KindScan, "w", time.Minute)
+	if err := db.Finish(ctx, l, StatusRetryable, "error", "boom", time.Hour); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Claim(ctx, KindScan, "w", time.Minute); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("claimed before retry_after: %v", err)
+	}
+	db.w.ExecContext(ctx, "UPDATE jobs SET retry_after = 0 WHERE id = ?", id)
+	_, l, err := db.Claim(ctx, KindScan, "w", time.Minute)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Finish(ctx, l, StatusRetryable, "error", "boom again", 0); err != nil {
+		t.Fatal(err)
+	}
+	j, _ := db.Job(ctx, id)
+	if j.Status != StatusFailed {
+		t.Fatalf("after the last attempt: status %q, want failed", j.Status)
+	}
+}
+
+func TestJobsPageKeyset(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	// 25 jobs, several sharing a created_at.
+	for i := 0; i < 25; i++ {
+		_, err := db.w.ExecContext(ctx, `INSERT INTO jobs (kind, status, created_at, updated_at)
+			VALUES ('hash', 'completed', ?, 0)`, 1000+i/4)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[int64]bool{}
+	var after *JobCursor
+	var prev *Job
+	for pages := 0; ; pages++ {
+		js, err := db.JobsPage(ctx, after, 4)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range js {
+			j := js[i]
+			if seen[j.ID] {
+				t.Fatalf("job %d on two pages", j.ID)
+			}
+			seen[j.ID] = true
+			if prev != nil && (j.CreatedAt.After(prev.CreatedAt) || j.CreatedAt.Equal(prev.CreatedAt) && j.ID > prev.ID) {
+				t.Fatalf("order broken between %d and %d", prev.ID, j.ID)
+			}
+			prev = &j
+		}
+		if len(js) < 4 {
+			break
+		}
+		last := js[len(js)-1]
+		after = &JobCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+	}
+	if len(seen) != 25 {
+		t.Fatalf("paged through %d jobs, want 25", len(seen))
+	}
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"testing"
+)
+
+func TestAddRootCoveredAndAbsorbed(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	inner, out, err := db.AddRoot(ctx, RootSpec{Path: "/data/photos"}, false)
+	if err != nil || out != RootAdded {
+		t.Fatalf("add: %v %v", out, err)
+	}
+	addFiles(t, db, inner.ID, "/data/photos", FileStat{Name: "a.jpg", Size: 5, Ino: 1,
+		Hash: &FileHash{Status: HashDone, Content: sum(7)}})
+
+	r, out, _ := db.AddRoot(ctx, RootSpec{Path: "/data/photos"}, false)
+	if out != RootExists || r.ID != inner.ID {
+		t.Errorf("same path: %v %d", out, r.ID)
+	}
+	r, out, _ = db.AddRoot(ctx, RootSpec{Path: "/data/photos/2019"}, false)
+	if out != RootCovered || r.ID != inner.ID {
+		t.Errorf("path inside a root: %v %d", out, r.ID)
+	}
+	r, out, _ = db.AddRoot(ctx, RootSpec{Path: "/data/photos-old"}, false)
+	if out != RootAdded {
+		t.Errorf("sibling with a common prefix: %v", out)
+	}
+	outer, out, err := db.AddRoot(ctx, RootSpec{Path: "/data", Excludes: []string{"*.tmp"}}, false)
+	if err != nil || out != RootAbsorbing {
+		t.Fatalf("outer root: %v %v", out, err)
+	}
+	roots, _ := db.Roots(ctx)
+	if len(roots) != 1 || roots[0].ID != outer.ID || roots[0].Excludes[0] != "*.tmp" {
+		t.Fatalf("roots after absorbing: %+v", roots)
+	}
+	var n int
+	db.r.QueryRow("SELECT count(*) FROM files WHERE root_id = ? AND content_hash IS NOT NULL", outer.ID).Scan(&n)
+	if n != 1 {
+		t.Fatalf("absorbed root's hashed file moved: %d", n)
+	}
+}
+
+func TestRemoveRootForgetsItsRows(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	a, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	b, _, _ := db.AddRoot(ctx, RootSpec{Path: "/b"}, false)
+	h := &FileHash{Status: HashDone, Content: sum(9)}
+	addFiles(t, db, a.ID, "/a", FileStat{Name: "x", Size: 5, Ino: 1, Hash: h})
+	addFiles(t, db, b.ID, "/b", FileStat{Name: "y", Size: 5, Ino: 2, Hash: h})
+	if g := groupKeys(t, db, GroupQuery{MinSize: 1}); len(g) != 1 {
+		t.Fatalf("want a group across roots, got %v", g)
+	}
+	db.Enqueue(ctx, KindScan, a.ID)
+	if err := db.RemoveRoot(ctx, a.ID); err != nil {
+		t.Fatal(err)
+	}
+	if g := groupKeys(t, db, GroupQuery{MinSize: 1}); len(g) != 0 {
+		t.Fatalf("group survived its root's removal: %v", g)
+	}
+	var files, folders int
+	db.r.QueryRow("SELECT count(*) FROM files").Scan(&files)
+	db.r.QueryRow("SELECT count(*) FROM folders").Scan(&folders)
+	if files != 1 || folders != 1 {
+		t.Fatalf("left %d files, %d folders", files, folders)
+	}
+	jobs, _ := db.ActiveJobs(ctx)
+	if len(jobs) != 0 {
+		t.Fatalf("active jobs after removal: %+v", jobs)
+	}
+}
