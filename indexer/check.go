@@ -140,7 +140,7 @@ func (c *checker) fullSum(ctx context.Context) ([]byte, error) {
 // hashPath opens a file, checks it is still id, and returns its prefix hash
 // (8 bytes) or its full content hash.
 func hashPath(ctx context.Context, path string, id fileID, algo string, buf []byte, prefix bool) ([]byte, error) {
-	f, err := openChecked(path, id)
+	f, err := openFile(path)
 	if err != nil {
 		return nil, err
 	}
@@ -148,6 +148,9 @@ func hashPath(ctx context.Context, path string, id fileID, algo string, buf []by
 	if prefix {
 		p, err := prefixHash(f, id.size, buf)
 		if err != nil {
+			return nil, err
+		}
+		if err := checkUnchanged(f, id); err != nil {
 			return nil, err
 		}
 		return binary.LittleEndian.AppendUint64(nil, uint64(p)), nil

@@ -68,6 +68,7 @@ type node struct {
 	dbRow      *store.FolderRow // from the parent's listing; nil if not known
 	mode       nodeMode
 	viaSymlink bool
+	parentNew  bool      // the parent has no row in the index
 	parent     *ancestry // (dev, ino) of the folders above, for loop checks
 
 	state atomic.Int32 // 0 queued, 1 taken, 2 done

@@ -416,7 +416,7 @@ func (h *hashRun) read(ctx context.Context, t task, buf []byte) result {
 	} else {
 		h.ix.logRead("prefix", r.Path)
 	}
-	f, err := openChecked(r.Path, want)
+	f, err := openFile(r.Path)
 	if err != nil {
 		if isNotExist(err) {
 			err = fmt.Errorf("%w: %w", errNotThere, err)

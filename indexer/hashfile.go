@@ -41,10 +41,12 @@ func (f fileID) matches(st *unix.Stat_t) bool {
 	return st.Size == f.size && st.Mtim.Nano() == f.mtimeNS && st.Dev == f.dev && st.Ino == f.ino
 }
 
-// openChecked opens a file for reading and checks it is still the file the
-// index knows (same size, mtime, device and inode). O_NOATIME spares the
-// inode a write where the kernel allows it.
-func openChecked(path string, want fileID) (*os.File, error) {
+// openFile opens a file for reading; O_NOATIME spares the inode a write
+// where the kernel allows it. It does not stat: a read is followed by
+// checkUnchanged, which proves both that the file is the one the index
+// describes (same device and inode) and that it did not change while it
+// was read (same size and mtime) — one fstat where two were.
+func openFile(path string) (*os.File, error) {
 	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOATIME, 0)
 	if err == unix.EPERM {
 		fd, err = unix.Open(path, unix.O_RDONLY|unix.O_CLOEXEC, 0)
@@ -52,20 +54,11 @@ func openChecked(path string, want fileID) (*os.File, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), path)
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		f.Close()
-		return nil, &os.PathError{Op: "stat", Path: path, Err: err}
-	}
-	if !want.matches(&st) {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", path, errChanged)
-	}
-	return f, nil
+	return os.NewFile(uintptr(fd), path), nil
 }
 
-// checkUnchanged re-stats an open file after it was read.
+// checkUnchanged stats an open file after it was read: it must be the file
+// the index describes, unchanged.
 func checkUnchanged(f *os.File, want fileID) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
@@ -133,7 +126,10 @@ func contentHash(ctx context.Context, f *os.File, size int64, algo string, buf [
 	}
 	h := newHash(algo)
 	var n int64
-	for n <= size {
+	// A read of a regular file returns what is left, up to the buffer: once
+	// size bytes came, there is no need to read again to see EOF (a file
+	// that grew meanwhile fails checkUnchanged).
+	for n < size || n == 0 && size == 0 {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
@@ -147,7 +143,7 @@ func contentHash(ctx context.Context, f *os.File, size int64, algo string, buf [
 				}
 			}
 		}
-		if err == io.EOF {
+		if err == io.EOF || k == 0 && err == nil {
 			break
 		}
 		if err != nil {

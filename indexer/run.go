@@ -106,6 +106,10 @@ func (ix *Indexer) Run(ctx context.Context) error {
 			return err
 		}
 		if len(active) == 0 && !need {
+			// A scan that failed for good may have left a bulk load.
+			if err := ix.db.FinishStrandedBulkLoad(ctx); err != nil {
+				return err
+			}
 			ix.cfg.Progress.SetPhase("done", "")
 			return jobErr
 		}

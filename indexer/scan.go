@@ -71,21 +71,28 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 			s.cp = scanCheckpoint{}
 		}
 	}
+	var bulk bool
 	if s.cp.ScanID == 0 {
-		err := ix.db.Write(ctx, func(tx *store.Tx) error {
+		err := ix.db.Write(ctx, func(tx *store.Tx) (err error) {
 			if err := tx.Fence(lease); err != nil {
 				return err
 			}
 			id, err := tx.StartScan(root.ID, job.ID)
 			s.cp.ScanID = id
+			if err != nil {
+				return err
+			}
+			bulk, err = tx.StartBulkLoad()
 			return err
 		})
 		if err != nil {
 			return err
 		}
+	} else if bulk, err = ix.db.BulkLoading(ctx); err != nil {
+		return err
 	}
-	s.w = &walker{ctx: ctx, ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
-		resume: s.cp.HasLast, checkpoint: string(s.cp.Last), warn: ix.cfg.Warn}
+	s.w = &walker{ctx: ctx, dbctx: context.WithoutCancel(ctx), ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
+		resume: s.cp.HasLast, checkpoint: string(s.cp.Last), bulk: bulk, warn: ix.cfg.Warn}
 	s.w.skip, s.w.skipIno = ix.skipSets()
 
 	jobCtx, cancel := context.WithCancelCause(ctx)
@@ -216,6 +223,11 @@ func (s *scanRun) visit(ctx context.Context, n *node, parentID int64, res *dirRe
 	c.Errors += int64(res.fileErrs)
 	if err := s.diffFiles(id, res); err != nil {
 		return 0, err
+	}
+	for _, l := range res.late {
+		if err := s.write(func(b *store.ScanBatch) error { return b.LateHash(l.dir, l.f) }); err != nil {
+			return 0, err
+		}
 	}
 	return id, s.diffDirs(res)
 }
@@ -376,6 +388,15 @@ func (s *scanRun) complete(ctx context.Context) error {
 		}
 		if err := tx.SetCheckpoint(s.lease, "", c.FilesSeen); err != nil {
 			return err
+		}
+		// The last scan of a bulk load builds the indexes and groups.
+		if n, err := tx.ActiveScans(); err != nil {
+			return err
+		} else if n == 1 {
+			s.ix.cfg.Progress.SetPhase("scan", "building indexes")
+			if err := tx.EndBulkLoad(); err != nil {
+				return err
+			}
 		}
 		return tx.Finish(s.lease, store.StatusCompleted, "", "", 0)
 	})

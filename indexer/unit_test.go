@@ -2,6 +2,8 @@ package indexer
 
 import (
 	"math/rand"
+
+	"github.com/dupefs/dupefs/store"
 	"slices"
 	"strings"
 	"testing"
@@ -67,19 +69,24 @@ func TestParseMountinfo(t *testing.T) {
 
 func TestSizeCache(t *testing.T) {
 	c := newSizeCache()
-	if c.note(10, 1, 1) {
+	first := &pendingFile{dir: "/d", f: store.FileStat{Name: "a", Size: 10, Dev: 1, Ino: 1}}
+	if shared, late := c.note(10, 1, 1, first); shared || late != nil {
 		t.Fatal("first inode of a size reported shared")
 	}
-	if c.note(10, 1, 1) {
+	if shared, _ := c.note(10, 1, 1, nil); shared {
 		t.Fatal("a hard link (same inode) reported shared")
 	}
-	if !c.note(10, 1, 2) || !c.note(10, 1, 1) {
-		t.Fatal("a second inode not reported shared")
+	shared, late := c.note(10, 1, 2, nil)
+	if !shared || late != first {
+		t.Fatalf("a second inode: shared=%v late=%v, want the first file back", shared, late)
 	}
-	if c.note(11, 2, 2) {
+	if shared, late := c.note(10, 1, 3, nil); !shared || late != nil {
+		t.Fatal("the first file is handed back once only")
+	}
+	if shared, _ := c.note(11, 2, 2, nil); shared {
 		t.Fatal("another size reported shared")
 	}
-	if !c.note(11, 3, 2) {
+	if shared, _ := c.note(11, 3, 2, nil); !shared {
 		t.Fatal("same ino on another device is another inode")
 	}
 }

@@ -28,6 +28,7 @@ type dirResult struct {
 	dbFolder *store.FolderRow // nil when the index has no row for it
 	dbFiles  []store.FileRow  // by name
 	dbDirs   []store.FolderRow
+	late     []lateHash // files of earlier folders read on the way
 }
 
 // weight is what a result costs in the prefetch buffer.
@@ -36,6 +37,7 @@ func (r *dirResult) weight() int { return 1 + len(r.files) + len(r.dbFiles) }
 // walker reads folders of one root for one scan.
 type walker struct {
 	ctx        context.Context
+	dbctx      context.Context // for the per-folder index reads: not cancellable, see store.Tx
 	ix         *Indexer
 	algo       string
 	sizes      *sizeCache
@@ -45,6 +47,7 @@ type walker struct {
 	rootDev    uint64
 	checkpoint string // rel of the last folder an earlier attempt committed; "" for none
 	resume     bool
+	bulk       bool // a bulk load: a new folder's subfolders are new too
 	excludes   []string
 	skip       map[string]bool // absolute paths never indexed
 	skipIno    map[[2]uint64]bool
@@ -134,8 +137,18 @@ func (w *walker) read(n *node) *dirResult {
 }
 
 func (w *walker) readIndex(n *node, res *dirResult) error {
+	defer func() {
+		for _, c := range res.subdirs {
+			c.parentNew = res.dbFolder == nil
+		}
+	}()
+	if n.dbRow == nil && n.parentNew && w.bulk {
+		// The files table was empty when the load began: nothing below a
+		// folder the index does not know is in it either.
+		return nil
+	}
 	if n.dbRow == nil {
-		f, err := w.db.FolderByPath(w.ctx, n.abs)
+		f, err := w.db.FolderByPath(w.dbctx, n.abs)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -145,7 +158,7 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 		n.dbRow = &f
 	}
 	res.dbFolder = n.dbRow
-	files, dirs, err := w.db.FolderListing(w.ctx, n.dbRow.ID)
+	files, dirs, err := w.db.FolderListing(w.dbctx, n.dbRow.ID)
 	if err != nil {
 		return err
 	}

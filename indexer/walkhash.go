@@ -7,59 +7,70 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
-// While a scan reads folders it learns every file's size. A new or changed
-// file whose size another inode already showed is a hash candidate for sure,
-// so the walker reads it at once, in parallel with the writes, and the scan
-// inserts its row with the hash: one write instead of two, and no second
-// pass over it. The first file of each size is left pending for the hash
-// job, which also finds what the walk could not see (sizes shared with other
-// roots, or past the cache bound).
+// While a scan reads folders it learns every file's size. A file whose size
+// another inode already showed is a hash candidate for sure, so the walker
+// reads it at once, in parallel with the writes, and the scan inserts its
+// row with the hash: one write instead of two, and no second pass over it.
+// The first file of a size is remembered until a second inode shows the
+// size; then it is read too and its hash sent along as a late hash. What
+// the walk cannot see (sizes shared with other roots, or past the cache
+// bound) is left pending for the hash job.
 
-// sizeCacheMax bounds the sizes remembered (about 40 bytes each), so memory
-// stays flat however many files a tree holds.
+// sizeCacheMax bounds the sizes remembered (a hundred bytes or so each),
+// so memory stays flat however many files a tree holds.
 const sizeCacheMax = 256 << 10
 
-// sharedBit marks a size seen with two or more distinct inodes.
-const sharedBit = 1 << 63
-
-// sizeCache maps a size to the first inode seen with it (a 63-bit
-// fingerprint of dev and ino), or to sharedBit once a second one showed.
-type sizeCache struct {
-	mu sync.Mutex
-	m  map[int64]uint64
+// sizeEntry is what the walk knows of one size.
+type sizeEntry struct {
+	key    uint64       // fingerprint of the first inode seen
+	shared bool         // a second inode showed this size
+	first  *pendingFile // the first file, while it may still need a read
 }
 
-func newSizeCache() *sizeCache { return &sizeCache{m: make(map[int64]uint64)} }
+// pendingFile is a file the walk saw that may need a late read.
+type pendingFile struct {
+	dir string
+	f   store.FileStat
+}
 
-// inodeKey mixes dev and ino into 63 bits.
+type sizeCache struct {
+	mu sync.Mutex
+	m  map[int64]*sizeEntry
+}
+
+func newSizeCache() *sizeCache { return &sizeCache{m: make(map[int64]*sizeEntry)} }
+
+// inodeKey mixes dev and ino into a fingerprint.
 func inodeKey(dev, ino uint64) uint64 {
 	x := dev*0x9e3779b97f4a7c15 ^ ino
 	x ^= x >> 31
 	x *= 0xbf58476d1ce4e5b9
 	x ^= x >> 29
-	return x &^ sharedBit
+	return x
 }
 
-// note records an inode of a size and reports whether another inode had
-// that size before.
-func (c *sizeCache) note(size int64, dev, ino uint64) bool {
+// note records an inode of a size. It reports whether another inode had
+// the size before, and, the first time that happens, the first file seen
+// with it (first, as given when it was noted: nil when it needed no read).
+func (c *sizeCache) note(size int64, dev, ino uint64, first *pendingFile) (bool, *pendingFile) {
 	k := inodeKey(dev, ino)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	v, ok := c.m[size]
+	e, ok := c.m[size]
 	switch {
 	case !ok:
 		if len(c.m) < sizeCacheMax {
-			c.m[size] = k
+			c.m[size] = &sizeEntry{key: k, first: first}
 		}
-		return false
-	case v&sharedBit != 0:
-		return true
-	case v != k:
-		c.m[size] = sharedBit
-		return true
+		return false, nil
+	case e.shared:
+		return true, nil
+	case e.key != k:
+		late := e.first
+		e.shared, e.first = true, nil
+		return true, late
 	}
-	return false
+	return false, nil
 }
 
 // linkCache remembers what the walk read of inodes with several links, so
@@ -99,35 +110,68 @@ func (c *linkCache) put(f *store.FileStat, h *store.FileHash) {
 // bufPool holds read buffers for the walkers.
 var bufPool = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
 
-// hashAhead notes the size of every file of a folder and reads the new or
-// changed ones whose size is known to be shared.
+// hashAhead notes the size of every file of a folder and reads the files
+// that need a hash and whose size is known to be shared, plus the first
+// file of a size that just became shared (res.late).
 func (w *walker) hashAhead(n *node, res *dirResult) {
 	db := res.dbFiles
 	j := 0
 	for i := range res.files {
 		f := &res.files[i]
-		shared := w.sizes.note(f.Size, f.Dev, f.Ino)
 		for j < len(db) && db[j].Name < f.Name {
 			j++
 		}
-		if f.Size == 0 || !shared || w.ctx.Err() != nil {
-			continue
+		// Unchanged rows keep what they have; only a row the hash job has
+		// not read (pending or of a unique size) may need a late read.
+		unchanged := j < len(db) && db[j].Name == f.Name && !db[j].Missing && db[j].Size == f.Size &&
+			db[j].MtimeNS == f.MtimeNS && db[j].Dev == f.Dev && db[j].Ino == f.Ino
+		needs := !unchanged || db[j].HashStatus == store.HashPending || db[j].HashStatus == store.HashUnique
+		var first *pendingFile
+		if needs && f.Size > 0 {
+			first = &pendingFile{dir: n.abs, f: *f}
 		}
-		if j < len(db) && db[j].Name == f.Name && !db[j].Missing && db[j].Size == f.Size &&
-			db[j].MtimeNS == f.MtimeNS && db[j].Dev == f.Dev && db[j].Ino == f.Ino {
-			continue // unchanged: the committer writes nothing, the hash job decides
-		}
-		if f.Nlink > 1 {
-			if h := w.links.get(f); h != nil {
-				f.Hash = h
-				continue
+		shared, late := w.sizes.note(f.Size, f.Dev, f.Ino, first)
+		if late != nil && w.ctx.Err() == nil {
+			lf := late.f
+			if lf.Hash = w.hashOf(late.dir, &lf); lf.Hash != nil {
+				res.late = append(res.late, lateHash{dir: late.dir, f: lf})
 			}
 		}
-		f.Hash = w.readHash(store.JoinPath(n.abs, f.Name), f)
-		if f.Nlink > 1 && f.Hash != nil {
-			w.links.put(f, f.Hash)
+		if f.Size == 0 || !shared || unchanged || w.ctx.Err() != nil {
+			continue // an unchanged pending row is read by the hash job
+		}
+		f.Hash = w.hashOf(n.abs, f)
+	}
+}
+
+// lateHash is the hash of a file of an earlier folder, read when its size
+// became shared.
+type lateHash struct {
+	dir string
+	f   store.FileStat
+}
+
+// hashOf reads a file once per inode: other links of an inode read already
+// reuse its hash, and so does a file whose inode the index knows with the
+// same size and mtime (it moved, or it is a hard link of a hashed file).
+func (w *walker) hashOf(dir string, f *store.FileStat) *store.FileHash {
+	if f.Nlink > 1 {
+		if h := w.links.get(f); h != nil {
+			return h
 		}
 	}
+	if !w.bulk {
+		// (A bulk load began with no files: nothing to reuse.)
+		h, err := w.db.ReusableHash(w.dbctx, f.Size, f.MtimeNS, f.Dev, f.Ino)
+		if err == nil && h != nil && (h.Status == store.HashDone || f.Size > SmallFile) {
+			return h
+		}
+	}
+	h := w.readHash(store.JoinPath(dir, f.Name), f)
+	if f.Nlink > 1 && h != nil {
+		w.links.put(f, h)
+	}
+	return h
 }
 
 // readHash reads one file: whole when it is small, its first and last 4
@@ -145,7 +189,7 @@ func (w *walker) readHash(path string, f *store.FileStat) *store.FileHash {
 	} else {
 		ix.logRead("prefix", path)
 	}
-	fh, err := openChecked(path, want)
+	fh, err := openFile(path)
 	if err != nil {
 		return nil
 	}

@@ -19,15 +19,16 @@ type FolderRow struct {
 
 // FileRow is the part of a file row the scanner compares with the disk.
 type FileRow struct {
-	ID      int64
-	RootID  int64
-	Name    string
-	Size    int64
-	MtimeNS int64
-	Dev     uint64
-	Ino     uint64
-	Nlink   uint64
-	Missing bool
+	ID         int64
+	RootID     int64
+	HashStatus string
+	Name       string
+	Size       int64
+	MtimeNS    int64
+	Dev        uint64
+	Ino        uint64
+	Nlink      uint64
+	Missing    bool
 }
 
 // FolderByPath finds a folder by its absolute path.
@@ -48,7 +49,7 @@ func (db *DB) FolderByPath(ctx context.Context, path string) (FolderRow, error) 
 // index holds for a folder, missing ones included.
 func (db *DB) FolderListing(ctx context.Context, folderID int64) ([]FileRow, []FolderRow, error) {
 	rows, err := db.query(ctx, `
-		SELECT 0, id, root_id, name, size, mtime_ns, dev, ino, nlink, missing, NULL FROM files WHERE folder_id = ?1
+		SELECT 0, id, root_id, name, size, mtime_ns, dev, ino, nlink, missing, hash_status FROM files WHERE folder_id = ?1
 		UNION ALL
 		SELECT 1, id, root_id, path, 0, 0, 0, 0, 0, missing, error FROM folders WHERE parent_id = ?1`, folderID)
 	if err != nil {
@@ -70,6 +71,7 @@ func (db *DB) FolderListing(ctx context.Context, folderID int64) ([]FileRow, []F
 				Missing: r.Missing, Error: errText.String})
 			continue
 		}
+		r.HashStatus = errText.String
 		r.Dev, r.Ino, r.Nlink = uint64(dev), uint64(ino), uint64(nlink)
 		files = append(files, r)
 	}
@@ -117,6 +119,7 @@ type ScanBatch struct {
 	algo                                        string
 	insFolder, updFolder, insFile, updChanged   *sql.Stmt
 	updSeen, missFile, missFolders, missFilesIn *sql.Stmt
+	late                                        *sql.Stmt
 }
 
 // ScanBatch prepares the scanner's statements; now (unix ms) stamps the
@@ -146,6 +149,10 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 			WHERE (path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0')) AND missing = 0`},
 		{&b.missFilesIn, `UPDATE files SET missing = 1 WHERE missing = 0 AND folder_id IN
 			(SELECT id FROM folders WHERE path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0'))`},
+		{&b.late, `UPDATE files SET hash_status = ?7, prefix_hash = ?8, hash_algo = ?9, content_hash = ?10, error = NULL
+			WHERE folder_id = (SELECT id FROM folders WHERE path = ?1) AND name = ?2
+			  AND size = ?3 AND mtime_ns = ?4 AND dev = ?5 AND ino = ?6 AND missing = 0
+			  AND hash_status IN ('pending', 'unique')`},
 	}
 	for _, s := range stmts {
 		st, err := tx.tx.PrepareContext(tx.ctx, s.q)
@@ -161,7 +168,7 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 // Close releases the batch's statements.
 func (b *ScanBatch) Close() {
 	for _, st := range []*sql.Stmt{b.insFolder, b.updFolder, b.insFile, b.updChanged,
-		b.updSeen, b.missFile, b.missFolders, b.missFilesIn} {
+		b.updSeen, b.missFile, b.missFolders, b.missFilesIn, b.late} {
 		if st != nil {
 			st.Close()
 		}
@@ -217,6 +224,16 @@ func (b *ScanBatch) SeeFile(id, rootID int64, f FileStat, wasMissing bool) error
 	nlink := f.Nlink
 	_, err := b.updSeen.ExecContext(b.tx.ctx, id, rootID, int64(nlink), b.now)
 	return classify("update file", err)
+}
+
+// LateHash records what a read found of a file of folder dir committed
+// earlier, if the row is still as it was seen and not read yet. A row that
+// is not there (its folder comes later) is left to the hash job.
+func (b *ScanBatch) LateHash(dir string, f FileStat) error {
+	st, prefix, algo, content := b.hashCols(f.Hash)
+	_, err := b.late.ExecContext(b.tx.ctx, dir, f.Name, f.Size, f.MtimeNS, int64(f.Dev), int64(f.Ino),
+		st, prefix, algo, content)
+	return classify("record late hash", err)
 }
 
 // LoseFile marks a file missing: it leaves its group but keeps its hashes,

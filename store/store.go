@@ -148,6 +148,10 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		db.w.Close()
 		return nil, err
 	}
+	if err := db.finishStrandedBulkLoad(ctx); err != nil {
+		db.w.Close()
+		return nil, err
+	}
 	db.r, err = sql.Open("sqlite", base+fmt.Sprintf("&mode=ro&_pragma=query_only(1)&_pragma=cache_size(-%d)", opts.ReadCacheKiB))
 	if err != nil {
 		db.w.Close()

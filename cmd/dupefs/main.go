@@ -10,6 +10,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/pprof"
+	"runtime/trace"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
@@ -43,6 +44,7 @@ func newApp() *cli.App {
 			&cli.StringFlag{Name: "db", Usage: "index file", Value: defaultDB(), DefaultText: "$XDG_STATE_HOME/dupefs/index.db"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "thumbnail cache", Value: defaultCacheDir(), DefaultText: "$XDG_CACHE_HOME/dupefs/thumbs"},
 			&cli.StringFlag{Name: "cpu-profile", Usage: "write a CPU profile to `FILE`", Hidden: true},
+			&cli.StringFlag{Name: "trace", Usage: "write an execution trace to `FILE`", Hidden: true},
 		},
 		Before: startProfile,
 		After:  stopProfile,
@@ -138,20 +140,30 @@ func noArgs(c *cli.Context) error {
 	return nil
 }
 
-// startProfile starts the hidden --cpu-profile.
+// startProfile starts the hidden --cpu-profile and --trace, for
+// diagnosing performance.
 func startProfile(c *cli.Context) error {
-	p := c.String("cpu-profile")
-	if p == "" {
-		return nil
+	if p := c.String("cpu-profile"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return usageErrorf("--cpu-profile: %v", err)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
 	}
-	f, err := os.Create(p)
-	if err != nil {
-		return usageErrorf("--cpu-profile: %v", err)
+	if p := c.String("trace"); p != "" {
+		f, err := os.Create(p)
+		if err != nil {
+			return usageErrorf("--trace: %v", err)
+		}
+		return trace.Start(f)
 	}
-	return pprof.StartCPUProfile(f)
+	return nil
 }
 
 func stopProfile(*cli.Context) error {
 	pprof.StopCPUProfile()
+	trace.Stop()
 	return nil
 }
