@@ -3,6 +3,7 @@ module github.com/dupefs/dupefs
 go 1.26.8
 
 require (
+	github.com/hanwen/go-fuse/v2 v2.12.1
 	github.com/urfave/cli/v2 v2.27.7
 	github.com/zeebo/blake3 v0.2.4
 	golang.org/x/sys v0.49.0

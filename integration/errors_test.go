@@ -20,6 +20,7 @@ const (
 	exitNoRoot   = 4
 	exitBadIndex = 5
 	exitDiskFull = 6
+	exitMount    = 7
 )
 
 func TestCheckExitCodes(t *testing.T) {

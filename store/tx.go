@@ -138,7 +138,8 @@ func (tx *Tx) exec(op, query string, args ...any) (sql.Result, error) {
 // inodes; count(DISTINCT dev||','||ino) counts inodes, not paths, so two
 // hard links alone are no group. A content gets a row when it first becomes
 // a group and keeps it (and its id) from then on. changed_at and change_seq
-// move only when a count really changed.
+// move with every change of its files (a copy that moved keeps the counts
+// but changes the group's listing).
 const recountQuery = `
 INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
 SELECT c.hash_algo, c.content_hash, c.size, c.files, c.inodes, ` + nowSQL + `, ?1
@@ -153,8 +154,7 @@ ON CONFLICT (hash_algo, content_hash) DO UPDATE SET
        file_count = excluded.file_count,
        inode_count = excluded.inode_count,
        changed_at = excluded.changed_at,
-       change_seq = excluded.change_seq
- WHERE file_count <> excluded.file_count OR inode_count <> excluded.inode_count`
+       change_seq = excluded.change_seq`
 
 func (tx *Tx) recountContents() error {
 	if bulk, err := tx.bulkOn(); err != nil || bulk {

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"strings"
+	"testing"
+)
 
 func TestEscapePathLikeFclones(t *testing.T) {
 	cases := map[string]string{
@@ -43,6 +46,25 @@ func TestDecimalBytes(t *testing.T) {
 	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1.0 KB", 6274: "6.3 KB", 13589000: "13.6 MB"} {
 		if got := decimalBytes(n); got != want {
 			t.Errorf("decimalBytes(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
+
+func TestInterspersedFlags(t *testing.T) {
+	app := newApp()
+	cases := map[string]string{
+		"dupefs mount /m /a --allow-other":                "dupefs mount --allow-other /m /a",
+		"dupefs root add /a --exclude *.tmp /b":           "dupefs root add --exclude *.tmp /a /b",
+		"dupefs --db x index /a --workers 2":              "dupefs --db x index --workers 2 /a",
+		"dupefs index /a --hash=blake3 -- --odd-name":     "dupefs index --hash=blake3 /a -- --odd-name",
+		"dupefs groups --format json":                     "dupefs groups --format json",
+		"dupefs check ./-file":                            "dupefs check ./-file",
+		"dupefs index /a --no-such-flag":                  "dupefs index --no-such-flag /a",
+		"dupefs mount /m --no-index --rescan-every 1h /a": "dupefs mount --no-index --rescan-every 1h /m /a",
+	}
+	for in, want := range cases {
+		if got := strings.Join(interspersed(app, strings.Fields(in)), " "); got != want {
+			t.Errorf("%s\n got  %s\n want %s", in, got, want)
 		}
 	}
 }

@@ -20,7 +20,7 @@ const (
 	ExitNoRoot      = 4   // a root or path is missing or not a folder
 	ExitBadIndex    = 5   // the index is absent, unreadable, corrupt or from a newer dupefs
 	ExitDiskFull    = 6   // the disk holding the index is full
-	ExitMount       = 7   // the mount point is unusable, or mounting failed
+	ExitMount       = 7   // the mount point is unusable, or mounting or unmounting failed
 	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM
 )
 

@@ -28,7 +28,8 @@ func main() {
 func run(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	err := newApp().RunContext(ctx, args)
+	app := newApp()
+	err := app.RunContext(ctx, interspersed(app, args))
 	if err != nil {
 		report(err)
 	}
@@ -53,6 +54,7 @@ func newApp() *cli.App {
 			indexCommand(),
 			groupsCommand(),
 			checkCommand(),
+			mountCommand(),
 			statusCommand(),
 			jobsCommand(),
 		},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -33,13 +34,37 @@ func jobsCommand() *cli.Command {
 	}
 }
 
-// statusJSON is `dupefs status --json` (and, in the mount, /status.json).
+// statusJSON is `dupefs status --json`, and /status.json in the mount.
 type statusJSON struct {
 	Index  string       `json:"index"`
 	Hash   string       `json:"hash_algorithm"`
 	Totals store.Totals `json:"totals"`
 	Roots  []rootJSON   `json:"roots"`
 	Jobs   []jobJSON    `json:"active_jobs"`
+	active []store.Job
+}
+
+// buildStatus reads what status shows.
+func buildStatus(ctx context.Context, db *store.DB) (statusJSON, error) {
+	s := statusJSON{Index: db.Path(), Hash: db.HashAlgo(), Roots: []rootJSON{}, Jobs: []jobJSON{}}
+	var err error
+	if s.Totals, err = db.Totals(ctx); err != nil {
+		return s, err
+	}
+	roots, err := db.Roots(ctx)
+	if err != nil {
+		return s, err
+	}
+	for _, r := range roots {
+		s.Roots = append(s.Roots, toRootJSON(r))
+	}
+	if s.active, err = db.ActiveJobs(ctx); err != nil {
+		return s, err
+	}
+	for _, j := range s.active {
+		s.Jobs = append(s.Jobs, toJobJSON(j))
+	}
+	return s, nil
 }
 
 func runStatus(c *cli.Context) error {
@@ -47,28 +72,15 @@ func runStatus(c *cli.Context) error {
 		return err
 	}
 	return withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
-		t, err := db.Totals(c.Context)
-		if err != nil {
-			return err
-		}
-		roots, err := db.Roots(c.Context)
-		if err != nil {
-			return err
-		}
-		jobs, err := db.ActiveJobs(c.Context)
+		s, err := buildStatus(c.Context, db)
 		if err != nil {
 			return err
 		}
 		if c.Bool("json") {
-			s := statusJSON{Index: db.Path(), Hash: db.HashAlgo(), Totals: t, Roots: []rootJSON{}, Jobs: []jobJSON{}}
-			for _, r := range roots {
-				s.Roots = append(s.Roots, toRootJSON(r))
-			}
-			for _, j := range jobs {
-				s.Jobs = append(s.Jobs, toJobJSON(j))
-			}
 			return printJSON(s)
 		}
+		t := s.Totals
+		jobs := s.active
 		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "index:\t%s (%s)\n", db.Path(), db.HashAlgo())
 		fmt.Fprintf(tw, "roots:\t%d\n", t.Roots)

@@ -1,0 +1,196 @@
+package fusefs
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// TestMain detaches dupefs mounts a killed earlier run left under the
+// temporary directory: t.Cleanup does not run after a -timeout panic or a
+// SIGKILL (notes/fuse.md section 8).
+func TestMain(m *testing.M) {
+	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			if len(fields) > 8 && strings.Contains(sc.Text(), " - fuse.dupefs ") &&
+				strings.HasPrefix(fields[4], os.TempDir()) {
+				Detach(fields[4])
+			}
+		}
+		f.Close()
+	}
+	os.Exit(m.Run())
+}
+
+// testFS is an index and its mounted view.
+type testFS struct {
+	tb  testing.TB
+	db  *store.DB
+	mnt string
+	fs  *FS
+}
+
+// mountTest opens a fresh index, lets fill populate it, and mounts it.
+// Cleanup unmounts, even when the test fails or panics.
+func mountTest(tb testing.TB, status func(context.Context) ([]byte, error)) *testFS {
+	tb.Helper()
+	if os.Geteuid() != 0 {
+		tb.Fatal("the FUSE tests mount with mount(2): run them as root (CI does)")
+	}
+	if _, err := os.Stat("/dev/fuse"); err != nil {
+		tb.Fatalf("no /dev/fuse: %v", err)
+	}
+	dir := tb.TempDir() // registered first, so removed after the unmount
+	db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(dir, "index.db")})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	f := New(db, Config{Status: status, PollInterval: 50 * time.Millisecond, Strict: true,
+		Logf: func(format string, args ...any) { tb.Logf(format, args...) }})
+	m, err := f.Mount(mnt)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() {
+		done := make(chan struct{})
+		go func() { m.Wait(); close(done) }()
+		if _, err := m.Unmount(); err != nil {
+			tb.Errorf("unmount: %v", err)
+		}
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			tb.Error("the server did not stop after the unmount")
+		}
+	})
+	return &testFS{tb: tb, db: db, mnt: mnt, fs: f}
+}
+
+// sum makes a fake 32-byte content hash.
+func sum(i int) []byte {
+	b := make([]byte, 32)
+	binary.BigEndian.PutUint32(b, uint32(i))
+	b[31] = 0xaa
+	return b
+}
+
+// copyOf describes a file to add: folder, name, size, inode, content.
+type copyOf struct {
+	dir, name string
+	size      int64
+	ino       uint64
+	content   int // 0: no hash
+}
+
+// add writes files through a scan batch, as the indexer does.
+func (t *testFS) add(root string, files ...copyOf) {
+	t.tb.Helper()
+	ctx := context.Background()
+	r, _, err := t.db.AddRoot(ctx, store.RootSpec{Path: root}, false)
+	if err != nil {
+		t.tb.Fatal(err)
+	}
+	err = t.db.Write(ctx, func(tx *store.Tx) error {
+		b, err := tx.ScanBatch(1, "sha256")
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		folders := map[string]int64{}
+		for _, f := range files {
+			id, ok := folders[f.dir]
+			if !ok {
+				if id, err = b.AddFolder(r.ID, 0, f.dir, ""); err != nil {
+					return err
+				}
+				folders[f.dir] = id
+			}
+			st := store.FileStat{Name: f.name, Size: f.size, MtimeNS: 1700000000e9, Dev: 1, Ino: f.ino, Nlink: 1}
+			if f.content != 0 {
+				st.Hash = &store.FileHash{Status: store.HashDone, Content: sum(f.content)}
+			}
+			if err := b.AddFile(r.ID, id, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.tb.Fatal(err)
+	}
+}
+
+func keyOf(i int) string { return fmt.Sprintf("sha256:%x", sum(i)) }
+
+// names lists a folder of the mount.
+func (t *testFS) names(rel string) []string {
+	t.tb.Helper()
+	ents, err := os.ReadDir(filepath.Join(t.mnt, rel))
+	if err != nil {
+		t.tb.Fatal(err)
+	}
+	var out []string
+	for _, e := range ents {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+// eventually polls cond for a few seconds.
+func eventually(tb testing.TB, what string, cond func() bool) {
+	tb.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			tb.Fatalf("after 5s: %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// dirents reads a folder with getdents64 and a small buffer, returning
+// names, inode numbers and offsets as the kernel handed them out.
+type dirent struct {
+	name string
+	ino  uint64
+	off  int64
+}
+
+func getdents(tb testing.TB, fd int, max int) []dirent {
+	tb.Helper()
+	buf := make([]byte, 512)
+	var out []dirent
+	for len(out) < max {
+		n, err := syscall.Getdents(fd, buf)
+		if err != nil {
+			tb.Fatal(err)
+		}
+		if n == 0 {
+			break
+		}
+		for b := buf[:n]; len(b) > 0; {
+			reclen := binary.LittleEndian.Uint16(b[16:18])
+			name := string(b[19:reclen])
+			if i := strings.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			out = append(out, dirent{name: name, ino: binary.LittleEndian.Uint64(b[0:8]), off: int64(binary.LittleEndian.Uint64(b[8:16]))})
+			b = b[reclen:]
+		}
+	}
+	return out
+}

@@ -1,0 +1,284 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// The queries of the mounted view. Every listing is a keyset page: one
+// short statement, no cursor or transaction kept between calls.
+
+// GroupRef names a group (a content with two or more live inodes).
+type GroupRef struct {
+	ID   int64
+	Algo string
+	Hash []byte
+	Size int64
+}
+
+func scanGroupRefs(rows *sql.Rows, err error) ([]GroupRef, error) {
+	if err != nil {
+		return nil, classify("list groups", err)
+	}
+	defer rows.Close()
+	var out []GroupRef
+	for rows.Next() {
+		var g GroupRef
+		if err := rows.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size); err != nil {
+			return nil, classify("list groups", err)
+		}
+		out = append(out, g)
+	}
+	return out, classify("list groups", rows.Err())
+}
+
+// GroupsPage lists groups by content id, after afterID.
+func (db *DB) GroupsPage(ctx context.Context, afterID int64, limit int) ([]GroupRef, error) {
+	return scanGroupRefs(db.query(ctx, `SELECT id, hash_algo, content_hash, size FROM contents
+		WHERE inode_count >= 2 AND id > ? ORDER BY id LIMIT ?`, afterID, limit))
+}
+
+// SizeGroupsPage lists the groups of one size by content id, after afterID.
+func (db *DB) SizeGroupsPage(ctx context.Context, size, afterID int64, limit int) ([]GroupRef, error) {
+	return scanGroupRefs(db.query(ctx, `SELECT id, hash_algo, content_hash, size FROM contents
+		WHERE inode_count >= 2 AND size = ? AND id > ? ORDER BY id LIMIT ?`, size, afterID, limit))
+}
+
+// SizesPage lists the sizes that have groups, ascending, after afterSize.
+func (db *DB) SizesPage(ctx context.Context, afterSize int64, limit int) ([]int64, error) {
+	rows, err := db.query(ctx, `SELECT DISTINCT size FROM contents
+		WHERE inode_count >= 2 AND size > ? ORDER BY size LIMIT ?`, afterSize, limit)
+	if err != nil {
+		return nil, classify("list sizes", err)
+	}
+	defer rows.Close()
+	var out []int64
+	for rows.Next() {
+		var s int64
+		if err := rows.Scan(&s); err != nil {
+			return nil, classify("list sizes", err)
+		}
+		out = append(out, s)
+	}
+	return out, classify("list sizes", rows.Err())
+}
+
+// GroupInfo is what the view shows of a group directory.
+type GroupInfo struct {
+	GroupRef
+	Files     int64
+	ChangedAt time.Time
+}
+
+// Group reads a live group by algorithm and digest; ErrNotFound when the
+// content is not (or no longer) a group.
+func (db *DB) Group(ctx context.Context, algo string, sum []byte) (GroupInfo, error) {
+	return scanGroupInfo(db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
+		FROM contents WHERE hash_algo = ? AND content_hash = ? AND inode_count >= 2`, algo, sum))
+}
+
+// GroupByID reads a live group by its content id.
+func (db *DB) GroupByID(ctx context.Context, id int64) (GroupInfo, error) {
+	return scanGroupInfo(db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
+		FROM contents WHERE id = ? AND inode_count >= 2`, id))
+}
+
+func scanGroupInfo(row *sql.Row) (GroupInfo, error) {
+	var g GroupInfo
+	var changed int64
+	err := row.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &changed)
+	if errors.Is(err, sql.ErrNoRows) {
+		return g, ErrNotFound
+	}
+	g.ChangedAt = time.UnixMilli(changed)
+	return g, classify("read group", err)
+}
+
+// SizeInfo reports when the groups of one size last changed; ErrNotFound
+// when the size has no group.
+func (db *DB) SizeInfo(ctx context.Context, size int64) (time.Time, error) {
+	var changed sql.NullInt64
+	err := db.queryRow(ctx, `SELECT max(changed_at) FROM contents WHERE inode_count >= 2 AND size = ?`, size).Scan(&changed)
+	if err == nil && !changed.Valid {
+		return time.Time{}, ErrNotFound
+	}
+	return time.UnixMilli(changed.Int64), classify("read size", err)
+}
+
+// Member is one live copy in a group.
+type Member struct {
+	FileID  int64
+	Name    string // the copy's basename
+	Dir     string // its folder's absolute path
+	MtimeNS int64
+	Size    int64
+}
+
+// Path is the member's absolute path.
+func (m Member) Path() string { return JoinPath(m.Dir, m.Name) }
+
+const memberCols = `f.id, f.name, d.path, f.mtime_ns, f.size`
+
+func scanMembers(rows *sql.Rows, err error) ([]Member, error) {
+	if err != nil {
+		return nil, classify("list copies", err)
+	}
+	defer rows.Close()
+	var out []Member
+	for rows.Next() {
+		var m Member
+		if err := rows.Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size); err != nil {
+			return nil, classify("list copies", err)
+		}
+		out = append(out, m)
+	}
+	return out, classify("list copies", rows.Err())
+}
+
+// MembersPage lists a group's live copies by (name, id), after the copy
+// (afterName, afterID); ("", 0) starts from the first.
+func (db *DB) MembersPage(ctx context.Context, g GroupRef, afterName string, afterID int64, limit int) ([]Member, error) {
+	return scanMembers(db.query(ctx, `SELECT `+memberCols+`
+		FROM files f JOIN folders d ON d.id = f.folder_id
+		WHERE f.content_hash = ?1 AND f.hash_algo = ?2 AND f.missing = 0
+		  AND (f.name > ?3 OR (f.name = ?3 AND f.id > ?4))
+		ORDER BY f.name, f.id LIMIT ?5`, g.Hash, g.Algo, afterName, afterID, limit))
+}
+
+// MemberByName finds the first live copy (lowest id) of a group with that
+// basename.
+func (db *DB) MemberByName(ctx context.Context, g GroupRef, name string) (Member, error) {
+	ms, err := scanMembers(db.query(ctx, `SELECT `+memberCols+`
+		FROM files f JOIN folders d ON d.id = f.folder_id
+		WHERE f.content_hash = ? AND f.hash_algo = ? AND f.name = ? AND f.missing = 0
+		ORDER BY f.id LIMIT 1`, g.Hash, g.Algo, name))
+	if err == nil && len(ms) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Member{}, err
+	}
+	return ms[0], nil
+}
+
+// MemberByID finds a live copy of a group by file id, and reports whether
+// it is the first copy (lowest id) with its basename.
+func (db *DB) MemberByID(ctx context.Context, g GroupRef, fileID int64) (Member, bool, error) {
+	var m Member
+	var first bool
+	err := db.queryRow(ctx, `SELECT `+memberCols+`,
+		NOT EXISTS (SELECT 1 FROM files g WHERE g.content_hash = f.content_hash AND g.name = f.name
+		              AND g.hash_algo = f.hash_algo AND g.missing = 0 AND g.id < f.id)
+		FROM files f JOIN folders d ON d.id = f.folder_id
+		WHERE f.id = ? AND f.content_hash = ? AND f.hash_algo = ? AND f.missing = 0`,
+		fileID, g.Hash, g.Algo).Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &first)
+	if errors.Is(err, sql.ErrNoRows) {
+		return m, false, ErrNotFound
+	}
+	return m, first, classify("read copy", err)
+}
+
+// FirstWithName reports whether no live copy of the group before fileID
+// (by id) has that basename.
+func (db *DB) FirstWithName(ctx context.Context, g GroupRef, name string, fileID int64) (bool, error) {
+	var first bool
+	err := db.queryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM files WHERE content_hash = ? AND hash_algo = ?
+		AND name = ? AND missing = 0 AND id < ?)`, g.Hash, g.Algo, name, fileID).Scan(&first)
+	return first, classify("read copy", err)
+}
+
+// Change is a group whose counts or copies changed.
+type Change struct {
+	Seq int64
+	GroupRef
+	Live bool // still a group
+}
+
+// ChangesSince lists the contents changed after seq, oldest first.
+func (db *DB) ChangesSince(ctx context.Context, seq int64, limit int) ([]Change, error) {
+	rows, err := db.query(ctx, `SELECT change_seq, id, hash_algo, content_hash, size, inode_count >= 2
+		FROM contents WHERE change_seq > ? ORDER BY change_seq LIMIT ?`, seq, limit)
+	if err != nil {
+		return nil, classify("read changes", err)
+	}
+	defer rows.Close()
+	var out []Change
+	for rows.Next() {
+		var c Change
+		if err := rows.Scan(&c.Seq, &c.ID, &c.Algo, &c.Hash, &c.Size, &c.Live); err != nil {
+			return nil, classify("read changes", err)
+		}
+		out = append(out, c)
+	}
+	return out, classify("read changes", rows.Err())
+}
+
+// LastChange returns the latest change_seq and when it happened (zero when
+// nothing ever changed).
+func (db *DB) LastChange(ctx context.Context) (int64, time.Time, error) {
+	var seq, at int64
+	err := db.queryRow(ctx, `SELECT change_seq, changed_at FROM contents ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, time.Time{}, nil
+	}
+	return seq, time.UnixMilli(at), classify("read last change", err)
+}
+
+// Watcher tells when any connection (of this process or another) committed
+// to the index, by polling PRAGMA data_version on a connection of its own.
+type Watcher struct {
+	conn    *sql.Conn
+	version int64
+}
+
+// NewWatcher takes a read connection for the watcher; Close gives it back.
+func (db *DB) NewWatcher(ctx context.Context) (*Watcher, error) {
+	c, err := db.r.Conn(ctx)
+	if err != nil {
+		return nil, classify("open watcher", err)
+	}
+	w := &Watcher{conn: c}
+	if _, err := w.Changed(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return w, nil
+}
+
+// Changed reports whether a commit happened since the last call.
+func (w *Watcher) Changed(ctx context.Context) (bool, error) {
+	var v int64
+	if err := w.conn.QueryRowContext(ctx, "PRAGMA data_version").Scan(&v); err != nil {
+		return false, classify("read data_version", err)
+	}
+	changed := v != w.version
+	w.version = v
+	return changed, nil
+}
+
+// Close releases the watcher's connection.
+func (w *Watcher) Close() error { return w.conn.Close() }
+
+// FileName reads a file's basename by id, live or not.
+func (db *DB) FileName(ctx context.Context, id int64) (string, error) {
+	var name string
+	err := db.queryRow(ctx, "SELECT name FROM files WHERE id = ?", id).Scan(&name)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", ErrNotFound
+	}
+	return name, classify("read file", err)
+}
+
+// FilePath reads a file's absolute path and mtime by id, live or not.
+func (db *DB) FilePath(ctx context.Context, id int64) (string, int64, error) {
+	var dir, name string
+	var mtime int64
+	err := db.queryRow(ctx, `SELECT d.path, f.name, f.mtime_ns FROM files f JOIN folders d ON d.id = f.folder_id
+		WHERE f.id = ?`, id).Scan(&dir, &name, &mtime)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", 0, ErrNotFound
+	}
+	return JoinPath(dir, name), mtime, classify("read file", err)
+}
