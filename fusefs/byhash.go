@@ -43,6 +43,7 @@ func (d *byHashDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 // groupInode makes the node of a group folder under parent.
 func (f *FS) groupInode(ctx context.Context, parent *fs.Inode, g store.GroupInfo, out *fuse.EntryOut) *fs.Inode {
 	f.dirAttr(&out.Attr, ino(kindGroup, g.ID), g.ChangedAt)
+	cacheRow(out)
 	return parent.NewInode(ctx, &groupDir{fsys: f, ref: g.GroupRef}, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindGroup, g.ID)})
 }
 
@@ -104,11 +105,14 @@ func (d *groupDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) 
 
 func (d *groupDir) linkInode(ctx context.Context, m store.Member, out *fuse.EntryOut) *fs.Inode {
 	d.fsys.linkAttr(&out.Attr, ino(kindLink, m.FileID), m.Path(), time.Unix(0, m.MtimeNS))
+	cacheRow(out)
 	return d.NewInode(ctx, &linkNode{fsys: d.fsys, fileID: m.FileID}, fs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino(kindLink, m.FileID)})
 }
 
 // OpendirHandle lists the copies by name, then id. Entry offsets are file
-// ids; a resumed listing finds its place from the id's row.
+// ids; a resumed listing finds its place from the id's row. A group folder
+// is small and the watcher invalidates it when it changes, so the kernel
+// may keep its listing (FOPEN_CACHE_DIR): a second walk costs nothing.
 func (d *groupDir) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32, syscall.Errno) {
 	self := ino(kindGroup, d.ref.ID)
 	var lastName string // name of the entry handed out before this page
@@ -131,14 +135,17 @@ func (d *groupDir) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32
 		out := make([]fuse.DirEntry, 0, len(ms))
 		for i, m := range ms {
 			var first bool
-			if i == 0 {
+			switch {
+			case i > 0:
+				first = m.Name != ms[i-1].Name
+			case lastID == 0:
+				first = true // the very first copy
+			default:
 				// Whether an earlier copy has this name: ask once per
 				// page, then follow the (name, id) order.
 				if first, err = db.FirstWithName(ctx, d.ref, m.Name, m.FileID); err != nil {
 					return nil, err
 				}
-			} else {
-				first = m.Name != ms[i-1].Name
 			}
 			out = append(out, fuse.DirEntry{Name: linkName(m.Name, m.FileID, first), Mode: syscall.S_IFLNK,
 				Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)})
@@ -147,7 +154,7 @@ func (d *groupDir) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32
 			lastName, lastID = ms[len(ms)-1].Name, ms[len(ms)-1].FileID
 		}
 		return out, nil
-	}), 0, 0
+	}), fuse.FOPEN_CACHE_DIR, 0
 }
 
 // linkNode is "/by-hash/<key>/<name>": a symlink to the absolute path of

@@ -49,6 +49,7 @@ func (d *bySizeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut)
 		return nil, d.fsys.errno("look up size", err)
 	}
 	d.fsys.dirAttr(&out.Attr, ino(kindSizeDir, size), changed)
+	cacheRow(out)
 	return d.NewInode(ctx, &sizeDir{fsys: d.fsys, size: size}, fs.StableAttr{Mode: syscall.S_IFDIR, Ino: ino(kindSizeDir, size)}), 0
 }
 
@@ -99,6 +100,7 @@ func (d *sizeDir) Lookup(ctx context.Context, name string, out *fuse.EntryOut) (
 		return nil, d.fsys.errno("look up group", err)
 	}
 	d.fsys.linkAttr(&out.Attr, ino(kindSizeLink, g.ID), sizeTarget(g.GroupRef), g.ChangedAt)
+	cacheRow(out)
 	return d.NewInode(ctx, &sizeLink{fsys: d.fsys, id: g.ID}, fs.StableAttr{Mode: syscall.S_IFLNK, Ino: ino(kindSizeLink, g.ID)}), 0
 }
 

@@ -103,10 +103,14 @@ func ino(kind uint64, id int64) uint64 { return kind<<56 | uint64(id)&(1<<56-1) 
 // key is a group's name: <algo>:<hex>.
 func key(g store.GroupRef) string { return g.Algo + ":" + hex.EncodeToString(g.Hash) }
 
-// dbctx bounds a query made for a kernel request. It is not derived from
-// the request: a page may be fetched under a later request.
+// dbctx is the context of a query made for a kernel request. It is not
+// derived from the request (a page may be fetched under a later request),
+// and it cannot be cancelled: with modernc every statement run with a
+// cancellable context starts a watcher goroutine, which doubled the cost of
+// the short queries a walk of the mount makes by the hundred thousand.
+// Reads in WAL mode do not wait for locks, so they cannot hang on one.
 func dbctx() (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.Background(), 30*time.Second)
+	return context.Background(), func() {}
 }
 
 // errno turns a store error into what the kernel is told.
@@ -127,6 +131,18 @@ func setTimes(a *fuse.Attr, t time.Time) {
 		t = time.Unix(0, 0)
 	}
 	a.SetTimes(&t, &t, &t)
+}
+
+// rowTimeout is how long the kernel may keep the entries and attributes of
+// nodes made from rows (groups, copies, sizes). The watcher tells it when one
+// changes, so a long time is safe, and it makes a second walk of the mount
+// cost two round trips per folder (opendir, releasedir) instead of five.
+const rowTimeout = time.Minute
+
+// cacheRow sets the kernel cache times of a row-derived entry.
+func cacheRow(out *fuse.EntryOut) {
+	out.SetEntryTimeout(rowTimeout)
+	out.SetAttrTimeout(rowTimeout)
 }
 
 func (f *FS) dirAttr(a *fuse.Attr, ino uint64, mtime time.Time) {
@@ -161,7 +177,7 @@ func (f *FS) lastChange() time.Time {
 // Options are the go-fuse options of the mount, all set here, each for a
 // reason.
 func (f *FS) Options() *fs.Options {
-	entry, attr, neg := 5*time.Second, 5*time.Second, 2*time.Second
+	entry, attr, neg := time.Second, time.Second, 2*time.Second
 	opts := &fs.Options{
 		// Longer kernel caches are safe: the watcher invalidates what
 		// changed (notes/fuse.md section 5).
@@ -187,9 +203,9 @@ func (f *FS) Options() *fs.Options {
 		// READDIRPLUS would look up and create an inode for every entry
 		// of a 100k-entry listing; AUTO uses it only while the caller
 		// stats entries (ls -l), plain READDIR otherwise.
-		ExtraCapabilities: fuse.CAP_READDIRPLUS_AUTO,
-		MaxReadAhead:      128 << 10,
-		AllowOther:        f.cfg.AllowOther,
+		DisableReadDirPlus: true,
+		MaxReadAhead:       128 << 10,
+		AllowOther:         f.cfg.AllowOther,
 	}
 	if f.cfg.AllowOther {
 		opts.MountOptions.Options = append(opts.MountOptions.Options, "default_permissions")

@@ -88,10 +88,11 @@ CREATE INDEX files_size ON files (size, ino);
 -- a scan hashed on its way are not in it.
 CREATE INDEX files_unsettled ON files (hash_status, size)
     WHERE hash_status = 'pending' OR hash_status = 'failed' OR hash_status = 'unique';
--- Group members, by name then id: the mounted view lists a group's copies
--- in that order and finds a copy by its name with one seek. Only hashed
--- rows are in it.
-CREATE INDEX files_content ON files (content_hash, name) WHERE content_hash IS NOT NULL;
+-- Group members, live ones by name then id: the mounted view lists a
+-- group's copies in that order, and finds a copy by its name, from the
+-- index alone. Only hashed rows are in it. (One index hashes with one
+-- algorithm, so hash_algo need not be in it.)
+CREATE INDEX files_content ON files (content_hash, missing, name) WHERE content_hash IS NOT NULL;
 
 -- Sizes whose bucket a scan changed (a file added, changed or back from
 -- missing), with the scan_epoch of that change. The hash job plans these

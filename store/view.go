@@ -137,14 +137,34 @@ func scanMembers(rows *sql.Rows, err error) ([]Member, error) {
 	return out, classify("list copies", rows.Err())
 }
 
+// MemberName is a copy as a listing needs it: its file id and basename.
+type MemberName struct {
+	FileID int64
+	Name   string
+}
+
 // MembersPage lists a group's live copies by (name, id), after the copy
 // (afterName, afterID); ("", 0) starts from the first.
-func (db *DB) MembersPage(ctx context.Context, g GroupRef, afterName string, afterID int64, limit int) ([]Member, error) {
-	return scanMembers(db.query(ctx, `SELECT `+memberCols+`
-		FROM files f JOIN folders d ON d.id = f.folder_id
-		WHERE f.content_hash = ?1 AND f.hash_algo = ?2 AND f.missing = 0
-		  AND (f.name > ?3 OR (f.name = ?3 AND f.id > ?4))
-		ORDER BY f.name, f.id LIMIT ?5`, g.Hash, g.Algo, afterName, afterID, limit))
+func (db *DB) MembersPage(ctx context.Context, g GroupRef, afterName string, afterID int64, limit int) ([]MemberName, error) {
+	// Covered by files_content (content_hash, missing, name, id): the
+	// algorithm need not be checked, one index has one.
+	rows, err := db.query(ctx, `SELECT id, name FROM files
+		WHERE content_hash = ?1 AND missing = 0
+		  AND (name > ?2 OR (name = ?2 AND id > ?3))
+		ORDER BY name, id LIMIT ?4`, g.Hash, afterName, afterID, limit)
+	if err != nil {
+		return nil, classify("list copies", err)
+	}
+	defer rows.Close()
+	var out []MemberName
+	for rows.Next() {
+		var m MemberName
+		if err := rows.Scan(&m.FileID, &m.Name); err != nil {
+			return nil, classify("list copies", err)
+		}
+		out = append(out, m)
+	}
+	return out, classify("list copies", rows.Err())
 }
 
 // MemberByName finds the first live copy (lowest id) of a group with that
@@ -152,8 +172,8 @@ func (db *DB) MembersPage(ctx context.Context, g GroupRef, afterName string, aft
 func (db *DB) MemberByName(ctx context.Context, g GroupRef, name string) (Member, error) {
 	ms, err := scanMembers(db.query(ctx, `SELECT `+memberCols+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
-		WHERE f.content_hash = ? AND f.hash_algo = ? AND f.name = ? AND f.missing = 0
-		ORDER BY f.id LIMIT 1`, g.Hash, g.Algo, name))
+		WHERE f.content_hash = ? AND f.missing = 0 AND f.name = ?
+		ORDER BY f.id LIMIT 1`, g.Hash, name))
 	if err == nil && len(ms) == 0 {
 		err = ErrNotFound
 	}
@@ -169,11 +189,11 @@ func (db *DB) MemberByID(ctx context.Context, g GroupRef, fileID int64) (Member,
 	var m Member
 	var first bool
 	err := db.queryRow(ctx, `SELECT `+memberCols+`,
-		NOT EXISTS (SELECT 1 FROM files g WHERE g.content_hash = f.content_hash AND g.name = f.name
-		              AND g.hash_algo = f.hash_algo AND g.missing = 0 AND g.id < f.id)
+		NOT EXISTS (SELECT 1 FROM files g WHERE g.content_hash = f.content_hash AND g.missing = 0
+		              AND g.name = f.name AND g.id < f.id)
 		FROM files f JOIN folders d ON d.id = f.folder_id
-		WHERE f.id = ? AND f.content_hash = ? AND f.hash_algo = ? AND f.missing = 0`,
-		fileID, g.Hash, g.Algo).Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &first)
+		WHERE f.id = ? AND f.content_hash = ? AND f.missing = 0`,
+		fileID, g.Hash).Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &first)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, false, ErrNotFound
 	}
@@ -184,8 +204,8 @@ func (db *DB) MemberByID(ctx context.Context, g GroupRef, fileID int64) (Member,
 // (by id) has that basename.
 func (db *DB) FirstWithName(ctx context.Context, g GroupRef, name string, fileID int64) (bool, error) {
 	var first bool
-	err := db.queryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM files WHERE content_hash = ? AND hash_algo = ?
-		AND name = ? AND missing = 0 AND id < ?)`, g.Hash, g.Algo, name, fileID).Scan(&first)
+	err := db.queryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM files WHERE content_hash = ? AND missing = 0
+		AND name = ? AND id < ?)`, g.Hash, name, fileID).Scan(&first)
 	return first, classify("read copy", err)
 }
 

@@ -10,6 +10,9 @@
 #   BENCH_TREE=/usr     a real tree too ("" to skip)
 #   SCALE=1000000       also index a tree of SCALE small files and a tenth of
 #                       it, to show the peak memory of dupefs index is flat
+#   MOUNT_GROUPS=100000 groups (of 3 copies) in the index the mount bench
+#                       walks (bench-mount.sh)
+#   ONLY=mount          run only the named part (index, scale, mount)
 #   BENCH_DIR=/tmp/dupefs-bench   where trees, indexes and results go
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -157,11 +160,16 @@ scale() {
 	echo
 } | tee "$RESULTS"
 
-bench "generated" "$(tree "gen-$FILES" "$FILES" 8192)"
-if [ -n "$REAL" ]; then bench "real" "$REAL"; fi
-if [ -n "$SCALE" ]; then scale "$SCALE"; fi
+ONLY=${ONLY:-}
+if [ -z "$ONLY" ] || [ "$ONLY" = index ]; then
+	bench "generated" "$(tree "gen-$FILES" "$FILES" 8192)"
+	if [ -n "$REAL" ]; then bench "real" "$REAL"; fi
+fi
+if [ -n "$SCALE" ] && { [ -z "$ONLY" ] || [ "$ONLY" = scale ]; }; then scale "$SCALE"; fi
 for extra in "$ROOT"/integration/bench/bench-*.sh; do
-	[ -e "$extra" ] && . "$extra"
+	part=$(basename "$extra" .sh)
+	part=${part#bench-}
+	if [ -z "$ONLY" ] || [ "$ONLY" = "$part" ]; then . "$extra"; fi
 done
 echo >&2
 echo "results: $RESULTS" >&2

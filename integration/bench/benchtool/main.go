@@ -2,6 +2,7 @@
 // and compares the duplicate sets that dupefs and the peers report.
 //
 //	benchtool mktree -dir D -files N [-seed S] [-avg BYTES]
+//	benchtool mkgroups -dir D -groups N [-copies C]
 //	benchtool compare A B      (two reports in the fdupes blank-line format)
 //	benchtool median V...      (median of numbers)
 package main
@@ -27,6 +28,8 @@ func main() {
 	switch os.Args[1] {
 	case "mktree":
 		err = mktree(os.Args[2:])
+	case "mkgroups":
+		err = mkgroups(os.Args[2:])
 	case "compare":
 		err = compare(os.Args[2:])
 	case "median":
@@ -118,6 +121,37 @@ func mktree(args []string) error {
 					pool[rnd.Intn(len(pool))] = o
 				}
 			}
+		}
+	}
+	return nil
+}
+
+// mkgroups writes groups copies of each of n small distinct contents, in
+// folders of 1000 files: an index of n groups for the mount bench. Sizes
+// spread over a few thousand values, so /by-size has many folders too.
+func mkgroups(args []string) error {
+	fs := flag.NewFlagSet("mkgroups", flag.ExitOnError)
+	dir := fs.String("dir", "", "where to write the tree")
+	groups := fs.Int("groups", 100000, "how many groups")
+	copies := fs.Int("copies", 3, "copies of each")
+	fs.Parse(args)
+	if *dir == "" {
+		return fmt.Errorf("mkgroups: -dir is required")
+	}
+	n := 0
+	for c := 0; c < *copies; c++ {
+		for g := 0; g < *groups; g++ {
+			if n%1000 == 0 {
+				if err := os.MkdirAll(filepath.Join(*dir, fmt.Sprintf("c%d", c), fmt.Sprintf("d%05d", n/1000)), 0o755); err != nil {
+					return err
+				}
+			}
+			p := filepath.Join(*dir, fmt.Sprintf("c%d", c), fmt.Sprintf("d%05d", n/1000), fmt.Sprintf("photo-%06d.jpg", g))
+			body := fmt.Sprintf("group %d\n%s", g, strings.Repeat("x", g%4000))
+			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+				return err
+			}
+			n++
 		}
 	}
 	return nil

@@ -1,0 +1,56 @@
+# Sourced by bench.sh: the mounted view on an index of MOUNT_GROUPS groups
+# (3 copies each), beside find over the original files.
+MOUNT_GROUPS=${MOUNT_GROUPS:-100000}
+
+bench_mount() {
+	local T db mnt pid
+	T=$WORK/tree-groups-$MOUNT_GROUPS
+	if [ ! -f "$T.done" ]; then
+		rm -rf "$T"
+		echo "generating $T ($MOUNT_GROUPS groups x 3)..." >&2
+		"$TOOL" mkgroups -dir "$T" -groups "$MOUNT_GROUPS" -copies 3
+		touch "$T.done"
+	fi
+	db=$WORK/mount.db
+	mnt=$WORK/mnt
+	if [ ! -f "$db.done" ]; then
+		rm -f "$db"*
+		timed mount-index "$BIN" --db "$db" index "$T"
+		touch "$db.done"
+	fi
+	mkdir -p "$mnt"
+	"$BIN" --db "$db" mount "$mnt" --no-index 2>"$WORK/mount.err" &
+	pid=$!
+	# Never leave the mount behind.
+	trap 'kill -TERM '"$pid"' 2>/dev/null; wait '"$pid"' 2>/dev/null; umount -l "'"$mnt"'" 2>/dev/null' EXIT
+	for _ in $(seq 300); do [ -r "$mnt/status.json" ] && cat "$mnt/status.json" >/dev/null 2>&1 && break; sleep 0.1; done
+	rm -f "$WORK"/t.m.*
+	local groups links files
+	for ((r = 0; r < RUNS; r++)); do
+		timed m.ls sh -c "ls -f '$mnt/by-hash' | wc -l >'$WORK/m.groups'"
+		timed m.find sh -c "find '$mnt' -type l | wc -l >'$WORK/m.links'"
+		timed m.findorig sh -c "find '$T' -type f | wc -l >'$WORK/m.files'"
+	done
+	groups=$(($(cat "$WORK/m.groups") - 2)) # . and ..
+	links=$(cat "$WORK/m.links")
+	files=$(cat "$WORK/m.files")
+	local hwm rss
+	hwm=$(awk '/VmHWM/{print $2}' "/proc/$pid/status")
+	rss=$(awk '/VmRSS/{print $2}' "/proc/$pid/status")
+	kill -TERM "$pid"
+	wait "$pid" || true
+	trap - EXIT
+	{
+		echo
+		echo "### mount: $groups groups, $links symlinks (by-hash + by-size), $files original files"
+		echo
+		echo "| what | median s | runs (s) |"
+		echo "|---|---|---|"
+		printf '| ls -f /by-hash | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.ls"))" "$(col 1 "$WORK/t.m.ls")"
+		printf '| find mount -type l | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.find"))" "$(col 1 "$WORK/t.m.find")"
+		printf '| find originals -type f | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.findorig"))" "$(col 1 "$WORK/t.m.findorig")"
+		echo
+		printf 'mount process after the walks: peak RSS %.1f MB, RSS %.1f MB\n' "$(awk -v k="$hwm" 'BEGIN{print k/1024}')" "$(awk -v k="$rss" 'BEGIN{print k/1024}')"
+	} | tee -a "$RESULTS"
+}
+bench_mount
