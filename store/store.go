@@ -47,6 +47,11 @@ type DB struct {
 	hashAlgo string
 
 	stmts sync.Map // query text -> *sql.Stmt on the read pool
+
+	dsn       string // file URI with the common pragmas
+	maintOnce sync.Once
+	maint     *sql.DB // WAL checkpoints: one connection, short busy timeout
+	maintErr  error
 }
 
 // readStmt returns the read pool's prepared statement for q, preparing it
@@ -125,6 +130,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	db := &DB{path: abs}
 	busy := opts.BusyTimeout.Milliseconds()
 	base := "file:" + escapePath(abs) + fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busy)
+	db.dsn = "file:" + escapePath(abs) + "?_pragma=foreign_keys(1)"
 	// The writer opens first so WAL mode is set before any mode=ro
 	// connection opens (notes/sqlite.md section 1).
 	db.w, err = sql.Open("sqlite", base+fmt.Sprintf(
@@ -226,6 +232,9 @@ func (db *DB) Close() error {
 	})
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
+	}
+	if db.maint != nil {
+		errs = append(errs, db.maint.Close())
 	}
 	if db.w != nil {
 		errs = append(errs, db.w.Close())

@@ -1,0 +1,138 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// A thumbnail cleanup job removes the thumbnail of a content that is no
+// longer a duplicate group: its cache file and its row (seed 000 §4.4).
+// It is scheduled with a delay, claimed under a lease once no thumbnail of
+// that content is pending or running, and deletes the row only if it is
+// terminal (ready or failed) and the content is still no group.
+
+// Cleanup is a claimed cleanup job.
+type Cleanup struct {
+	ID, ContentID int64
+	Key           string // <algo>:<hex>: the cache file is named after it
+	Lease         RowLease
+}
+
+// ScheduleThumbCleanups queues a cleanup job, due after delay, for every
+// thumbnail whose content is no longer a group and has none queued yet. It
+// returns how many it queued.
+func (db *DB) ScheduleThumbCleanups(ctx context.Context, delay time.Duration) (int, error) {
+	var n int64
+	err := db.Write(ctx, func(tx *Tx) error {
+		res, err := tx.exec("schedule thumbnail cleanups", `INSERT INTO thumbnail_cleanup_jobs
+			(content_id, execute_after, created_at, updated_at)
+			SELECT t.content_id, `+nowSQL+` + ?1, `+nowSQL+`, `+nowSQL+`
+			  FROM thumbnails t JOIN contents c ON c.id = t.content_id
+			 WHERE c.inode_count < 2 AND NOT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs j
+			       WHERE j.content_id = t.content_id AND j.status IN ('pending', 'running'))
+			ON CONFLICT DO NOTHING`, delay.Milliseconds())
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}
+
+// ClaimThumbCleanup requeues running cleanup jobs whose lease expired, then
+// claims the first due one whose content has no pending or running
+// thumbnail. ErrNotFound when there is none.
+func (db *DB) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.Duration) (Cleanup, error) {
+	var c Cleanup
+	none := false
+	err := db.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.exec("requeue stale cleanups", `UPDATE thumbnail_cleanup_jobs SET status = 'pending',
+			worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+`
+			WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= `+nowSQL+`)`); err != nil {
+			return err
+		}
+		err := tx.tx.QueryRowContext(tx.ctx, `UPDATE thumbnail_cleanup_jobs SET status = 'running',
+			worker_id = ?1, attempt = attempt + 1, worker_heartbeat_at = `+nowSQL+`,
+			lease_expires_at = `+nowSQL+` + ?2, finished_at = NULL, updated_at = `+nowSQL+`
+			WHERE id = (SELECT j.id FROM thumbnail_cleanup_jobs j
+			             WHERE j.status = 'pending' AND j.execute_after <= `+nowSQL+`
+			               AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = j.content_id
+			                               AND t.status IN ('pending', 'running'))
+			             ORDER BY j.execute_after, j.id LIMIT 1)
+			RETURNING id, content_id, attempt,
+			  (SELECT hash_algo || ':' || lower(hex(content_hash)) FROM contents WHERE id = content_id)`,
+			owner, ttl.Milliseconds()).Scan(&c.ID, &c.ContentID, &c.Lease.Attempt, &c.Key)
+		if errors.Is(err, sql.ErrNoRows) {
+			none = true // commit the recovery all the same
+			return nil
+		}
+		return classify("claim thumbnail cleanup", err)
+	})
+	if err == nil && none {
+		err = ErrNotFound
+	}
+	c.Lease.ID, c.Lease.Owner, c.Lease.TTL = c.ID, owner, ttl
+	return c, err
+}
+
+const cleanupFence = ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
+
+// FinishThumbCleanup runs a claimed cleanup in one write transaction: if
+// the content is still no group and its thumbnail is terminal, it calls
+// remove (which deletes the cache file; a file already gone is no error)
+// and deletes the row; then it completes the job. A content that became a
+// group again keeps its thumbnail. If remove fails the job is failed with
+// its error and the row kept.
+func (db *DB) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func() error) (removed bool, err error) {
+	err = db.Write(ctx, func(tx *Tx) error {
+		// The fence first: a job whose lease is lost removes nothing.
+		var one int
+		err := tx.tx.QueryRowContext(tx.ctx, "SELECT 1 FROM thumbnail_cleanup_jobs"+cleanupFence,
+			c.Lease.ID, c.Lease.Owner, c.Lease.Attempt).Scan(&one)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("thumbnail cleanup %d attempt %d: %w", c.ID, c.Lease.Attempt, ErrLeaseLost)
+		}
+		if err != nil {
+			return classify("check thumbnail cleanup lease", err)
+		}
+		var group, busy bool
+		err = tx.tx.QueryRowContext(tx.ctx, `SELECT
+			coalesce((SELECT inode_count >= 2 FROM contents WHERE id = ?1), 0),
+			EXISTS (SELECT 1 FROM thumbnails WHERE content_id = ?1 AND status IN ('pending', 'running'))`,
+			c.ContentID).Scan(&group, &busy)
+		if err != nil {
+			return classify("check thumbnail cleanup", err)
+		}
+		status, code, msg := "completed", sql.NullString{}, sql.NullString{}
+		if !group && !busy {
+			if rerr := remove(); rerr != nil {
+				status = "failed"
+				code = sql.NullString{String: "remove_failed", Valid: true}
+				msg = sql.NullString{String: rerr.Error(), Valid: true}
+			} else {
+				if _, err := tx.exec("delete thumbnail", `DELETE FROM thumbnails
+					WHERE content_id = ? AND status IN ('ready', 'failed')`, c.ContentID); err != nil {
+					return err
+				}
+				removed = true
+			}
+		}
+		res, err := tx.exec("finish thumbnail cleanup", `UPDATE thumbnail_cleanup_jobs SET status = ?4,
+			error_code = ?5, error_message = ?6, finished_at = `+nowSQL+`, worker_heartbeat_at = `+nowSQL+`,
+			lease_expires_at = NULL, updated_at = `+nowSQL+cleanupFence,
+			c.Lease.ID, c.Lease.Owner, c.Lease.Attempt, status, code, msg)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			removed = false
+			return fmt.Errorf("thumbnail cleanup %d attempt %d: %w", c.ID, c.Lease.Attempt, ErrLeaseLost)
+		}
+		return nil
+	})
+	return removed, err
+}

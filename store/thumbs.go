@@ -1,0 +1,325 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Thumbnail statuses, as stored.
+const (
+	ThumbPending = "pending"
+	ThumbRunning = "running"
+	ThumbReady   = "ready"
+	ThumbFailed  = "failed"
+)
+
+// Thumb is a thumbnail row with the key of its group.
+type Thumb struct {
+	ID, ContentID int64
+	Key           string // <algo>:<hex> of the group
+	Status        string
+	MediaType     string
+	Width, Height int
+	BytesSize     int64
+	ErrorCode     string
+	ErrorMessage  string
+	ErrorCount    int
+	RetryAfter    time.Time
+	Attempt       int64
+	UpdatedAt     time.Time
+	FinishedAt    time.Time
+	// Group tells whether the content is still a duplicate group.
+	Group bool
+}
+
+const thumbCols = `t.id, t.content_id, c.hash_algo || ':' || lower(hex(c.content_hash)), t.status, t.media_type,
+	t.width, t.height, t.bytes_size, t.error_code, t.error_message, t.error_count, t.retry_after, t.attempt,
+	t.updated_at, t.finished_at, c.inode_count >= 2`
+
+func scanThumb(r rowScanner) (Thumb, error) {
+	var t Thumb
+	var w, h, size, retry sql.NullInt64
+	var code, msg sql.NullString
+	var updated int64
+	var finished sql.NullInt64
+	err := r.Scan(&t.ID, &t.ContentID, &t.Key, &t.Status, &t.MediaType, &w, &h, &size, &code, &msg,
+		&t.ErrorCount, &retry, &t.Attempt, &updated, &finished, &t.Group)
+	t.Width, t.Height, t.BytesSize = int(w.Int64), int(h.Int64), size.Int64
+	t.ErrorCode, t.ErrorMessage, t.RetryAfter = code.String, msg.String, fromMS(retry)
+	t.UpdatedAt, t.FinishedAt = time.UnixMilli(updated), fromMS(finished)
+	return t, err
+}
+
+// ThumbCandidate is a group without a thumbnail row, with the name of one
+// of its copies to tell the media type by.
+type ThumbCandidate struct {
+	ContentID int64
+	Name      string
+}
+
+// ThumbCandidates lists groups after content id afterID that have no
+// thumbnail yet.
+func (db *DB) ThumbCandidates(ctx context.Context, afterID int64, limit int) ([]ThumbCandidate, error) {
+	rows, err := db.query(ctx, `SELECT c.id, (SELECT f.name FROM files f
+			WHERE f.content_hash = c.content_hash AND f.missing = 0 ORDER BY f.name LIMIT 1)
+		FROM contents c
+		WHERE c.inode_count >= 2 AND c.id > ? AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id)
+		ORDER BY c.id LIMIT ?`, afterID, limit)
+	if err != nil {
+		return nil, classify("list thumbnail candidates", err)
+	}
+	defer rows.Close()
+	var out []ThumbCandidate
+	for rows.Next() {
+		var c ThumbCandidate
+		var name sql.NullString
+		if err := rows.Scan(&c.ContentID, &name); err != nil {
+			return nil, classify("list thumbnail candidates", err)
+		}
+		c.Name = name.String
+		out = append(out, c)
+	}
+	return out, classify("list thumbnail candidates", rows.Err())
+}
+
+// Admission asks for the thumbnail of a group.
+type Admission struct {
+	ContentID int64
+	MediaType string // image or video
+}
+
+// AdmitThumbs queues thumbnails, each by one conditional insert: only while
+// fewer than capacity thumbnails are pending or running, and only once per
+// group. It stops at the first one refused for capacity. It returns how
+// many it queued and how many of as it went through (len(as) unless the
+// queue filled up).
+func (db *DB) AdmitThumbs(ctx context.Context, as []Admission, capacity int) (queued, done int, err error) {
+	err = db.Write(ctx, func(tx *Tx) error {
+		queued, done = 0, 0
+		for _, a := range as {
+			var full bool
+			err := tx.tx.QueryRowContext(tx.ctx, `SELECT (SELECT count(*) FROM thumbnails
+				WHERE status IN ('pending', 'running')) >= ?`, capacity).Scan(&full)
+			if err != nil {
+				return classify("count queued thumbnails", err)
+			}
+			if full {
+				return nil
+			}
+			res, err := tx.exec("admit thumbnail", `INSERT INTO thumbnails (content_id, media_type, created_at, updated_at)
+				SELECT ?1, ?2, `+nowSQL+`, `+nowSQL+`
+				 WHERE (SELECT count(*) FROM thumbnails WHERE status IN ('pending', 'running')) < ?3
+				ON CONFLICT (content_id) DO NOTHING`, a.ContentID, a.MediaType, capacity)
+			if err != nil {
+				return err
+			}
+			k, _ := res.RowsAffected()
+			queued += int(k)
+			done++
+		}
+		return nil
+	})
+	return queued, done, err
+}
+
+// RowLease is what a worker holds on a thumbnail, cleanup or WAL job row;
+// its writes are fenced by (id, owner, attempt).
+type RowLease struct {
+	ID      int64
+	Owner   string
+	Attempt int64
+	TTL     time.Duration
+}
+
+// ClaimThumb requeues running thumbnails whose lease expired, then claims
+// the oldest pending one for owner, in one UPDATE ... RETURNING.
+// ErrNotFound when there is none.
+func (db *DB) ClaimThumb(ctx context.Context, owner string, ttl time.Duration) (Thumb, RowLease, error) {
+	var t Thumb
+	none := false
+	err := db.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.exec("requeue stale thumbnails", `UPDATE thumbnails SET status = 'pending',
+			worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+`
+			WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= `+nowSQL+`)`); err != nil {
+			return err
+		}
+		var id int64
+		err := tx.tx.QueryRowContext(tx.ctx, `UPDATE thumbnails SET status = 'running', worker_id = ?1,
+			attempt = attempt + 1, worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2,
+			started_at = `+nowSQL+`, updated_at = `+nowSQL+`
+			WHERE id = (SELECT id FROM thumbnails WHERE status = 'pending' ORDER BY id LIMIT 1)
+			RETURNING id`, owner, ttl.Milliseconds()).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			none = true // commit the recovery all the same
+			return nil
+		}
+		if err != nil {
+			return classify("claim thumbnail", err)
+		}
+		t, err = scanThumb(tx.tx.QueryRowContext(tx.ctx, "SELECT "+thumbCols+
+			" FROM thumbnails t JOIN contents c ON c.id = t.content_id WHERE t.id = ?", id))
+		return classify("read thumbnail", err)
+	})
+	if err == nil && none {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return t, RowLease{}, err
+	}
+	return t, RowLease{ID: t.ID, Owner: owner, Attempt: t.Attempt, TTL: ttl}, nil
+}
+
+const thumbFence = ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
+
+func thumbFenced(res sql.Result, err error, l RowLease) error {
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("thumbnail %d attempt %d: %w", l.ID, l.Attempt, ErrLeaseLost)
+	}
+	return nil
+}
+
+// HeartbeatThumb extends a thumbnail lease.
+func (db *DB) HeartbeatThumb(ctx context.Context, l RowLease) error {
+	return db.Write(ctx, func(tx *Tx) error {
+		res, err := tx.exec("heartbeat thumbnail", `UPDATE thumbnails SET worker_heartbeat_at = `+nowSQL+`,
+			lease_expires_at = `+nowSQL+` + ?4, updated_at = `+nowSQL+thumbFence, l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds())
+		return thumbFenced(res, err, l)
+	})
+}
+
+// bumpThumbSeq moves the thumbnail change feed on; the mount watches it.
+func (tx *Tx) bumpThumbSeq() (int64, error) {
+	var seq int64
+	err := tx.tx.QueryRowContext(tx.ctx, "UPDATE counters SET value = value + 1 WHERE name = 'thumb_seq' RETURNING value").Scan(&seq)
+	return seq, classify("bump thumbnail sequence", err)
+}
+
+// FinishThumbReady records a made thumbnail (its file is in the cache).
+func (db *DB) FinishThumbReady(ctx context.Context, l RowLease, width, height int, size int64) error {
+	return db.Write(ctx, func(tx *Tx) error {
+		seq, err := tx.bumpThumbSeq()
+		if err != nil {
+			return err
+		}
+		res, err := tx.exec("finish thumbnail", `UPDATE thumbnails SET status = 'ready', width = ?4, height = ?5,
+			bytes_size = ?6, error_code = NULL, error_message = NULL, error_count = 0, retry_after = NULL,
+			change_seq = ?7, lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`,
+			finished_at = `+nowSQL+`, updated_at = `+nowSQL+thumbFence,
+			l.ID, l.Owner, l.Attempt, width, height, size, seq)
+		return thumbFenced(res, err, l)
+	})
+}
+
+// FinishThumbFailed records a failure; the row is retried after retryAfter.
+func (db *DB) FinishThumbFailed(ctx context.Context, l RowLease, code, msg string, retryAfter time.Duration) error {
+	return db.Write(ctx, func(tx *Tx) error {
+		seq, err := tx.bumpThumbSeq()
+		if err != nil {
+			return err
+		}
+		res, err := tx.exec("fail thumbnail", `UPDATE thumbnails SET status = 'failed', error_code = ?4,
+			error_message = ?5, error_count = error_count + 1, retry_after = `+nowSQL+` + ?6,
+			change_seq = ?7, lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`,
+			finished_at = `+nowSQL+`, updated_at = `+nowSQL+thumbFence,
+			l.ID, l.Owner, l.Attempt, code, msg, retryAfter.Milliseconds(), seq)
+		return thumbFenced(res, err, l)
+	})
+}
+
+// ReleaseThumb gives a claimed thumbnail back (running -> pending): the
+// worker stopped before it finished, e.g. on shutdown.
+func (db *DB) ReleaseThumb(ctx context.Context, l RowLease) error {
+	return db.Write(ctx, func(tx *Tx) error {
+		res, err := tx.exec("release thumbnail", `UPDATE thumbnails SET status = 'pending', worker_id = NULL,
+			worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+thumbFence,
+			l.ID, l.Owner, l.Attempt)
+		return thumbFenced(res, err, l)
+	})
+}
+
+// RequeueDeadThumbs makes pending again the running thumbnails whose
+// worker dead says is gone (a process of this host that was killed), so
+// they need not wait for their leases to expire.
+func (db *DB) RequeueDeadThumbs(ctx context.Context, dead func(worker string) bool) (int, error) {
+	rows, err := db.query(ctx, "SELECT DISTINCT worker_id FROM thumbnails WHERE status = 'running'")
+	if err != nil {
+		return 0, classify("list thumbnail workers", err)
+	}
+	var gone []string
+	for rows.Next() {
+		var w string
+		if err := rows.Scan(&w); err != nil {
+			rows.Close()
+			return 0, classify("list thumbnail workers", err)
+		}
+		if dead(w) {
+			gone = append(gone, w)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(gone) == 0 {
+		return 0, classify("list thumbnail workers", err)
+	}
+	var n int64
+	err = db.Write(ctx, func(tx *Tx) error {
+		res, err := tx.exec("requeue thumbnails of dead workers", `UPDATE thumbnails SET status = 'pending',
+			worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+`
+			WHERE status = 'running' AND worker_id IN (SELECT value FROM json_each(?))`, jsonStrings(gone))
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}
+
+// RemakeThumb makes a ready thumbnail pending again, when its cache file
+// is gone or damaged. The mount stops serving it at once.
+func (db *DB) RemakeThumb(ctx context.Context, id int64) error {
+	return db.Write(ctx, func(tx *Tx) error {
+		seq, err := tx.bumpThumbSeq()
+		if err != nil {
+			return err
+		}
+		_, err = tx.exec("remake thumbnail", `UPDATE thumbnails SET status = 'pending', width = NULL,
+			height = NULL, bytes_size = NULL, change_seq = ?2, updated_at = `+nowSQL+`
+			WHERE id = ?1 AND status = 'ready'`, id, seq)
+		return err
+	})
+}
+
+// RequeueFailedThumbs makes failed thumbnails pending again: those whose
+// retry_after has come, except those failed with one of the codes in keep
+// (a cause that is known to be still there, such as a missing ffmpeg); or,
+// with all, every failed one (the user asked for it).
+func (db *DB) RequeueFailedThumbs(ctx context.Context, all bool, keep ...string) (int, error) {
+	var n int64
+	err := db.Write(ctx, func(tx *Tx) error {
+		res, err := tx.exec("requeue failed thumbnails", `UPDATE thumbnails SET status = 'pending',
+			retry_after = NULL, updated_at = `+nowSQL+`
+			WHERE status = 'failed' AND (?1 OR (retry_after <= `+nowSQL+`
+			  AND error_code NOT IN (SELECT value FROM json_each(?2))))`, all, jsonStrings(keep))
+		if err != nil {
+			return err
+		}
+		n, _ = res.RowsAffected()
+		return nil
+	})
+	return int(n), err
+}
+
+func jsonStrings(v []string) string {
+	if v == nil {
+		v = []string{}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// ThumbCounts counts thumbnails by status.
+func (db *DB) ThumbCounts(ctx context.Context) (map[string]int64, error) {
+	rows, err := db.query(ctx, "SELECT status, count(*) FROM thumbnails GROUP BY status")
+	if err != nil {
+		return nil, classify("count thumbnails", err)
+	}
+	defer rows.Close()
+	out := map[string]int64{ThumbPending: 0, ThumbRunning: 0, ThumbReady: 0, ThumbFailed: 0}
+	for rows.Next() {
+		var s string
+		var n int64
+		if err := rows.Scan(&s, &n); err != nil {
+			return nil, classify("count thumbnails", err)
+		}
+		out[s] = n
+	}
+	return out, classify("count thumbnails", rows.Err())
+}
+
+// ReadyThumbsPage lists the ready thumbnails of groups by id, after
+// afterID. A content that stopped being a group keeps its row until its
+// cleanup job runs, but is not listed.
+func (db *DB) ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]Thumb, error) {
+	return db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
+		WHERE t.status = 'ready' AND c.inode_count >= 2 AND t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
+}
+
+// ThumbsPage lists every thumbnail by id after afterID, whatever its
+// status and whether its content is still a group.
+func (db *DB) ThumbsPage(ctx context.Context, afterID int64, limit int) ([]Thumb, error) {
+	return db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
+		WHERE t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
+}
+
+// ReadyThumb reads the ready thumbnail of a group; ErrNotFound when it has
+// none or the content is no group any more.
+func (db *DB) ReadyThumb(ctx context.Context, algo string, sum []byte) (Thumb, error) {
+	ts, err := db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
+		WHERE c.hash_algo = ? AND c.content_hash = ? AND t.status = 'ready' AND c.inode_count >= 2`, algo, sum)
+	if err == nil && len(ts) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Thumb{}, err
+	}
+	return ts[0], nil
+}
+
+// ThumbByID reads a thumbnail by id, whatever its status.
+func (db *DB) ThumbByID(ctx context.Context, id int64) (Thumb, error) {
+	ts, err := db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
+		WHERE t.id = ?`, id)
+	if err == nil && len(ts) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Thumb{}, err
+	}
+	return ts[0], nil
+}
+
+// ThumbChange is a thumbnail whose status changed: its group key and the
+// position in the feed.
+type ThumbChange struct {
+	Key string
+	Seq int64
+}
+
+// ThumbChangesSince lists the thumbnails whose status changed after seq,
+// oldest first.
+func (db *DB) ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]ThumbChange, error) {
+	rows, err := db.query(ctx, `SELECT c.hash_algo || ':' || lower(hex(c.content_hash)), t.change_seq
+		FROM thumbnails t JOIN contents c ON c.id = t.content_id
+		WHERE t.change_seq > ? ORDER BY t.change_seq LIMIT ?`, seq, limit)
+	if err != nil {
+		return nil, classify("read thumbnail changes", err)
+	}
+	defer rows.Close()
+	var out []ThumbChange
+	for rows.Next() {
+		var c ThumbChange
+		if err := rows.Scan(&c.Key, &c.Seq); err != nil {
+			return nil, classify("read thumbnail changes", err)
+		}
+		out = append(out, c)
+	}
+	return out, classify("read thumbnail changes", rows.Err())
+}
+
+// LastThumbChange is the position of the thumbnail change feed and when
+// it last moved (zero when no thumbnail has changed).
+func (db *DB) LastThumbChange(ctx context.Context) (int64, time.Time, error) {
+	var seq, at int64
+	err := db.queryRow(ctx, "SELECT change_seq, updated_at FROM thumbnails ORDER BY change_seq DESC LIMIT 1").Scan(&seq, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, time.Time{}, nil
+	}
+	if err != nil {
+		return 0, time.Time{}, classify("read thumbnail changes", err)
+	}
+	return seq, time.UnixMilli(at), nil
+}
+
+func (db *DB) thumbs(ctx context.Context, q string, args ...any) ([]Thumb, error) {
+	rows, err := db.query(ctx, q, args...)
+	if err != nil {
+		return nil, classify("read thumbnails", err)
+	}
+	defer rows.Close()
+	var out []Thumb
+	for rows.Next() {
+		t, err := scanThumb(rows)
+		if err != nil {
+			return nil, classify("read thumbnails", err)
+		}
+		out = append(out, t)
+	}
+	return out, classify("read thumbnails", rows.Err())
+}
+
+// ThumbSource is a live copy of a group, as the index last saw it.
+type ThumbSource struct {
+	Path    string
+	Size    int64
+	MtimeNS int64
+}
+
+// ThumbSources lists up to 16 live copies of a group, oldest first: the
+// files a thumbnail may be made from.
+func (db *DB) ThumbSources(ctx context.Context, contentID int64) ([]ThumbSource, error) {
+	rows, err := db.query(ctx, `SELECT d.path, f.name, f.size, f.mtime_ns FROM contents c
+		JOIN files f ON f.content_hash = c.content_hash AND f.hash_algo = c.hash_algo AND f.missing = 0
+		JOIN folders d ON d.id = f.folder_id
+		WHERE c.id = ? ORDER BY f.id LIMIT 16`, contentID)
+	if err != nil {
+		return nil, classify("read thumbnail sources", err)
+	}
+	defer rows.Close()
+	var out []ThumbSource
+	for rows.Next() {
+		var dir, name string
+		var s ThumbSource
+		if err := rows.Scan(&dir, &name, &s.Size, &s.MtimeNS); err != nil {
+			return nil, classify("read thumbnail sources", err)
+		}
+		s.Path = JoinPath(dir, name)
+		out = append(out, s)
+	}
+	return out, classify("read thumbnail sources", rows.Err())
+}

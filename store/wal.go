@@ -1,0 +1,237 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+)
+
+// WAL maintenance jobs run PRAGMA wal_checkpoint(mode) on schedule and when
+// the WAL grows past a bound (seed 000 §4.5, notes/sqlite.md §3). They are
+// claimed under a lease; a checkpoint that readers kept busy becomes
+// retryable with a backoff, with its frame counts kept for the record.
+
+// WAL checkpoint modes, as stored in requested_mode.
+const (
+	WALPassive  = "passive"
+	WALRestart  = "restart"
+	WALTruncate = "truncate"
+)
+
+// maintBusyTimeout bounds how long a RESTART or TRUNCATE checkpoint waits
+// for readers and the writer lock. While it waits, new writers wait too, so
+// it is short (notes/sqlite.md §3).
+const maintBusyTimeout = 200 * time.Millisecond
+
+// WALJob is a WAL maintenance job.
+type WALJob struct {
+	ID           int64
+	Mode         string
+	Status       string
+	Reason       string
+	RetryCount   int
+	RetryAfter   time.Time
+	Busy         int64 // of the last checkpoint; -1 if none ran
+	LogFrames    int64
+	Checkpointed int64
+	ErrorCode    string
+	ErrorMessage string
+	CreatedAt    time.Time
+	FinishedAt   time.Time
+	Lease        RowLease
+}
+
+// Checkpoint is the row PRAGMA wal_checkpoint returns.
+type Checkpoint struct {
+	Busy         int64 // 1 when the checkpoint could not finish (readers, a writer)
+	LogFrames    int64 // frames in the WAL
+	Checkpointed int64 // frames copied into the database
+}
+
+// EnqueueWAL queues a checkpoint in mode, due after delay, unless one is
+// already pending, running or retryable. It reports whether it queued one.
+func (db *DB) EnqueueWAL(ctx context.Context, mode, reason string, delay time.Duration) (bool, error) {
+	var ok bool
+	err := db.Write(ctx, func(tx *Tx) error {
+		res, err := tx.exec("queue WAL checkpoint", `INSERT INTO wal_maintenance_jobs
+			(requested_mode, reason, execute_after, created_at, updated_at)
+			VALUES (?, ?, `+nowSQL+` + ?, `+nowSQL+`, `+nowSQL+`) ON CONFLICT DO NOTHING`,
+			mode, reason, delay.Milliseconds())
+		if err != nil {
+			return err
+		}
+		n, _ := res.RowsAffected()
+		ok = n == 1
+		return nil
+	})
+	return ok, err
+}
+
+// walBackoff is the wait before retry n (1-based) of a busy checkpoint:
+// 1s, 2s, 4s ... at most 5 minutes.
+const walBackoffSQL = `min(1000 * (1 << min(retry_count, 9)), 300000)`
+
+// ClaimWAL turns running jobs whose lease expired into retryable ones
+// (deterministic error, retry_count+1, retry_after), then claims one due
+// pending or retryable job. ErrNotFound when there is none.
+func (db *DB) ClaimWAL(ctx context.Context, owner string, ttl time.Duration) (WALJob, error) {
+	var j WALJob
+	none := false
+	err := db.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.exec("recover stale WAL jobs", `UPDATE wal_maintenance_jobs SET status = 'retryable',
+			retry_count = retry_count + 1, retry_after = `+nowSQL+` + `+walBackoffSQL+`,
+			worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL,
+			error_code = 'lease_expired', error_message = 'the worker stopped renewing its lease',
+			finished_at = `+nowSQL+`, updated_at = `+nowSQL+`
+			WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= `+nowSQL+`)`); err != nil {
+			return err
+		}
+		var id int64
+		err := tx.tx.QueryRowContext(tx.ctx, `UPDATE wal_maintenance_jobs SET status = 'running',
+			worker_id = ?1, attempt = attempt + 1, worker_heartbeat_at = `+nowSQL+`,
+			lease_expires_at = `+nowSQL+` + ?2, started_at = `+nowSQL+`, finished_at = NULL,
+			updated_at = `+nowSQL+`
+			WHERE id = (SELECT id FROM wal_maintenance_jobs
+			             WHERE (status = 'pending' AND execute_after <= `+nowSQL+`)
+			                OR (status = 'retryable' AND coalesce(retry_after, 0) <= `+nowSQL+`)
+			             ORDER BY id LIMIT 1)
+			RETURNING id`, owner, ttl.Milliseconds()).Scan(&id)
+		if errors.Is(err, sql.ErrNoRows) {
+			none = true // commit the recovery all the same
+			return nil
+		}
+		if err != nil {
+			return classify("claim WAL job", err)
+		}
+		j, err = scanWALJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs WHERE id = ?", id))
+		return classify("read WAL job", err)
+	})
+	if err == nil && none {
+		err = ErrNotFound
+	}
+	j.Lease = RowLease{ID: j.ID, Owner: owner, Attempt: j.Lease.Attempt, TTL: ttl}
+	return j, err
+}
+
+const walCols = `id, requested_mode, status, coalesce(reason, ''), retry_count, retry_after,
+	coalesce(checkpoint_busy, -1), coalesce(checkpoint_log_frames, -1), coalesce(checkpointed_frames, -1),
+	coalesce(error_code, ''), coalesce(error_message, ''), created_at, finished_at, attempt`
+
+func scanWALJob(r rowScanner) (WALJob, error) {
+	var j WALJob
+	var retry, finished sql.NullInt64
+	var created int64
+	err := r.Scan(&j.ID, &j.Mode, &j.Status, &j.Reason, &j.RetryCount, &retry, &j.Busy, &j.LogFrames,
+		&j.Checkpointed, &j.ErrorCode, &j.ErrorMessage, &created, &finished, &j.Lease.Attempt)
+	j.RetryAfter, j.CreatedAt, j.FinishedAt = fromMS(retry), time.UnixMilli(created), fromMS(finished)
+	return j, err
+}
+
+// RunCheckpoint runs PRAGMA wal_checkpoint(mode) on a connection of its own
+// whose busy timeout is short, so a checkpoint that waits for readers
+// stalls writers for at most that long. A checkpoint that could not get
+// its locks comes back as Busy = 1, not as an error.
+func (db *DB) RunCheckpoint(ctx context.Context, mode string) (Checkpoint, error) {
+	var c Checkpoint
+	switch mode {
+	case WALPassive, WALRestart, WALTruncate:
+	default:
+		return c, fmt.Errorf("WAL checkpoint: unknown mode %q", mode)
+	}
+	m, err := db.maintenance()
+	if err != nil {
+		return c, err
+	}
+	err = m.QueryRowContext(ctx, "PRAGMA wal_checkpoint("+mode+")").Scan(&c.Busy, &c.LogFrames, &c.Checkpointed)
+	if err != nil && errors.Is(classify("", err), ErrBusy) {
+		return Checkpoint{Busy: 1, LogFrames: -1, Checkpointed: -1}, nil
+	}
+	return c, classify("WAL checkpoint", err)
+}
+
+func (db *DB) maintenance() (*sql.DB, error) {
+	db.maintOnce.Do(func() {
+		m, err := sql.Open("sqlite", db.dsn+fmt.Sprintf("&_pragma=busy_timeout(%d)", maintBusyTimeout.Milliseconds()))
+		if err != nil {
+			db.maintErr = classify("open maintenance connection", err)
+			return
+		}
+		m.SetMaxOpenConns(1)
+		m.SetMaxIdleConns(1)
+		db.maint = m
+	})
+	return db.maint, db.maintErr
+}
+
+const walFence = ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
+
+// FinishWAL records the outcome of a claimed job: with runErr it fails;
+// when the checkpoint was busy it becomes retryable with a backoff; else it
+// completes. The checkpoint's counts are kept in every case.
+func (db *DB) FinishWAL(ctx context.Context, j WALJob, c Checkpoint, runErr error) error {
+	l := j.Lease
+	return db.Write(ctx, func(tx *Tx) error {
+		var res sql.Result
+		var err error
+		switch {
+		case runErr != nil:
+			res, err = tx.exec("fail WAL job", `UPDATE wal_maintenance_jobs SET status = 'failed',
+				error_code = 'checkpoint_failed', error_message = ?4, finished_at = `+nowSQL+`,
+				worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL, updated_at = `+nowSQL+walFence,
+				l.ID, l.Owner, l.Attempt, runErr.Error())
+		case c.Busy > 0:
+			res, err = tx.exec("retry WAL job", `UPDATE wal_maintenance_jobs SET status = 'retryable',
+				retry_count = retry_count + 1, retry_after = `+nowSQL+` + `+walBackoffSQL+`,
+				checkpoint_busy = ?4, checkpoint_log_frames = ?5, checkpointed_frames = ?6,
+				error_code = 'checkpoint_busy', error_message = 'readers or a writer held the WAL',
+				finished_at = `+nowSQL+`, worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL,
+				updated_at = `+nowSQL+walFence, l.ID, l.Owner, l.Attempt, c.Busy, c.LogFrames, c.Checkpointed)
+		default:
+			res, err = tx.exec("complete WAL job", `UPDATE wal_maintenance_jobs SET status = 'completed',
+				checkpoint_busy = ?4, checkpoint_log_frames = ?5, checkpointed_frames = ?6,
+				error_code = NULL, error_message = NULL, finished_at = `+nowSQL+`,
+				worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL, updated_at = `+nowSQL+walFence,
+				l.ID, l.Owner, l.Attempt, c.Busy, c.LogFrames, c.Checkpointed)
+		}
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("WAL job %d attempt %d: %w", l.ID, l.Attempt, ErrLeaseLost)
+		}
+		return nil
+	})
+}
+
+// WALJobs lists the newest WAL jobs, newest first.
+func (db *DB) WALJobs(ctx context.Context, limit int) ([]WALJob, error) {
+	rows, err := db.query(ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs ORDER BY id DESC LIMIT ?", limit)
+	if err != nil {
+		return nil, classify("list WAL jobs", err)
+	}
+	defer rows.Close()
+	var out []WALJob
+	for rows.Next() {
+		j, err := scanWALJob(rows)
+		if err != nil {
+			return nil, classify("list WAL jobs", err)
+		}
+		out = append(out, j)
+	}
+	return out, classify("list WAL jobs", rows.Err())
+}
+
+// WALSize is the size of the index's -wal file (0 when there is none).
+func (db *DB) WALSize() (int64, error) {
+	fi, err := os.Stat(db.path + "-wal")
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("stat WAL: %w", err)
+	}
+	return fi.Size(), nil
+}
