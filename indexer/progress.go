@@ -21,13 +21,17 @@ type Progress struct {
 	FilesRead     atomic.Int64 // files opened for hashing
 	BytesRead     atomic.Int64 // bytes read for hashing
 
+	ThumbsMade    atomic.Int64 // thumbnails made by this process
+	ThumbsFailed  atomic.Int64 // thumbnails that failed
+	ThumbsCleaned atomic.Int64 // thumbnails of gone groups removed
+
 	mu     sync.Mutex
 	phase  string
 	detail string
 }
 
 // SetPhase records what the indexer does now ("scan", "hash", "wait",
-// "done") and a detail (a root path, who it waits for).
+// "thumbs", "done") and a detail (a root path, who it waits for).
 func (p *Progress) SetPhase(phase, detail string) {
 	p.mu.Lock()
 	p.phase, p.detail = phase, detail

@@ -195,12 +195,24 @@ func (ix *Indexer) runClaimable(ctx context.Context, kind string) (bool, error) 
 // called. When the lease is lost it cancels the job with ErrLeaseLost.
 func (ix *Indexer) keepalive(ctx context.Context, l store.Lease, cancel context.CancelCauseFunc,
 	progress func() (float64, int64)) (stop func()) {
+	return keepLease(ctx, l.TTL/3, cancel, func(ctx context.Context) error {
+		p, n := progress()
+		err := ix.db.Heartbeat(ctx, l, p, n)
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) && ctx.Err() == nil {
+			ix.cfg.Warn(fmt.Sprintf("heartbeat of job %d: %v", l.JobID, err))
+		}
+		return err
+	})
+}
+
+// keepLease calls beat every interval until the returned stop is called or
+// ctx ends. When beat reports ErrLeaseLost it cancels ctx with it and stops.
+func keepLease(ctx context.Context, every time.Duration, cancel context.CancelCauseFunc,
+	beat func(context.Context) error) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		t := time.NewTicker(l.TTL / 3)
+	wg.Go(func() {
+		t := time.NewTicker(every)
 		defer t.Stop()
 		for {
 			select {
@@ -209,19 +221,15 @@ func (ix *Indexer) keepalive(ctx context.Context, l store.Lease, cancel context.
 			case <-ctx.Done():
 				return
 			case <-t.C:
-				p, n := progress()
-				err := ix.db.Heartbeat(ctx, l, p, n)
-				if errors.Is(err, store.ErrLeaseLost) {
-					cancel(err)
-					return
-				}
-				if err != nil && ctx.Err() == nil {
-					ix.cfg.Warn(fmt.Sprintf("heartbeat of job %d: %v", l.JobID, err))
-				}
+			}
+			if err := beat(ctx); errors.Is(err, store.ErrLeaseLost) {
+				cancel(err)
+				return
 			}
 		}
-	}()
-	return func() { close(done); wg.Wait() }
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }); wg.Wait() }
 }
 
 // finish ends a job; a lost lease is not an error here (the job is someone

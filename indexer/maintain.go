@@ -1,0 +1,129 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// MaintainConfig tunes a Maintainer. Every zero field takes its default.
+type MaintainConfig struct {
+	// WALBound is the WAL size past which a checkpoint is queued at once
+	// (default 64 MiB, the index's journal_size_limit).
+	WALBound int64
+	// Every is how often a checkpoint is queued anyway (default 10 min).
+	Every time.Duration
+	// Poll is how often the WAL size is looked at (default 5s).
+	Poll time.Duration
+	// LeaseTTL is how long a claimed job stays claimed (default 30s).
+	LeaseTTL time.Duration
+	// Warn receives problems that do not stop the run. May be nil.
+	Warn func(msg string)
+}
+
+func (c MaintainConfig) withDefaults() MaintainConfig {
+	if c.WALBound <= 0 {
+		c.WALBound = 64 << 20
+	}
+	if c.Every <= 0 {
+		c.Every = 10 * time.Minute
+	}
+	if c.Poll <= 0 {
+		c.Poll = 5 * time.Second
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 30 * time.Second
+	}
+	if c.Warn == nil {
+		c.Warn = func(string) {}
+	}
+	return c
+}
+
+// Maintainer keeps the WAL bounded with WAL maintenance jobs (seed 000
+// §4.5, notes/sqlite.md §3): it queues a PASSIVE checkpoint on schedule and
+// when the WAL grows past the bound, and a TRUNCATE one when a PASSIVE one
+// left the WAL above the bound (readers held old frames). TRUNCATE runs on
+// a connection with a short busy timeout; when readers keep it busy its job
+// is retried with a backoff, and writers are stalled for at most that
+// timeout at a time.
+type Maintainer struct {
+	db        *store.DB
+	cfg       MaintainConfig
+	owner     string
+	scheduled time.Time
+}
+
+// NewMaintainer returns a Maintainer of db.
+func NewMaintainer(db *store.DB, cfg MaintainConfig) *Maintainer {
+	return &Maintainer{db: db, cfg: cfg.withDefaults(), owner: NewWorkerID(), scheduled: time.Now()}
+}
+
+// Serve runs Step every Poll until ctx ends, then returns nil.
+func (m *Maintainer) Serve(ctx context.Context) error {
+	t := time.NewTicker(m.cfg.Poll)
+	defer t.Stop()
+	for {
+		for {
+			ran, err := m.Step(ctx)
+			if err != nil && ctx.Err() == nil {
+				m.cfg.Warn(fmt.Sprintf("WAL maintenance: %v", err))
+			}
+			if !ran || err != nil {
+				break
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// Step queues what is due and runs at most one due job. It reports whether
+// it ran one.
+func (m *Maintainer) Step(ctx context.Context) (bool, error) {
+	size, err := m.db.WALSize()
+	if err != nil {
+		return false, err
+	}
+	switch {
+	case size > m.cfg.WALBound:
+		if _, err := m.db.EnqueueWAL(ctx, store.WALPassive, "wal_size", 0); err != nil {
+			return false, err
+		}
+	case time.Since(m.scheduled) >= m.cfg.Every:
+		if _, err := m.db.EnqueueWAL(ctx, store.WALPassive, "schedule", 0); err != nil {
+			return false, err
+		}
+		m.scheduled = time.Now()
+	}
+	j, err := m.db.ClaimWAL(ctx, m.owner, m.cfg.LeaseTTL)
+	if errors.Is(err, store.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	c, runErr := m.db.RunCheckpoint(ctx, j.Mode)
+	if err := m.db.FinishWAL(context.WithoutCancel(ctx), j, c, runErr); err != nil {
+		return true, err
+	}
+	if runErr != nil {
+		return true, runErr
+	}
+	if j.Mode == store.WALPassive && c.Busy == 0 {
+		if size, err := m.db.WALSize(); err == nil && size > m.cfg.WALBound {
+			// Readers kept frames from being copied back, or the file
+			// kept its size: restart the WAL from its start.
+			if _, err := m.db.EnqueueWAL(ctx, store.WALTruncate, "passive_left_wal_above_bound", 0); err != nil {
+				return true, err
+			}
+		}
+	}
+	return true, nil
+}

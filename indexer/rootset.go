@@ -1,0 +1,66 @@
+package indexer
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// rootSet holds the indexed roots, as stored and with symlinks resolved, to
+// check that a file about to be read lies under one of them (seed 000 §8).
+type rootSet struct {
+	paths []string // as stored: absolute and clean
+	real  []string // resolved; "" when the root cannot be resolved now
+}
+
+func loadRoots(ctx context.Context, db *store.DB) (*rootSet, error) {
+	rs, err := db.Roots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &rootSet{}
+	for _, r := range rs {
+		real, err := filepath.EvalSymlinks(r.Path)
+		if err != nil {
+			real = ""
+		}
+		s.paths = append(s.paths, r.Path)
+		s.real = append(s.real, real)
+	}
+	return s, nil
+}
+
+// within reports whether p is dir or lies under it. Both are absolute and
+// clean.
+func within(dir, p string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// resolve returns the real path of p after checking that p lies under a
+// root as stored and, with every symlink resolved, under the same root
+// resolved.
+func (s *rootSet) resolve(p string) (string, error) {
+	if !filepath.IsAbs(p) || filepath.Clean(p) != p {
+		return "", fmt.Errorf("%q is not a clean absolute path", p)
+	}
+	for i, root := range s.paths {
+		if !within(root, p) || s.real[i] == "" {
+			continue
+		}
+		real, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			return "", err
+		}
+		if !within(s.real[i], real) {
+			return "", fmt.Errorf("%s resolves to %s, outside the indexed root %s", p, real, root)
+		}
+		return real, nil
+	}
+	return "", fmt.Errorf("%s lies under no indexed root", p)
+}

@@ -1,0 +1,312 @@
+package indexer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/dupefs/dupefs/indexer/thumb"
+	"github.com/dupefs/dupefs/store"
+)
+
+// ThumbConfig tunes a Thumbnailer. Every zero field takes its default,
+// except Dir, which is required.
+type ThumbConfig struct {
+	// Dir is where thumbnails are written, as <algo>:<hex>.jpg. Nothing
+	// else is ever written or deleted by a Thumbnailer.
+	Dir string
+	// Workers is how many thumbnails are made at once
+	// (default: the number of CPUs, at most 4).
+	Workers int
+	// LeaseTTL is how long a claimed thumbnail stays claimed without a
+	// heartbeat (default 30s).
+	LeaseTTL time.Duration
+	// QueueCapacity bounds the thumbnails pending or running at once,
+	// across every process (default 256).
+	QueueCapacity int
+	// MemoryBudget bounds the memory of the image decodes running at once
+	// (default 256 MiB). One image larger than that still decodes, alone.
+	MemoryBudget int64
+	// MaxPixels is the largest image decoded, in pixels (default 150M).
+	MaxPixels int64
+	// MaxBytesPerSec limits the reads of originals, shared by every
+	// process through the index's io_rate_limits table (0: no limit).
+	MaxBytesPerSec int64
+	// FFmpeg is the ffmpeg binary for videos ("": look it up in PATH).
+	FFmpeg string
+	// RetryFailed requeues every failed thumbnail on the first pass,
+	// whatever its retry_after.
+	RetryFailed bool
+	// FailBackoff is the wait before a failed thumbnail is retried; it
+	// doubles with each failure of the same one, up to 7 days (default
+	// 10 minutes).
+	FailBackoff time.Duration
+	// CleanupDelay is how long the thumbnail of a content that stopped
+	// being a group is kept before its cleanup job may run (default 10
+	// minutes): a copy that moves is briefly missing during a rescan.
+	CleanupDelay time.Duration
+	// PollInterval is how often Serve looks for new groups (default 2s).
+	PollInterval time.Duration
+	// Progress, when set, counts what is made.
+	Progress *Progress
+	// Warn receives problems that do not stop the run. May be nil.
+	Warn func(msg string)
+}
+
+func (c ThumbConfig) withDefaults() ThumbConfig {
+	if c.Workers <= 0 {
+		c.Workers = min(runtime.NumCPU(), 4)
+	}
+	if c.LeaseTTL <= 0 {
+		c.LeaseTTL = 30 * time.Second
+	}
+	if c.QueueCapacity <= 0 {
+		c.QueueCapacity = 256
+	}
+	if c.MemoryBudget <= 0 {
+		c.MemoryBudget = 256 << 20
+	}
+	if c.FailBackoff <= 0 {
+		c.FailBackoff = 10 * time.Minute
+	}
+	if c.CleanupDelay < 0 {
+		c.CleanupDelay = 0
+	} else if c.CleanupDelay == 0 {
+		c.CleanupDelay = 10 * time.Minute
+	}
+	if c.PollInterval <= 0 {
+		c.PollInterval = 2 * time.Second
+	}
+	if c.Warn == nil {
+		c.Warn = func(string) {}
+	}
+	if c.Progress == nil {
+		c.Progress = &Progress{}
+	}
+	return c
+}
+
+// Thumbnailer makes the thumbnails of image and video groups under leases
+// in the thumbnails table, writes them to the cache directory and cleans up
+// those of groups that are gone. Several processes may run one on the same
+// index at once.
+type Thumbnailer struct {
+	db     *store.DB
+	cfg    ThumbConfig
+	owner  string
+	budget *thumb.Budget
+	roots  *rootSet
+
+	ffmpegWarned atomic.Bool // a missing ffmpeg is reported once
+
+	admitMu   sync.Mutex
+	cursor    int64 // last content id looked at for admission in this pass
+	exhausted bool  // every group was looked at in this pass
+	lastSeq   int64 // change_seq when the last full look ended
+}
+
+// NewThumbnailer prepares a Thumbnailer; it creates cfg.Dir (0700).
+func NewThumbnailer(db *store.DB, cfg ThumbConfig) (*Thumbnailer, error) {
+	cfg = cfg.withDefaults()
+	if cfg.Dir == "" {
+		return nil, errors.New("thumbnails: no cache directory")
+	}
+	dir, err := filepath.Abs(cfg.Dir)
+	if err != nil {
+		return nil, fmt.Errorf("thumbnail cache: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create thumbnail cache: %w", err)
+	}
+	cfg.Dir = dir
+	return &Thumbnailer{db: db, cfg: cfg, owner: NewWorkerID(), budget: thumb.NewBudget(cfg.MemoryBudget)}, nil
+}
+
+// Dir is the absolute cache directory.
+func (t *Thumbnailer) Dir() string { return t.cfg.Dir }
+
+// Drain makes thumbnails until none is left to make: every group with an
+// image or video has a ready or failed one, and due cleanups have run.
+func (t *Thumbnailer) Drain(ctx context.Context) error {
+	if err := t.start(ctx); err != nil {
+		return err
+	}
+	for {
+		worked, err := t.pass(ctx, true)
+		if err != nil || !worked {
+			return err
+		}
+	}
+}
+
+// Serve makes thumbnails as groups appear, until ctx ends; it returns nil
+// then. Errors of one pass are reported through Warn and retried.
+func (t *Thumbnailer) Serve(ctx context.Context) error {
+	if err := t.start(ctx); err != nil {
+		return err
+	}
+	for {
+		worked, err := t.pass(ctx, false)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if err != nil {
+			t.cfg.Warn(fmt.Sprintf("thumbnails: %v", err))
+		}
+		if worked && err == nil {
+			continue
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-time.After(t.cfg.PollInterval):
+		}
+	}
+}
+
+// start checks the cache against the index once: ready thumbnails whose
+// file is gone or damaged are made again, old temporary files removed.
+func (t *Thumbnailer) start(ctx context.Context) error {
+	if err := t.verifyCache(ctx); err != nil {
+		return err
+	}
+	if t.cfg.RetryFailed {
+		if _, err := t.db.RequeueFailedThumbs(ctx, true); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pass does one round: requeue what is due, run due cleanups, then admit
+// and make thumbnails until the queue is empty. It reports whether it did
+// anything. force looks at every group even if none changed.
+func (t *Thumbnailer) pass(ctx context.Context, force bool) (bool, error) {
+	roots, err := loadRoots(ctx, t.db)
+	if err != nil {
+		return false, err
+	}
+	t.roots = roots
+	if _, err := t.db.RequeueDeadThumbs(ctx, WorkerDead); err != nil {
+		return false, err
+	}
+	var keep []string
+	if _, err := thumb.FindFFmpeg(t.cfg.FFmpeg); err != nil {
+		keep = append(keep, thumb.CodeFFmpegMissing) // retrying cannot help yet
+	}
+	requeued, err := t.db.RequeueFailedThumbs(ctx, false, keep...)
+	if err != nil {
+		return false, err
+	}
+	cleaned, err := t.cleanup(ctx)
+	if err != nil {
+		return false, err
+	}
+	seq, _, err := t.db.LastChange(ctx)
+	if err != nil {
+		return false, err
+	}
+	t.admitMu.Lock()
+	if force || seq != t.lastSeq || !t.exhausted {
+		t.cursor, t.exhausted = 0, false
+	}
+	t.admitMu.Unlock()
+
+	var made atomic.Int64
+	var wg sync.WaitGroup
+	errs := make([]error, t.cfg.Workers)
+	for i := range t.cfg.Workers {
+		wg.Go(func() {
+			errs[i] = t.work(ctx, &made)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return false, err
+	}
+	t.admitMu.Lock()
+	if t.exhausted {
+		t.lastSeq = seq
+	}
+	t.admitMu.Unlock()
+	return requeued+cleaned > 0 || made.Load() > 0, nil
+}
+
+// work claims and makes thumbnails until there is none to claim and none
+// to admit.
+func (t *Thumbnailer) work(ctx context.Context, made *atomic.Int64) error {
+	for ctx.Err() == nil {
+		row, lease, err := t.db.ClaimThumb(ctx, t.owner, t.cfg.LeaseTTL)
+		if errors.Is(err, store.ErrNotFound) {
+			n, full, err := t.admit(ctx)
+			switch {
+			case err != nil:
+				return err
+			case n > 0:
+				continue
+			case !full:
+				return nil // nothing left to make
+			}
+			// Other processes hold the whole queue: wait for them.
+			select {
+			case <-ctx.Done():
+			case <-time.After(t.cfg.PollInterval):
+			}
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		if err := t.makeOne(ctx, row, lease); err != nil {
+			return err
+		}
+		made.Add(1)
+	}
+	return nil
+}
+
+// admit queues the next groups that hold an image or a video, up to the
+// queue's capacity. It returns how many it queued, and whether it stopped
+// because the queue is full; (0, false) once every group was looked at.
+func (t *Thumbnailer) admit(ctx context.Context) (int, bool, error) {
+	t.admitMu.Lock()
+	defer t.admitMu.Unlock()
+	for !t.exhausted {
+		const page = 512
+		cs, err := t.db.ThumbCandidates(ctx, t.cursor, page)
+		if err != nil {
+			return 0, false, err
+		}
+		var as []store.Admission
+		for _, c := range cs {
+			if kind := thumb.KindOf(c.Name); kind != "" {
+				as = append(as, store.Admission{ContentID: c.ContentID, MediaType: kind})
+			}
+		}
+		n, done, err := t.db.AdmitThumbs(ctx, as, t.cfg.QueueCapacity)
+		if err != nil {
+			return 0, false, err
+		}
+		if done < len(as) {
+			// The queue is full: look again from the first one refused.
+			t.cursor = as[done].ContentID - 1
+			return n, true, nil
+		}
+		if len(cs) > 0 {
+			t.cursor = cs[len(cs)-1].ContentID
+		}
+		if len(cs) < page {
+			t.exhausted = true
+		}
+		if n > 0 {
+			return n, false, nil
+		}
+	}
+	return 0, false, nil
+}

@@ -1,0 +1,489 @@
+package indexer
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"image"
+	"image/color"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/image/bmp"
+	"golang.org/x/image/tiff"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// gradient is a w x h test picture.
+func gradient(w, h int) image.Image {
+	m := image.NewRGBA(image.Rect(0, 0, w, h))
+	for y := range h {
+		for x := range w {
+			m.SetRGBA(x, y, color.RGBA{uint8(x * 255 / max(w-1, 1)), uint8(y * 255 / max(h-1, 1)), 90, 255})
+		}
+	}
+	return m
+}
+
+// writeImage encodes a w x h picture at path, in the format its extension
+// names (webp: a fixture of package thumb, w and h ignored).
+func writeImage(tb testing.TB, path string, w, h int) {
+	tb.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		tb.Fatal(err)
+	}
+	var buf bytes.Buffer
+	var err error
+	m := gradient(w, h)
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".jpg", ".jpeg":
+		err = jpeg.Encode(&buf, m, &jpeg.Options{Quality: 80})
+	case ".png":
+		err = png.Encode(&buf, m)
+	case ".gif":
+		err = gif.Encode(&buf, m, nil)
+	case ".bmp":
+		err = bmp.Encode(&buf, m)
+	case ".tif", ".tiff":
+		err = tiff.Encode(&buf, m, nil)
+	case ".webp":
+		var b []byte
+		b, err = os.ReadFile("thumb/testdata/lossy.webp")
+		buf.Write(b)
+	default:
+		tb.Fatalf("no encoder for %s", path)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// copyFile copies src to dst, creating dst's folder.
+func copyFile(tb testing.TB, src, dst string) {
+	tb.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	os.MkdirAll(filepath.Dir(dst), 0o755)
+	if err := os.WriteFile(dst, b, 0o644); err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// fingerprint maps every file under dir to its content hash, size and
+// mtime, to prove originals are left as they were.
+func fingerprint(tb testing.TB, dir string) map[string]string {
+	tb.Helper()
+	out := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		fi, _ := d.Info()
+		h := sha256.Sum256(b)
+		out[p] = string(h[:]) + fi.ModTime().String()
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return out
+}
+
+func sameFingerprint(tb testing.TB, before, after map[string]string) {
+	tb.Helper()
+	if len(before) != len(after) {
+		tb.Fatalf("originals: %d files before, %d after", len(before), len(after))
+	}
+	for p, v := range before {
+		if after[p] != v {
+			tb.Fatalf("original %s changed", p)
+		}
+	}
+}
+
+// thumbEnv is an env with a thumbnail cache.
+func (e *env) thumbConfig() ThumbConfig {
+	return ThumbConfig{
+		Dir: filepath.Join(filepath.Dir(e.dir), "cache"), Workers: 2, LeaseTTL: 5 * time.Second,
+		Warn: func(s string) { e.warn = append(e.warn, s) },
+	}
+}
+
+func (e *env) drain(cfg ThumbConfig) *Thumbnailer {
+	e.tb.Helper()
+	th, err := NewThumbnailer(e.db, cfg)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	if err := th.Drain(context.Background()); err != nil {
+		e.tb.Fatal(err)
+	}
+	return th
+}
+
+// thumbOf returns the thumbnail row of the group holding the file at rel.
+func (e *env) thumbOf(rel string) (store.Thumb, bool) {
+	e.tb.Helper()
+	ctx := context.Background()
+	b, err := os.ReadFile(filepath.Join(e.dir, rel))
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	h := sha256.Sum256(b)
+	var after int64
+	for {
+		ts, err := e.db.ThumbsPage(ctx, after, 100)
+		if err != nil {
+			e.tb.Fatal(err)
+		}
+		for _, t := range ts {
+			if t.Key == "sha256:"+hexString(h[:]) {
+				return t, true
+			}
+			after = t.ID
+		}
+		if len(ts) < 100 {
+			return store.Thumb{}, false
+		}
+	}
+}
+
+func hexString(b []byte) string {
+	const digits = "0123456789abcdef"
+	out := make([]byte, 0, 2*len(b))
+	for _, c := range b {
+		out = append(out, digits[c>>4], digits[c&15])
+	}
+	return string(out)
+}
+
+// checkThumb decodes the cache file of a ready row and checks it against
+// the row and the source's shape.
+func checkThumb(tb testing.TB, dir string, row store.Thumb, srcW, srcH int) {
+	tb.Helper()
+	if row.Status != store.ThumbReady {
+		tb.Fatalf("%s: status %s (%s: %s), want ready", row.Key, row.Status, row.ErrorCode, row.ErrorMessage)
+	}
+	b, err := os.ReadFile(filepath.Join(dir, row.Key+".jpg"))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	if int64(len(b)) != row.BytesSize {
+		tb.Fatalf("%s: file of %d bytes, row says %d", row.Key, len(b), row.BytesSize)
+	}
+	cfg, format, err := image.DecodeConfig(bytes.NewReader(b))
+	if err != nil || format != "jpeg" {
+		tb.Fatalf("%s: not a JPEG: %v %s", row.Key, err, format)
+	}
+	if cfg.Width != row.Width || cfg.Height != row.Height {
+		tb.Fatalf("%s: %dx%d, row says %dx%d", row.Key, cfg.Width, cfg.Height, row.Width, row.Height)
+	}
+	if max(cfg.Width, cfg.Height) > 256 || cfg.Width < 1 || cfg.Height < 1 {
+		tb.Fatalf("%s: %dx%d does not fit 256x256", row.Key, cfg.Width, cfg.Height)
+	}
+	if srcW > 0 {
+		want := float64(srcW) / float64(srcH)
+		got := float64(cfg.Width) / float64(cfg.Height)
+		if got/want > 1.1 || want/got > 1.1 {
+			tb.Fatalf("%s: aspect %.3f, source %.3f", row.Key, got, want)
+		}
+	}
+}
+
+func TestThumbnailsOfEveryFormat(t *testing.T) {
+	e := newEnv(t)
+	shapes := map[string][2]int{
+		"photo.jpg": {1600, 1200}, "tall.png": {60, 900}, "wide.gif": {900, 60}, "tiny.bmp": {1, 1},
+		"scan.tiff": {300, 300}, "pic.webp": {0, 0}, "huge.jpg": {7000, 5000},
+	}
+	for name, wh := range shapes {
+		writeImage(t, filepath.Join(e.dir, name), wh[0], wh[1])
+		copyFile(t, filepath.Join(e.dir, name), filepath.Join(e.dir, "copies", name))
+	}
+	good, _ := os.ReadFile(filepath.Join(e.dir, "photo.jpg"))
+	tree(t, e.dir, map[string]string{
+		"broken.jpg": string(good[:len(good)/3]), "copies/broken.jpg": string(good[:len(good)/3]),
+		"notes.txt": "same words", "copies/notes.txt": "same words",
+	})
+	writeImage(t, filepath.Join(e.dir, "alone.png"), 50, 50)
+	e.addRoot(store.RootSpec{})
+	e.run()
+	before := fingerprint(t, e.dir)
+
+	cfg := e.thumbConfig()
+	cfg.MemoryBudget = 8 << 20 // the 35-megapixel one needs more: it decodes alone
+	e.drain(cfg)
+
+	for name, wh := range shapes {
+		row, ok := e.thumbOf(name)
+		if !ok {
+			t.Fatalf("%s: no thumbnail", name)
+		}
+		checkThumb(t, cfg.Dir, row, wh[0], wh[1])
+	}
+	if row, ok := e.thumbOf("broken.jpg"); !ok || row.Status != store.ThumbFailed || row.ErrorCode != "corrupt_image" {
+		t.Fatalf("broken image: %+v", row)
+	}
+	if _, ok := e.thumbOf("notes.txt"); ok {
+		t.Fatal("a text file got a thumbnail row")
+	}
+	if _, ok := e.thumbOf("alone.png"); ok {
+		t.Fatal("an image without a copy got a thumbnail row")
+	}
+	sameFingerprint(t, before, fingerprint(t, e.dir))
+	ents, _ := os.ReadDir(cfg.Dir)
+	if len(ents) != len(shapes) {
+		t.Fatalf("cache holds %d files, want %d thumbnails", len(ents), len(shapes))
+	}
+	// A second drain has nothing to do: no failed row is retried before
+	// its retry_after.
+	row, _ := e.thumbOf("broken.jpg")
+	th := e.drain(cfg)
+	again, _ := e.thumbOf("broken.jpg")
+	if again.Attempt != row.Attempt || again.ErrorCount != 1 {
+		t.Fatalf("failed row retried before retry_after: %+v -> %+v", row, again)
+	}
+	if th.cfg.Progress.ThumbsMade.Load() != 0 {
+		t.Fatalf("second drain made %d thumbnails", th.cfg.Progress.ThumbsMade.Load())
+	}
+}
+
+func TestFailedThumbRetriedAfterBackoff(t *testing.T) {
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"a.png": "not a png", "b.png": "not a png"})
+	e.addRoot(store.RootSpec{})
+	e.run()
+	cfg := e.thumbConfig()
+	cfg.FailBackoff = 50 * time.Millisecond
+	e.drain(cfg)
+	first, _ := e.thumbOf("a.png")
+	if first.Status != store.ThumbFailed || first.ErrorCount != 1 || first.RetryAfter.IsZero() {
+		t.Fatalf("first try: %+v", first)
+	}
+	time.Sleep(60 * time.Millisecond) // the first backoff is 50ms
+	e.drain(cfg)
+	second, _ := e.thumbOf("a.png")
+	if second.ErrorCount < 2 || second.Attempt <= first.Attempt {
+		t.Fatalf("not retried after retry_after: %+v", second)
+	}
+	if !second.RetryAfter.After(first.RetryAfter) {
+		t.Fatalf("backoff did not grow: %v then %v", first.RetryAfter, second.RetryAfter)
+	}
+}
+
+func TestVideoThumbnailNeedsFFmpeg(t *testing.T) {
+	ffmpeg, err := exec.LookPath("ffmpeg")
+	if err != nil {
+		t.Fatal("ffmpeg is needed for this test: apt-get install ffmpeg")
+	}
+	e := newEnv(t)
+	clip := filepath.Join(e.dir, "clip.mp4")
+	out, err := exec.Command(ffmpeg, "-loglevel", "error", "-f", "lavfi", "-i", "testsrc=size=640x360:duration=2",
+		"-pix_fmt", "yuv420p", clip).CombinedOutput()
+	if err != nil {
+		t.Fatalf("make a video: %v\n%s", err, out)
+	}
+	copyFile(t, clip, filepath.Join(e.dir, "backup", "clip.mp4"))
+	e.addRoot(store.RootSpec{})
+	e.run()
+
+	cfg := e.thumbConfig()
+	cfg.FFmpeg = filepath.Join(t.TempDir(), "no-ffmpeg-here")
+	e.drain(cfg)
+	row, _ := e.thumbOf("clip.mp4")
+	if row.Status != store.ThumbFailed || row.ErrorCode != "ffmpeg_missing" || row.MediaType != "video" {
+		t.Fatalf("without ffmpeg: %+v", row)
+	}
+	e.drain(cfg) // still missing: not retried
+	if again, _ := e.thumbOf("clip.mp4"); again.Attempt != row.Attempt {
+		t.Fatalf("retried while ffmpeg is still missing: %+v", again)
+	}
+	cfg.FFmpeg = ""
+	e.drain(cfg)
+	row, _ = e.thumbOf("clip.mp4")
+	checkThumb(t, cfg.Dir, row, 640, 360)
+}
+
+func TestStaleThumbLeaseIsRequeued(t *testing.T) {
+	e := newEnv(t)
+	writeImage(t, filepath.Join(e.dir, "a.png"), 100, 80)
+	copyFile(t, filepath.Join(e.dir, "a.png"), filepath.Join(e.dir, "b.png"))
+	writeImage(t, filepath.Join(e.dir, "c.jpg"), 80, 100)
+	copyFile(t, filepath.Join(e.dir, "c.jpg"), filepath.Join(e.dir, "d.jpg"))
+	e.addRoot(store.RootSpec{})
+	e.run()
+	ctx := context.Background()
+	cs, _ := e.db.ThumbCandidates(ctx, 0, 10)
+	as := []store.Admission{{ContentID: cs[0].ContentID, MediaType: "image"}, {ContentID: cs[1].ContentID, MediaType: "image"}}
+	if _, _, err := e.db.AdmitThumbs(ctx, as, 10); err != nil {
+		t.Fatal(err)
+	}
+	// One worker of another host claims a row and vanishes: its lease
+	// expires. One of a process of this host that is gone is requeued at
+	// once.
+	_, lost, err := e.db.ClaimThumb(ctx, "otherhost/1/1/ab", 100*time.Millisecond)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, dead, err := e.db.ClaimThumb(ctx, deadWorkerID(t), time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(150 * time.Millisecond)
+	cfg := e.thumbConfig()
+	e.drain(cfg)
+	for _, l := range []store.RowLease{lost, dead} {
+		row, err := e.db.ThumbByID(ctx, l.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkThumb(t, cfg.Dir, row, 0, 0)
+		if row.Attempt != l.Attempt+1 {
+			t.Fatalf("row %d: attempt %d, want %d", row.ID, row.Attempt, l.Attempt+1)
+		}
+	}
+	if err := e.db.FinishThumbReady(ctx, lost, 1, 1, 1); err == nil {
+		t.Fatal("the vanished worker could still finish its row")
+	}
+}
+
+// deadWorkerID is the worker id of a process of this host that has ended.
+func deadWorkerID(tb testing.TB) string {
+	tb.Helper()
+	cmd := exec.Command("true")
+	if err := cmd.Run(); err != nil {
+		tb.Fatal(err)
+	}
+	host, _ := os.Hostname()
+	return strings.ReplaceAll(host, "/", "_") + "/" + itoa(cmd.Process.Pid) + "/12345/dead"
+}
+
+func TestCleanupRemovesOnlyCacheFiles(t *testing.T) {
+	e := newEnv(t)
+	for _, n := range []string{"keep.jpg", "gone.png"} {
+		writeImage(t, filepath.Join(e.dir, n), 120, 90)
+		copyFile(t, filepath.Join(e.dir, n), filepath.Join(e.dir, "copy", n))
+	}
+	e.addRoot(store.RootSpec{})
+	e.run()
+	cfg := e.thumbConfig()
+	cfg.CleanupDelay = -1 // at once
+	e.drain(cfg)
+	gone, ok := e.thumbOf("gone.png")
+	if !ok || gone.Status != store.ThumbReady {
+		t.Fatalf("thumbnail of gone.png: %+v", gone)
+	}
+	keep, _ := e.thumbOf("keep.jpg")
+
+	// A foreign file in the cache, and the group of gone.png breaks up.
+	foreign := filepath.Join(cfg.Dir, "notes-of-the-user.txt")
+	os.WriteFile(foreign, []byte("mine"), 0o644)
+	if err := os.Remove(filepath.Join(e.dir, "copy", "gone.png")); err != nil {
+		t.Fatal(err)
+	}
+	e.run()
+	before := fingerprint(t, e.dir)
+	e.drain(cfg)
+
+	if _, err := os.Stat(filepath.Join(cfg.Dir, gone.Key+".jpg")); !os.IsNotExist(err) {
+		t.Fatalf("the thumbnail of a gone group is still cached: %v", err)
+	}
+	if _, err := e.db.ThumbByID(context.Background(), gone.ID); err == nil {
+		t.Fatal("the row of a gone group's thumbnail is still there")
+	}
+	if _, err := os.Stat(filepath.Join(cfg.Dir, keep.Key+".jpg")); err != nil {
+		t.Fatalf("the thumbnail of a live group was removed: %v", err)
+	}
+	if _, err := os.Stat(foreign); err != nil {
+		t.Fatalf("cleanup removed a file it did not make: %v", err)
+	}
+	sameFingerprint(t, before, fingerprint(t, e.dir))
+	if _, err := os.Stat(filepath.Join(e.dir, "gone.png")); err != nil {
+		t.Fatalf("cleanup touched the remaining original: %v", err)
+	}
+}
+
+func TestThumbSourceOutsideRootsIsRefused(t *testing.T) {
+	e := newEnv(t)
+	outside := filepath.Join(filepath.Dir(e.dir), "outside")
+	writeImage(t, filepath.Join(outside, "a.jpg"), 64, 64)
+	copyFile(t, filepath.Join(outside, "a.jpg"), filepath.Join(outside, "b.jpg"))
+	if err := os.Symlink(outside, filepath.Join(e.dir, "link")); err != nil {
+		t.Fatal(err)
+	}
+	e.addRoot(store.RootSpec{FollowSymlinks: true})
+	e.run()
+	if len(e.groups()) != 1 {
+		t.Fatalf("groups: %v", e.groups())
+	}
+	cfg := e.thumbConfig()
+	e.drain(cfg)
+	row, ok := e.thumbOf("link/a.jpg")
+	if !ok || row.Status != store.ThumbFailed || row.ErrorCode != CodeOutsideRoots {
+		t.Fatalf("a source outside the roots: %+v", row)
+	}
+}
+
+func TestThumbReadsGoThroughTheGlobalLimiter(t *testing.T) {
+	e := newEnv(t)
+	var total int64
+	for i := range 3 {
+		p := filepath.Join(e.dir, "p"+itoa(i)+".png")
+		writeImage(t, p, 200+i, 150)
+		copyFile(t, p, filepath.Join(e.dir, "q", "p"+itoa(i)+".png"))
+		fi, _ := os.Stat(p)
+		total += fi.Size()
+	}
+	e.addRoot(store.RootSpec{})
+	e.run()
+	cfg := e.thumbConfig()
+	cfg.MaxBytesPerSec = total * 4 // 250ms for the three
+	ctx := context.Background()
+	start := time.Now()
+	e.drain(cfg)
+	// The bucket moved on by the cost of every read: the next slot is
+	// at least total/rate after the start.
+	next, err := e.db.ReserveIO(ctx, store.IOBucketThumbs, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := next.Sub(start); d < 240*time.Millisecond {
+		t.Fatalf("the limiter's bucket moved %v for %d bytes at %d/s", d, total, cfg.MaxBytesPerSec)
+	}
+}
+
+func TestVerifyCacheRemakesLostFiles(t *testing.T) {
+	e := newEnv(t)
+	writeImage(t, filepath.Join(e.dir, "a.gif"), 90, 90)
+	copyFile(t, filepath.Join(e.dir, "a.gif"), filepath.Join(e.dir, "b.gif"))
+	e.addRoot(store.RootSpec{})
+	e.run()
+	cfg := e.thumbConfig()
+	e.drain(cfg)
+	row, _ := e.thumbOf("a.gif")
+	os.Remove(filepath.Join(cfg.Dir, row.Key+".jpg"))
+	e.drain(cfg)
+	again, _ := e.thumbOf("a.gif")
+	checkThumb(t, cfg.Dir, again, 90, 90)
+	if again.Attempt != row.Attempt+1 {
+		t.Fatalf("lost file not made again: attempt %d -> %d", row.Attempt, again.Attempt)
+	}
+}
