@@ -34,6 +34,9 @@ type Config struct {
 	// default_permissions); non-root users need user_allow_other in
 	// /etc/fuse.conf.
 	AllowOther bool
+	// ThumbDir is the thumbnail cache that /thumbs serves files from
+	// ("": /thumbs stays empty).
+	ThumbDir string
 	// Status returns the contents of /status.json. It is called at most
 	// every StatusEvery, and only when the index changed.
 	Status func(ctx context.Context) ([]byte, error)
@@ -170,6 +173,17 @@ func (f *FS) lastChange() time.Time {
 	_, t, err := f.db.LastChange(ctx)
 	if err != nil {
 		f.cfg.Logf("dupefs: read last change: %v", err)
+	}
+	return t
+}
+
+// lastThumbChange is when a thumbnail last changed: the mtime of /thumbs.
+func (f *FS) lastThumbChange() time.Time {
+	ctx, cancel := dbctx()
+	defer cancel()
+	_, t, err := f.db.LastThumbChange(ctx)
+	if err != nil {
+		f.cfg.Logf("dupefs: read last thumbnail change: %v", err)
 	}
 	return t
 }

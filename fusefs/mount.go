@@ -24,7 +24,7 @@ type Mount struct {
 // until Unmount, or until someone unmounts it from outside (Wait returns
 // then).
 func (f *FS) Mount(dir string) (*Mount, error) {
-	w, seq, err := f.startWatch()
+	w, seq, thumbSeq, err := f.startWatch()
 	if err != nil {
 		return nil, fmt.Errorf("watch the index: %w", err)
 	}
@@ -37,7 +37,7 @@ func (f *FS) Mount(dir string) (*Mount, error) {
 	m := &Mount{Dir: dir, srv: srv, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		f.watch(ctx, w, seq)
+		f.watch(ctx, w, seq, thumbSeq)
 	}()
 	return m, nil
 }

@@ -35,10 +35,11 @@ func TestMain(m *testing.M) {
 
 // testFS is an index and its mounted view.
 type testFS struct {
-	tb  testing.TB
-	db  *store.DB
-	mnt string
-	fs  *FS
+	tb     testing.TB
+	db     *store.DB
+	mnt    string
+	fs     *FS
+	thumbs string // the thumbnail cache it serves
 }
 
 // mountTest opens a fresh index, lets fill populate it, and mounts it.
@@ -57,9 +58,10 @@ func mountTest(tb testing.TB, status func(context.Context) ([]byte, error)) *tes
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
-	mnt := filepath.Join(dir, "mnt")
+	mnt, thumbs := filepath.Join(dir, "mnt"), filepath.Join(dir, "thumbs")
 	os.Mkdir(mnt, 0o755)
-	f := New(db, Config{Status: status, PollInterval: 50 * time.Millisecond, Strict: true,
+	os.Mkdir(thumbs, 0o700)
+	f := New(db, Config{Status: status, PollInterval: 50 * time.Millisecond, Strict: true, ThumbDir: thumbs,
 		Logf: func(format string, args ...any) { tb.Logf(format, args...) }})
 	m, err := f.Mount(mnt)
 	if err != nil {
@@ -77,7 +79,7 @@ func mountTest(tb testing.TB, status func(context.Context) ([]byte, error)) *tes
 			tb.Error("the server did not stop after the unmount")
 		}
 	})
-	return &testFS{tb: tb, db: db, mnt: mnt, fs: f}
+	return &testFS{tb: tb, db: db, mnt: mnt, fs: f, thumbs: thumbs}
 }
 
 // sum makes a fake 32-byte content hash.

@@ -33,25 +33,3 @@ func (r *rootNode) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut
 	r.fsys.dirAttr(&out.Attr, inoRoot, r.fsys.lastChange())
 	return 0
 }
-
-// thumbsDir is "/thumbs". The thumbnails issue fills it; until then it
-// holds nothing.
-type thumbsDir struct {
-	fs.Inode
-	fsys *FS
-}
-
-func (t *thumbsDir) Getattr(_ context.Context, _ fs.FileHandle, out *fuse.AttrOut) syscall.Errno {
-	t.fsys.dirAttr(&out.Attr, inoThumbs, t.fsys.lastChange())
-	return 0
-}
-
-func (t *thumbsDir) Lookup(context.Context, string, *fuse.EntryOut) (*fs.Inode, syscall.Errno) {
-	return nil, syscall.ENOENT
-}
-
-func (t *thumbsDir) OpendirHandle(context.Context, uint32) (fs.FileHandle, uint32, syscall.Errno) {
-	return t.fsys.newDirHandle("thumbs", inoThumbs, inoRoot, func(context.Context, uint64) ([]fuse.DirEntry, error) {
-		return nil, nil
-	}), 0, 0
-}
