@@ -52,6 +52,12 @@ type mountProc struct {
 // without a fixed sleep. Cleanup stops it and never leaves a mount behind.
 func startMount(tb testing.TB, db, mnt string, args ...string) *mountProc {
 	tb.Helper()
+	return startMountEnv(tb, nil, db, mnt, args...)
+}
+
+// startMountEnv is startMount with extra environment variables.
+func startMountEnv(tb testing.TB, env []string, db, mnt string, args ...string) *mountProc {
+	tb.Helper()
 	if os.Geteuid() != 0 {
 		tb.Fatal("the mount tests mount with mount(2): run them as root (CI does)")
 	}
@@ -59,6 +65,7 @@ func startMount(tb testing.TB, db, mnt string, args ...string) *mountProc {
 	mountLogs[mnt] = p.stderr
 	p.cmd = exec.Command(bin, append([]string{"--db", db, "mount", mnt}, args...)...)
 	p.cmd.Stderr = p.stderr
+	p.cmd.Env = append(os.Environ(), env...)
 	if err := p.cmd.Start(); err != nil {
 		tb.Fatal(err)
 	}

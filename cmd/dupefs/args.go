@@ -12,7 +12,8 @@ import (
 // `dupefs mount /mnt/dupes ~/Pictures --allow-other`. As with GNU getopt,
 // every argument starting with '-' is taken for a flag (an unknown one is
 // then reported as such); "--" ends the flags, so `check -- -file` works.
-// The command's own flag definitions say which flags take a value.
+// The command's own flag definitions say which flags take a value. Global
+// flags (--db, --cache-dir) typed after the command move before it.
 func interspersed(app *cli.App, args []string) []string {
 	if len(args) < 2 {
 		return args
@@ -23,6 +24,7 @@ func interspersed(app *cli.App, args []string) []string {
 	cmds := app.Commands
 	flags := app.Flags
 	var cmd *cli.Command
+	cmdAt := 0 // where the command path starts in out
 	for i < len(args) {
 		a := args[i]
 		if strings.HasPrefix(a, "-") {
@@ -38,6 +40,9 @@ func interspersed(app *cli.App, args []string) []string {
 		if next == nil {
 			break
 		}
+		if cmd == nil {
+			cmdAt = len(out)
+		}
 		out = append(out, a)
 		i++
 		cmd, cmds, flags = next, next.Subcommands, next.Flags
@@ -48,7 +53,7 @@ func interspersed(app *cli.App, args []string) []string {
 	if cmd == nil {
 		return args
 	}
-	var front, rest []string
+	var globals, front, rest []string
 	for ; i < len(args); i++ {
 		a := args[i]
 		if a == "--" {
@@ -56,15 +61,20 @@ func interspersed(app *cli.App, args []string) []string {
 			break
 		}
 		if len(a) > 1 && a[0] == '-' {
-			front = append(front, a)
-			if takesValue(flags, a) && !strings.Contains(a, "=") && i+1 < len(args) {
-				front = append(front, args[i+1])
+			to, defs := &front, flags
+			if lookupFlag(flags, a) == nil && lookupFlag(app.Flags, a) != nil {
+				to, defs = &globals, app.Flags
+			}
+			*to = append(*to, a)
+			if takesValue(defs, a) && !strings.Contains(a, "=") && i+1 < len(args) {
+				*to = append(*to, args[i+1])
 				i++
 			}
 			continue
 		}
 		rest = append(rest, a)
 	}
+	out = append(append(append([]string{}, out[:cmdAt]...), globals...), out[cmdAt:]...)
 	out = append(out, front...)
 	return append(out, rest...)
 }

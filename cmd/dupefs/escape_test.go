@@ -61,6 +61,8 @@ func TestInterspersedFlags(t *testing.T) {
 		"dupefs check ./-file":                            "dupefs check ./-file",
 		"dupefs index /a --no-such-flag":                  "dupefs index --no-such-flag /a",
 		"dupefs mount /m --no-index --rescan-every 1h /a": "dupefs mount --no-index --rescan-every 1h /m /a",
+		"dupefs thumbs --cache-dir /c --retry-failed":     "dupefs --cache-dir /c thumbs --retry-failed",
+		"dupefs --db x mount /m /a --db=y --ffmpeg f":     "dupefs --db x --db=y mount --ffmpeg f /m /a",
 	}
 	for in, want := range cases {
 		if got := strings.Join(interspersed(app, strings.Fields(in)), " "); got != want {

@@ -88,9 +88,11 @@ func runIndex(c *cli.Context) error {
 			cfg.Warn = func(msg string) { fmt.Fprintf(os.Stderr, "\r\x1b[Kdupefs: %s\n", msg) }
 		}
 		start := time.Now()
+		stopMaint := startMaintainer(c.Context, db, indexer.MaintainConfig{Warn: cfg.Warn})
 		bar := startProgress(cfg.Progress)
 		err = indexer.New(db, cfg).Run(c.Context)
 		bar.Stop()
+		stopMaint()
 		if err != nil {
 			return err
 		}

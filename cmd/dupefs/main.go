@@ -55,6 +55,7 @@ func newApp() *cli.App {
 			groupsCommand(),
 			checkCommand(),
 			mountCommand(),
+			thumbsCommand(),
 			statusCommand(),
 			jobsCommand(),
 		},

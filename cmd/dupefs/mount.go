@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -31,7 +32,8 @@ func mountCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users see the mount (needs user_allow_other in /etc/fuse.conf)"},
 			&cli.BoolFlag{Name: "no-index", Usage: "only serve the index; do not scan or hash"},
 			&cli.DurationFlag{Name: "rescan-every", Usage: "scan the roots again every `DURATION` (e.g. 1h; 0: once)"},
-		}, indexerFlags()...),
+			&cli.BoolFlag{Name: "no-thumbs", Usage: "do not make thumbnails (those already made are still served)"},
+		}, append(indexerFlags(), thumbFlags()...)...),
 		Action: runMount,
 	}
 }
@@ -65,9 +67,22 @@ func runMount(c *cli.Context) error {
 		}
 		defer closeLog()
 		cfg.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "dupefs: "+msg) }
+		tcfg, err := thumbConfig(c)
+		if err != nil {
+			return err
+		}
+		mcfg, err := maintainConfig(c)
+		if err != nil {
+			return err
+		}
+		th, err := indexer.NewThumbnailer(db, tcfg)
+		if err != nil {
+			return err
+		}
 
 		fsys := fusefs.New(db, fusefs.Config{
 			AllowOther: c.Bool("allow-other"),
+			ThumbDir:   th.Dir(),
 			Status: func(ctx context.Context) ([]byte, error) {
 				s, err := buildStatus(ctx, db)
 				if err != nil {
@@ -83,20 +98,37 @@ func runMount(c *cli.Context) error {
 			return mountErrorf("%v%s", err, mountHint(err))
 		}
 		fmt.Fprintf(os.Stderr, "dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", mnt)
-		return serve(c, db, m, cfg)
+		return serve(c, db, m, background{index: cfg, thumbs: th, maintain: mcfg})
 	})
+}
+
+// background is the work a mount does besides serving.
+type background struct {
+	index    indexer.Config
+	thumbs   *indexer.Thumbnailer
+	maintain indexer.MaintainConfig
 }
 
 // serve runs the indexer beside the mount until a signal or an unmount
 // from outside, then unmounts and stops the indexer.
-func serve(c *cli.Context, db *store.DB, m *fusefs.Mount, cfg indexer.Config) error {
+func serve(c *cli.Context, db *store.DB, m *fusefs.Mount, bg background) error {
 	ictx, stopIndex := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	if !c.Bool("no-index") {
+		wg.Go(func() { indexLoop(ictx, db, bg.index, c.Duration("rescan-every")) })
+	}
+	if !c.Bool("no-thumbs") {
+		wg.Go(func() {
+			if err := bg.thumbs.Serve(ictx); err != nil {
+				fmt.Fprintln(os.Stderr, "dupefs: thumbnails:", err)
+			}
+		})
+	}
+	wg.Go(func() { indexer.NewMaintainer(db, bg.maintain).Serve(ictx) })
 	indexed := make(chan struct{})
 	go func() {
-		defer close(indexed)
-		if !c.Bool("no-index") {
-			indexLoop(ictx, db, cfg, c.Duration("rescan-every"))
-		}
+		wg.Wait()
+		close(indexed)
 	}()
 	served := make(chan struct{})
 	go func() {
@@ -132,7 +164,7 @@ func serve(c *cli.Context, db *store.DB, m *fusefs.Mount, cfg indexer.Config) er
 	select {
 	case <-indexed:
 	case <-deadline:
-		fmt.Fprintln(os.Stderr, "dupefs: the indexer did not stop in time; its job will be resumed by the next run")
+		fmt.Fprintln(os.Stderr, "dupefs: the indexer did not stop in time; its jobs will be resumed by the next run")
 	}
 	fmt.Fprintf(os.Stderr, "dupefs: unmounted %s\n", m.Dir)
 	return nil

@@ -124,6 +124,10 @@ func (b *progressBar) draw() {
 		if total > done {
 			line += eta(float64(total-done), b.rate)
 		}
+	case "thumbs":
+		made, failed := b.p.ThumbsMade.Load(), b.p.ThumbsFailed.Load()
+		b.sample(phase, made+failed, 0)
+		line = fmt.Sprintf("thumbnails  %s made  %s failed  %.1f/s", count(made), count(failed), b.rate)
 	case "wait":
 		line = "waiting for " + detail
 	default:

@@ -41,7 +41,36 @@ type statusJSON struct {
 	Totals store.Totals `json:"totals"`
 	Roots  []rootJSON   `json:"roots"`
 	Jobs   []jobJSON    `json:"active_jobs"`
+	Thumbs thumbsJSON   `json:"thumbnails"`
+	WAL    walJSON      `json:"wal"`
 	active []store.Job
+}
+
+// thumbsJSON counts thumbnails by status.
+type thumbsJSON struct {
+	Pending int64 `json:"pending"`
+	Running int64 `json:"running"`
+	Ready   int64 `json:"ready"`
+	Failed  int64 `json:"failed"`
+}
+
+// walJSON is the size of the WAL and the last maintenance job.
+type walJSON struct {
+	Bytes   int64       `json:"bytes"`
+	LastJob *walJobJSON `json:"last_job"`
+}
+
+type walJobJSON struct {
+	ID           int64   `json:"id"`
+	Mode         string  `json:"mode"`
+	Status       string  `json:"status"`
+	Reason       string  `json:"reason"`
+	RetryCount   int     `json:"retry_count"`
+	Busy         int64   `json:"checkpoint_busy"`
+	LogFrames    int64   `json:"checkpoint_log_frames"`
+	Checkpointed int64   `json:"checkpointed_frames"`
+	ErrorCode    string  `json:"error_code,omitempty"`
+	FinishedAt   *string `json:"finished_at"`
 }
 
 // buildStatus reads what status shows.
@@ -63,6 +92,24 @@ func buildStatus(ctx context.Context, db *store.DB) (statusJSON, error) {
 	}
 	for _, j := range s.active {
 		s.Jobs = append(s.Jobs, toJobJSON(j))
+	}
+	tc, err := db.ThumbCounts(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.Thumbs = thumbsJSON{Pending: tc[store.ThumbPending], Running: tc[store.ThumbRunning],
+		Ready: tc[store.ThumbReady], Failed: tc[store.ThumbFailed]}
+	if s.WAL.Bytes, err = db.WALSize(); err != nil {
+		return s, err
+	}
+	wj, err := db.WALJobs(ctx, 1)
+	if err != nil {
+		return s, err
+	}
+	for _, j := range wj {
+		s.WAL.LastJob = &walJobJSON{ID: j.ID, Mode: j.Mode, Status: j.Status, Reason: j.Reason,
+			RetryCount: j.RetryCount, Busy: j.Busy, LogFrames: j.LogFrames, Checkpointed: j.Checkpointed,
+			ErrorCode: j.ErrorCode, FinishedAt: jsonTime(j.FinishedAt)}
 	}
 	return s, nil
 }
@@ -100,6 +147,14 @@ func runStatus(c *cli.Context) error {
 			state = "files changed since the last hash run"
 		}
 		fmt.Fprintf(tw, "state:\t%s\n", state)
+		th := s.Thumbs
+		fmt.Fprintf(tw, "thumbnails:\t%s ready, %s pending, %s running, %s failed\n",
+			count(th.Ready), count(th.Pending), count(th.Running), count(th.Failed))
+		wal := "WAL:\t" + humanBytes(s.WAL.Bytes)
+		if j := s.WAL.LastJob; j != nil {
+			wal += fmt.Sprintf(", last checkpoint %s %s (%d of %d frames)", j.Mode, j.Status, j.Checkpointed, j.LogFrames)
+		}
+		fmt.Fprintln(tw, wal)
 		for _, j := range jobs {
 			fmt.Fprintf(tw, "job:\t%s\n", describeJob(j))
 		}
