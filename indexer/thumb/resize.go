@@ -27,11 +27,16 @@ type rowAdder func(y, x0, x1 int, sum []uint64)
 // mean of its pixels, in premultiplied RGBA. Cells differ by at most one
 // source pixel in width and height. dw and dh must be in 1..the source size.
 // Its memory is O(dw*dh), whatever the source size.
+//
+// A YCbCr image (what JPEG decodes to) is averaged in YCbCr, the space it
+// was encoded in, and each cell converted to RGB once: that is one
+// conversion per cell instead of one per pixel, and the same as averaging
+// in RGB except where pixels lie outside the RGB gamut.
 func boxReduce(src image.Image, dw, dh int) *image.RGBA {
 	b := src.Bounds()
 	sw, sh := b.Dx(), b.Dy()
 	dst := image.NewRGBA(image.Rect(0, 0, dw, dh))
-	add := rowAdderFor(src)
+	add, ycc := rowAdderFor(src)
 	sums := make([]uint64, 4*dw)
 
 	// Cell c along an axis of n source pixels and m cells covers source
@@ -54,6 +59,10 @@ func boxReduce(src image.Image, dw, dh int) *image.RGBA {
 			for i := range 4 {
 				row[4*cx+i] = uint8((sums[4*cx+i] + n/2) / n)
 			}
+			if ycc {
+				p := row[4*cx : 4*cx+3 : 4*cx+3]
+				p[0], p[1], p[2] = color.YCbCrToRGB(p[0], p[1], p[2])
+			}
 		}
 		clear(sums)
 	}
@@ -61,12 +70,18 @@ func boxReduce(src image.Image, dw, dh int) *image.RGBA {
 }
 
 // rowAdderFor returns a fast rowAdder for the image types that decoders
-// commonly return, and a generic one (through At) for the others.
-func rowAdderFor(src image.Image) rowAdder {
+// commonly return, and a generic one (through At) for the others. With ycc
+// the adder sums Y, Cb, Cr and alpha instead of RGBA.
+func rowAdderFor(src image.Image) (add rowAdder, ycc bool) {
 	switch m := src.(type) {
 	case *image.YCbCr:
 		if m.Rect.Min.X < 0 { // x>>hshift below would differ from COffset's x/2
-			break
+			return func(y, x0, x1 int, sum []uint64) {
+				for x := x0; x < x1; x++ {
+					c := m.YCbCrAt(x, y)
+					sum[0], sum[1], sum[2], sum[3] = sum[0]+uint64(c.Y), sum[1]+uint64(c.Cb), sum[2]+uint64(c.Cr), sum[3]+0xFF
+				}
+			}, true
 		}
 		hshift := 0 // log2 of the horizontal chroma subsampling
 		switch m.SubsampleRatio {
@@ -76,16 +91,22 @@ func rowAdderFor(src image.Image) rowAdder {
 			hshift = 2
 		}
 		return func(y, x0, x1 int, sum []uint64) {
-			var r, g, b uint64
-			yrow := m.Y[m.YOffset(x0, y):][:x1-x0]
-			cbase := m.COffset(x0, y) - x0>>hshift
-			for i, yy := range yrow {
-				ci := cbase + (x0+i)>>hshift
-				rr, gg, bb := color.YCbCrToRGB(yy, m.Cb[ci], m.Cr[ci])
-				r, g, b = r+uint64(rr), g+uint64(gg), b+uint64(bb)
+			var ys, cbs, crs uint64
+			for _, yy := range m.Y[m.YOffset(x0, y):][:x1-x0] {
+				ys += uint64(yy)
 			}
-			sum[0], sum[1], sum[2], sum[3] = sum[0]+r, sum[1]+g, sum[2]+b, sum[3]+0xFF*uint64(x1-x0)
-		}
+			// Each chroma sample counts for the luma pixels it covers.
+			cbase := m.COffset(x0, y) - x0>>hshift
+			for x := x0; x < x1; {
+				c := x >> hshift
+				next := min(x1, (c+1)<<hshift)
+				w := uint64(next - x)
+				cbs += w * uint64(m.Cb[cbase+c])
+				crs += w * uint64(m.Cr[cbase+c])
+				x = next
+			}
+			sum[0], sum[1], sum[2], sum[3] = sum[0]+ys, sum[1]+cbs, sum[2]+crs, sum[3]+0xFF*uint64(x1-x0)
+		}, true
 	case *image.RGBA:
 		return func(y, x0, x1 int, sum []uint64) {
 			var s [4]uint64
@@ -93,7 +114,7 @@ func rowAdderFor(src image.Image) rowAdder {
 				s[i&3] += uint64(v)
 			}
 			sum[0], sum[1], sum[2], sum[3] = sum[0]+s[0], sum[1]+s[1], sum[2]+s[2], sum[3]+s[3]
-		}
+		}, false
 	case *image.NRGBA:
 		return func(y, x0, x1 int, sum []uint64) {
 			var r, g, b, a uint64
@@ -106,7 +127,7 @@ func rowAdderFor(src image.Image) rowAdder {
 				a += pa
 			}
 			sum[0], sum[1], sum[2], sum[3] = sum[0]+r, sum[1]+g, sum[2]+b, sum[3]+a
-		}
+		}, false
 	case *image.Gray:
 		return func(y, x0, x1 int, sum []uint64) {
 			var v uint64
@@ -114,7 +135,7 @@ func rowAdderFor(src image.Image) rowAdder {
 				v += uint64(p)
 			}
 			sum[0], sum[1], sum[2], sum[3] = sum[0]+v, sum[1]+v, sum[2]+v, sum[3]+0xFF*uint64(x1-x0)
-		}
+		}, false
 	case *image.Paletted:
 		var lut [256][4]uint64 // indices beyond the palette read as transparent black
 		for i, c := range m.Palette[:min(len(m.Palette), 256)] {
@@ -128,12 +149,12 @@ func rowAdderFor(src image.Image) rowAdder {
 				s[0], s[1], s[2], s[3] = s[0]+c[0], s[1]+c[1], s[2]+c[2], s[3]+c[3]
 			}
 			sum[0], sum[1], sum[2], sum[3] = sum[0]+s[0], sum[1]+s[1], sum[2]+s[2], sum[3]+s[3]
-		}
+		}, false
 	}
 	return func(y, x0, x1 int, sum []uint64) {
 		for x := x0; x < x1; x++ {
 			r, g, b, a := src.At(x, y).RGBA()
 			sum[0], sum[1], sum[2], sum[3] = sum[0]+uint64(r>>8), sum[1]+uint64(g>>8), sum[2]+uint64(b>>8), sum[3]+uint64(a>>8)
 		}
-	}
+	}, false
 }
