@@ -19,7 +19,7 @@ bench_mount() {
 		touch "$db.done"
 	fi
 	mkdir -p "$mnt"
-	"$BIN" --db "$db" mount "$mnt" --no-index 2>"$WORK/mount.err" &
+	"$BIN" --db "$db" mount "$mnt" --no-index --no-thumbs 2>"$WORK/mount.err" &
 	pid=$!
 	# Never leave the mount behind.
 	trap 'kill -TERM '"$pid"' 2>/dev/null; wait '"$pid"' 2>/dev/null; umount -l "'"$mnt"'" 2>/dev/null' EXIT

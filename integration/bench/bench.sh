@@ -12,7 +12,9 @@
 #                       it, to show the peak memory of dupefs index is flat
 #   MOUNT_GROUPS=100000 groups (of 3 copies) in the index the mount bench
 #                       walks (bench-mount.sh)
-#   ONLY=mount          run only the named part (index, scale, mount)
+#   THUMB_PHOTOS=300    12-megapixel photos the thumbnail bench makes
+#                       thumbnails of (bench-thumbs.sh)
+#   ONLY=mount          run only the named part (index, scale, mount, thumbs)
 #   BENCH_DIR=/tmp/dupefs-bench   where trees, indexes and results go
 set -euo pipefail
 cd "$(dirname "$0")/../.."
