@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // FolderRow is a folder as the index knows it.
@@ -120,7 +121,23 @@ type ScanBatch struct {
 	insFolder, updFolder, insFile, updChanged   *sql.Stmt
 	updSeen, missFile, missFolders, missFilesIn *sql.Stmt
 	late                                        *sql.Stmt
+
+	// New files wait here and go in fileChunk at a time, in one INSERT of
+	// many rows: a first index writes each row for a third of the cost.
+	// Every other statement on files flushes them first.
+	pending  []any // fileCols values per row
+	insChunk *sql.Stmt
 }
+
+// fileChunk is how many new files one INSERT writes; fileCols the values
+// of one.
+const (
+	fileChunk = 64
+	fileCols  = 14
+)
+
+const insFileHead = `INSERT INTO files (root_id, folder_id, name, size, mtime_ns, dev, ino, nlink,
+	hash_status, prefix_hash, hash_algo, content_hash, first_seen_at, last_seen_at) VALUES `
 
 // ScanBatch prepares the scanner's statements; now (unix ms) stamps the
 // rows, algo is the index's hash algorithm.
@@ -137,9 +154,7 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 			RETURNING id`},
 		{&b.updFolder, `UPDATE folders SET root_id = ?2, parent_id = ?3, missing = 0, error = ?4,
 			last_seen_at = ?5 WHERE id = ?1`},
-		{&b.insFile, `INSERT INTO files (root_id, folder_id, name, size, mtime_ns, dev, ino, nlink,
-			hash_status, prefix_hash, hash_algo, content_hash, first_seen_at, last_seen_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?13)`},
+		{&b.insFile, insFileHead + fileRowParams},
 		{&b.updChanged, `UPDATE files SET root_id = ?2, size = ?3, mtime_ns = ?4, dev = ?5, ino = ?6, nlink = ?7,
 			hash_status = ?9, prefix_hash = ?10, hash_algo = ?11, content_hash = ?12,
 			error = NULL, missing = 0, last_seen_at = ?8 WHERE id = ?1`},
@@ -165,14 +180,49 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 	return b, nil
 }
 
-// Close releases the batch's statements.
+const fileRowParams = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+
+// Close writes the files still waiting and releases the batch's
+// statements. A failed write fails the transaction's Commit.
 func (b *ScanBatch) Close() {
+	if err := b.flush(); err != nil && b.tx.failed == nil {
+		b.tx.failed = err
+	}
 	for _, st := range []*sql.Stmt{b.insFolder, b.updFolder, b.insFile, b.updChanged,
-		b.updSeen, b.missFile, b.missFolders, b.missFilesIn, b.late} {
+		b.updSeen, b.missFile, b.missFolders, b.missFilesIn, b.late, b.insChunk} {
 		if st != nil {
 			st.Close()
 		}
 	}
+	b.pending = nil
+}
+
+// flush writes the new files that wait: whole chunks with one statement,
+// the rest one by one.
+func (b *ScanBatch) flush() error {
+	rows := b.pending
+	b.pending = b.pending[:0]
+	for len(rows) >= fileChunk*fileCols {
+		if b.insChunk == nil {
+			q := insFileHead + fileRowParams + strings.Repeat(", "+fileRowParams, fileChunk-1)
+			st, err := b.tx.tx.PrepareContext(b.tx.ctx, q)
+			if err != nil {
+				return classify("prepare add files", err)
+			}
+			b.insChunk = st
+		}
+		if _, err := b.insChunk.ExecContext(b.tx.ctx, rows[:fileChunk*fileCols]...); err != nil {
+			return classify("add files", err)
+		}
+		rows = rows[fileChunk*fileCols:]
+	}
+	for len(rows) > 0 {
+		if _, err := b.insFile.ExecContext(b.tx.ctx, rows[:fileCols]...); err != nil {
+			return classify("add file", err)
+		}
+		rows = rows[fileCols:]
+	}
+	return nil
 }
 
 func nullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id != 0} }
@@ -192,19 +242,26 @@ func (b *ScanBatch) SeeFolder(id, rootID, parentID int64, errText string) error 
 	return classify("update folder", err)
 }
 
-// AddFile inserts a new file: pending a hash, or with what f.Hash says.
+// AddFile inserts a new file: pending a hash, or with what f.Hash says. The
+// row is written with the next chunk, at the latest when the batch closes.
 func (b *ScanBatch) AddFile(rootID, folderID int64, f FileStat) error {
 	b.tx.noteSize(f.Size)
 	st, prefix, algo, content := b.hashCols(f.Hash)
-	_, err := b.insFile.ExecContext(b.tx.ctx, rootID, folderID, f.Name, f.Size, f.MtimeNS,
-		int64(f.Dev), int64(f.Ino), int64(f.Nlink), st, prefix, algo, content, b.now)
-	return classify("add file", err)
+	b.pending = append(b.pending, rootID, folderID, f.Name, f.Size, f.MtimeNS,
+		int64(f.Dev), int64(f.Ino), int64(f.Nlink), st, prefix, algo, content, b.now, b.now)
+	if len(b.pending) >= fileChunk*fileCols {
+		return b.flush()
+	}
+	return nil
 }
 
 // ChangeFile records new metadata for a file whose size, mtime or inode
 // changed: its old hashes are dropped; it is pending again unless f.Hash
 // says what it holds now.
 func (b *ScanBatch) ChangeFile(id, rootID int64, f FileStat) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
 	b.tx.noteSize(f.Size)
 	b.tx.groups = true
 	st, prefix, algo, content := b.hashCols(f.Hash)
@@ -221,6 +278,9 @@ func (b *ScanBatch) SeeFile(id, rootID int64, f FileStat, wasMissing bool) error
 		b.tx.noteSize(f.Size)
 		b.tx.groups = true
 	}
+	if err := b.flush(); err != nil {
+		return err
+	}
 	nlink := f.Nlink
 	_, err := b.updSeen.ExecContext(b.tx.ctx, id, rootID, int64(nlink), b.now)
 	return classify("update file", err)
@@ -230,6 +290,9 @@ func (b *ScanBatch) SeeFile(id, rootID int64, f FileStat, wasMissing bool) error
 // earlier, if the row is still as it was seen and not read yet. A row that
 // is not there (its folder comes later) is left to the hash job.
 func (b *ScanBatch) LateHash(dir string, f FileStat) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
 	st, prefix, algo, content := b.hashCols(f.Hash)
 	_, err := b.late.ExecContext(b.tx.ctx, dir, f.Name, f.Size, f.MtimeNS, int64(f.Dev), int64(f.Ino),
 		st, prefix, algo, content)
@@ -239,6 +302,9 @@ func (b *ScanBatch) LateHash(dir string, f FileStat) error {
 // LoseFile marks a file missing: it leaves its group but keeps its hashes,
 // so it is not read again if it comes back unchanged.
 func (b *ScanBatch) LoseFile(id int64) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
 	b.tx.groups = true
 	_, err := b.missFile.ExecContext(b.tx.ctx, id)
 	return classify("mark file missing", err)
@@ -247,6 +313,9 @@ func (b *ScanBatch) LoseFile(id int64) error {
 // LoseFolder marks a folder, every folder below it and all their files
 // missing.
 func (b *ScanBatch) LoseFolder(path string) error {
+	if err := b.flush(); err != nil {
+		return err
+	}
 	b.tx.groups = true
 	if _, err := b.missFilesIn.ExecContext(b.tx.ctx, path); err != nil {
 		return classify("mark files missing", err)

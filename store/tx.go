@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strconv"
 	"strings"
 )
 
@@ -29,6 +30,9 @@ type Tx struct {
 	// sizes are the buckets a scan changed in this transaction, recorded
 	// in dirty_sizes at commit.
 	sizes map[int64]struct{}
+	// failed is a write that could not be made after its caller returned
+	// (a ScanBatch flushing on Close): Commit then rolls back with it.
+	failed error
 }
 
 // noteSize marks a size bucket changed: the hash job will plan it.
@@ -83,6 +87,10 @@ func (tx *Tx) Rollback() { _ = tx.tx.Rollback() }
 // Commit bumps scan_epoch and recounts touched groups when the writes asked
 // for it, then commits.
 func (tx *Tx) Commit() error {
+	if tx.failed != nil {
+		tx.Rollback()
+		return tx.failed
+	}
 	if tx.epoch {
 		if err := tx.bumpEpoch(); err != nil {
 			tx.Rollback()
@@ -113,16 +121,20 @@ func (tx *Tx) bumpEpoch() error {
 	if len(tx.sizes) == 0 {
 		return nil
 	}
-	st, err := tx.tx.PrepareContext(tx.ctx, `INSERT INTO dirty_sizes (size, epoch) VALUES (?, ?)
-		ON CONFLICT (size) DO UPDATE SET epoch = excluded.epoch`)
-	if err != nil {
-		return classify("note changed sizes", err)
-	}
-	defer st.Close()
+	// One statement for every size: a JSON array of them.
+	buf := make([]byte, 0, 12*len(tx.sizes)+2)
+	buf = append(buf, '[')
 	for size := range tx.sizes {
-		if _, err := st.ExecContext(tx.ctx, size, epoch); err != nil {
-			return classify("note changed sizes", err)
+		if len(buf) > 1 {
+			buf = append(buf, ',')
 		}
+		buf = strconv.AppendInt(buf, size, 10)
+	}
+	buf = append(buf, ']')
+	if _, err := tx.exec("note changed sizes", `INSERT INTO dirty_sizes (size, epoch)
+		SELECT value, ?2 FROM json_each(?1) WHERE true
+		ON CONFLICT (size) DO UPDATE SET epoch = excluded.epoch`, string(buf), epoch); err != nil {
+		return err
 	}
 	tx.sizes = nil
 	return nil
