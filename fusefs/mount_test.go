@@ -116,7 +116,7 @@ func (t *testFS) add(root string, files ...copyOf) {
 		for _, f := range files {
 			id, ok := folders[f.dir]
 			if !ok {
-				if id, err = b.AddFolder(r.ID, 0, f.dir, ""); err != nil {
+				if id, err = b.AddFolder(r.ID, 0, f.dir, "", nil); err != nil {
 					return err
 				}
 				folders[f.dir] = id

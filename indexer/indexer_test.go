@@ -332,3 +332,51 @@ func TestHashRunKilledMidwayIsPlannedAgain(t *testing.T) {
 	e.run()
 	e.wantGroups([]string{"a", "b"})
 }
+
+// TestFolderSignatureSeesEveryChange: a rescan skips the file rows of a
+// folder whose signature is unchanged, so every change a file can go
+// through must change the signature, and a folder marked missing must not
+// keep an old one.
+func TestFolderSignatureSeesEveryChange(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"keep/a": "x1", "keep/b": "x2", "gone/c": "same", "other/d": "same"})
+	e.addRoot(store.RootSpec{})
+	e.run()
+	e.wantGroups([]string{"gone/c", "other/d"})
+
+	// A folder goes away and comes back as it was.
+	away := filepath.Join(filepath.Dir(e.dir), "away")
+	if err := os.Rename(filepath.Join(e.dir, "gone"), away); err != nil {
+		t.Fatal(err)
+	}
+	e.run()
+	if g := e.groups(); len(g) != 0 {
+		t.Fatalf("groups with the folder gone: %q", g)
+	}
+	if err := os.Rename(away, filepath.Join(e.dir, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	e.run()
+	e.wantGroups([]string{"gone/c", "other/d"})
+
+	// A new hard link changes only the link count of keep/a.
+	if err := os.Link(filepath.Join(e.dir, "keep/a"), filepath.Join(e.dir, "other/a-link")); err != nil {
+		t.Fatal(err)
+	}
+	e.run()
+	f, err := e.db.FolderByPath(ctx, filepath.Join(e.dir, "keep"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _, err := e.db.FolderListing(ctx, f.ID, true)
+	if err != nil || len(files) != 2 || files[0].Name != "a" || files[0].Nlink != 2 {
+		t.Fatalf("keep/a after a hard link elsewhere: %+v %v", files, err)
+	}
+
+	// Same size, same name, new mtime: the folder is compared in full.
+	os.WriteFile(filepath.Join(e.dir, "keep/b"), []byte("same"), 0o644)
+	os.Chtimes(filepath.Join(e.dir, "keep/b"), time.Now().Add(time.Hour), time.Now().Add(time.Hour))
+	e.run()
+	e.wantGroups([]string{"gone/c", "keep/b", "other/d"})
+}

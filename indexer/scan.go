@@ -1,10 +1,12 @@
 package indexer
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -93,7 +95,16 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	}
 	s.w = &walker{ctx: ctx, dbctx: context.WithoutCancel(ctx), ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
 		resume: s.cp.HasLast, checkpoint: string(s.cp.Last), bulk: bulk, warn: ix.cfg.Warn}
+	if !bulk {
+		if s.w.subfolders, err = ix.db.SubfoldersOfRoot(ctx, root.ID); err != nil {
+			return err
+		}
+	}
 	s.w.skip, s.w.skipIno = ix.skipSets()
+	s.w.skipNames = map[string]bool{}
+	for p := range s.w.skip {
+		s.w.skipNames[filepath.Base(p)] = true
+	}
 
 	jobCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -198,16 +209,22 @@ func (s *scanRun) visit(ctx context.Context, n *node, parentID int64, res *dirRe
 		c.Errors++
 		s.ix.cfg.Warn(errText)
 	}
+	// The signature is written with the folder's file rows, in the same
+	// transaction: commits fall between folders only.
+	sig := res.sig
+	if res.err != nil {
+		sig = nil
+	}
 	var id int64
 	var err error
 	if f := res.dbFolder; f != nil {
 		id = f.ID
-		if f.Missing || f.RootID != s.root.ID || f.ParentID != parentID || f.Error != errText {
-			err = s.write(func(b *store.ScanBatch) error { return b.SeeFolder(id, s.root.ID, parentID, errText) })
+		if f.Missing || f.RootID != s.root.ID || f.ParentID != parentID || f.Error != errText || !bytes.Equal(f.ListingSig, sig) {
+			err = s.write(func(b *store.ScanBatch) error { return b.SeeFolder(id, s.root.ID, parentID, errText, sig) })
 		}
 	} else {
 		err = s.write(func(b *store.ScanBatch) (err error) {
-			id, err = b.AddFolder(s.root.ID, parentID, n.abs, errText)
+			id, err = b.AddFolder(s.root.ID, parentID, n.abs, errText, sig)
 			return err
 		})
 	}
@@ -238,7 +255,7 @@ func (s *scanRun) diffFiles(folderID int64, res *dirResult) error {
 	p := s.ix.cfg.Progress
 	disk, db := res.files, res.dbFiles
 	i, j := 0, 0
-	for i < len(disk) || j < len(db) {
+	for !res.same && (i < len(disk) || j < len(db)) {
 		var err error
 		switch {
 		case j == len(db) || i < len(disk) && disk[i].Name < db[j].Name:

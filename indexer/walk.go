@@ -1,11 +1,13 @@
 package indexer
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path"
 	"slices"
 	"strings"
@@ -26,9 +28,15 @@ type dirResult struct {
 	fileErrs int              // files that vanished or could not be stat'ed
 
 	dbFolder *store.FolderRow // nil when the index has no row for it
-	dbFiles  []store.FileRow  // by name
+	dbFiles  []store.FileRow  // by name; not read when same
 	dbDirs   []store.FolderRow
 	late     []lateHash // files of earlier folders read on the way
+
+	// sig is the signature of files (nil when some file could not be
+	// read); same says it equals the one the index holds, so no file of
+	// the folder changed and dbFiles was not read.
+	sig  []byte
+	same bool
 }
 
 // weight is what a result costs in the prefetch buffer.
@@ -50,6 +58,11 @@ type walker struct {
 	bulk       bool // a bulk load: a new folder's subfolders are new too
 	excludes   []string
 	skip       map[string]bool // absolute paths never indexed
+	// subfolders are the root's folder rows by parent id, read once when
+	// the scan starts; a folder whose signature is unchanged takes its
+	// subfolders from here instead of a query.
+	subfolders map[int64][]store.FolderRow
+	skipNames  map[string]bool // their base names, to test before building a path
 	skipIno    map[[2]uint64]bool
 	warn       func(string)
 
@@ -125,6 +138,9 @@ func (w *walker) isDupefsMount(abs string) bool {
 func (w *walker) read(n *node) *dirResult {
 	res := &dirResult{}
 	w.readDisk(n, res)
+	if res.err == nil && res.fileErrs == 0 {
+		res.sig = listingSig(w.root.ID, res.files)
+	}
 	if err := w.readIndex(n, res); err != nil {
 		// The index could not be read: report it as the folder's error,
 		// so the committer leaves the folder alone.
@@ -158,9 +174,14 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 		n.dbRow = &f
 	}
 	res.dbFolder = n.dbRow
-	files, dirs, err := w.db.FolderListing(w.dbctx, n.dbRow.ID)
-	if err != nil {
-		return err
+	res.same = res.sig != nil && bytes.Equal(res.sig, n.dbRow.ListingSig)
+	var files []store.FileRow
+	dirs, preloaded := w.subfolders[n.dbRow.ID]
+	if !res.same || !preloaded && w.subfolders == nil {
+		var err error
+		if files, dirs, err = w.db.FolderListing(w.dbctx, n.dbRow.ID, !res.same); err != nil {
+			return err
+		}
 	}
 	slices.SortFunc(files, func(a, b store.FileRow) int { return strings.Compare(a.Name, b.Name) })
 	res.dbFiles, res.dbDirs = files, dirs
@@ -184,56 +205,54 @@ func (w *walker) readDisk(n *node, res *dirResult) {
 		res.err = &fs.PathError{Op: "open", Path: n.abs, Err: err}
 		return
 	}
-	f := os.NewFile(uintptr(fd), n.abs)
-	defer f.Close()
+	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		res.err = &fs.PathError{Op: "stat", Path: n.abs, Err: err}
 		return
 	}
 	res.dev, res.ino = st.Dev, st.Ino
-	ents, err := f.ReadDir(-1)
+	ents, err := readDirents(fd)
 	if err != nil {
 		// A partial listing would mark the rest missing: treat the
 		// folder as unreadable instead.
 		res.err = &fs.PathError{Op: "readdir", Path: n.abs, Err: err}
 		return
 	}
-	slices.SortFunc(ents, func(a, b os.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 	here := &ancestry{dev: st.Dev, ino: st.Ino, up: n.parent}
 	for _, e := range ents {
-		name := e.Name()
-		rel := joinRel(n.rel, name)
-		if w.excluded(rel, name) {
+		if len(w.excludes) > 0 && w.excluded(joinRel(n.rel, e.name), e.name) {
 			res.skipped++
 			continue
 		}
-		w.classify(n, res, fd, here, e.Type(), name, rel)
+		w.classify(n, res, fd, here, e.typ, e.name)
 	}
 }
 
 // classify stats one entry and files it as a file, a folder or skipped.
-func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ fs.FileMode, name, rel string) {
-	abs := store.JoinPath(n.abs, name)
-	if w.skip[abs] {
+// Paths are only built for what needs them: folders, and names that some
+// path never indexed ends with.
+func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ uint8, name string) {
+	if w.skipNames[name] && w.skip[store.JoinPath(n.abs, name)] {
 		res.skipped++
 		return
 	}
 	var st unix.Stat_t
 	statFlags, via := unix.AT_SYMLINK_NOFOLLOW, false
-	switch {
-	case typ.IsRegular():
+	switch typ {
+	case unix.DT_REG:
 		if n.mode == modePass {
 			return // committed already; only folders matter here
 		}
-	case typ.IsDir():
-	case typ&fs.ModeSymlink != 0:
+	case unix.DT_DIR:
+	case unix.DT_LNK:
 		if !w.root.FollowSymlinks {
 			res.skipped++
 			return
 		}
 		statFlags, via = 0, true
-	case typ&fs.ModeIrregular != 0:
+	case unix.DT_UNKNOWN:
 		// Type unknown: let stat decide.
 	default:
 		// FIFOs, sockets, devices: never read.
@@ -258,10 +277,12 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ f
 		res.files = append(res.files, store.FileStat{Name: name, Size: st.Size,
 			MtimeNS: st.Mtim.Nano(), Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink)})
 	case unix.S_IFDIR:
+		abs := store.JoinPath(n.abs, name)
 		if w.skipDir(n, res, here, abs, &st) {
 			res.skipped++
 			return
 		}
+		rel := joinRel(n.rel, name)
 		mode, ok := w.childMode(rel)
 		if !ok {
 			return
@@ -269,6 +290,54 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ f
 		res.subdirs = append(res.subdirs, newNode(rel, abs, mode, via || n.viaSymlink, here))
 	default:
 		res.skipped++
+	}
+}
+
+// dirent is one entry of a folder: its name and its type as getdents
+// tells it (unix.DT_*; DT_UNKNOWN on file systems that do not).
+type dirent struct {
+	name string
+	typ  uint8
+}
+
+// direntBufs holds getdents buffers for the folder readers.
+var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
+
+// readDirents lists a folder with getdents64 through a pooled buffer:
+// without os.File, its finalizer and poller, and one allocation per entry
+// less than os.File.ReadDir. "." and ".." are left out.
+func readDirents(fd int) ([]dirent, error) {
+	bp := direntBufs.Get().(*[]byte)
+	defer direntBufs.Put(bp)
+	buf := *bp
+	var out []dirent
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n <= 0 {
+			return out, nil
+		}
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
+				return nil, fmt.Errorf("getdents: bad record length %d", reclen)
+			}
+			typ := b[18]
+			nb := b[19:reclen]
+			if i := bytes.IndexByte(nb, 0); i >= 0 {
+				nb = nb[:i]
+			}
+			b = b[reclen:]
+			if len(nb) == 0 || (nb[0] == '.' && (len(nb) == 1 || len(nb) == 2 && nb[1] == '.')) {
+				continue
+			}
+			out = append(out, dirent{name: string(nb), typ: typ})
+		}
 	}
 }
 
@@ -286,4 +355,27 @@ func (w *walker) skipDir(n *node, res *dirResult, here *ancestry, abs string, st
 		return true
 	}
 	return w.isDupefsMount(abs)
+}
+
+// listingSig is the signature of a folder's files as a scan saw them: a
+// hash of the root and of every file's name, size, mtime, device, inode and
+// link count, in name order. A rescan that finds the signature the index
+// holds knows every file row of the folder is as it would write it.
+func listingSig(rootID int64, files []store.FileStat) []byte {
+	h := sha256.New()
+	var b [8 * 5]byte
+	binary.LittleEndian.PutUint64(b[:8], uint64(rootID))
+	h.Write(b[:8])
+	for i := range files {
+		f := &files[i]
+		h.Write([]byte(f.Name))
+		h.Write([]byte{0}) // no name holds a NUL
+		binary.LittleEndian.PutUint64(b[0:], uint64(f.Size))
+		binary.LittleEndian.PutUint64(b[8:], uint64(f.MtimeNS))
+		binary.LittleEndian.PutUint64(b[16:], f.Dev)
+		binary.LittleEndian.PutUint64(b[24:], f.Ino)
+		binary.LittleEndian.PutUint64(b[32:], f.Nlink)
+		h.Write(b[:])
+	}
+	return h.Sum(nil)[:16]
 }

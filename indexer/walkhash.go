@@ -123,9 +123,11 @@ func (w *walker) hashAhead(n *node, res *dirResult) {
 		}
 		// Unchanged rows keep what they have; only a row the hash job has
 		// not read (pending or of a unique size) may need a late read.
-		unchanged := j < len(db) && db[j].Name == f.Name && !db[j].Missing && db[j].Size == f.Size &&
+		// A folder whose signature the index holds has no changed file;
+		// rows the hash job has not read yet are left to it.
+		unchanged := res.same || j < len(db) && db[j].Name == f.Name && !db[j].Missing && db[j].Size == f.Size &&
 			db[j].MtimeNS == f.MtimeNS && db[j].Dev == f.Dev && db[j].Ino == f.Ino
-		needs := !unchanged || db[j].HashStatus == store.HashPending || db[j].HashStatus == store.HashUnique
+		needs := !res.same && (!unchanged || db[j].HashStatus == store.HashPending || db[j].HashStatus == store.HashUnique)
 		var first *pendingFile
 		if needs && f.Size > 0 {
 			first = &pendingFile{dir: n.abs, f: *f}

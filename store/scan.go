@@ -16,6 +16,9 @@ type FolderRow struct {
 	Path     string
 	Missing  bool
 	Error    string
+	// ListingSig is the signature of the folder's files at the last scan
+	// that read them all (nil: unknown).
+	ListingSig []byte
 }
 
 // FileRow is the part of a file row the scanner compares with the disk.
@@ -37,8 +40,8 @@ func (db *DB) FolderByPath(ctx context.Context, path string) (FolderRow, error) 
 	var f FolderRow
 	var parent sql.NullInt64
 	var errText sql.NullString
-	err := db.queryRow(ctx, `SELECT id, root_id, parent_id, path, missing, error
-		FROM folders WHERE path = ?`, path).Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText)
+	err := db.queryRow(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
+		FROM folders WHERE path = ?`, path).Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText, &f.ListingSig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, ErrNotFound
 	}
@@ -46,13 +49,40 @@ func (db *DB) FolderByPath(ctx context.Context, path string) (FolderRow, error) 
 	return f, classify("read folder", err)
 }
 
+// SubfoldersOfRoot returns every folder row of a root (missing ones too),
+// grouped by parent folder id: one query instead of one per folder for a
+// rescan whose folders are mostly unchanged.
+func (db *DB) SubfoldersOfRoot(ctx context.Context, rootID int64) (map[int64][]FolderRow, error) {
+	rows, err := db.query(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
+		FROM folders WHERE root_id = ?`, rootID)
+	if err != nil {
+		return nil, classify("read folders", err)
+	}
+	defer rows.Close()
+	out := map[int64][]FolderRow{}
+	for rows.Next() {
+		var f FolderRow
+		var parent sql.NullInt64
+		var errText sql.NullString
+		if err := rows.Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText, &f.ListingSig); err != nil {
+			return nil, classify("read folders", err)
+		}
+		f.ParentID, f.Error = parent.Int64, errText.String
+		out[f.ParentID] = append(out[f.ParentID], f)
+	}
+	return out, classify("read folders", rows.Err())
+}
+
 // FolderListing returns the files (by name) and the subfolders (by path) the
-// index holds for a folder, missing ones included.
-func (db *DB) FolderListing(ctx context.Context, folderID int64) ([]FileRow, []FolderRow, error) {
-	rows, err := db.query(ctx, `
-		SELECT 0, id, root_id, name, size, mtime_ns, dev, ino, nlink, missing, hash_status FROM files WHERE folder_id = ?1
-		UNION ALL
-		SELECT 1, id, root_id, path, 0, 0, 0, 0, 0, missing, error FROM folders WHERE parent_id = ?1`, folderID)
+// index holds for a folder, missing ones included. With filesToo false it
+// returns the subfolders only.
+func (db *DB) FolderListing(ctx context.Context, folderID int64, filesToo bool) ([]FileRow, []FolderRow, error) {
+	q := `SELECT 1, id, root_id, path, 0, 0, 0, 0, 0, missing, error, listing_sig FROM folders WHERE parent_id = ?1`
+	if filesToo {
+		q = `SELECT 0, id, root_id, name, size, mtime_ns, dev, ino, nlink, missing, hash_status, NULL
+			FROM files WHERE folder_id = ?1 UNION ALL ` + q
+	}
+	rows, err := db.query(ctx, q, folderID)
 	if err != nil {
 		return nil, nil, classify("read folder listing", err)
 	}
@@ -64,12 +94,13 @@ func (db *DB) FolderListing(ctx context.Context, folderID int64) ([]FileRow, []F
 		var r FileRow
 		var dev, ino, nlink int64
 		var errText sql.NullString
-		if err := rows.Scan(&kind, &r.ID, &r.RootID, &r.Name, &r.Size, &r.MtimeNS, &dev, &ino, &nlink, &r.Missing, &errText); err != nil {
+		var sig []byte
+		if err := rows.Scan(&kind, &r.ID, &r.RootID, &r.Name, &r.Size, &r.MtimeNS, &dev, &ino, &nlink, &r.Missing, &errText, &sig); err != nil {
 			return nil, nil, classify("read folder listing", err)
 		}
 		if kind == 1 {
 			dirs = append(dirs, FolderRow{ID: r.ID, RootID: r.RootID, Path: r.Name, ParentID: folderID,
-				Missing: r.Missing, Error: errText.String})
+				Missing: r.Missing, Error: errText.String, ListingSig: sig})
 			continue
 		}
 		r.HashStatus = errText.String
@@ -147,20 +178,21 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&b.insFolder, `INSERT INTO folders (root_id, parent_id, path, error, first_seen_at, last_seen_at)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?5)
+		{&b.insFolder, `INSERT INTO folders (root_id, parent_id, path, error, first_seen_at, last_seen_at, listing_sig)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
 			ON CONFLICT (path) DO UPDATE SET root_id = excluded.root_id, parent_id = excluded.parent_id,
-				missing = 0, error = excluded.error, last_seen_at = excluded.last_seen_at
+				missing = 0, error = excluded.error, last_seen_at = excluded.last_seen_at,
+				listing_sig = excluded.listing_sig
 			RETURNING id`},
 		{&b.updFolder, `UPDATE folders SET root_id = ?2, parent_id = ?3, missing = 0, error = ?4,
-			last_seen_at = ?5 WHERE id = ?1`},
+			last_seen_at = ?5, listing_sig = ?6 WHERE id = ?1`},
 		{&b.insFile, insFileHead + fileRowParams},
 		{&b.updChanged, `UPDATE files SET root_id = ?2, size = ?3, mtime_ns = ?4, dev = ?5, ino = ?6, nlink = ?7,
 			hash_status = ?9, prefix_hash = ?10, hash_algo = ?11, content_hash = ?12,
 			error = NULL, missing = 0, last_seen_at = ?8 WHERE id = ?1`},
 		{&b.updSeen, `UPDATE files SET root_id = ?2, nlink = ?3, missing = 0, last_seen_at = ?4 WHERE id = ?1`},
 		{&b.missFile, `UPDATE files SET missing = 1 WHERE id = ? AND missing = 0`},
-		{&b.missFolders, `UPDATE folders SET missing = 1
+		{&b.missFolders, `UPDATE folders SET missing = 1, listing_sig = NULL
 			WHERE (path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0')) AND missing = 0`},
 		{&b.missFilesIn, `UPDATE files SET missing = 1 WHERE missing = 0 AND folder_id IN
 			(SELECT id FROM folders WHERE path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0'))`},
@@ -228,17 +260,19 @@ func (b *ScanBatch) flush() error {
 func nullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id != 0} }
 
 // AddFolder inserts a folder (or revives the row of that path) and returns
-// its id. errText records why it could not be read ("" when it could).
-func (b *ScanBatch) AddFolder(rootID, parentID int64, path, errText string) (int64, error) {
+// its id. errText records why it could not be read ("" when it could); sig
+// is the signature of its files, which the caller writes in the same
+// transaction (nil: unknown).
+func (b *ScanBatch) AddFolder(rootID, parentID int64, path, errText string, sig []byte) (int64, error) {
 	var id int64
-	err := b.insFolder.QueryRowContext(b.tx.ctx, rootID, nullID(parentID), path, nullStr(errText), b.now).Scan(&id)
+	err := b.insFolder.QueryRowContext(b.tx.ctx, rootID, nullID(parentID), path, nullStr(errText), b.now, sig).Scan(&id)
 	return id, classify("add folder", err)
 }
 
-// SeeFolder updates a known folder: present again, its parent and root, and
-// its read error ("" for none).
-func (b *ScanBatch) SeeFolder(id, rootID, parentID int64, errText string) error {
-	_, err := b.updFolder.ExecContext(b.tx.ctx, id, rootID, nullID(parentID), nullStr(errText), b.now)
+// SeeFolder updates a known folder: present again, its parent and root, its
+// read error ("" for none) and the signature of its files.
+func (b *ScanBatch) SeeFolder(id, rootID, parentID int64, errText string, sig []byte) error {
+	_, err := b.updFolder.ExecContext(b.tx.ctx, id, rootID, nullID(parentID), nullStr(errText), b.now, sig)
 	return classify("update folder", err)
 }
 

@@ -152,7 +152,7 @@ func TestDiskFullIsReported(t *testing.T) {
 			return err
 		}
 		defer b.Close()
-		id, err := b.AddFolder(r.ID, 0, "/r", "")
+		id, err := b.AddFolder(r.ID, 0, "/r", "", nil)
 		if err != nil {
 			return err
 		}
@@ -190,7 +190,7 @@ func addFiles(tb testing.TB, db *DB, rootID int64, dir string, files ...FileStat
 			return err
 		}
 		defer b.Close()
-		folder, err = b.AddFolder(rootID, 0, dir, "")
+		folder, err = b.AddFolder(rootID, 0, dir, "", nil)
 		if err != nil {
 			return err
 		}
