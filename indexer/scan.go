@@ -152,13 +152,25 @@ func (s *scanRun) walk(ctx context.Context) error {
 	}
 	var stack []frame
 	visit := func(n *node, parentID int64) error {
-		if !s.pf.ready(n) {
-			// Never hold the write lock while waiting for the disk.
+		var res *dirResult
+		var err error
+		switch {
+		case s.pf.ready(n):
+			res, err = s.pf.wait(ctx, n)
+		case s.tx != nil && time.Since(s.txStart) < s.ix.cfg.BatchDuration:
+			// The batch is young: keep it open (a commit per folder
+			// rewrote the same pages a dozen times on a first index),
+			// but give its CPU to the readers while waiting.
+			s.pf.release()
+			res, err = s.pf.wait(ctx, n)
+			s.pf.hold()
+		default:
+			// Never hold the write lock long while waiting for the disk.
 			if err := s.commit(); err != nil {
 				return err
 			}
+			res, err = s.pf.wait(ctx, n)
 		}
-		res, err := s.pf.wait(ctx, n)
 		if err != nil {
 			return err
 		}

@@ -137,7 +137,11 @@ func (w *walker) isDupefsMount(abs string) bool {
 // read reads one folder: its entries from disk, and its rows from the index.
 func (w *walker) read(n *node) *dirResult {
 	res := &dirResult{}
-	w.readDisk(n, res)
+	fd := w.readDisk(n, res)
+	if fd >= 0 {
+		// Open until the files read ahead are opened relative to it.
+		defer unix.Close(fd)
+	}
 	if res.err == nil && res.fileErrs == 0 {
 		res.sig = listingSig(w.root.ID, res.files)
 	}
@@ -147,7 +151,7 @@ func (w *walker) read(n *node) *dirResult {
 		res.err = fmt.Errorf("read index: %w", err)
 	}
 	if res.err == nil && n.mode == modeFull {
-		w.hashAhead(n, res)
+		w.hashAhead(n, res, fd)
 	}
 	return res
 }
@@ -195,7 +199,9 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 	return nil
 }
 
-func (w *walker) readDisk(n *node, res *dirResult) {
+// readDisk lists and stats a folder. It returns the folder open, for the
+// caller to close, or -1 when it could not be opened.
+func (w *walker) readDisk(n *node, res *dirResult) int {
 	flags := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
 	if !n.viaSymlink {
 		flags |= unix.O_NOFOLLOW
@@ -203,13 +209,12 @@ func (w *walker) readDisk(n *node, res *dirResult) {
 	fd, err := unix.Open(n.abs, flags, 0)
 	if err != nil {
 		res.err = &fs.PathError{Op: "open", Path: n.abs, Err: err}
-		return
+		return -1
 	}
-	defer unix.Close(fd)
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		res.err = &fs.PathError{Op: "stat", Path: n.abs, Err: err}
-		return
+		return fd
 	}
 	res.dev, res.ino = st.Dev, st.Ino
 	ents, err := readDirents(fd)
@@ -217,7 +222,7 @@ func (w *walker) readDisk(n *node, res *dirResult) {
 		// A partial listing would mark the rest missing: treat the
 		// folder as unreadable instead.
 		res.err = &fs.PathError{Op: "readdir", Path: n.abs, Err: err}
-		return
+		return fd
 	}
 	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 	here := &ancestry{dev: st.Dev, ino: st.Ino, up: n.parent}
@@ -228,6 +233,7 @@ func (w *walker) readDisk(n *node, res *dirResult) {
 		}
 		w.classify(n, res, fd, here, e.typ, e.name)
 	}
+	return fd
 }
 
 // classify stats one entry and files it as a file, a folder or skipped.

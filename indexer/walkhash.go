@@ -113,7 +113,7 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, readChunk); return &
 // hashAhead notes the size of every file of a folder and reads the files
 // that need a hash and whose size is known to be shared, plus the first
 // file of a size that just became shared (res.late).
-func (w *walker) hashAhead(n *node, res *dirResult) {
+func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 	db := res.dbFiles
 	j := 0
 	for i := range res.files {
@@ -135,14 +135,14 @@ func (w *walker) hashAhead(n *node, res *dirResult) {
 		shared, late := w.sizes.note(f.Size, f.Dev, f.Ino, first)
 		if late != nil && w.ctx.Err() == nil {
 			lf := late.f
-			if lf.Hash = w.hashOf(late.dir, &lf); lf.Hash != nil {
+			if lf.Hash = w.hashOf(-1, late.dir, &lf); lf.Hash != nil {
 				res.late = append(res.late, lateHash{dir: late.dir, f: lf})
 			}
 		}
 		if f.Size == 0 || !shared || unchanged || w.ctx.Err() != nil {
 			continue // an unchanged pending row is read by the hash job
 		}
-		f.Hash = w.hashOf(n.abs, f)
+		f.Hash = w.hashOf(dirfd, n.abs, f)
 	}
 }
 
@@ -156,7 +156,8 @@ type lateHash struct {
 // hashOf reads a file once per inode: other links of an inode read already
 // reuse its hash, and so does a file whose inode the index knows with the
 // same size and mtime (it moved, or it is a hard link of a hashed file).
-func (w *walker) hashOf(dir string, f *store.FileStat) *store.FileHash {
+// dirfd is dir open, or -1.
+func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat) *store.FileHash {
 	if f.Nlink > 1 {
 		if h := w.links.get(f); h != nil {
 			return h
@@ -169,7 +170,7 @@ func (w *walker) hashOf(dir string, f *store.FileStat) *store.FileHash {
 			return h
 		}
 	}
-	h := w.readHash(store.JoinPath(dir, f.Name), f)
+	h := w.readHash(dirfd, store.JoinPath(dir, f.Name), f)
 	if f.Nlink > 1 && h != nil {
 		w.links.put(f, h)
 	}
@@ -179,7 +180,7 @@ func (w *walker) hashOf(dir string, f *store.FileStat) *store.FileHash {
 // readHash reads one file: whole when it is small, its first and last 4
 // KiB otherwise. It returns nil when the file changed or could not be read;
 // it then stays pending and the hash job tries it.
-func (w *walker) readHash(path string, f *store.FileStat) *store.FileHash {
+func (w *walker) readHash(dirfd int, path string, f *store.FileStat) *store.FileHash {
 	ix := w.ix
 	if ix.hashLimit != nil && ix.hashLimit.Wait(w.ctx) != nil {
 		return nil
@@ -191,7 +192,13 @@ func (w *walker) readHash(path string, f *store.FileStat) *store.FileHash {
 	} else {
 		ix.logRead("prefix", path)
 	}
-	fh, err := openFile(path)
+	var fh *rawFile
+	var err error
+	if dirfd >= 0 {
+		fh, err = openFileAt(dirfd, f.Name, path)
+	} else {
+		fh, err = openFile(path)
+	}
 	if err != nil {
 		return nil
 	}
