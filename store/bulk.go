@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 )
 
 // A first index inserts every file once. Keeping the secondary indexes of
@@ -83,16 +84,15 @@ func (tx *Tx) EndBulkLoad() error {
 	if err := json.Unmarshal([]byte(raw), &defs); err != nil {
 		return fmt.Errorf("bulk load state: %w", err)
 	}
-	for _, name := range bulkIndexes {
+	build := func(name string) error {
 		def, ok := defs[name]
 		if !ok {
 			return fmt.Errorf("bulk load state lacks index %s", name)
 		}
 		// IF NOT EXISTS: an earlier attempt may have built some.
 		q := "CREATE INDEX IF NOT EXISTS" + def[len("CREATE INDEX"):]
-		if _, err := tx.exec("build index "+name, q); err != nil {
-			return err
-		}
+		_, err := tx.exec("build index "+name, q)
+		return err
 	}
 	var seq int64
 	err = tx.tx.QueryRowContext(tx.ctx,
@@ -100,20 +100,51 @@ func (tx *Tx) EndBulkLoad() error {
 	if err != nil {
 		return classify("bump change sequence", err)
 	}
+	// Every size changed in a bulk load. Those no two inodes share are
+	// settled here in one grouped pass, before files_unsettled exists to be
+	// kept up to date, so the hash job plans the shared sizes only. Groups
+	// are found by a sorted scan of the table, cheaper than walking an
+	// index with a lookup per row.
 	steps := []struct{ op, q string }{
-		{"count groups", `INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
-			SELECT hash_algo, content_hash, max(size), count(*), count(DISTINCT dev || ',' || ino), ` + nowSQL + `, ?1
-			  FROM files WHERE content_hash IS NOT NULL AND missing = 0
-			 GROUP BY content_hash HAVING count(DISTINCT dev || ',' || ino) >= 2
+		{"", "files_size"},
+		{"find shared sizes", `CREATE TEMP TABLE IF NOT EXISTS bulk_shared (size INTEGER PRIMARY KEY);
+			DELETE FROM temp.bulk_shared;
+			INSERT INTO temp.bulk_shared (size)
+			SELECT size FROM files NOT INDEXED WHERE missing = 0 AND size > 0
+			 GROUP BY size HAVING min(ino) <> max(ino) OR min(dev) <> max(dev)`},
+		{"settle unique sizes", `UPDATE files SET hash_status = 'unique'
+			WHERE hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`},
+		{"forget settled sizes", `DELETE FROM dirty_sizes WHERE size NOT IN (SELECT size FROM temp.bulk_shared)`},
+		{"", "files_content"},
+		// A content two inodes hold has two distinct devices or inodes;
+		// one sorted pass finds them, the index counts their files.
+		{"count groups", `WITH candidates AS (
+			SELECT content_hash FROM files NOT INDEXED WHERE content_hash IS NOT NULL AND missing = 0
+			 GROUP BY content_hash HAVING min(ino) <> max(ino) OR min(dev) <> max(dev))
+			INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
+			SELECT f.hash_algo, f.content_hash, max(f.size), count(*), count(DISTINCT f.dev || ',' || f.ino), ` + nowSQL + `, ?1
+			  FROM candidates c JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
+			 GROUP BY f.content_hash
 			ON CONFLICT (hash_algo, content_hash) DO UPDATE SET
 			       file_count = excluded.file_count, inode_count = excluded.inode_count,
 			       changed_at = excluded.changed_at, change_seq = excluded.change_seq
 			 WHERE file_count <> excluded.file_count OR inode_count <> excluded.inode_count`},
+		{"", "files_unsettled"},
 		{"clear touched groups", "DELETE FROM content_dirty"},
 		{"end bulk load", "DELETE FROM settings WHERE key = '" + bulkKey + "'"},
 	}
 	for _, s := range steps {
-		if _, err := tx.exec(s.op, s.q, seq); err != nil {
+		if s.op == "" {
+			if err := build(s.q); err != nil {
+				return err
+			}
+			continue
+		}
+		args := []any{}
+		if strings.Contains(s.q, "?1") {
+			args = append(args, seq)
+		}
+		if _, err := tx.exec(s.op, s.q, args...); err != nil {
 			return err
 		}
 	}
