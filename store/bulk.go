@@ -22,8 +22,9 @@ import (
 // no job holds a live lease. While it lasts, writes skip the group
 // recount (it needs files_content); groups appear when it ends.
 
-// bulkIndexes are the indexes of files a bulk load drops.
-var bulkIndexes = []string{"files_size", "files_content", "files_unsettled"}
+// bulkIndexes are the indexes a bulk load drops: those of files, and
+// those of folders by parent and by root, which a first scan never reads.
+var bulkIndexes = []string{"files_size", "files_content", "files_unsettled", "folders_parent", "folders_root"}
 
 const bulkKey = "bulk_indexes"
 
@@ -87,7 +88,7 @@ func (tx *Tx) EndBulkLoad() error {
 	build := func(name string) error {
 		def, ok := defs[name]
 		if !ok {
-			return fmt.Errorf("bulk load state lacks index %s", name)
+			return nil // not dropped by the load that started
 		}
 		// IF NOT EXISTS: an earlier attempt may have built some.
 		q := "CREATE INDEX IF NOT EXISTS" + def[len("CREATE INDEX"):]
@@ -130,6 +131,8 @@ func (tx *Tx) EndBulkLoad() error {
 			       changed_at = excluded.changed_at, change_seq = excluded.change_seq
 			 WHERE file_count <> excluded.file_count OR inode_count <> excluded.inode_count`},
 		{"", "files_unsettled"},
+		{"", "folders_parent"},
+		{"", "folders_root"},
 		{"clear touched groups", "DELETE FROM content_dirty"},
 		{"end bulk load", "DELETE FROM settings WHERE key = '" + bulkKey + "'"},
 	}

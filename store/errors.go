@@ -56,3 +56,10 @@ func classify(op string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
+
+// isConstraint reports whether err is a constraint violation (a UNIQUE
+// index refused a row, say).
+func isConstraint(err error) bool {
+	var se *sqlite.Error
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+}
