@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -105,10 +106,15 @@ type Thumbnailer struct {
 
 	ffmpegWarned atomic.Bool // a missing ffmpeg is reported once
 
+	// Admission looks at the groups without a thumbnail in scans: a full
+	// one (by content id) first and when asked, then only the groups the
+	// change feed says changed since the last scan ended.
 	admitMu   sync.Mutex
-	cursor    int64 // last content id looked at for admission in this pass
-	exhausted bool  // every group was looked at in this pass
-	lastSeq   int64 // change_seq when the last full look ended
+	cursor    store.CandidateCursor // the last group looked at
+	exhausted bool                  // the scan looked at every group it covers
+	scanSeq   int64                 // change_seq when the scan began
+	looked    bool                  // some scan ended
+	seenSeq   int64                 // scanSeq of the last scan that ended
 }
 
 // NewThumbnailer prepares a Thumbnailer; it creates cfg.Dir (0700).
@@ -213,8 +219,12 @@ func (t *Thumbnailer) pass(ctx context.Context, force bool) (bool, error) {
 		return false, err
 	}
 	t.admitMu.Lock()
-	if force || seq != t.lastSeq || !t.exhausted {
-		t.cursor, t.exhausted = 0, false
+	switch {
+	case force || !t.looked:
+		t.cursor, t.exhausted, t.scanSeq = store.CandidateCursor{}, false, seq
+	case t.exhausted && seq != t.seenSeq:
+		t.cursor = store.CandidateCursor{BySeq: true, Seq: t.seenSeq, ID: math.MaxInt64}
+		t.exhausted, t.scanSeq = false, seq
 	}
 	t.admitMu.Unlock()
 
@@ -230,11 +240,6 @@ func (t *Thumbnailer) pass(ctx context.Context, force bool) (bool, error) {
 	if err := errors.Join(errs...); err != nil {
 		return false, err
 	}
-	t.admitMu.Lock()
-	if t.exhausted {
-		t.lastSeq = seq
-	}
-	t.admitMu.Unlock()
 	return requeued+cleaned > 0 || made.Load() > 0, nil
 }
 
@@ -273,7 +278,7 @@ func (t *Thumbnailer) work(ctx context.Context, made *atomic.Int64) error {
 
 // admit queues the next groups that hold an image or a video, up to the
 // queue's capacity. It returns how many it queued, and whether it stopped
-// because the queue is full; (0, false) once every group was looked at.
+// because the queue is full; (0, false) once the scan looked at every group.
 func (t *Thumbnailer) admit(ctx context.Context) (int, bool, error) {
 	t.admitMu.Lock()
 	defer t.admitMu.Unlock()
@@ -284,9 +289,11 @@ func (t *Thumbnailer) admit(ctx context.Context) (int, bool, error) {
 			return 0, false, err
 		}
 		var as []store.Admission
+		var at []store.ThumbCandidate
 		for _, c := range cs {
-			if kind := thumb.KindOf(c.Name); kind != "" {
+			if kind := mediaKind(c.Names); kind != "" {
 				as = append(as, store.Admission{ContentID: c.ContentID, MediaType: kind})
+				at = append(at, c)
 			}
 		}
 		n, done, err := t.db.AdmitThumbs(ctx, as, t.cfg.QueueCapacity)
@@ -295,18 +302,28 @@ func (t *Thumbnailer) admit(ctx context.Context) (int, bool, error) {
 		}
 		if done < len(as) {
 			// The queue is full: look again from the first one refused.
-			t.cursor = as[done].ContentID - 1
+			t.cursor.Seq, t.cursor.ID = at[done].Seq, at[done].ContentID-1
 			return n, true, nil
 		}
 		if len(cs) > 0 {
-			t.cursor = cs[len(cs)-1].ContentID
+			t.cursor.Seq, t.cursor.ID = cs[len(cs)-1].Seq, cs[len(cs)-1].ContentID
 		}
 		if len(cs) < page {
-			t.exhausted = true
+			t.exhausted, t.looked, t.seenSeq = true, true, t.scanSeq
 		}
 		if n > 0 {
 			return n, false, nil
 		}
 	}
 	return 0, false, nil
+}
+
+// mediaKind is the kind of the first name that has one.
+func mediaKind(names []string) string {
+	for _, n := range names {
+		if k := thumb.KindOf(n); k != "" {
+			return k
+		}
+	}
+	return ""
 }

@@ -331,7 +331,7 @@ func TestStaleThumbLeaseIsRequeued(t *testing.T) {
 	e.addRoot(store.RootSpec{})
 	e.run()
 	ctx := context.Background()
-	cs, _ := e.db.ThumbCandidates(ctx, 0, 10)
+	cs, _ := e.db.ThumbCandidates(ctx, store.CandidateCursor{}, 10)
 	as := []store.Admission{{ContentID: cs[0].ContentID, MediaType: "image"}, {ContentID: cs[1].ContentID, MediaType: "image"}}
 	if _, _, err := e.db.AdmitThumbs(ctx, as, 10); err != nil {
 		t.Fatal(err)
@@ -486,4 +486,46 @@ func TestVerifyCacheRemakesLostFiles(t *testing.T) {
 	if again.Attempt != row.Attempt+1 {
 		t.Fatalf("lost file not made again: attempt %d -> %d", row.Attempt, again.Attempt)
 	}
+}
+
+func TestServeMakesThumbnailsOfNewGroups(t *testing.T) {
+	e := newEnv(t)
+	writeImage(t, filepath.Join(e.dir, "a.png"), 40, 30)
+	copyFile(t, filepath.Join(e.dir, "a.png"), filepath.Join(e.dir, "b.png"))
+	e.addRoot(store.RootSpec{})
+	e.run()
+	cfg := e.thumbConfig()
+	cfg.PollInterval = 20 * time.Millisecond
+	th, err := NewThumbnailer(e.db, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- th.Serve(ctx) }()
+	defer func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Error(err)
+		}
+	}()
+	waitReady := func(rel string) {
+		t.Helper()
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			if row, ok := e.thumbOf(rel); ok && row.Status == store.ThumbReady {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no thumbnail of %s after 10s", rel)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
+	}
+	waitReady("a.png")
+	// A group that appears later is picked up from the change feed.
+	writeImage(t, filepath.Join(e.dir, "c.jpg"), 50, 20)
+	copyFile(t, filepath.Join(e.dir, "c.jpg"), filepath.Join(e.dir, "d.jpg"))
+	e.run()
+	waitReady("c.jpg")
 }

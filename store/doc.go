@@ -3,8 +3,9 @@
 // every write of the process goes, and a bounded pool of read-only
 // connections; it applies the embedded migrations; and it offers typed
 // queries for roots, folders and files, the job queue with its leases, the
-// hash pipeline, duplicate groups and status, with keyset pagination for every
-// listing.
+// hash pipeline, duplicate groups and status, the thumbnail and cleanup jobs,
+// the global I/O limiter and the WAL maintenance jobs, with keyset pagination
+// for every listing.
 //
 // Writes of a worker are fenced by its job lease (see Lease and Tx.Fence):
 // a worker that lost its lease changes nothing. Library code here never

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -54,21 +55,35 @@ func scanThumb(r rowScanner) (Thumb, error) {
 	return t, err
 }
 
-// ThumbCandidate is a group without a thumbnail row, with the name of one
-// of its copies to tell the media type by.
+// ThumbCandidate is a group without a thumbnail row, with the names of up
+// to 8 of its copies to tell the media type by.
 type ThumbCandidate struct {
 	ContentID int64
-	Name      string
+	Seq       int64 // its change_seq
+	Names     []string
 }
 
-// ThumbCandidates lists groups after content id afterID that have no
-// thumbnail yet.
-func (db *DB) ThumbCandidates(ctx context.Context, afterID int64, limit int) ([]ThumbCandidate, error) {
-	rows, err := db.query(ctx, `SELECT c.id, (SELECT f.name FROM files f
-			WHERE f.content_hash = c.content_hash AND f.missing = 0 ORDER BY f.name LIMIT 1)
+// CandidateCursor is where a look at the candidates stands: a content id
+// or, following the change feed, a (change_seq, content id) pair.
+type CandidateCursor struct {
+	BySeq bool
+	Seq   int64
+	ID    int64
+}
+
+// ThumbCandidates lists groups that have no thumbnail yet after cur: in
+// content id order, or with cur.BySeq in the order of the change feed (the
+// groups that changed since a look ended).
+func (db *DB) ThumbCandidates(ctx context.Context, cur CandidateCursor, limit int) ([]ThumbCandidate, error) {
+	where, order := "c.id > ?2", "c.id"
+	if cur.BySeq {
+		where, order = "(c.change_seq, c.id) > (?1, ?2)", "c.change_seq, c.id"
+	}
+	rows, err := db.query(ctx, `SELECT c.id, c.change_seq, (SELECT group_concat(name, char(0)) FROM
+			(SELECT f.name FROM files f WHERE f.content_hash = c.content_hash AND f.missing = 0 LIMIT 8))
 		FROM contents c
-		WHERE c.inode_count >= 2 AND c.id > ? AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id)
-		ORDER BY c.id LIMIT ?`, afterID, limit)
+		WHERE c.inode_count >= 2 AND `+where+` AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id)
+		ORDER BY `+order+` LIMIT ?3`, cur.Seq, cur.ID, limit)
 	if err != nil {
 		return nil, classify("list thumbnail candidates", err)
 	}
@@ -76,11 +91,13 @@ func (db *DB) ThumbCandidates(ctx context.Context, afterID int64, limit int) ([]
 	var out []ThumbCandidate
 	for rows.Next() {
 		var c ThumbCandidate
-		var name sql.NullString
-		if err := rows.Scan(&c.ContentID, &name); err != nil {
+		var names sql.NullString
+		if err := rows.Scan(&c.ContentID, &c.Seq, &names); err != nil {
 			return nil, classify("list thumbnail candidates", err)
 		}
-		c.Name = name.String
+		if names.String != "" {
+			c.Names = strings.Split(names.String, "\x00")
+		}
 		out = append(out, c)
 	}
 	return out, classify("list thumbnail candidates", rows.Err())

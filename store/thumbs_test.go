@@ -52,8 +52,8 @@ func TestAdmissionIsBoundedAndOncePerGroup(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
 	ids := makeGroups(t, db, 4)
-	cs, err := db.ThumbCandidates(ctx, 0, 10)
-	if err != nil || len(cs) != 4 || cs[0].Name != "img0-0.jpg" {
+	cs, err := db.ThumbCandidates(ctx, CandidateCursor{}, 10)
+	if err != nil || len(cs) != 4 || len(cs[0].Names) != 2 {
 		t.Fatalf("candidates: %+v %v", cs, err)
 	}
 	if q, d := admit(t, db, 2, ids...); q != 2 || d != 2 {
@@ -63,7 +63,7 @@ func TestAdmissionIsBoundedAndOncePerGroup(t *testing.T) {
 	if q, d := admit(t, db, 3, ids[0], ids[2]); q != 1 || d != 2 {
 		t.Fatalf("second admission: queued %d, through %d", q, d)
 	}
-	if cs, _ := db.ThumbCandidates(ctx, 0, 10); len(cs) != 1 || cs[0].ContentID != ids[3] {
+	if cs, _ := db.ThumbCandidates(ctx, CandidateCursor{}, 10); len(cs) != 1 || cs[0].ContentID != ids[3] {
 		t.Fatalf("candidates left: %+v", cs)
 	}
 	counts, _ := db.ThumbCounts(ctx)
@@ -292,5 +292,38 @@ func TestReserveIOSpacesReservations(t *testing.T) {
 	next, err := db2.ReserveIO(ctx, IOBucketThumbs, time.Millisecond)
 	if err != nil || next.Before(last.Add(100*time.Millisecond)) {
 		t.Fatalf("second process got %v, want after %v (%v)", next, last.Add(100*time.Millisecond), err)
+	}
+}
+
+func TestCandidatesFollowTheChangeFeedInPages(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	ids := makeGroups(t, db, 5) // one batch: one change_seq for all
+	seen := map[int64]int{}
+	cur := CandidateCursor{BySeq: true}
+	for range 10 {
+		cs, err := db.ThumbCandidates(ctx, cur, 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			seen[c.ContentID]++
+			cur.Seq, cur.ID = c.Seq, c.ContentID
+		}
+		if len(cs) < 2 {
+			break
+		}
+	}
+	if len(seen) != len(ids) {
+		t.Fatalf("pages of 2 by change_seq saw %v, want each of %v once", seen, ids)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Fatalf("group %d seen %d times", id, n)
+		}
+	}
+	// Nothing changed since: an incremental look finds nothing.
+	if cs, _ := db.ThumbCandidates(ctx, CandidateCursor{BySeq: true, Seq: cur.Seq, ID: 1 << 62}, 10); len(cs) != 0 {
+		t.Fatalf("nothing changed, yet %+v", cs)
 	}
 }
