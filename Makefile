@@ -20,7 +20,7 @@ test:
 
 # The concurrent packages once more under the race detector.
 test-race:
-	$(GO) test -race -count=1 -timeout 25m ./indexer/ ./store/
+	$(GO) test -race -count=1 -timeout 25m ./indexer/... ./store/ ./fusefs/
 
 # Side by side with jdupes, rdfind, fdupes and rmlint; see integration/bench.
 bench: build
