@@ -1,28 +1,29 @@
-// Package fusefs owns the mounted, read-only view of the duplicates: a
-// go-fuse node tree over the index, read through store only.
+// Package fusefs owns the mounted, read-only view of the duplicates, read
+// through store only.
 //
 //	/by-hash/<algo>:<hex>/<name>   symlink to the absolute path of a copy
 //	/by-size/<bytes>/<algo>:<hex>  symlink to ../../by-hash/<algo>:<hex>
-//	/thumbs/                       thumbnails of image and video groups
+//	/thumbs/<algo>:<hex>.jpg       thumbnails of image and video groups
 //	/status.json                   live progress and totals
 //
-// Listings stream from SQLite in keyset pages, with the row id as the
-// directory offset, so seekdir works and no cursor is held between kernel
-// calls. Inode numbers are derived from row ids, one kind per view. Nodes
-// hold ids, not data. A watcher polls PRAGMA data_version and tells the
-// kernel what changed, from its own goroutine, never from a handler.
+// It speaks the FUSE protocol through go-fuse's raw API and keeps no tree of
+// nodes: a node id is the inode number, kind<<56 | row id, one kind per
+// view, so every request is answered from the id alone. Folders need no
+// OPENDIR (it answers ENOSYS, and the kernel stops asking and keeps
+// listings in its page cache), listings stream from SQLite in keyset pages
+// with the row id as the directory offset, so seekdir works and nothing is
+// held between kernel calls. A watcher polls PRAGMA data_version and tells
+// the kernel what changed, from its own goroutine, never from a handler.
 package fusefs
 
 import (
 	"context"
 	"encoding/hex"
-	"log"
 	"os"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/dupefs/dupefs/store"
@@ -58,14 +59,12 @@ type FS struct {
 	uid uint32
 	gid uint32
 
-	root   *rootNode
-	byHash *fs.Inode
-	bySize *fs.Inode
-	thumbs *fs.Inode
-	status *statusFile
+	srv *fuse.Server // set once mounted
 
 	statusMu sync.Mutex
 	snap     statusSnap
+
+	handles handleTable
 }
 
 // New returns the view over db.
@@ -79,16 +78,16 @@ func New(db *store.DB, cfg Config) *FS {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	f := &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
-	f.root = &rootNode{fsys: f}
-	return f
+	return &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
 }
 
-// Inode numbers: the root is 1, the fixed nodes 2 to 5, and every node made
-// from a row is kind<<56 | row id, one kind per view, so a group directory
-// and the by-size link to it never share a number.
+// Node ids, which are also the inode numbers: the root is 1 (FUSE's root
+// id), the fixed nodes 2 to 5, and every node made from a row is
+// kind<<56 | row id, one kind per view, so a group directory and the
+// by-size link to it never share a number. Row ids come from AUTOINCREMENT
+// columns and are never reused.
 const (
-	inoRoot   = 1
+	inoRoot   = fuse.FUSE_ROOT_ID
 	inoByHash = 2
 	inoBySize = 3
 	inoThumbs = 4
@@ -101,32 +100,44 @@ const (
 	kindThumb    = 5 // /thumbs/<key>.jpg: thumbnail id
 )
 
-func ino(kind uint64, id int64) uint64 { return kind<<56 | uint64(id)&(1<<56-1) }
+const idMask = 1<<56 - 1
+
+func ino(kind uint64, id int64) uint64 { return kind<<56 | uint64(id)&idMask }
+
+// split tells a node id's kind and row id (kind 0: a fixed node).
+func split(node uint64) (kind uint64, id int64) { return node >> 56, int64(node & idMask) }
 
 // key is a group's name: <algo>:<hex>.
 func key(g store.GroupRef) string { return g.Algo + ":" + hex.EncodeToString(g.Hash) }
 
-// dbctx is the context of a query made for a kernel request. It is not
-// derived from the request (a page may be fetched under a later request),
-// and it cannot be cancelled: with modernc every statement run with a
-// cancellable context starts a watcher goroutine, which doubled the cost of
-// the short queries a walk of the mount makes by the hundred thousand.
-// Reads in WAL mode do not wait for locks, so they cannot hang on one.
-func dbctx() (context.Context, context.CancelFunc) {
-	return context.Background(), func() {}
-}
+// dbctx is the context of a query made for a kernel request. It cannot be
+// cancelled: with modernc every statement run with a cancellable context
+// starts a watcher goroutine, which doubled the cost of the short queries
+// a walk of the mount makes by the hundred thousand. Reads in WAL mode do
+// not wait for locks, so they cannot hang on one.
+func dbctx() context.Context { return context.Background() }
 
-// errno turns a store error into what the kernel is told.
-func (f *FS) errno(op string, err error) syscall.Errno {
+// status turns a store error into what the kernel is told.
+func (f *FS) status(op string, err error) fuse.Status {
 	switch {
 	case err == nil:
-		return 0
+		return fuse.OK
 	case err == store.ErrNotFound:
-		return syscall.ENOENT
+		return fuse.ENOENT
 	}
 	f.cfg.Logf("dupefs: %s: %v", op, err)
-	return syscall.EIO
+	return fuse.EIO
 }
+
+// Kernel cache times. Entries and attributes of folders made from rows
+// may stay a minute: the watcher invalidates those that change, and a
+// second walk of the mount then costs no round trip per folder. Those of
+// copies stay a second: a copy that leaves its group has no one to tell.
+const (
+	rowTimeout  = time.Minute
+	linkTimeout = time.Second
+	negTimeout  = 2 * time.Second
+)
 
 // setTimes sets every time of an attribute to t.
 func setTimes(a *fuse.Attr, t time.Time) {
@@ -136,26 +147,16 @@ func setTimes(a *fuse.Attr, t time.Time) {
 	a.SetTimes(&t, &t, &t)
 }
 
-// rowTimeout is how long the kernel may keep the entries and attributes of
-// nodes made from rows (groups, copies, sizes). The watcher tells it when one
-// changes, so a long time is safe, and it makes a second walk of the mount
-// cost two round trips per folder (opendir, releasedir) instead of five.
-const rowTimeout = time.Minute
-
-// cacheRow sets the kernel cache times of a row-derived entry.
-func cacheRow(out *fuse.EntryOut) {
-	out.SetEntryTimeout(rowTimeout)
-	out.SetAttrTimeout(rowTimeout)
-}
-
 func (f *FS) dirAttr(a *fuse.Attr, ino uint64, mtime time.Time) {
 	a.Ino, a.Mode, a.Nlink, a.Uid, a.Gid = ino, syscall.S_IFDIR|0o555, 2, f.uid, f.gid
+	a.Blksize = 4096
 	setTimes(a, mtime)
 }
 
 func (f *FS) linkAttr(a *fuse.Attr, ino uint64, target string, mtime time.Time) {
 	a.Ino, a.Mode, a.Nlink, a.Uid, a.Gid = ino, syscall.S_IFLNK|0o777, 1, f.uid, f.gid
 	a.Size = uint64(len(target))
+	a.Blksize = 4096
 	setTimes(a, mtime)
 }
 
@@ -163,14 +164,13 @@ func (f *FS) fileAttr(a *fuse.Attr, ino uint64, size int64, mtime time.Time) {
 	a.Ino, a.Mode, a.Nlink, a.Uid, a.Gid = ino, syscall.S_IFREG|0o444, 1, f.uid, f.gid
 	a.Size = uint64(size)
 	a.Blocks = (uint64(size) + 511) / 512
+	a.Blksize = 4096
 	setTimes(a, mtime)
 }
 
 // lastChange is when any group last changed: the mtime of the top folders.
 func (f *FS) lastChange() time.Time {
-	ctx, cancel := dbctx()
-	defer cancel()
-	_, t, err := f.db.LastChange(ctx)
+	_, t, err := f.db.LastChange(dbctx())
 	if err != nil {
 		f.cfg.Logf("dupefs: read last change: %v", err)
 	}
@@ -179,30 +179,17 @@ func (f *FS) lastChange() time.Time {
 
 // lastThumbChange is when a thumbnail last changed: the mtime of /thumbs.
 func (f *FS) lastThumbChange() time.Time {
-	ctx, cancel := dbctx()
-	defer cancel()
-	_, t, err := f.db.LastThumbChange(ctx)
+	_, t, err := f.db.LastThumbChange(dbctx())
 	if err != nil {
 		f.cfg.Logf("dupefs: read last thumbnail change: %v", err)
 	}
 	return t
 }
 
-// Options are the go-fuse options of the mount, all set here, each for a
+// mountOptions are the options of the mount, all set here, each for a
 // reason.
-func (f *FS) Options() *fs.Options {
-	entry, attr, neg := time.Second, time.Second, 2*time.Second
-	opts := &fs.Options{
-		// Longer kernel caches are safe: the watcher invalidates what
-		// changed (notes/fuse.md section 5).
-		EntryTimeout: &entry, AttrTimeout: &attr, NegativeTimeout: &neg,
-		// The root inode number must be set by hand (go-fuse #399).
-		RootStableAttr: &fs.StableAttr{Ino: inoRoot},
-		// Every node returns explicit permissions.
-		NullPermissions: true,
-		Logger:          log.New(os.Stderr, "go-fuse: ", 0),
-	}
-	opts.MountOptions = fuse.MountOptions{
+func (f *FS) mountOptions() *fuse.MountOptions {
+	o := &fuse.MountOptions{
 		// df shows "dupefs", /proc/mounts "fuse.dupefs".
 		FsName: "dupefs", Name: "dupefs",
 		Options: []string{"ro"},
@@ -214,15 +201,14 @@ func (f *FS) Options() *fs.Options {
 		// replace the defaults, so nosuid and nodev are repeated.
 		DirectMountFlags: syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV,
 		DisableXAttrs:    true,
-		// READDIRPLUS would look up and create an inode for every entry
-		// of a 100k-entry listing; AUTO uses it only while the caller
-		// stats entries (ls -l), plain READDIR otherwise.
+		// READDIRPLUS would look up every entry of a 100k-entry listing.
 		DisableReadDirPlus: true,
 		MaxReadAhead:       128 << 10,
+		MaxBackground:      64,
 		AllowOther:         f.cfg.AllowOther,
 	}
 	if f.cfg.AllowOther {
-		opts.MountOptions.Options = append(opts.MountOptions.Options, "default_permissions")
+		o.Options = append(o.Options, "default_permissions")
 	}
-	return opts
+	return o
 }

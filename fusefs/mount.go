@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fs"
 	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
@@ -28,9 +27,16 @@ func (f *FS) Mount(dir string) (*Mount, error) {
 	if err != nil {
 		return nil, fmt.Errorf("watch the index: %w", err)
 	}
-	srv, err := fs.Mount(dir, f.root, f.Options())
+	srv, err := fuse.NewServer(&raw{RawFileSystem: fuse.NewDefaultRawFileSystem(), f: f}, dir, f.mountOptions())
 	if err != nil {
 		w.Close()
+		return nil, fmt.Errorf("mount %s: %w", dir, err)
+	}
+	f.srv = srv
+	go srv.Serve()
+	if err := srv.WaitMount(); err != nil {
+		w.Close()
+		Unmount(srv, dir)
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())

@@ -145,7 +145,7 @@ func TestInodeNumbersMatchAndStay(t *testing.T) {
 			t.Errorf("st_ino %d != d_ino %d", st.Ino, e.ino)
 		}
 		// Forget it in the kernel and look it up again: same number.
-		tf.fs.byHash.NotifyEntry(e.name)
+		tf.fs.srv.EntryNotify(inoByHash, e.name)
 		var again syscall.Stat_t
 		syscall.Stat(filepath.Join(tf.mnt, "by-hash", e.name), &again)
 		if again.Ino != st.Ino {
@@ -211,11 +211,20 @@ func TestLiveChanges(t *testing.T) {
 	if _, err := os.Stat(g); !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("a content of one file is a group: %v", err) // also caches a negative entry
 	}
+	// The kernel keeps listings it read until told they changed.
+	if len(tf.names("by-hash")) != 0 || len(tf.names("by-size")) != 0 {
+		t.Fatal("a group of one file is listed")
+	}
 	// Another writer (as another process would) adds a copy: the group
 	// shows without a remount.
 	tf.add("/data", copyOf{"/data/b", "x", 10, 2, 1})
 	eventually(t, "the new group shows", func() bool { _, err := os.Stat(g); return err == nil })
+	eventually(t, "the new group lists", func() bool { return len(tf.names("by-hash")) == 1 })
 	eventually(t, "its copies list", func() bool { return len(tf.names("by-hash/"+keyOf(1))) == 2 })
+	eventually(t, "its size lists", func() bool {
+		n := tf.names("by-size")
+		return len(n) == 1 && n[0] == "10" && len(tf.names("by-size/10")) == 1
+	})
 	// One copy goes missing: the group, now one inode, disappears.
 	err := tf.db.Write(context.Background(), func(tx *store.Tx) error {
 		b, _ := tx.ScanBatch(1, "sha256")
@@ -228,6 +237,9 @@ func TestLiveChanges(t *testing.T) {
 	eventually(t, "the broken group goes", func() bool { _, err := os.Stat(g); return errors.Is(err, os.ErrNotExist) })
 	if n := tf.names("by-hash"); len(n) != 0 {
 		t.Fatalf("/by-hash still lists %q", n)
+	}
+	if n := tf.names("by-size"); len(n) != 0 {
+		t.Fatalf("/by-size still lists %q", n)
 	}
 }
 

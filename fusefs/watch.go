@@ -5,16 +5,15 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/hanwen/go-fuse/v2/fs"
-
 	"github.com/dupefs/dupefs/store"
 )
 
 // watch polls PRAGMA data_version, which moves with every commit by any
 // connection — the indexer of this process and `dupefs index` in another —
 // and tells the kernel what changed: the groups of the change feed
-// (contents.change_seq) lose their cached entries and attributes. It runs
-// in its own goroutine: notifying from a FUSE handler deadlocks.
+// (contents.change_seq) and the thumbnails of theirs (thumbnails.change_seq)
+// lose their cached entries, attributes and listings. It runs in its own
+// goroutine: notifying from a FUSE handler deadlocks.
 func (f *FS) watch(ctx context.Context, w *store.Watcher, seq, thumbSeq int64) {
 	defer w.Close()
 	t := time.NewTicker(f.cfg.PollInterval)
@@ -42,11 +41,10 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, seq, thumbSeq int64) {
 }
 
 // startWatch takes the watcher's baseline (data_version and the last
-// change) before the mount serves anything, so no commit after it goes
+// changes) before the mount serves anything, so no commit after it goes
 // unseen.
 func (f *FS) startWatch() (w *store.Watcher, seq, thumbSeq int64, err error) {
-	ctx, cancel := dbctx()
-	defer cancel()
+	ctx := dbctx()
 	w, err = f.db.NewWatcher(ctx)
 	if err != nil {
 		return nil, 0, 0, err
@@ -82,9 +80,10 @@ func (f *FS) applyChanges(ctx context.Context, seq int64) int64 {
 		}
 	}
 	if any {
-		// The top folders' mtimes moved; their listings are not cached.
-		for _, n := range []*fs.Inode{f.byHash, f.bySize, &f.root.Inode} {
-			n.NotifyContent(0, 0)
+		// The top folders' listings and mtimes moved; /thumbs lists
+		// groups only.
+		for _, n := range []uint64{inoByHash, inoBySize, inoRoot, inoThumbs} {
+			f.srv.InodeNotify(n, 0, 0)
 		}
 	}
 	return seq
@@ -92,25 +91,19 @@ func (f *FS) applyChanges(ctx context.Context, seq int64) int64 {
 
 // invalidate drops what the kernel may hold of one changed group: its
 // entry in /by-hash and in /by-size/<bytes> (a new group may sit in a
-// negative entry, a gone one in a positive one), the attributes of its
-// folders, and the entries of its copies the kernel looked up. Errors mean
-// the kernel had nothing cached and are ignored.
+// negative entry, a gone one in a positive one), the attributes and the
+// listings of its folders, and the entry of its thumbnail. (Entries of
+// copies are kept a second only.) The kernel answers ENOENT for what it
+// did not hold; that is ignored.
 func (f *FS) invalidate(c store.Change) {
 	k := key(c.GroupRef)
-	f.byHash.NotifyEntry(k)
-	if gd := f.byHash.GetChild(k); gd != nil {
-		for name := range gd.Children() {
-			gd.NotifyEntry(name)
-		}
-		gd.NotifyContent(0, 0)
-	}
-	f.invalidateThumb(k)
-	size := strconv.FormatInt(c.Size, 10)
-	f.bySize.NotifyEntry(size)
-	if sd := f.bySize.GetChild(size); sd != nil {
-		sd.NotifyEntry(k)
-		sd.NotifyContent(0, 0)
-	}
+	f.srv.EntryNotify(inoByHash, k)
+	f.srv.InodeNotify(ino(kindGroup, c.ID), 0, 0)
+	size := ino(kindSizeDir, c.Size)
+	f.srv.EntryNotify(inoBySize, strconv.FormatInt(c.Size, 10))
+	f.srv.EntryNotify(size, k)
+	f.srv.InodeNotify(size, 0, 0)
+	f.invalidateThumb(k, 0)
 }
 
 // applyThumbChanges notifies the kernel of every thumbnail that became
@@ -127,7 +120,7 @@ func (f *FS) applyThumbChanges(ctx context.Context, seq int64) int64 {
 			return seq
 		}
 		for _, c := range cs {
-			f.invalidateThumb(c.Key)
+			f.invalidateThumb(c.Key, c.ID)
 			seq, any = c.Seq, true
 		}
 		if len(cs) < 1000 {
@@ -135,17 +128,17 @@ func (f *FS) applyThumbChanges(ctx context.Context, seq int64) int64 {
 		}
 	}
 	if any {
-		f.thumbs.NotifyContent(0, 0)
+		f.srv.InodeNotify(inoThumbs, 0, 0)
 	}
 	return seq
 }
 
 // invalidateThumb drops the kernel's entry of a group's thumbnail (a new
-// one may sit in a negative entry) and the pages it kept of it.
-func (f *FS) invalidateThumb(k string) {
-	name := k + ".jpg"
-	f.thumbs.NotifyEntry(name)
-	if n := f.thumbs.GetChild(name); n != nil {
-		n.NotifyContent(0, 0)
+// one may sit in a negative entry) and, given the thumbnail's id, the
+// pages it kept of it.
+func (f *FS) invalidateThumb(k string, id int64) {
+	f.srv.EntryNotify(inoThumbs, k+".jpg")
+	if id != 0 {
+		f.srv.InodeNotify(ino(kindThumb, id), 0, 0)
 	}
 }

@@ -68,9 +68,10 @@ func (db *DB) ThumbByID(ctx context.Context, id int64) (Thumb, error) {
 	return ts[0], nil
 }
 
-// ThumbChange is a thumbnail whose status changed: its group key and the
-// position in the feed.
+// ThumbChange is a thumbnail whose status changed: its id, its group key
+// and the position in the feed.
 type ThumbChange struct {
+	ID  int64
 	Key string
 	Seq int64
 }
@@ -78,7 +79,7 @@ type ThumbChange struct {
 // ThumbChangesSince lists the thumbnails whose status changed after seq,
 // oldest first.
 func (db *DB) ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]ThumbChange, error) {
-	rows, err := db.query(ctx, `SELECT c.hash_algo || ':' || lower(hex(c.content_hash)), t.change_seq
+	rows, err := db.query(ctx, `SELECT t.id, c.hash_algo || ':' || lower(hex(c.content_hash)), t.change_seq
 		FROM thumbnails t JOIN contents c ON c.id = t.content_id
 		WHERE t.change_seq > ? ORDER BY t.change_seq LIMIT ?`, seq, limit)
 	if err != nil {
@@ -88,7 +89,7 @@ func (db *DB) ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]Th
 	var out []ThumbChange
 	for rows.Next() {
 		var c ThumbChange
-		if err := rows.Scan(&c.Key, &c.Seq); err != nil {
+		if err := rows.Scan(&c.ID, &c.Key, &c.Seq); err != nil {
 			return nil, classify("read thumbnail changes", err)
 		}
 		out = append(out, c)

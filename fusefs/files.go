@@ -1,0 +1,152 @@
+package fusefs
+
+import (
+	"errors"
+	"io"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// The files of the view: /status.json, made from the index, and the
+// thumbnails, served from the cache directory.
+
+// handleTable holds what an open file reads from, by file handle.
+type handleTable struct {
+	mu   sync.Mutex
+	next uint64
+	m    map[uint64]any // []byte (a status snapshot) or *os.File (a thumbnail)
+}
+
+func (t *handleTable) add(v any) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.m == nil {
+		t.m = map[uint64]any{}
+	}
+	t.next++
+	t.m[t.next] = v
+	return t.next
+}
+
+func (t *handleTable) get(fh uint64) any {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.m[fh]
+}
+
+func (t *handleTable) release(fh uint64) {
+	t.mu.Lock()
+	v := t.m[fh]
+	delete(t.m, fh)
+	t.mu.Unlock()
+	if f, ok := v.(*os.File); ok {
+		f.Close()
+	}
+}
+
+// statusSnap is the current contents of /status.json.
+type statusSnap struct {
+	data  []byte
+	made  time.Time
+	stale bool // the index changed since it was made
+}
+
+// snapshot returns the contents of /status.json, made again at most every
+// StatusEvery once the index changed.
+func (f *FS) snapshot() ([]byte, time.Time, fuse.Status) {
+	f.statusMu.Lock()
+	defer f.statusMu.Unlock()
+	s := &f.snap
+	if s.data == nil || s.stale && time.Since(s.made) >= f.cfg.StatusEvery {
+		data := []byte("{}\n")
+		if f.cfg.Status != nil {
+			b, err := f.cfg.Status(dbctx())
+			if err != nil {
+				if s.data == nil {
+					return nil, time.Time{}, f.status("make status.json", err)
+				}
+				f.cfg.Logf("dupefs: make status.json: %v", err)
+				return s.data, s.made, fuse.OK
+			}
+			data = b
+		}
+		s.data, s.made, s.stale = data, time.Now(), false
+	}
+	return s.data, s.made, fuse.OK
+}
+
+// statusChanged marks the snapshot stale.
+func (f *FS) statusChanged() {
+	f.statusMu.Lock()
+	f.snap.stale = true
+	f.statusMu.Unlock()
+}
+
+const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall.O_APPEND
+
+// open opens status.json, with one snapshot for the reader (direct I/O: its
+// size changes, and a reader reads to EOF), or a thumbnail, whose pages the
+// kernel keeps between opens until the watcher says it changed.
+func (f *FS) open(in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if in.Flags&writeFlags != 0 {
+		return fuse.EROFS
+	}
+	kind, id := split(in.NodeId)
+	switch {
+	case in.NodeId == inoStatus:
+		data, _, st := f.snapshot()
+		if st != fuse.OK {
+			return st
+		}
+		out.Fh, out.OpenFlags = f.handles.add(data), fuse.FOPEN_DIRECT_IO
+		return fuse.OK
+	case kind == kindThumb:
+		th, err := f.db.ThumbByID(dbctx(), id)
+		if err == nil && (th.Status != store.ThumbReady || !th.Group) {
+			err = store.ErrNotFound
+		}
+		if err != nil {
+			return f.status("open thumbnail", err)
+		}
+		file, err := os.Open(filepath.Join(f.cfg.ThumbDir, th.Key+".jpg"))
+		if err != nil {
+			// The row says ready but the cache lost the file: the
+			// thumbnailer makes it again when it next starts.
+			f.cfg.Logf("dupefs: open thumbnail: %v", err)
+			return fuse.EIO
+		}
+		out.Fh, out.OpenFlags = f.handles.add(file), fuse.FOPEN_KEEP_CACHE
+		return fuse.OK
+	case kind == kindGroup || kind == kindSizeDir || in.NodeId == inoRoot || in.NodeId == inoByHash ||
+		in.NodeId == inoBySize || in.NodeId == inoThumbs:
+		return fuse.EISDIR
+	}
+	return fuse.EINVAL
+}
+
+func (f *FS) read(in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	switch v := f.handles.get(in.Fh).(type) {
+	case []byte:
+		off := int64(in.Offset)
+		if off >= int64(len(v)) {
+			return fuse.ReadResultData(nil), fuse.OK
+		}
+		end := min(int64(len(v)), off+int64(len(buf)))
+		return fuse.ReadResultData(v[off:end]), fuse.OK
+	case *os.File:
+		n, err := v.ReadAt(buf, int64(in.Offset))
+		if err != nil && !errors.Is(err, io.EOF) {
+			f.cfg.Logf("dupefs: read thumbnail: %v", err)
+			return nil, fuse.EIO
+		}
+		return fuse.ReadResultData(buf[:n]), fuse.OK
+	}
+	return nil, fuse.EBADF
+}

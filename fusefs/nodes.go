@@ -1,0 +1,261 @@
+package fusefs
+
+import (
+	"errors"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// lookup finds name in the folder parent. Names that cannot be in it (a
+// file manager probing .Trash or autorun.inf) are answered without a
+// query; a name that is not there is cached by the kernel for a moment.
+func (f *FS) lookup(parent uint64, name string, out *fuse.EntryOut) fuse.Status {
+	kind, id := split(parent)
+	var st fuse.Status
+	switch {
+	case parent == inoRoot:
+		st = f.lookupRoot(name, out)
+	case parent == inoByHash:
+		st = f.lookupGroup(name, out)
+	case parent == inoBySize:
+		st = f.lookupSize(name, out)
+	case parent == inoThumbs:
+		st = f.lookupThumb(name, out)
+	case kind == kindGroup:
+		st = f.lookupCopy(id, name, out)
+	case kind == kindSizeDir:
+		st = f.lookupSizeLink(id, name, out)
+	default:
+		return fuse.ENOTDIR
+	}
+	if st == fuse.ENOENT {
+		*out = fuse.EntryOut{}
+		out.SetEntryTimeout(negTimeout)
+		return fuse.OK
+	}
+	return st
+}
+
+// entry fills out for node with the given cache time, its attributes
+// having been set by the caller.
+func entry(out *fuse.EntryOut, node uint64, timeout time.Duration) fuse.Status {
+	out.NodeId, out.Ino = node, node
+	out.SetEntryTimeout(timeout)
+	out.SetAttrTimeout(timeout)
+	return fuse.OK
+}
+
+func (f *FS) lookupRoot(name string, out *fuse.EntryOut) fuse.Status {
+	var node uint64
+	switch name {
+	case "by-hash":
+		node = inoByHash
+	case "by-size":
+		node = inoBySize
+	case "thumbs":
+		node = inoThumbs
+	case "status.json":
+		node = inoStatus
+	default:
+		return fuse.ENOENT
+	}
+	timeout, st := f.getattr(node, &out.Attr)
+	if st != fuse.OK {
+		return st
+	}
+	return entry(out, node, timeout)
+}
+
+// lookupGroup finds a group by its name, with one indexed query.
+func (f *FS) lookupGroup(name string, out *fuse.EntryOut) fuse.Status {
+	algo, sum, err := store.ParseKey(name)
+	if err != nil {
+		return fuse.ENOENT
+	}
+	g, err := f.db.Group(dbctx(), algo, sum)
+	if err != nil {
+		return f.status("look up group", err)
+	}
+	node := ino(kindGroup, g.ID)
+	f.dirAttr(&out.Attr, node, g.ChangedAt)
+	return entry(out, node, rowTimeout)
+}
+
+// lookupCopy finds a copy by the name it shows under: its basename (the
+// first copy with that basename), or basename~<file id>.
+func (f *FS) lookupCopy(contentID int64, name string, out *fuse.EntryOut) fuse.Status {
+	ctx := dbctx()
+	g, err := f.db.GroupByID(ctx, contentID)
+	if err != nil {
+		return f.status("read group", err)
+	}
+	m, err := f.db.MemberByName(ctx, g.GroupRef, name)
+	if errors.Is(err, store.ErrNotFound) {
+		id, ok := suffixID(name)
+		if !ok {
+			return fuse.ENOENT
+		}
+		var first bool
+		m, first, err = f.db.MemberByID(ctx, g.GroupRef, id)
+		if err == nil && linkName(m.Name, m.FileID, first) != name {
+			err = store.ErrNotFound
+		}
+	}
+	if err != nil {
+		return f.status("look up copy", err)
+	}
+	node := ino(kindLink, m.FileID)
+	f.linkAttr(&out.Attr, node, m.Path(), time.Unix(0, m.MtimeNS))
+	return entry(out, node, linkTimeout)
+}
+
+// parseSize accepts the decimal names /by-size lists, nothing else.
+func parseSize(name string) (int64, bool) {
+	if name == "" || len(name) > 19 || name[0] == '0' {
+		return 0, false
+	}
+	for i := 0; i < len(name); i++ {
+		if name[i] < '0' || name[i] > '9' {
+			return 0, false
+		}
+	}
+	n, err := strconv.ParseInt(name, 10, 64)
+	return n, err == nil
+}
+
+func (f *FS) lookupSize(name string, out *fuse.EntryOut) fuse.Status {
+	size, ok := parseSize(name)
+	if !ok {
+		return fuse.ENOENT
+	}
+	changed, err := f.db.SizeInfo(dbctx(), size)
+	if err != nil {
+		return f.status("look up size", err)
+	}
+	node := ino(kindSizeDir, size)
+	f.dirAttr(&out.Attr, node, changed)
+	return entry(out, node, rowTimeout)
+}
+
+func (f *FS) lookupSizeLink(size int64, name string, out *fuse.EntryOut) fuse.Status {
+	algo, sum, err := store.ParseKey(name)
+	if err != nil {
+		return fuse.ENOENT
+	}
+	g, err := f.db.Group(dbctx(), algo, sum)
+	if err == nil && g.Size != size {
+		err = store.ErrNotFound
+	}
+	if err != nil {
+		return f.status("look up group", err)
+	}
+	node := ino(kindSizeLink, g.ID)
+	f.linkAttr(&out.Attr, node, sizeTarget(g.GroupRef), g.ChangedAt)
+	return entry(out, node, rowTimeout)
+}
+
+// sizeTarget is where a by-size link points: the group's folder.
+func sizeTarget(g store.GroupRef) string { return "../../by-hash/" + key(g) }
+
+// lookupThumb finds a ready thumbnail by its group's key.
+func (f *FS) lookupThumb(name string, out *fuse.EntryOut) fuse.Status {
+	k, ok := strings.CutSuffix(name, ".jpg")
+	if !ok || f.cfg.ThumbDir == "" {
+		return fuse.ENOENT
+	}
+	algo, sum, err := store.ParseKey(k)
+	if err != nil {
+		return fuse.ENOENT
+	}
+	th, err := f.db.ReadyThumb(dbctx(), algo, sum)
+	if err != nil {
+		return f.status("look up thumbnail", err)
+	}
+	node := ino(kindThumb, th.ID)
+	f.fileAttr(&out.Attr, node, th.BytesSize, th.FinishedAt)
+	return entry(out, node, rowTimeout)
+}
+
+// getattr fills the attributes of node and says how long the kernel may
+// keep them.
+func (f *FS) getattr(node uint64, a *fuse.Attr) (time.Duration, fuse.Status) {
+	kind, id := split(node)
+	ctx := dbctx()
+	switch {
+	case node == inoRoot || node == inoByHash || node == inoBySize:
+		f.dirAttr(a, node, f.lastChange())
+		return time.Second, fuse.OK
+	case node == inoThumbs:
+		f.dirAttr(a, node, f.lastThumbChange())
+		return time.Second, fuse.OK
+	case node == inoStatus:
+		data, made, st := f.snapshot()
+		if st == fuse.OK {
+			f.fileAttr(a, node, int64(len(data)), made)
+		}
+		return time.Second, st
+	case kind == kindGroup:
+		g, err := f.db.GroupByID(ctx, id)
+		if err != nil {
+			return 0, f.status("read group", err)
+		}
+		f.dirAttr(a, node, g.ChangedAt)
+		return rowTimeout, fuse.OK
+	case kind == kindLink:
+		path, mtime, err := f.db.FilePath(ctx, id)
+		if err != nil {
+			return 0, f.status("read copy", err)
+		}
+		f.linkAttr(a, node, path, time.Unix(0, mtime))
+		return linkTimeout, fuse.OK
+	case kind == kindSizeDir:
+		changed, err := f.db.SizeInfo(ctx, id)
+		if err != nil {
+			return 0, f.status("read size", err)
+		}
+		f.dirAttr(a, node, changed)
+		return rowTimeout, fuse.OK
+	case kind == kindSizeLink:
+		g, err := f.db.GroupByID(ctx, id)
+		if err != nil {
+			return 0, f.status("read group", err)
+		}
+		f.linkAttr(a, node, sizeTarget(g.GroupRef), g.ChangedAt)
+		return rowTimeout, fuse.OK
+	case kind == kindThumb:
+		th, err := f.db.ThumbByID(ctx, id)
+		if err == nil && (th.Status != store.ThumbReady || !th.Group) {
+			err = store.ErrNotFound
+		}
+		if err != nil {
+			return 0, f.status("read thumbnail", err)
+		}
+		f.fileAttr(a, node, th.BytesSize, th.FinishedAt)
+		return rowTimeout, fuse.OK
+	}
+	return 0, fuse.ENOENT
+}
+
+func (f *FS) readlink(node uint64) ([]byte, fuse.Status) {
+	kind, id := split(node)
+	switch kind {
+	case kindLink:
+		path, _, err := f.db.FilePath(dbctx(), id)
+		if err != nil {
+			return nil, f.status("read copy", err)
+		}
+		return []byte(path), fuse.OK
+	case kindSizeLink:
+		g, err := f.db.GroupByID(dbctx(), id)
+		if err != nil {
+			return nil, f.status("read group", err)
+		}
+		return []byte(sizeTarget(g.GroupRef)), fuse.OK
+	}
+	return nil, fuse.EINVAL
+}

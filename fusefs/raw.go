@@ -1,0 +1,95 @@
+package fusefs
+
+import (
+	"github.com/hanwen/go-fuse/v2/fuse"
+)
+
+// raw answers the kernel's requests. Everything it is not listed here for
+// answers ENOSYS (go-fuse's default), and everything that would write
+// answers EROFS, though the read-only mount stops most of those before they
+// come here.
+type raw struct {
+	fuse.RawFileSystem
+	f *FS
+}
+
+func (r *raw) String() string { return "dupefs" }
+
+// Init: Mount keeps the server before it serves.
+func (r *raw) Init(*fuse.Server) {}
+
+func (r *raw) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
+	return r.f.lookup(h.NodeId, name, out)
+}
+
+// Forget: no node is kept, so there is nothing to forget.
+func (r *raw) Forget(nodeid, nlookup uint64) {}
+
+func (r *raw) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
+	timeout, st := r.f.getattr(in.NodeId, &out.Attr)
+	out.SetTimeout(timeout)
+	return st
+}
+
+func (r *raw) Readlink(_ <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+	return r.f.readlink(h.NodeId)
+}
+
+// OpenDir answers ENOSYS: the kernel then opens folders without asking
+// (FUSE_NO_OPENDIR_SUPPORT, Linux 5.1) and caches their listings until the
+// watcher says they changed. A walk of the mount saves two round trips a
+// folder.
+func (r *raw) OpenDir(<-chan struct{}, *fuse.OpenIn, *fuse.OpenOut) fuse.Status { return fuse.ENOSYS }
+
+func (r *raw) ReleaseDir(*fuse.ReleaseIn) {}
+
+func (r *raw) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.f.readdir(in.NodeId, in.Offset, out)
+}
+
+func (r *raw) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	return r.f.open(in, out)
+}
+
+func (r *raw) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
+	return r.f.read(in, buf)
+}
+
+func (r *raw) Release(_ <-chan struct{}, in *fuse.ReleaseIn) { r.f.handles.release(in.Fh) }
+
+func (r *raw) StatFs(_ <-chan struct{}, _ *fuse.InHeader, out *fuse.StatfsOut) fuse.Status {
+	out.Bsize, out.Frsize, out.NameLen = 4096, 4096, maxName
+	return fuse.OK
+}
+
+// Writes.
+
+func (r *raw) SetAttr(<-chan struct{}, *fuse.SetAttrIn, *fuse.AttrOut) fuse.Status { return fuse.EROFS }
+func (r *raw) Mknod(<-chan struct{}, *fuse.MknodIn, string, *fuse.EntryOut) fuse.Status {
+	return fuse.EROFS
+}
+func (r *raw) Mkdir(<-chan struct{}, *fuse.MkdirIn, string, *fuse.EntryOut) fuse.Status {
+	return fuse.EROFS
+}
+func (r *raw) Unlink(<-chan struct{}, *fuse.InHeader, string) fuse.Status { return fuse.EROFS }
+func (r *raw) Rmdir(<-chan struct{}, *fuse.InHeader, string) fuse.Status  { return fuse.EROFS }
+func (r *raw) Rename(<-chan struct{}, *fuse.RenameIn, string, string) fuse.Status {
+	return fuse.EROFS
+}
+func (r *raw) Link(<-chan struct{}, *fuse.LinkIn, string, *fuse.EntryOut) fuse.Status {
+	return fuse.EROFS
+}
+func (r *raw) Symlink(<-chan struct{}, *fuse.InHeader, string, string, *fuse.EntryOut) fuse.Status {
+	return fuse.EROFS
+}
+func (r *raw) Create(<-chan struct{}, *fuse.CreateIn, string, *fuse.CreateOut) fuse.Status {
+	return fuse.EROFS
+}
+func (r *raw) Write(<-chan struct{}, *fuse.WriteIn, []byte) (uint32, fuse.Status) {
+	return 0, fuse.EROFS
+}
+func (r *raw) SetXAttr(<-chan struct{}, *fuse.SetXAttrIn, string, []byte) fuse.Status {
+	return fuse.EROFS
+}
+func (r *raw) RemoveXAttr(<-chan struct{}, *fuse.InHeader, string) fuse.Status { return fuse.EROFS }
+func (r *raw) Fallocate(<-chan struct{}, *fuse.FallocateIn) fuse.Status        { return fuse.EROFS }
