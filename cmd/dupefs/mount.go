@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -95,7 +96,7 @@ func runMount(c *cli.Context) error {
 		})
 		m, err := fsys.Mount(mnt)
 		if err != nil {
-			return mountErrorf("%v%s", err, mountHint(err))
+			return mountErrorf("%s%s", strings.TrimSpace(err.Error()), mountHint(err))
 		}
 		fmt.Fprintf(os.Stderr, "dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", mnt)
 		return serve(c, db, m, background{index: cfg, thumbs: th, maintain: mcfg})
@@ -263,13 +264,19 @@ func checkOverlap(ctx context.Context, db *store.DB, mnt string) error {
 // mountHint explains the usual reasons mounting fails.
 func mountHint(err error) string {
 	s := err.Error()
+	if _, serr := os.Stat("/dev/fuse"); serr != nil {
+		return " (no /dev/fuse: is the fuse kernel module loaded? modprobe fuse)"
+	}
 	switch {
-	case strings.Contains(s, "fusermount"):
-		return " (as a user, dupefs mounts through fusermount3: install the fuse3 package)"
-	case strings.Contains(s, "/dev/fuse"):
-		return " (is the fuse kernel module loaded? modprobe fuse)"
+	case os.Geteuid() != 0 && syscall.Access("/dev/fuse", 6) != nil:
+		// fusermount3 reports this as a bare exit code.
+		return " (this user may not open /dev/fuse; on most systems it is crw-rw-rw-: ask an administrator, or mount as root)"
 	case strings.Contains(s, "allow_other"):
 		return " (--allow-other needs user_allow_other in /etc/fuse.conf)"
+	case strings.Contains(s, "fusermount"):
+		if _, lerr := exec.LookPath("fusermount3"); lerr != nil {
+			return " (as a user, dupefs mounts through fusermount3: install the fuse3 package)"
+		}
 	}
 	return ""
 }
