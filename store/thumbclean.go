@@ -79,8 +79,6 @@ func (db *DB) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.Dura
 	return c, err
 }
 
-const cleanupFence = ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
-
 // FinishThumbCleanup runs a claimed cleanup in one write transaction: if
 // the content is still no group and its thumbnail is terminal, it calls
 // remove (which deletes the cache file; a file already gone is no error)
@@ -91,7 +89,7 @@ func (db *DB) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func() e
 	err = db.Write(ctx, func(tx *Tx) error {
 		// The fence first: a job whose lease is lost removes nothing.
 		var one int
-		err := tx.tx.QueryRowContext(tx.ctx, "SELECT 1 FROM thumbnail_cleanup_jobs"+cleanupFence,
+		err := tx.tx.QueryRowContext(tx.ctx, "SELECT 1 FROM thumbnail_cleanup_jobs"+rowFence,
 			c.Lease.ID, c.Lease.Owner, c.Lease.Attempt).Scan(&one)
 		if errors.Is(err, sql.ErrNoRows) {
 			return fmt.Errorf("thumbnail cleanup %d attempt %d: %w", c.ID, c.Lease.Attempt, ErrLeaseLost)
@@ -123,16 +121,9 @@ func (db *DB) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func() e
 		}
 		res, err := tx.exec("finish thumbnail cleanup", `UPDATE thumbnail_cleanup_jobs SET status = ?4,
 			error_code = ?5, error_message = ?6, finished_at = `+nowSQL+`, worker_heartbeat_at = `+nowSQL+`,
-			lease_expires_at = NULL, updated_at = `+nowSQL+cleanupFence,
+			lease_expires_at = NULL, updated_at = `+nowSQL+rowFence,
 			c.Lease.ID, c.Lease.Owner, c.Lease.Attempt, status, code, msg)
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			removed = false
-			return fmt.Errorf("thumbnail cleanup %d attempt %d: %w", c.ID, c.Lease.Attempt, ErrLeaseLost)
-		}
-		return nil
+		return c.Lease.fenced("thumbnail cleanup", res, err)
 	})
-	return removed, err
+	return removed && err == nil, err
 }

@@ -190,14 +190,18 @@ func (db *DB) ClaimThumb(ctx context.Context, owner string, ttl time.Duration) (
 	return t, RowLease{ID: t.ID, Owner: owner, Attempt: t.Attempt, TTL: ttl}, nil
 }
 
-const thumbFence = ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
+// rowFence ends the WHERE of every write a worker makes on its row of
+// thumbnails, thumbnail_cleanup_jobs or wal_maintenance_jobs: ?1 id, ?2
+// owner, ?3 attempt.
+const rowFence = ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
 
-func thumbFenced(res sql.Result, err error, l RowLease) error {
+// fenced turns a fenced write that changed no row into ErrLeaseLost.
+func (l RowLease) fenced(what string, res sql.Result, err error) error {
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("thumbnail %d attempt %d: %w", l.ID, l.Attempt, ErrLeaseLost)
+		return fmt.Errorf("%s %d attempt %d: %w", what, l.ID, l.Attempt, ErrLeaseLost)
 	}
 	return nil
 }
@@ -206,8 +210,8 @@ func thumbFenced(res sql.Result, err error, l RowLease) error {
 func (db *DB) HeartbeatThumb(ctx context.Context, l RowLease) error {
 	return db.Write(ctx, func(tx *Tx) error {
 		res, err := tx.exec("heartbeat thumbnail", `UPDATE thumbnails SET worker_heartbeat_at = `+nowSQL+`,
-			lease_expires_at = `+nowSQL+` + ?4, updated_at = `+nowSQL+thumbFence, l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds())
-		return thumbFenced(res, err, l)
+			lease_expires_at = `+nowSQL+` + ?4, updated_at = `+nowSQL+rowFence, l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds())
+		return l.fenced("thumbnail", res, err)
 	})
 }
 
@@ -228,9 +232,9 @@ func (db *DB) FinishThumbReady(ctx context.Context, l RowLease, width, height in
 		res, err := tx.exec("finish thumbnail", `UPDATE thumbnails SET status = 'ready', width = ?4, height = ?5,
 			bytes_size = ?6, error_code = NULL, error_message = NULL, error_count = 0, retry_after = NULL,
 			change_seq = ?7, lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`,
-			finished_at = `+nowSQL+`, updated_at = `+nowSQL+thumbFence,
+			finished_at = `+nowSQL+`, updated_at = `+nowSQL+rowFence,
 			l.ID, l.Owner, l.Attempt, width, height, size, seq)
-		return thumbFenced(res, err, l)
+		return l.fenced("thumbnail", res, err)
 	})
 }
 
@@ -244,9 +248,9 @@ func (db *DB) FinishThumbFailed(ctx context.Context, l RowLease, code, msg strin
 		res, err := tx.exec("fail thumbnail", `UPDATE thumbnails SET status = 'failed', error_code = ?4,
 			error_message = ?5, error_count = error_count + 1, retry_after = `+nowSQL+` + ?6,
 			change_seq = ?7, lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`,
-			finished_at = `+nowSQL+`, updated_at = `+nowSQL+thumbFence,
+			finished_at = `+nowSQL+`, updated_at = `+nowSQL+rowFence,
 			l.ID, l.Owner, l.Attempt, code, msg, retryAfter.Milliseconds(), seq)
-		return thumbFenced(res, err, l)
+		return l.fenced("thumbnail", res, err)
 	})
 }
 
@@ -255,9 +259,9 @@ func (db *DB) FinishThumbFailed(ctx context.Context, l RowLease, code, msg strin
 func (db *DB) ReleaseThumb(ctx context.Context, l RowLease) error {
 	return db.Write(ctx, func(tx *Tx) error {
 		res, err := tx.exec("release thumbnail", `UPDATE thumbnails SET status = 'pending', worker_id = NULL,
-			worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+thumbFence,
+			worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+rowFence,
 			l.ID, l.Owner, l.Attempt)
-		return thumbFenced(res, err, l)
+		return l.fenced("thumbnail", res, err)
 	})
 }
 

@@ -166,8 +166,6 @@ func (db *DB) maintenance() (*sql.DB, error) {
 	return db.maint, db.maintErr
 }
 
-const walFence = ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
-
 // FinishWAL records the outcome of a claimed job: with runErr it fails;
 // when the checkpoint was busy it becomes retryable with a backoff; else it
 // completes. The checkpoint's counts are kept in every case.
@@ -180,7 +178,7 @@ func (db *DB) FinishWAL(ctx context.Context, j WALJob, c Checkpoint, runErr erro
 		case runErr != nil:
 			res, err = tx.exec("fail WAL job", `UPDATE wal_maintenance_jobs SET status = 'failed',
 				error_code = 'checkpoint_failed', error_message = ?4, finished_at = `+nowSQL+`,
-				worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL, updated_at = `+nowSQL+walFence,
+				worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL, updated_at = `+nowSQL+rowFence,
 				l.ID, l.Owner, l.Attempt, runErr.Error())
 		case c.Busy > 0:
 			res, err = tx.exec("retry WAL job", `UPDATE wal_maintenance_jobs SET status = 'retryable',
@@ -188,21 +186,15 @@ func (db *DB) FinishWAL(ctx context.Context, j WALJob, c Checkpoint, runErr erro
 				checkpoint_busy = ?4, checkpoint_log_frames = ?5, checkpointed_frames = ?6,
 				error_code = 'checkpoint_busy', error_message = 'readers or a writer held the WAL',
 				finished_at = `+nowSQL+`, worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL,
-				updated_at = `+nowSQL+walFence, l.ID, l.Owner, l.Attempt, c.Busy, c.LogFrames, c.Checkpointed)
+				updated_at = `+nowSQL+rowFence, l.ID, l.Owner, l.Attempt, c.Busy, c.LogFrames, c.Checkpointed)
 		default:
 			res, err = tx.exec("complete WAL job", `UPDATE wal_maintenance_jobs SET status = 'completed',
 				checkpoint_busy = ?4, checkpoint_log_frames = ?5, checkpointed_frames = ?6,
 				error_code = NULL, error_message = NULL, finished_at = `+nowSQL+`,
-				worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL, updated_at = `+nowSQL+walFence,
+				worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL, updated_at = `+nowSQL+rowFence,
 				l.ID, l.Owner, l.Attempt, c.Busy, c.LogFrames, c.Checkpointed)
 		}
-		if err != nil {
-			return err
-		}
-		if n, _ := res.RowsAffected(); n != 1 {
-			return fmt.Errorf("WAL job %d attempt %d: %w", l.ID, l.Attempt, ErrLeaseLost)
-		}
-		return nil
+		return l.fenced("WAL job", res, err)
 	})
 }
 
