@@ -115,7 +115,11 @@ func (f *FS) open(in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 		if err != nil {
 			return f.status("open thumbnail", err)
 		}
-		file, err := os.Open(filepath.Join(f.cfg.ThumbDir, th.Key+".jpg"))
+		name, err := store.ThumbFileName(th.Key)
+		if err != nil {
+			return f.status("open thumbnail", err)
+		}
+		file, err := os.Open(filepath.Join(f.cfg.ThumbDir, name))
 		if err != nil {
 			// The row says ready but the cache lost the file: the
 			// thumbnailer makes it again when it next starts.

@@ -18,7 +18,6 @@ package fusefs
 
 import (
 	"context"
-	"encoding/hex"
 	"os"
 	"sync"
 	"syscall"
@@ -54,7 +53,7 @@ type Config struct {
 
 // FS is the view over one index.
 type FS struct {
-	db  *store.DB
+	db  Index
 	cfg Config
 	uid uint32
 	gid uint32
@@ -68,7 +67,7 @@ type FS struct {
 }
 
 // New returns the view over db.
-func New(db *store.DB, cfg Config) *FS {
+func New(db Index, cfg Config) *FS {
 	if cfg.StatusEvery <= 0 {
 		cfg.StatusEvery = time.Second
 	}
@@ -108,7 +107,7 @@ func ino(kind uint64, id int64) uint64 { return kind<<56 | uint64(id)&idMask }
 func split(node uint64) (kind uint64, id int64) { return node >> 56, int64(node & idMask) }
 
 // key is a group's name: <algo>:<hex>.
-func key(g store.GroupRef) string { return g.Algo + ":" + hex.EncodeToString(g.Hash) }
+func key(g store.GroupRef) string { return store.GroupKey(g.Algo, g.Hash) }
 
 // dbctx is the context of a query made for a kernel request. It cannot be
 // cancelled: with modernc every statement run with a cancellable context

@@ -139,7 +139,11 @@ func (f *FS) listThumbs(ctx context.Context, off uint64) ([]fuse.DirEntry, error
 	ts, err := f.db.ReadyThumbsPage(ctx, idAfter(off), pageSize)
 	out := make([]fuse.DirEntry, 0, len(ts))
 	for _, th := range ts {
-		out = append(out, fuse.DirEntry{Name: th.Key + ".jpg", Mode: syscall.S_IFREG, Ino: ino(kindThumb, th.ID), Off: offID(th.ID)})
+		name, kerr := store.ThumbFileName(th.Key)
+		if kerr != nil {
+			continue // no row holds such a key; never list a bad name
+		}
+		out = append(out, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: ino(kindThumb, th.ID), Off: offID(th.ID)})
 	}
 	return out, err
 }

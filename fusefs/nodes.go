@@ -3,7 +3,6 @@ package fusefs
 import (
 	"errors"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -164,7 +163,7 @@ func sizeTarget(g store.GroupRef) string { return "../../by-hash/" + key(g) }
 
 // lookupThumb finds a ready thumbnail by its group's key.
 func (f *FS) lookupThumb(name string, out *fuse.EntryOut) fuse.Status {
-	k, ok := strings.CutSuffix(name, ".jpg")
+	k, ok := store.ThumbKeyOf(name)
 	if !ok || f.cfg.ThumbDir == "" {
 		return fuse.ENOENT
 	}

@@ -137,7 +137,9 @@ func (f *FS) applyThumbChanges(ctx context.Context, seq int64) int64 {
 // one may sit in a negative entry) and, given the thumbnail's id, the
 // pages it kept of it.
 func (f *FS) invalidateThumb(k string, id int64) {
-	f.srv.EntryNotify(inoThumbs, k+".jpg")
+	if name, err := store.ThumbFileName(k); err == nil {
+		f.srv.EntryNotify(inoThumbs, name)
+	}
 	if id != 0 {
 		f.srv.InodeNotify(ino(kindThumb, id), 0, 0)
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/zeebo/blake3"
 	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store"
 )
 
 const (
@@ -149,7 +151,7 @@ func shortRead(f *rawFile, err error) error {
 }
 
 func newHash(algo string) hash.Hash {
-	if algo == "blake3" {
+	if algo == store.HashBLAKE3 {
 		return blake3.New()
 	}
 	return sha256.New()

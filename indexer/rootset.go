@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	"github.com/dupefs/dupefs/store"
 )
@@ -33,15 +32,6 @@ func loadRoots(ctx context.Context, db *store.DB) (*rootSet, error) {
 	return s, nil
 }
 
-// within reports whether p is dir or lies under it. Both are absolute and
-// clean.
-func within(dir, p string) bool {
-	if dir == "/" {
-		return strings.HasPrefix(p, "/")
-	}
-	return p == dir || strings.HasPrefix(p, dir+"/")
-}
-
 // resolve returns the real path of p after checking that p lies under a
 // root as stored and, with every symlink resolved, under the same root
 // resolved.
@@ -50,14 +40,14 @@ func (s *rootSet) resolve(p string) (string, error) {
 		return "", fmt.Errorf("%q is not a clean absolute path", p)
 	}
 	for i, root := range s.paths {
-		if !within(root, p) || s.real[i] == "" {
+		if !store.Within(root, p) || s.real[i] == "" {
 			continue
 		}
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			return "", err
 		}
-		if !within(s.real[i], real) {
+		if !store.Within(s.real[i], real) {
 			return "", fmt.Errorf("%s resolves to %s, outside the indexed root %s", p, real, root)
 		}
 		return real, nil

@@ -171,21 +171,10 @@ func (t *Thumbnailer) reserveRead(ctx context.Context, n int64) error {
 	return nil
 }
 
-// ThumbName is the cache file name of a group's thumbnail. It refuses keys
-// that are not <algo>:<64 hex digits>, so no name can lead out of the
-// cache directory.
-func ThumbName(key string) (string, error) {
-	algo, hex, ok := strings.Cut(key, ":")
-	if !ok || (algo != "sha256" && algo != "blake3") || len(hex) != 64 || strings.Trim(hex, "0123456789abcdef") != "" {
-		return "", fmt.Errorf("not a group key: %q", key)
-	}
-	return key + ".jpg", nil
-}
-
 // write puts a thumbnail in the cache atomically: a temporary file in the
 // same directory, synced, then renamed over the final name.
 func (t *Thumbnailer) write(key string, data []byte) (int64, error) {
-	name, err := ThumbName(key)
+	name, err := store.ThumbFileName(key)
 	if err != nil {
 		return 0, err
 	}
@@ -226,7 +215,7 @@ func (t *Thumbnailer) verifyCache(ctx context.Context) error {
 			if r.Status != store.ThumbReady {
 				continue
 			}
-			name, err := ThumbName(r.Key)
+			name, err := store.ThumbFileName(r.Key)
 			if err != nil {
 				return err
 			}
@@ -273,7 +262,7 @@ func (t *Thumbnailer) cleanup(ctx context.Context) (int, error) {
 			return n, err
 		}
 		removed, err := t.db.FinishThumbCleanup(ctx, c, func() error {
-			name, err := ThumbName(c.Key)
+			name, err := store.ThumbFileName(c.Key)
 			if err != nil {
 				return err
 			}

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -23,25 +22,11 @@ type Group struct {
 }
 
 // Key is the group's name: <algo>:<64 lowercase hex> (seed 000 section 6.2).
-func (g Group) Key() string { return g.Algo + ":" + hex.EncodeToString(g.Hash) }
+func (g Group) Key() string { return GroupKey(g.Algo, g.Hash) }
 
 // Wasted is the space the extra copies take: size × (inodes − 1). Hard links
 // of one inode take no extra space.
 func (g Group) Wasted() int64 { return g.Size * (g.InodeCount - 1) }
-
-// ParseKey splits "<algo>:<hex>" into its algorithm and digest, checking the
-// digest length of the algorithm.
-func ParseKey(key string) (algo string, sum []byte, err error) {
-	algo, h, ok := strings.Cut(key, ":")
-	if !ok || (algo != "sha256" && algo != "blake3") || len(h) != 64 || strings.ToLower(h) != h {
-		return "", nil, fmt.Errorf("group key %q: want sha256:<64 lowercase hex> or blake3:<64 lowercase hex>", key)
-	}
-	sum, err = hex.DecodeString(h)
-	if err != nil {
-		return "", nil, fmt.Errorf("group key %q: %w", key, err)
-	}
-	return algo, sum, nil
-}
 
 // GroupFile is one live path of a group.
 type GroupFile struct {

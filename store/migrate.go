@@ -65,15 +65,24 @@ func migrate(ctx context.Context, w *sql.DB) error {
 		applied_at INTEGER NOT NULL)`); err != nil {
 		return classify("create schema_migrations", err)
 	}
-	var newest int
-	if err := w.QueryRowContext(ctx, "SELECT coalesce(max(version), 0) FROM schema_migrations").Scan(&newest); err != nil {
-		return classify("read schema version", err)
+	applied, err := appliedVersions(ctx, w)
+	if err != nil {
+		return err
 	}
-	if last := ms[len(ms)-1].version; newest > last {
-		return fmt.Errorf("%w (schema version %d, this build knows up to %d)", ErrNewerSchema, newest, last)
-	}
+	known := map[int]bool{}
 	for _, m := range ms {
-		if m.version <= newest {
+		known[m.version] = true
+	}
+	for v := range applied {
+		if !known[v] {
+			return fmt.Errorf("%w (schema version %d is not one this build knows)", ErrNewerSchema, v)
+		}
+	}
+	// Every migration not recorded yet, in order: a version below the
+	// newest applied one is applied too (two branches of development may
+	// land their migrations in either order).
+	for _, m := range ms {
+		if applied[m.version] {
 			continue
 		}
 		if err := applyMigration(ctx, w, m); err != nil {
@@ -81,6 +90,24 @@ func migrate(ctx context.Context, w *sql.DB) error {
 		}
 	}
 	return nil
+}
+
+// appliedVersions reads the versions schema_migrations records.
+func appliedVersions(ctx context.Context, w *sql.DB) (map[int]bool, error) {
+	rows, err := w.QueryContext(ctx, "SELECT version FROM schema_migrations")
+	if err != nil {
+		return nil, classify("read schema version", err)
+	}
+	defer rows.Close()
+	out := map[int]bool{}
+	for rows.Next() {
+		var v int
+		if err := rows.Scan(&v); err != nil {
+			return nil, classify("read schema version", err)
+		}
+		out[v] = true
+	}
+	return out, classify("read schema version", rows.Err())
 }
 
 func applyMigration(ctx context.Context, w *sql.DB, m migration) error {

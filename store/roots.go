@@ -98,14 +98,6 @@ func (db *DB) RootByPath(ctx context.Context, path string) (Root, error) {
 	return r, classify("read root", err)
 }
 
-// isInside reports whether p lies strictly below dir.
-func isInside(p, dir string) bool {
-	if dir == "/" {
-		return p != "/"
-	}
-	return strings.HasPrefix(p, dir+"/")
-}
-
 // AddRoot adds spec as a root. A path inside an existing root adds nothing
 // and returns that root (RootCovered). A path that contains existing roots
 // absorbs them: their folders, files (with their hashes) and scan history
@@ -140,10 +132,10 @@ func (db *DB) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root, Ad
 				_, err := tx.exec("update root", `UPDATE roots SET follow_symlinks = ?, one_file_system = ?,
 					excludes = ? WHERE id = ?`, spec.FollowSymlinks, spec.OneFileSystem, string(ex), r.ID)
 				return err
-			case isInside(spec.Path, r.Path):
+			case Below(r.Path, spec.Path):
 				id, outcome = r.ID, RootCovered
 				return nil
-			case isInside(r.Path, spec.Path):
+			case Below(spec.Path, r.Path):
 				inner = append(inner, r)
 			}
 		}

@@ -251,15 +251,15 @@ func (db *DB) IntegrityCheck(ctx context.Context) (string, error) {
 }
 
 func (db *DB) initHashAlgo(ctx context.Context, want string) error {
-	if want != "" && want != "sha256" && want != "blake3" {
-		return fmt.Errorf("hash algorithm %q: want sha256 or blake3", want)
+	if want != "" && !ValidHashAlgo(want) {
+		return fmt.Errorf("hash algorithm %q: want one of %s", want, strings.Join(HashAlgos, ", "))
 	}
 	var have string
 	err := db.w.QueryRowContext(ctx, "SELECT value FROM settings WHERE key = 'hash_algo'").Scan(&have)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		if want == "" {
-			want = "sha256"
+			want = DefaultHash
 		}
 		if _, err := db.w.ExecContext(ctx, "INSERT INTO settings (key, value) VALUES ('hash_algo', ?)", want); err != nil {
 			return classify("record hash algorithm", err)

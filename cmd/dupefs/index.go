@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"strings"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -65,8 +66,8 @@ func indexerConfig(c *cli.Context, db *store.DB) (indexer.Config, func(), error)
 
 func runIndex(c *cli.Context) error {
 	algo := c.String("hash")
-	if algo != "" && algo != "sha256" && algo != "blake3" {
-		return usageErrorf("--hash %q: want sha256 or blake3", algo)
+	if algo != "" && !store.ValidHashAlgo(algo) {
+		return usageErrorf("--hash %q: want one of %s", algo, strings.Join(store.HashAlgos, ", "))
 	}
 	tuneGC()
 	return withDB(c, openOpts{hashAlgo: algo}, func(db *store.DB) error {

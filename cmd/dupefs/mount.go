@@ -246,7 +246,7 @@ func checkOverlap(ctx context.Context, db *store.DB, mnt string) error {
 	if err != nil {
 		return err
 	}
-	under := func(p, dir string) bool { return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/") }
+	under := func(p, dir string) bool { return store.Within(dir, p) }
 	for _, r := range roots {
 		switch {
 		case under(mnt, r.Path):

@@ -71,7 +71,7 @@ func resolveDir(p string) (string, error) {
 	}
 	mounts, _ := indexer.DupefsMounts()
 	for _, m := range mounts {
-		if real == m || strings.HasPrefix(real, strings.TrimSuffix(m, "/")+"/") {
+		if store.Within(m, real) {
 			return "", usageErrorf("%s is inside the dupefs mount %s: index the original folders instead", p, m)
 		}
 	}

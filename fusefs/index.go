@@ -1,0 +1,43 @@
+package fusefs
+
+import (
+	"context"
+	"time"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// Index is everything the view reads of the index: keyset pages of groups,
+// sizes, copies and thumbnails, single rows by id or name, the change feeds
+// and a watcher of commits. *store.DB implements it; the view never writes.
+type Index interface {
+	// Groups, by content id and by size.
+	GroupsPage(ctx context.Context, afterID int64, limit int) ([]store.GroupRef, error)
+	SizeGroupsPage(ctx context.Context, size, afterID int64, limit int) ([]store.GroupRef, error)
+	SizesPage(ctx context.Context, afterSize int64, limit int) ([]int64, error)
+	Group(ctx context.Context, algo string, sum []byte) (store.GroupInfo, error)
+	GroupByID(ctx context.Context, id int64) (store.GroupInfo, error)
+	SizeInfo(ctx context.Context, size int64) (time.Time, error)
+
+	// The copies of a group.
+	MembersPage(ctx context.Context, g store.GroupRef, afterName string, afterID int64, limit int) ([]store.MemberName, error)
+	MemberByName(ctx context.Context, g store.GroupRef, name string) (store.Member, error)
+	MemberByID(ctx context.Context, g store.GroupRef, fileID int64) (store.Member, bool, error)
+	FirstWithName(ctx context.Context, g store.GroupRef, name string, fileID int64) (bool, error)
+	FileName(ctx context.Context, id int64) (string, error)
+	FilePath(ctx context.Context, id int64) (string, int64, error)
+
+	// Thumbnails.
+	ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]store.Thumb, error)
+	ReadyThumb(ctx context.Context, algo string, sum []byte) (store.Thumb, error)
+	ThumbByID(ctx context.Context, id int64) (store.Thumb, error)
+
+	// What changed, and when anything was committed.
+	ChangesSince(ctx context.Context, seq int64, limit int) ([]store.Change, error)
+	LastChange(ctx context.Context) (int64, time.Time, error)
+	ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]store.ThumbChange, error)
+	LastThumbChange(ctx context.Context) (int64, time.Time, error)
+	NewWatcher(ctx context.Context) (*store.Watcher, error)
+}
+
+var _ Index = (*store.DB)(nil)

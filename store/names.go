@@ -1,0 +1,81 @@
+package store
+
+import (
+	"encoding/hex"
+	"fmt"
+	"strings"
+)
+
+// The one definition of each name the index, the view, the reports and the
+// thumbnail cache share: hash algorithms, group keys, thumbnail file names,
+// and what it means for a path to lie under a folder.
+
+// Hash algorithms, as stored in settings and files.hash_algo and written
+// before the ':' of a group key.
+const (
+	HashSHA256 = "sha256"
+	HashBLAKE3 = "blake3"
+	// DefaultHash is the algorithm of a new index when none is asked for.
+	DefaultHash = HashSHA256
+)
+
+// HashAlgos lists the algorithms an index may use, the default first.
+var HashAlgos = []string{HashSHA256, HashBLAKE3}
+
+// ValidHashAlgo reports whether algo names an algorithm an index may use.
+func ValidHashAlgo(algo string) bool { return algo == HashSHA256 || algo == HashBLAKE3 }
+
+// GroupKey is a content's name: <algo>:<64 lowercase hex> (seed 000 §6.2).
+func GroupKey(algo string, sum []byte) string { return algo + ":" + hex.EncodeToString(sum) }
+
+// ParseKey splits "<algo>:<hex>" into its algorithm and digest, checking the
+// digest length of the algorithm.
+func ParseKey(key string) (algo string, sum []byte, err error) {
+	algo, h, ok := strings.Cut(key, ":")
+	if !ok || !ValidHashAlgo(algo) || len(h) != 64 || strings.ToLower(h) != h {
+		return "", nil, fmt.Errorf("group key %q: want sha256:<64 lowercase hex> or blake3:<64 lowercase hex>", key)
+	}
+	sum, err = hex.DecodeString(h)
+	if err != nil {
+		return "", nil, fmt.Errorf("group key %q: %w", key, err)
+	}
+	return algo, sum, nil
+}
+
+// thumbExt is the extension of a thumbnail file.
+const thumbExt = ".jpg"
+
+// ThumbFileName is the name of a group's thumbnail, in the cache and in the
+// mount's /thumbs. It refuses keys that are not group keys, so no name can
+// lead out of the cache directory.
+func ThumbFileName(key string) (string, error) {
+	if _, _, err := ParseKey(key); err != nil {
+		return "", err
+	}
+	return key + thumbExt, nil
+}
+
+// ThumbKeyOf is the group key a thumbnail file name stands for; ok is false
+// for a name that is no thumbnail's.
+func ThumbKeyOf(name string) (key string, ok bool) {
+	key, ok = strings.CutSuffix(name, thumbExt)
+	if !ok {
+		return "", false
+	}
+	if _, _, err := ParseKey(key); err != nil {
+		return "", false
+	}
+	return key, true
+}
+
+// Within reports whether path p is dir or lies below it. Both are absolute
+// and clean.
+func Within(dir, p string) bool {
+	if dir == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// Below reports whether path p lies strictly below dir.
+func Below(dir, p string) bool { return p != dir && Within(dir, p) }
