@@ -72,7 +72,7 @@ func (f *FS) snapshot() ([]byte, time.Time, fuse.Status) {
 				if s.data == nil {
 					return nil, time.Time{}, f.status("make status.json", err)
 				}
-				f.cfg.Logf("dupefs: make status.json: %v", err)
+				f.logf("dupefs: make status.json: %v", err)
 				return s.data, s.made, fuse.OK
 			}
 			data = b
@@ -123,7 +123,7 @@ func (f *FS) open(in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 		if err != nil {
 			// The row says ready but the cache lost the file: the
 			// thumbnailer makes it again when it next starts.
-			f.cfg.Logf("dupefs: open thumbnail: %v", err)
+			f.logf("dupefs: open thumbnail: %v", err)
 			return fuse.EIO
 		}
 		out.Fh, out.OpenFlags = f.handles.add(file), fuse.FOPEN_KEEP_CACHE
@@ -147,7 +147,7 @@ func (f *FS) read(in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 	case *os.File:
 		n, err := v.ReadAt(buf, int64(in.Offset))
 		if err != nil && !errors.Is(err, io.EOF) {
-			f.cfg.Logf("dupefs: read thumbnail: %v", err)
+			f.logf("dupefs: read thumbnail: %v", err)
 			return nil, fuse.EIO
 		}
 		return fuse.ReadResultData(buf[:n]), fuse.OK

@@ -20,6 +20,7 @@ import (
 	"context"
 	"os"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -59,6 +60,10 @@ type FS struct {
 	gid uint32
 
 	srv *fuse.Server // set once mounted
+	// stopping is set once an unmount began: a lazily detached mount may
+	// still get requests while the index closes, and their failures are
+	// no news.
+	stopping atomic.Bool
 
 	statusMu sync.Mutex
 	snap     statusSnap
@@ -124,8 +129,15 @@ func (f *FS) status(op string, err error) fuse.Status {
 	case err == store.ErrNotFound:
 		return fuse.ENOENT
 	}
-	f.cfg.Logf("dupefs: %s: %v", op, err)
+	f.logf("dupefs: %s: %v", op, err)
 	return fuse.EIO
+}
+
+// logf reports a problem serving the view, unless an unmount began.
+func (f *FS) logf(format string, args ...any) {
+	if !f.stopping.Load() {
+		f.cfg.Logf(format, args...)
+	}
 }
 
 // Kernel cache times. Entries and attributes of folders made from rows
@@ -171,7 +183,7 @@ func (f *FS) fileAttr(a *fuse.Attr, ino uint64, size int64, mtime time.Time) {
 func (f *FS) lastChange() time.Time {
 	_, t, err := f.db.LastChange(dbctx())
 	if err != nil {
-		f.cfg.Logf("dupefs: read last change: %v", err)
+		f.logf("dupefs: read last change: %v", err)
 	}
 	return t
 }
@@ -180,7 +192,7 @@ func (f *FS) lastChange() time.Time {
 func (f *FS) lastThumbChange() time.Time {
 	_, t, err := f.db.LastThumbChange(dbctx())
 	if err != nil {
-		f.cfg.Logf("dupefs: read last thumbnail change: %v", err)
+		f.logf("dupefs: read last thumbnail change: %v", err)
 	}
 	return t
 }

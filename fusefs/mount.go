@@ -14,6 +14,7 @@ import (
 // Mount is a mounted view.
 type Mount struct {
 	Dir  string
+	fs   *FS
 	srv  *fuse.Server
 	stop context.CancelFunc
 	done chan struct{} // the watcher ended
@@ -40,7 +41,7 @@ func (f *FS) Mount(dir string) (*Mount, error) {
 		return nil, fmt.Errorf("mount %s: %w", dir, err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	m := &Mount{Dir: dir, srv: srv, stop: cancel, done: make(chan struct{})}
+	m := &Mount{Dir: dir, fs: f, srv: srv, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
 		f.watch(ctx, w, seq, thumbSeq)
@@ -61,6 +62,7 @@ func (m *Mount) Wait() {
 // point is free at once and the kernel lets go when the last user does.
 // lazy reports that it had to.
 func (m *Mount) Unmount() (lazy bool, err error) {
+	m.fs.stopping.Store(true)
 	m.stop()
 	<-m.done
 	return Unmount(m.srv, m.Dir)

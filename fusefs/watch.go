@@ -27,7 +27,7 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, seq, thumbSeq int64) {
 		changed, err := w.Changed(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
-				f.cfg.Logf("dupefs: watch the index: %v", err)
+				f.logf("dupefs: watch the index: %v", err)
 			}
 			continue
 		}
@@ -68,7 +68,7 @@ func (f *FS) applyChanges(ctx context.Context, seq int64) int64 {
 		cs, err := f.db.ChangesSince(qctx, seq, 1000)
 		cancel()
 		if err != nil {
-			f.cfg.Logf("dupefs: read changes: %v", err)
+			f.logf("dupefs: read changes: %v", err)
 			return seq
 		}
 		for _, c := range cs {
@@ -116,7 +116,7 @@ func (f *FS) applyThumbChanges(ctx context.Context, seq int64) int64 {
 		cs, err := f.db.ThumbChangesSince(qctx, seq, 1000)
 		cancel()
 		if err != nil {
-			f.cfg.Logf("dupefs: read thumbnail changes: %v", err)
+			f.logf("dupefs: read thumbnail changes: %v", err)
 			return seq
 		}
 		for _, c := range cs {
