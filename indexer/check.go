@@ -15,9 +15,14 @@ import (
 
 // CheckResult says where the index already holds a file's content.
 type CheckResult struct {
-	Path    string // the file asked about, absolute
-	Size    int64
-	Matches []string // live indexed paths, other than Path, with the same content
+	Path string // the file asked about, absolute
+	Size int64
+	// Matches are live indexed paths of other inodes with the same
+	// content: copies.
+	Matches []string
+	// Links are live indexed paths of the file's own inode: hard links
+	// of it, not copies.
+	Links []string
 }
 
 // Check answers "do I already have this file?": it looks for indexed files
@@ -57,6 +62,10 @@ func Check(ctx context.Context, db *store.DB, path string) (CheckResult, error) 
 		if r.Missing || r.Path == abs {
 			continue
 		}
+		if r.Dev == me.dev && r.Ino == me.ino {
+			res.Links = append(res.Links, r.Path)
+			continue
+		}
 		same, err := c.same(ctx, r)
 		if err != nil {
 			return res, err
@@ -80,9 +89,6 @@ type checker struct {
 }
 
 func (c *checker) same(ctx context.Context, r *store.HashRow) (bool, error) {
-	if r.Dev == c.me.dev && r.Ino == c.me.ino {
-		return true, nil // a hard link of it
-	}
 	var cur unix.Stat_t
 	if err := unix.Stat(r.Path, &cur); err != nil {
 		return false, nil // gone since it was indexed

@@ -118,16 +118,26 @@ func (h *hashRun) run(ctx context.Context) error {
 	}
 	plan := pl.Sizes
 	var sizes, large []int64
+	var bound int64 // every small file whole, every large one prefix and whole
 	for _, s := range plan {
 		p.HashFiles.Add(s.Files)
 		sizes = append(sizes, s.Size)
 		if s.Size > SmallFile {
 			large = append(large, s.Size)
+			bound += (2*prefixBlock + s.Size) * s.Files
+		} else {
+			bound += s.Size * s.Files
 		}
 	}
+	p.HashBase.Store(p.BytesRead.Load())
+	p.HashBytes.Store(bound)
 	if err := h.pass(ctx, taskPrefix, plan, nil); err != nil {
 		return err
 	}
+	// What is left to read: pass 2 reads at most the files of the sizes
+	// it plans, whole.
+	var left int64
+	readSoFar := func() int64 { return p.BytesRead.Load() - p.HashBase.Load() }
 	if len(large) > 0 {
 		pairs, err := db.FullHashPlan(ctx, large)
 		if err != nil {
@@ -150,12 +160,15 @@ func (h *hashRun) run(ctx context.Context) error {
 						full[i].Files = s.Files
 					}
 				}
+				left += full[i].Size * full[i].Files
 			}
+			p.HashBytes.Store(min(p.HashBytes.Load(), readSoFar()+left))
 			if err := h.pass(ctx, taskFull, full, shared); err != nil {
 				return err
 			}
 		}
 	}
+	p.HashBytes.Store(min(p.HashBytes.Load(), readSoFar()))
 	return db.Write(ctx, func(tx *store.Tx) error {
 		if err := tx.Fence(h.lease); err != nil {
 			return err

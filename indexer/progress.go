@@ -20,6 +20,11 @@ type Progress struct {
 	HashFilesDone atomic.Int64 // of which settled (read, reused or failed)
 	FilesRead     atomic.Int64 // files opened for hashing
 	BytesRead     atomic.Int64 // bytes read for hashing
+	// HashBase is BytesRead when the current hash run began, and
+	// HashBytes what the run expects to read in all: an upper bound that
+	// only shrinks as the run learns which files need a full read.
+	HashBase  atomic.Int64
+	HashBytes atomic.Int64
 
 	ThumbsMade    atomic.Int64 // thumbnails made by this process
 	ThumbsFailed  atomic.Int64 // thumbnails that failed
