@@ -68,6 +68,7 @@ func TestErrorExitCodes(t *testing.T) {
 	db := filepath.Join(base, "index.db")
 	dir := filepath.Join(base, "tree")
 	os.MkdirAll(dir, 0o755)
+	mustRun(t, db, "index", dir)
 
 	cases := []struct {
 		name string

@@ -124,6 +124,10 @@ func (p *mountProc) stop(tb testing.TB) time.Duration {
 	case <-time.After(10 * time.Second):
 		tb.Fatalf("dupefs mount still running 10s after SIGTERM:\n%s", p.stderr)
 	}
+	// Ended by a signal, after unmounting: 130, as the README says.
+	if code := p.cmd.ProcessState.ExitCode(); code != 130 {
+		tb.Errorf("dupefs mount ended by SIGTERM exited %d, want 130:\n%s", code, p.stderr)
+	}
 	return time.Since(start)
 }
 

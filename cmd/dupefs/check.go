@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
-	"os"
+	"io"
+	"strings"
 
 	"github.com/urfave/cli/v2"
 
@@ -10,54 +12,71 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
+// checkOptions are the arguments of `dupefs check`.
+type checkOptions struct {
+	Files []string
+}
+
 func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
 		Usage:     "tell whether each FILE's content is already indexed at another path",
 		ArgsUsage: "FILE...",
 		Description: "Prints the indexed paths holding each FILE's content. With several FILEs, each FILE\n" +
-			"that has copies is printed first, its copies indented below it.\n" +
+			"that has copies is printed first, its copies indented below it. A hard link of FILE\n" +
+			"(the same inode under another name) is no copy: it is named on stderr, and a FILE\n" +
+			"that has only hard links counts as new.\n" +
 			"Exit status: 0 when every FILE has a copy in the index, 1 when some FILE is new,\n" +
 			"2 on any error.",
-		Action: runCheck,
+		Action: func(c *cli.Context) error {
+			return runCheck(c.Context, globalsFrom(c), checkOptions{Files: c.Args().Slice()}, c.App.Writer, c.App.ErrWriter)
+		},
 	}
 }
 
-func runCheck(c *cli.Context) error {
-	if c.NArg() == 0 {
+// runCheck has its own contract: 0 known, 1 new, 2 any error.
+func runCheck(ctx context.Context, g globalOptions, opts checkOptions, stdout, stderr io.Writer) error {
+	if len(opts.Files) == 0 {
 		return &exitError{code: ExitError, msg: "check needs at least one FILE"}
 	}
-	err := withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
+	err := withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
 		allKnown := true
-		many := c.NArg() > 1
-		for _, p := range c.Args().Slice() {
-			res, err := indexer.Check(c.Context, db, p)
+		many := len(opts.Files) > 1
+		for _, p := range opts.Files {
+			res, err := indexer.Check(ctx, db, p)
 			if err != nil {
 				return err
 			}
+			if len(res.Links) > 0 {
+				links := make([]string, len(res.Links))
+				for i, l := range res.Links {
+					links[i] = escapePath(l)
+				}
+				fmt.Fprintf(stderr, "%s: indexed as %s (a hard link of the same file, not a copy)\n",
+					escapePath(p), strings.Join(links, ", "))
+			}
 			if len(res.Matches) == 0 {
 				allKnown = false
-				fmt.Fprintf(os.Stderr, "%s: new (no copy in the index)\n", escapePath(p))
+				fmt.Fprintf(stderr, "%s: new (no copy in the index)\n", escapePath(p))
 				continue
 			}
 			indent := ""
 			if many {
-				fmt.Println(escapePath(p))
+				fmt.Fprintln(stdout, escapePath(p))
 				indent = "    "
 			}
 			for _, m := range res.Matches {
-				fmt.Println(indent + escapePath(m))
+				fmt.Fprintln(stdout, indent+escapePath(m))
 			}
 		}
 		if !allKnown {
-			return &exitError{code: ExitNotFound}
+			return silentExit(ExitNotFound)
 		}
 		return nil
 	})
-	// check has its own contract: 0 known, 1 new, 2 any error.
 	if code := exitCode(err); code != ExitOK && code != ExitNotFound {
-		report(err)
-		return &exitError{code: ExitError}
+		report(stderr, err)
+		return silentExit(ExitError)
 	}
 	return err
 }

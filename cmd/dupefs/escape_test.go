@@ -1,6 +1,7 @@
 package main
 
 import (
+	"io"
 	"strings"
 	"testing"
 )
@@ -51,7 +52,7 @@ func TestDecimalBytes(t *testing.T) {
 }
 
 func TestInterspersedFlags(t *testing.T) {
-	app := newApp()
+	app := newApp(io.Discard, io.Discard)
 	cases := map[string]string{
 		"dupefs mount /m /a --allow-other":                "dupefs mount --allow-other /m /a",
 		"dupefs root add /a --exclude *.tmp /b":           "dupefs root add --exclude *.tmp /a /b",

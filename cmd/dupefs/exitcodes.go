@@ -4,7 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
+	"io"
+	"strings"
 	"syscall"
 
 	"github.com/dupefs/dupefs/indexer"
@@ -38,10 +39,32 @@ func usageErrorf(format string, args ...any) error {
 	return &exitError{code: ExitUsage, msg: fmt.Sprintf(format, args...)}
 }
 
+// usageError turns a flag parser's complaint into a usage error that names
+// the flag as the user typed it: Go's flag package writes "-bogus" for
+// --bogus.
+func usageError(err error) error {
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		if len(name) > 1 {
+			name = "-" + name
+		}
+		msg = "unknown flag -" + name
+	}
+	return &exitError{code: ExitUsage, msg: msg}
+}
+
 // noRootErrorf is a path that is not there or not a folder.
 func noRootErrorf(format string, args ...any) error {
 	return &exitError{code: ExitNoRoot, msg: fmt.Sprintf(format, args...)}
 }
+
+// mountErrorf is a problem with the mount point or with mounting.
+func mountErrorf(format string, args ...any) error {
+	return &exitError{code: ExitMount, msg: fmt.Sprintf(format, args...)}
+}
+
+// silentExit ends a command with code, its reason already said.
+func silentExit(code int) error { return &exitError{code: code} }
 
 // exitCode maps an error to the exit code: the only place that does.
 func exitCode(err error) int {
@@ -64,8 +87,8 @@ func exitCode(err error) int {
 	return ExitError
 }
 
-// report prints an error the way the user should see it.
-func report(err error) {
+// report prints an error the way the user should see it, once.
+func report(w io.Writer, err error) {
 	var ee *exitError
 	if errors.As(err, &ee) && ee.msg == "" {
 		return
@@ -79,5 +102,5 @@ func report(err error) {
 	case errors.Is(err, store.ErrCorrupt):
 		msg += "\n(the index file is damaged or is not a dupefs index; move it away and index again, or pass another --db)"
 	}
-	fmt.Fprintln(os.Stderr, "dupefs: "+msg)
+	fmt.Fprintln(w, "dupefs: "+msg)
 }

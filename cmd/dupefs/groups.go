@@ -2,9 +2,11 @@ package main
 
 import (
 	"bufio"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -13,21 +15,39 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
+// groupsOptions are the flags of `dupefs groups`.
+type groupsOptions struct {
+	Format  string // text, fdupes, json or csv
+	MinSize int64
+	Limit   int    // 0: all
+	After   string // a cursor printed by an earlier report
+	Args    []string
+}
+
 func groupsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "groups",
 		Usage: "report the duplicate groups",
-		Description: "Formats: text, json and csv follow fclones' report formats (fclones link, remove, move and\n" +
-			"dedupe read text and json reports); fdupes is the blank-line format duperemove --fdupes reads.\n" +
-			"Groups come largest first: most paths, then most bytes. Paths with control characters, a\n" +
-			"backslash or bytes that are not UTF-8 are escaped the way fclones does (STFU-8).",
+		Description: "Formats: text and json follow fclones' report formats (fclones link, remove, move and\n" +
+			"dedupe read them), csv fclones' csv; fdupes is the blank-line format duperemove --fdupes reads.\n" +
+			"Groups come largest first: most paths, then most bytes. In text, json and csv, paths with\n" +
+			"control characters, a backslash or bytes that are not UTF-8 are escaped the way fclones does\n" +
+			"(STFU-8); fdupes prints paths as raw bytes, as fdupes does. A report is written whole or not\n" +
+			"at all.",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, fdupes, json or csv"},
 			&cli.Int64Flag{Name: "min-size", Value: 1, Usage: "only groups of files of at least `N` bytes"},
 			&cli.IntFlag{Name: "limit", Usage: "at most `N` groups (0: all)"},
 			&cli.StringFlag{Name: "after", Usage: "start after `CURSOR` (printed on stderr when --limit cut the report)"},
 		},
-		Action: runGroups,
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			opts := groupsOptions{Format: c.String("format"), MinSize: c.Int64("min-size"), Limit: c.Int("limit"),
+				After: c.String("after"), Args: os.Args}
+			return runGroups(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
+		},
 	}
 }
 
@@ -38,46 +58,51 @@ type reportWriter interface {
 	footer() error
 }
 
-func runGroups(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	q := store.GroupQuery{MinSize: c.Int64("min-size"), Limit: c.Int("limit")}
-	if q.MinSize < 1 {
-		q.MinSize = 1 // empty files never group
-	}
+func runGroups(ctx context.Context, g globalOptions, opts groupsOptions, stdout, stderr io.Writer) error {
+	q := store.GroupQuery{MinSize: max(opts.MinSize, 1), Limit: opts.Limit} // empty files never group
 	if q.Limit < 0 {
 		return usageErrorf("--limit must not be negative")
 	}
-	if a := c.String("after"); a != "" {
-		cur, err := decodeCursor(a)
+	if opts.After != "" {
+		cur, err := decodeCursor(opts.After)
 		if err != nil {
 			return usageErrorf("--after: %v", err)
 		}
 		q.After = &cur
 	}
-	format := c.String("format")
-	switch format {
+	switch opts.Format {
 	case "text", "fdupes", "json", "csv":
 	default:
-		return usageErrorf("--format %q: want text, fdupes, json or csv", format)
+		return usageErrorf("--format %q: want text, fdupes, json or csv", opts.Format)
 	}
-	return withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
-		out := bufio.NewWriterSize(os.Stdout, 64<<10)
+	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+		// The report goes to a temporary file first and to stdout only
+		// once it is whole: a failure (or a signal) midway writes nothing,
+		// never half a JSON document, and memory stays flat.
+		tmp, err := os.CreateTemp("", "dupefs-report-*")
+		if err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		defer os.Remove(tmp.Name())
+		defer tmp.Close()
+		out := bufio.NewWriterSize(tmp, 64<<10)
 		var w reportWriter
-		switch format {
+		switch opts.Format {
 		case "text":
-			w = &textReport{out: out, args: os.Args, algo: db.HashAlgo()}
+			w = &textReport{out: out, args: opts.Args, algo: db.HashAlgo()}
 		case "fdupes":
-			w = &fdupesReport{out: out}
+			w = &fdupesReport{out: out, warn: newConsole(stderr).Warn}
 		case "json":
-			w = &jsonReport{out: out, args: os.Args, algo: db.HashAlgo()}
+			w = &jsonReport{out: out, args: opts.Args, algo: db.HashAlgo()}
 		case "csv":
 			w = newCSVReport(out)
 		}
 		var last store.Group
 		n := 0
-		err := db.Report(c.Context, q, w.header, func(g store.Group, files []store.GroupFile) error {
+		err = db.Report(ctx, q, w.header, func(g store.Group, files []store.GroupFile) error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
 			last = g
 			n++
 			return w.group(g, files)
@@ -91,8 +116,14 @@ func runGroups(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
+		if _, err := tmp.Seek(0, io.SeekStart); err != nil {
+			return fmt.Errorf("report: %w", err)
+		}
+		if _, err := io.Copy(stdout, tmp); err != nil {
+			return fmt.Errorf("write report: %w", err)
+		}
 		if q.Limit > 0 && n == q.Limit {
-			fmt.Fprintf(os.Stderr, "dupefs: more groups may follow: --after %s\n", encodeCursor(last.Cursor()))
+			fmt.Fprintf(stderr, "dupefs: more groups may follow: --after %s\n", encodeCursor(last.Cursor()))
 		}
 		return nil
 	})

@@ -1,7 +1,10 @@
 package main
 
 import (
-	"fmt"
+	"context"
+	"errors"
+	"io"
+	"io/fs"
 	"os"
 	"runtime/debug"
 	"strings"
@@ -13,16 +16,38 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
+// indexOptions are the flags of `dupefs index`.
+type indexOptions struct {
+	Paths   []string
+	Hash    string // algorithm of a new index ("": sha256)
+	Indexer indexerOptions
+}
+
+// indexerOptions are the indexer's flags, shared by index and mount.
+type indexerOptions struct {
+	Workers         int
+	MaxHashesPerSec float64
+	MaxBytesPerSec  int64
+	ReadLog         string // hidden, for tests
+}
+
 func indexCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "index",
 		Usage:     "add PATHs as roots, then scan and hash every root to completion",
 		ArgsUsage: "[PATH...]",
-		Flags: append([]cli.Flag{
-			&cli.StringFlag{Name: "hash", Usage: "hash algorithm of a new index: sha256 or blake3", DefaultText: "sha256"},
-		}, indexerFlags()...),
-		Action: runIndex,
+		Flags:     append([]cli.Flag{hashFlag()}, indexerFlags()...),
+		Action: func(c *cli.Context) error {
+			opts := indexOptions{Paths: c.Args().Slice(), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c)}
+			return runIndex(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
+		},
 	}
+}
+
+// hashFlag chooses the algorithm of a new index (index and mount).
+func hashFlag() cli.Flag {
+	return &cli.StringFlag{Name: "hash", Usage: "hash algorithm of a new index: " + strings.Join(store.HashAlgos, " or "),
+		DefaultText: store.DefaultHash}
 }
 
 // indexerFlags are shared by index and mount.
@@ -35,80 +60,161 @@ func indexerFlags() []cli.Flag {
 	}
 }
 
-// indexerConfig turns the shared flags into an indexer.Config.
-func indexerConfig(c *cli.Context, db *store.DB) (indexer.Config, func(), error) {
-	cfg := indexer.Config{
-		Workers:         c.Int("workers"),
-		MaxHashesPerSec: c.Float64("max-hashes-per-sec"),
-		MaxBytesPerSec:  c.Int64("max-bytes-per-sec"),
-		SkipPaths:       []string{c.String("cache-dir")},
+func indexerOptionsFrom(c *cli.Context) indexerOptions {
+	return indexerOptions{Workers: c.Int("workers"), MaxHashesPerSec: c.Float64("max-hashes-per-sec"),
+		MaxBytesPerSec: c.Int64("max-bytes-per-sec"), ReadLog: c.String("read-log")}
+}
+
+// validate checks the options without opening anything.
+func (o indexerOptions) validate() error {
+	switch {
+	case o.Workers < 0 || o.Workers > 1024:
+		return usageErrorf("--workers %d: want 1..1024", o.Workers)
+	case o.MaxHashesPerSec < 0:
+		return usageErrorf("--max-hashes-per-sec must not be negative")
+	case o.MaxBytesPerSec < 0:
+		return usageErrorf("--max-bytes-per-sec must not be negative")
+	}
+	return nil
+}
+
+// config turns the options into an indexer.Config; close releases what it
+// opened (the read log).
+func (o indexerOptions) config(g globalOptions) (cfg indexer.Config, close func(), err error) {
+	if err := o.validate(); err != nil {
+		return cfg, nil, err
+	}
+	cfg = indexer.Config{
+		Workers:         o.Workers,
+		MaxHashesPerSec: o.MaxHashesPerSec,
+		MaxBytesPerSec:  o.MaxBytesPerSec,
+		SkipPaths:       []string{g.CacheDir},
 		Progress:        &indexer.Progress{},
 	}
-	switch {
-	case cfg.Workers < 0 || cfg.Workers > 1024:
-		return cfg, nil, usageErrorf("--workers %d: want 1..1024", cfg.Workers)
-	case cfg.MaxHashesPerSec < 0:
-		return cfg, nil, usageErrorf("--max-hashes-per-sec must not be negative")
-	case cfg.MaxBytesPerSec < 0:
-		return cfg, nil, usageErrorf("--max-bytes-per-sec must not be negative")
-	}
-	closer := func() {}
-	if p := c.String("read-log"); p != "" {
-		f, err := os.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	close = func() {}
+	if o.ReadLog != "" {
+		f, err := os.OpenFile(o.ReadLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 		if err != nil {
 			return cfg, nil, usageErrorf("--read-log: %v", err)
 		}
 		cfg.ReadLog = f
-		closer = func() { f.Close() }
+		close = func() { f.Close() }
 	}
-	return cfg, closer, nil
+	return cfg, close, nil
 }
 
-func runIndex(c *cli.Context) error {
-	algo := c.String("hash")
+// checkHash checks --hash.
+func checkHash(algo string) error {
 	if algo != "" && !store.ValidHashAlgo(algo) {
 		return usageErrorf("--hash %q: want one of %s", algo, strings.Join(store.HashAlgos, ", "))
 	}
+	return nil
+}
+
+func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, stderr io.Writer) error {
+	if err := checkHash(opts.Hash); err != nil {
+		return err
+	}
+	if err := opts.Indexer.validate(); err != nil {
+		return err
+	}
+	con := newConsole(stderr)
+	// Check the PATHs, and that there is something to index, before the
+	// index file is created.
+	dirs, err := resolveDirs(opts.Paths)
+	if err != nil {
+		return err
+	}
+	if len(dirs) == 0 {
+		if _, err := os.Stat(g.DB); errors.Is(err, fs.ErrNotExist) {
+			return usageErrorf("no roots to index: give PATHs (dupefs index ~/Pictures), or add them with 'dupefs root add'")
+		}
+	}
 	tuneGC()
-	return withDB(c, openOpts{hashAlgo: algo}, func(db *store.DB) error {
-		if err := addRoots(c, db, c.Args().Slice(), store.RootSpec{}, false); err != nil {
+	return withIndex(ctx, g, openOpts{hashAlgo: opts.Hash}, func(db *store.DB) error {
+		if err := addRoots(ctx, db, con, dirs, store.RootSpec{}, false); err != nil {
 			return err
 		}
-		roots, err := db.Roots(c.Context)
+		roots, err := db.Roots(ctx)
 		if err != nil {
 			return err
 		}
 		if len(roots) == 0 {
-			return usageErrorf("no roots to index: give PATHs, or add them with 'dupefs root add'")
+			return usageErrorf("no roots to index: give PATHs (dupefs index ~/Pictures), or add them with 'dupefs root add'")
 		}
-		cfg, closeLog, err := indexerConfig(c, db)
+		cfg, closeLog, err := opts.Indexer.config(g)
 		if err != nil {
 			return err
 		}
 		defer closeLog()
-		tty := isTerminal(os.Stderr)
-		if tty {
-			cfg.Warn = func(msg string) { fmt.Fprintf(os.Stderr, "\r\x1b[Kdupefs: %s\n", msg) }
-		}
+		cfg.Warn = con.Warn
 		start := time.Now()
-		stopMaint := startMaintainer(c.Context, db, indexer.MaintainConfig{Warn: cfg.Warn})
-		bar := startProgress(cfg.Progress)
-		err = indexer.New(db, cfg).Run(c.Context)
-		bar.Stop()
+		stopMaint := startMaintainer(ctx, db, indexer.MaintainConfig{Warn: con.Warn})
+		stopShow := con.show(indexSampler(cfg.Progress))
+		err = indexer.New(db, cfg).Run(ctx)
+		stopShow()
 		stopMaint()
 		if err != nil {
 			return err
 		}
-		if tty {
-			t, err := db.Totals(c.Context)
+		if con.tty {
+			t, err := db.Totals(ctx)
 			if err != nil {
 				return err
 			}
-			fmt.Fprintf(os.Stderr, "indexed %s files in %s: %s groups, %s in extra copies\n",
+			con.Printf("indexed %s files in %s: %s groups, %s in extra copies\n",
 				count(t.Files), time.Since(start).Round(10*time.Millisecond), count(t.Groups), humanBytes(t.WastedBytes))
 		}
 		return nil
 	})
+}
+
+// Phases of the index display, in the order they come.
+const (
+	phaseWait = iota
+	phaseScan
+	phaseHash
+)
+
+// indexSampler reads the indexer's Progress for the display: scanning with
+// a count of files (a percentage when the last scan's count is known),
+// then hashing with the bytes still to read.
+func indexSampler(p *indexer.Progress) func() sample {
+	last := phaseWait
+	return func() sample {
+		phase, detail := p.Phase()
+		switch phase {
+		case "scan":
+			last = max(last, phaseScan)
+		case "hash":
+			last = max(last, phaseHash)
+		}
+		switch last {
+		case phaseScan:
+			s := sample{phase: phaseScan, label: "scanning", done: p.FilesSeen.Load(), total: p.ScanExpected.Load(),
+				extra: "files, " + count(p.FoldersSeen.Load()) + " folders"}
+			if s.total > 0 && s.done > s.total {
+				s.total = 0 // more than last time: no estimate
+			}
+			if phase == "wait" {
+				s.extra += ", waiting for " + detail
+			}
+			return s
+		case phaseHash:
+			s := sample{phase: phaseHash, label: "hashing", bytes: true,
+				done: p.BytesRead.Load() - p.HashBase.Load(), total: p.HashBytes.Load(),
+				extra: count(p.FilesRead.Load()) + " files read"}
+			if phase == "wait" {
+				s.extra += ", waiting for " + detail
+			}
+			return s
+		}
+		label := "starting"
+		if phase == "wait" {
+			label = "waiting for " + detail
+		}
+		return sample{phase: phaseWait, label: label}
+	}
 }
 
 // tuneGC lets the heap of an index run grow to three times what is live
@@ -122,5 +228,20 @@ func tuneGC() {
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(192 << 20)
+	}
+}
+
+// startMaintainer keeps the WAL bounded while a command runs; the returned
+// func stops it and waits for it.
+func startMaintainer(ctx context.Context, db *store.DB, cfg indexer.MaintainConfig) (stop func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		indexer.NewMaintainer(db, cfg).Serve(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
 	}
 }

@@ -1,46 +1,58 @@
 // Command dupefs indexes the files under the roots you choose into one SQLite
 // file, finds duplicate content, reports it in formats other tools read, and
 // mounts a read-only view of the duplicates.
+//
+// Every command is a thin shell, as in restic: its urfave/cli Action turns
+// the flags into an options struct and calls runX(ctx, globals, opts,
+// stdout, stderr), which tests call directly. Errors become exit codes in
+// one place, exitcodes.go.
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
-	"path/filepath"
 	"runtime/pprof"
 	"runtime/trace"
 	"syscall"
 
 	"github.com/urfave/cli/v2"
-
-	"github.com/dupefs/dupefs/store"
 )
 
 // version is stamped by the Makefile (-ldflags "-X main.version=...").
 var version = "dev"
 
 func main() {
-	os.Exit(run(os.Args))
+	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
 }
 
-func run(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+// run runs the command line args and returns the exit code. SIGINT and
+// SIGTERM cancel the command's context.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app := newApp()
+	app := newApp(stdout, stderr)
+	var unknown string
+	app.CommandNotFound = func(_ *cli.Context, name string) { unknown = name }
 	err := app.RunContext(ctx, interspersed(app, args))
+	if err == nil && unknown != "" {
+		err = usageErrorf("unknown command %q (see dupefs --help)", unknown)
+	}
 	if err != nil {
-		report(err)
+		report(stderr, err)
 	}
 	return exitCode(err)
 }
 
-func newApp() *cli.App {
+func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
-		Name:    "dupefs",
-		Usage:   "find duplicate files, report them, and browse them as a file system",
-		Version: version,
+		Name:      "dupefs",
+		Usage:     "find duplicate files, report them, and browse them as a file system",
+		Version:   version,
+		Writer:    stdout,
+		ErrWriter: stderr,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "db", Usage: "index file", Value: defaultDB(), DefaultText: "$XDG_STATE_HOME/dupefs/index.db"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "thumbnail cache", Value: defaultCacheDir(), DefaultText: "$XDG_CACHE_HOME/dupefs/thumbs"},
@@ -59,88 +71,25 @@ func newApp() *cli.App {
 			statusCommand(),
 			jobsCommand(),
 		},
-		OnUsageError: func(_ *cli.Context, err error, _ bool) error {
-			return usageErrorf("%v", err)
-		},
-		CommandNotFound: func(c *cli.Context, name string) {
-			fmt.Fprintf(os.Stderr, "dupefs: unknown command %q (see dupefs --help)\n", name)
-			os.Exit(ExitUsage)
-		},
 		ExitErrHandler: func(*cli.Context, error) {}, // errors are mapped in run
 	}
-	setUsageErrors(app.Commands)
+	setUsageErrors(app)
 	return app
 }
 
-// setUsageErrors makes a bad flag of any command exit with ExitUsage.
-func setUsageErrors(cmds []*cli.Command) {
-	for _, c := range cmds {
-		c.OnUsageError = func(_ *cli.Context, err error, _ bool) error {
-			return usageErrorf("%v", err)
+// setUsageErrors makes a bad flag of the app or any command a usage error
+// (exit 3), named the way the user typed it.
+func setUsageErrors(app *cli.App) {
+	onErr := func(_ *cli.Context, err error, _ bool) error { return usageError(err) }
+	app.OnUsageError = onErr
+	var walk func([]*cli.Command)
+	walk = func(cmds []*cli.Command) {
+		for _, c := range cmds {
+			c.OnUsageError = onErr
+			walk(c.Subcommands)
 		}
-		setUsageErrors(c.Subcommands)
 	}
-}
-
-// defaultDB is $XDG_STATE_HOME/dupefs/index.db, ~/.local/state by default.
-func defaultDB() string {
-	return filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "dupefs", "index.db")
-}
-
-// defaultCacheDir is $XDG_CACHE_HOME/dupefs/thumbs, ~/.cache by default.
-func defaultCacheDir() string {
-	return filepath.Join(xdgDir("XDG_CACHE_HOME", ".cache"), "dupefs", "thumbs")
-}
-
-func xdgDir(env, fallback string) string {
-	if d := os.Getenv(env); filepath.IsAbs(d) {
-		return d
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		home = "/"
-	}
-	return filepath.Join(home, fallback)
-}
-
-// openOpts are the ways a command opens the index.
-type openOpts struct {
-	mustExist bool   // read-only commands: no index is an error, not a new file
-	hashAlgo  string // --hash of index
-}
-
-// openDB opens the index named by --db.
-func openDB(c *cli.Context, o openOpts) (*store.DB, error) {
-	path := c.String("db")
-	if path == "" {
-		return nil, usageErrorf("--db must not be empty")
-	}
-	db, err := store.Open(c.Context, store.Options{Path: path, MustExist: o.mustExist, HashAlgo: o.hashAlgo})
-	if err != nil {
-		return nil, fmt.Errorf("index %s: %w", path, err)
-	}
-	return db, nil
-}
-
-// withDB opens the index, runs fn and closes it.
-func withDB(c *cli.Context, o openOpts, fn func(*store.DB) error) error {
-	db, err := openDB(c, o)
-	if err != nil {
-		return err
-	}
-	err = fn(db)
-	if cerr := db.Close(); cerr != nil && err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// noArgs rejects stray arguments.
-func noArgs(c *cli.Context) error {
-	if c.Args().Present() {
-		return usageErrorf("%s takes no arguments (got %q)", c.Command.FullName(), c.Args().First())
-	}
-	return nil
+	walk(app.Commands)
 }
 
 // startProfile starts the hidden --cpu-profile and --trace, for
@@ -152,7 +101,7 @@ func startProfile(c *cli.Context) error {
 			return usageErrorf("--cpu-profile: %v", err)
 		}
 		if err := pprof.StartCPUProfile(f); err != nil {
-			return err
+			return fmt.Errorf("start CPU profile: %w", err)
 		}
 	}
 	if p := c.String("trace"); p != "" {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,6 +21,19 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
+// mountOptions are the flags and arguments of `dupefs mount`.
+type mountOptions struct {
+	Mountpoint  string
+	Paths       []string
+	AllowOther  bool
+	NoIndex     bool
+	RescanEvery time.Duration
+	NoThumbs    bool
+	Hash        string
+	Indexer     indexerOptions
+	Thumbs      thumbOptions
+}
+
 func mountCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "mount",
@@ -34,45 +48,57 @@ func mountCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-index", Usage: "only serve the index; do not scan or hash"},
 			&cli.DurationFlag{Name: "rescan-every", Usage: "scan the roots again every `DURATION` (e.g. 1h; 0: once)"},
 			&cli.BoolFlag{Name: "no-thumbs", Usage: "do not make thumbnails (those already made are still served)"},
+			hashFlag(),
 		}, append(indexerFlags(), thumbFlags()...)...),
-		Action: runMount,
+		Action: func(c *cli.Context) error {
+			opts := mountOptions{Mountpoint: c.Args().First(), Paths: c.Args().Tail(), AllowOther: c.Bool("allow-other"),
+				NoIndex: c.Bool("no-index"), RescanEvery: c.Duration("rescan-every"), NoThumbs: c.Bool("no-thumbs"),
+				Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c)}
+			return runMount(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
+		},
 	}
 }
 
-// mountErrorf is a problem with the mount point or with mounting.
-func mountErrorf(format string, args ...any) error {
-	return &exitError{code: ExitMount, msg: fmt.Sprintf(format, args...)}
-}
-
-func runMount(c *cli.Context) error {
-	if c.NArg() < 1 {
+func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, stderr io.Writer) error {
+	if opts.Mountpoint == "" {
 		return usageErrorf("mount needs a MOUNTPOINT")
 	}
-	if c.Duration("rescan-every") < 0 {
+	if opts.RescanEvery < 0 {
 		return usageErrorf("--rescan-every must not be negative")
 	}
-	mnt, err := prepareMountpoint(c.Args().First())
+	if err := checkHash(opts.Hash); err != nil {
+		return err
+	}
+	if err := opts.Indexer.validate(); err != nil {
+		return err
+	}
+	con := newConsole(stderr)
+	mnt, err := prepareMountpoint(opts.Mountpoint, con)
 	if err != nil {
 		return err
 	}
-	return withDB(c, openOpts{}, func(db *store.DB) error {
-		if err := addRoots(c, db, c.Args().Tail(), store.RootSpec{}, false); err != nil {
+	dirs, err := resolveDirs(opts.Paths)
+	if err != nil {
+		return err
+	}
+	return withIndex(ctx, g, openOpts{hashAlgo: opts.Hash}, func(db *store.DB) error {
+		if err := addRoots(ctx, db, con, dirs, store.RootSpec{}, false); err != nil {
 			return err
 		}
-		if err := checkOverlap(c.Context, db, mnt); err != nil {
+		if err := checkOverlap(ctx, db, mnt); err != nil {
 			return err
 		}
-		cfg, closeLog, err := indexerConfig(c, db)
+		cfg, closeLog, err := opts.Indexer.config(g)
 		if err != nil {
 			return err
 		}
 		defer closeLog()
-		cfg.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "dupefs: "+msg) }
-		tcfg, err := thumbConfig(c)
+		cfg.Warn = con.Warn
+		tcfg, err := opts.Thumbs.config(g, false, con.Warn)
 		if err != nil {
 			return err
 		}
-		mcfg, err := maintainConfig(c)
+		mcfg, err := opts.Thumbs.maintainConfig(con.Warn)
 		if err != nil {
 			return err
 		}
@@ -80,9 +106,8 @@ func runMount(c *cli.Context) error {
 		if err != nil {
 			return err
 		}
-
 		fsys := fusefs.New(db, fusefs.Config{
-			AllowOther: c.Bool("allow-other"),
+			AllowOther: opts.AllowOther,
 			ThumbDir:   th.Dir(),
 			Status: func(ctx context.Context) ([]byte, error) {
 				s, err := buildStatus(ctx, db)
@@ -92,14 +117,16 @@ func runMount(c *cli.Context) error {
 				b, err := json.MarshalIndent(s, "", "  ")
 				return append(b, '\n'), err
 			},
-			Logf: func(format string, args ...any) { fmt.Fprintf(os.Stderr, format+"\n", args...) },
+			Logf: func(format string, args ...any) { con.Printf(format+"\n", args...) },
 		})
 		m, err := fsys.Mount(mnt)
 		if err != nil {
 			return mountErrorf("%s%s", strings.TrimSpace(err.Error()), mountHint(err))
 		}
-		fmt.Fprintf(os.Stderr, "dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", mnt)
-		return serve(c, db, m, background{index: cfg, thumbs: th, maintain: mcfg})
+		con.Printf("dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", escapePath(mnt))
+		bg := background{index: cfg, thumbs: th, maintain: mcfg, noIndex: opts.NoIndex, noThumbs: opts.NoThumbs,
+			rescan: opts.RescanEvery}
+		return serve(ctx, con, db, m, bg)
 	})
 }
 
@@ -108,20 +135,25 @@ type background struct {
 	index    indexer.Config
 	thumbs   *indexer.Thumbnailer
 	maintain indexer.MaintainConfig
+	noIndex  bool
+	noThumbs bool
+	rescan   time.Duration
 }
 
 // serve runs the indexer beside the mount until a signal or an unmount
-// from outside, then unmounts and stops the indexer.
-func serve(c *cli.Context, db *store.DB, m *fusefs.Mount, bg background) error {
+// from outside, then unmounts and stops the indexer. Ended by a signal, it
+// returns an error wrapping context.Canceled once everything is down (exit
+// 130); ended by an unmount from outside, nil.
+func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg background) error {
 	ictx, stopIndex := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
-	if !c.Bool("no-index") {
-		wg.Go(func() { indexLoop(ictx, db, bg.index, c.Duration("rescan-every")) })
+	if !bg.noIndex {
+		wg.Go(func() { indexLoop(ictx, con, db, bg.index, bg.rescan) })
 	}
-	if !c.Bool("no-thumbs") {
+	if !bg.noThumbs {
 		wg.Go(func() {
 			if err := bg.thumbs.Serve(ictx); err != nil {
-				fmt.Fprintln(os.Stderr, "dupefs: thumbnails:", err)
+				con.Warn(fmt.Sprintf("thumbnails: %v", err))
 			}
 		})
 	}
@@ -138,7 +170,7 @@ func serve(c *cli.Context, db *store.DB, m *fusefs.Mount, bg background) error {
 	}()
 	signalled := false
 	select {
-	case <-c.Context.Done():
+	case <-ctx.Done():
 		signalled = true
 	case <-served:
 	}
@@ -149,12 +181,12 @@ func serve(c *cli.Context, db *store.DB, m *fusefs.Mount, bg background) error {
 	if signalled {
 		lazy, err := m.Unmount()
 		if err != nil {
-			return mountErrorf("unmount %s: %v", m.Dir, err)
+			return mountErrorf("unmount %s: %v", escapePath(m.Dir), err)
 		}
 		if lazy {
 			// Someone still uses it: the mount point is free already;
 			// their open files fail once this process is gone.
-			fmt.Fprintf(os.Stderr, "dupefs: %s was busy: detached lazily\n", m.Dir)
+			con.Warn(fmt.Sprintf("%s was busy: detached lazily", escapePath(m.Dir)))
 		} else {
 			select {
 			case <-served:
@@ -165,19 +197,22 @@ func serve(c *cli.Context, db *store.DB, m *fusefs.Mount, bg background) error {
 	select {
 	case <-indexed:
 	case <-deadline:
-		fmt.Fprintln(os.Stderr, "dupefs: the indexer did not stop in time; its jobs will be resumed by the next run")
+		con.Warn("the indexer did not stop in time; its jobs will be resumed by the next run")
 	}
-	fmt.Fprintf(os.Stderr, "dupefs: unmounted %s\n", m.Dir)
+	con.Printf("dupefs: unmounted %s\n", escapePath(m.Dir))
+	if signalled {
+		return fmt.Errorf("mount ended by a signal: %w", context.Canceled)
+	}
 	return nil
 }
 
 // indexLoop indexes every root, then again every rescan (if set), until
 // ctx ends.
-func indexLoop(ctx context.Context, db *store.DB, cfg indexer.Config, rescan time.Duration) {
+func indexLoop(ctx context.Context, con *console, db *store.DB, cfg indexer.Config, rescan time.Duration) {
 	ix := indexer.New(db, cfg)
 	for {
 		if err := ix.Run(ctx); err != nil && ctx.Err() == nil {
-			fmt.Fprintln(os.Stderr, "dupefs: index:", err)
+			con.Warn(fmt.Sprintf("index: %v", err))
 		}
 		if rescan <= 0 || ctx.Err() != nil {
 			return
@@ -192,10 +227,10 @@ func indexLoop(ctx context.Context, db *store.DB, cfg indexer.Config, rescan tim
 
 // prepareMountpoint resolves the mount point, clears a stale dupefs mount
 // a killed process left there, and refuses a live one.
-func prepareMountpoint(arg string) (string, error) {
+func prepareMountpoint(arg string, con *console) (string, error) {
 	abs, err := filepath.Abs(arg)
 	if err != nil {
-		return "", usageErrorf("%s: %v", arg, err)
+		return "", usageErrorf("%s: %v", escapePath(arg), err)
 	}
 	abs = filepath.Clean(abs)
 	if mounted(abs) {
@@ -203,23 +238,24 @@ func prepareMountpoint(arg string) (string, error) {
 		// the kernel's cache even when the server is gone).
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(abs, &st); err == nil {
-			return "", mountErrorf("%s is already a dupefs mount, served by another process: unmount it first (umount %s)", abs, abs)
+			return "", mountErrorf("%s is already a dupefs mount, served by another process: unmount it first (umount %s)",
+				escapePath(abs), escapePath(abs))
 		}
-		fmt.Fprintf(os.Stderr, "dupefs: %s holds a stale dupefs mount left by a killed process; detaching it\n", abs)
+		con.Warn(fmt.Sprintf("%s holds a stale dupefs mount left by a killed process; detaching it", escapePath(abs)))
 		if err := fusefs.Detach(abs); err != nil {
-			return "", mountErrorf("clear the stale mount at %s: %v", abs, err)
+			return "", mountErrorf("clear the stale mount at %s: %v", escapePath(abs), err)
 		}
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", mountErrorf("mount point %s: %v (create the folder first)", arg, errors.Unwrap(err))
+		return "", mountErrorf("mount point %s: %v (create the folder first)", escapePath(arg), errors.Unwrap(err))
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", mountErrorf("mount point %s: %v", arg, err)
+		return "", mountErrorf("mount point %s: %v", escapePath(arg), err)
 	}
 	if !fi.IsDir() {
-		return "", mountErrorf("mount point %s is not a folder", arg)
+		return "", mountErrorf("mount point %s is not a folder", escapePath(arg))
 	}
 	return real, nil
 }
@@ -250,13 +286,15 @@ func checkOverlap(ctx context.Context, db *store.DB, mnt string) error {
 	for _, r := range roots {
 		switch {
 		case under(mnt, r.Path):
-			return mountErrorf("mount point %s is inside the indexed root %s: choose a folder outside the roots", mnt, r.Path)
+			return mountErrorf("mount point %s is inside the indexed root %s: choose a folder outside the roots",
+				escapePath(mnt), escapePath(r.Path))
 		case under(r.Path, mnt):
-			return mountErrorf("the indexed root %s is inside the mount point %s, which would hide it", r.Path, mnt)
+			return mountErrorf("the indexed root %s is inside the mount point %s, which would hide it",
+				escapePath(r.Path), escapePath(mnt))
 		}
 	}
 	if under(db.Path(), mnt) {
-		return mountErrorf("the index %s is inside the mount point %s, which would hide it", db.Path(), mnt)
+		return mountErrorf("the index %s is inside the mount point %s, which would hide it", escapePath(db.Path()), escapePath(mnt))
 	}
 	return nil
 }

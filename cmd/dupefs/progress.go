@@ -8,155 +8,202 @@ import (
 	"sync"
 	"time"
 
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
-
-	"github.com/dupefs/dupefs/indexer"
 )
 
-// progressBar redraws one status line on a terminal from the indexer's
-// Progress: what it does, counts, rate and ETA. It draws nothing when the
-// output is not a terminal.
-type progressBar struct {
-	out   io.Writer
-	fd    int
-	p     *indexer.Progress
-	start time.Time
+// console is where a command talks to the user: stderr. Warnings always
+// go there; on a terminal it also shows a progress display (vbauerster/mpb:
+// it fits the terminal's width and keeps warnings above the bar), and on a
+// pipe or a file nothing but the warnings and the final summary.
+type console struct {
+	w   io.Writer
+	tty bool
 
-	stop chan struct{}
-	done sync.WaitGroup
-
-	// rate estimation over the last few seconds
-	lastAt          time.Time
-	lastCount       int64
-	lastBytes       int64
-	rate, byteRate  float64
-	lastPhaseSample string
+	mu   sync.Mutex
+	prog *mpb.Progress // while a display runs
 }
 
-// isTerminal reports whether f is a terminal.
-func isTerminal(f *os.File) bool { return term.IsTerminal(int(f.Fd())) }
+func newConsole(w io.Writer) *console { return &console{w: w, tty: terminal(w)} }
 
-// startProgress starts redrawing every 200ms; nil when not on a terminal.
-func startProgress(p *indexer.Progress) *progressBar {
-	if !isTerminal(os.Stderr) {
-		return nil
+// terminal reports whether w is a terminal.
+func terminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// Warn prints "dupefs: msg" on a line of its own, above the display if one
+// runs.
+func (c *console) Warn(msg string) { c.Printf("dupefs: %s\n", msg) }
+
+// Printf prints above the display if one runs.
+func (c *console) Printf(format string, args ...any) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.prog != nil {
+		fmt.Fprintf(c.prog, format, args...)
+		return
 	}
-	b := &progressBar{out: os.Stderr, fd: int(os.Stderr.Fd()), p: p, start: time.Now(), stop: make(chan struct{})}
-	b.done.Add(1)
+	fmt.Fprintf(c.w, format, args...)
+}
+
+// sample is what a display shows at one moment: the phase the work is in
+// (phases are numbered in the order they come; the display never goes
+// back to an earlier one), a label, and how far the phase is.
+type sample struct {
+	phase int
+	label string
+	bytes bool  // done and total count bytes, else items
+	done  int64 // items or bytes done in this phase
+	total int64 // expected; 0 when unknown
+	extra string
+}
+
+// show redraws a display from sample every 200 ms until the returned stop
+// is called. Each phase gets a bar of its own; its percentage only grows
+// (the total may be an estimate that shrinks as the work learns more), and
+// the ETA comes from the rate over the last seconds and what is left. On a
+// pipe it shows nothing.
+func (c *console) show(sample func() sample) (stop func()) {
+	if !c.tty {
+		return func() {}
+	}
+	prog := mpb.New(mpb.WithOutput(c.w), mpb.WithRefreshRate(200*time.Millisecond), mpb.WithAutoRefresh())
+	c.mu.Lock()
+	c.prog = prog
+	c.mu.Unlock()
+	done := make(chan struct{})
+	finished := make(chan struct{})
 	go func() {
-		defer b.done.Done()
+		defer close(finished)
+		var cur *phaseBar
 		t := time.NewTicker(200 * time.Millisecond)
 		defer t.Stop()
 		for {
+			s := sample()
+			if cur == nil || s.phase > cur.phase {
+				if cur != nil {
+					cur.finish()
+				}
+				cur = newPhaseBar(prog, s)
+			}
+			if s.phase == cur.phase {
+				cur.update(s)
+			}
 			select {
-			case <-b.stop:
-				b.clear()
+			case <-done:
+				if cur != nil {
+					cur.finish()
+				}
 				return
 			case <-t.C:
-				b.draw()
 			}
 		}
 	}()
-	return b
-}
-
-// Stop clears the line. Safe on nil.
-func (b *progressBar) Stop() {
-	if b == nil {
-		return
+	return func() {
+		close(done)
+		<-finished
+		prog.Wait()
+		c.mu.Lock()
+		c.prog = nil
+		c.mu.Unlock()
 	}
-	close(b.stop)
-	b.done.Wait()
 }
 
-func (b *progressBar) width() int {
-	w, _, err := term.GetSize(b.fd)
-	if err != nil || w < 40 {
-		return 80
-	}
-	return w
+// phaseBar is the bar of one phase.
+type phaseBar struct {
+	phase int
+	bar   *mpb.Bar
+
+	mu    sync.Mutex
+	s     sample
+	frac  float64 // shown, never less than before
+	rate  float64 // per second, smoothed
+	lastT time.Time
+	lastN int64
 }
 
-func (b *progressBar) clear() { fmt.Fprint(b.out, "\r\x1b[K") }
+// barSteps is the resolution of a bar: its current and total are kept in
+// thousandths of the phase.
+const barSteps = 1000
 
-// sample updates the smoothed rates of count and bytes.
-func (b *progressBar) sample(phase string, count, bytes int64) {
+func newPhaseBar(prog *mpb.Progress, s sample) *phaseBar {
+	p := &phaseBar{phase: s.phase, s: s}
+	p.bar = prog.New(0, mpb.BarStyle().Lbound("[").Rbound("]"),
+		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return p.label() }, decor.WCSyncSpaceR)),
+		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return p.text() })),
+	)
+	p.bar.SetTotal(barSteps, false)
+	return p
+}
+
+func (p *phaseBar) update(s sample) {
+	p.mu.Lock()
 	now := time.Now()
-	if phase != b.lastPhaseSample || b.lastAt.IsZero() {
-		b.lastPhaseSample, b.lastAt, b.lastCount, b.lastBytes, b.rate, b.byteRate = phase, now, count, bytes, 0, 0
-		return
+	if p.lastT.IsZero() {
+		p.lastT, p.lastN = now, s.done
+	} else if dt := now.Sub(p.lastT).Seconds(); dt >= 0.5 {
+		r := float64(s.done-p.lastN) / dt
+		if p.rate == 0 {
+			p.rate = r
+		} else {
+			p.rate = 0.7*p.rate + 0.3*r
+		}
+		p.lastT, p.lastN = now, s.done
 	}
-	dt := now.Sub(b.lastAt).Seconds()
-	if dt < 0.5 {
-		return
+	p.s = s
+	if s.total > 0 {
+		p.frac = max(p.frac, min(1, float64(s.done)/float64(s.total)))
 	}
-	r, br := float64(count-b.lastCount)/dt, float64(bytes-b.lastBytes)/dt
-	if b.rate == 0 {
-		b.rate, b.byteRate = r, br
+	frac := p.frac
+	p.mu.Unlock()
+	p.bar.SetCurrent(int64(frac * barSteps))
+}
+
+// finish ends the bar at its last state, full when the phase completed.
+func (p *phaseBar) finish() {
+	p.mu.Lock()
+	if p.s.total > 0 {
+		p.frac = 1
+	}
+	p.mu.Unlock()
+	p.bar.SetCurrent(barSteps)
+	p.bar.SetTotal(-1, true)
+	p.bar.Wait()
+}
+
+func (p *phaseBar) label() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.s.label
+}
+
+func (p *phaseBar) text() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	s := p.s
+	unit := func(n int64) string { return count(n) }
+	if s.bytes {
+		unit = humanBytes
+	}
+	var b strings.Builder
+	if s.total > 0 {
+		fmt.Fprintf(&b, "%3.0f%%  %s / %s", p.frac*100, unit(s.done), unit(s.total))
 	} else {
-		b.rate, b.byteRate = 0.7*b.rate+0.3*r, 0.7*b.byteRate+0.3*br
+		b.WriteString(unit(s.done))
 	}
-	b.lastAt, b.lastCount, b.lastBytes = now, count, bytes
-}
-
-func (b *progressBar) draw() {
-	phase, detail := b.p.Phase()
-	var line string
-	switch phase {
-	case "scan":
-		files := b.p.FilesSeen.Load()
-		b.sample(phase, files, 0)
-		line = fmt.Sprintf("scanning %s  %s files  %s folders  %s/s", detail, count(files),
-			count(b.p.FoldersSeen.Load()), count(int64(b.rate)))
-		if exp := b.p.ScanExpected.Load(); exp > 0 && files < exp {
-			line += "  " + bar(float64(files)/float64(exp), 20) + eta(float64(exp-files), b.rate)
+	if s.extra != "" {
+		b.WriteString("  " + s.extra)
+	}
+	if p.rate > 0 {
+		fmt.Fprintf(&b, "  %s/s", unit(int64(p.rate)))
+		if s.total > s.done && p.frac < 1 {
+			left := time.Duration(float64(s.total-s.done) / p.rate * float64(time.Second))
+			fmt.Fprintf(&b, "  ETA %s", left.Round(time.Second))
 		}
-	case "hash":
-		total, done := b.p.HashFiles.Load(), b.p.HashFilesDone.Load()
-		read := b.p.BytesRead.Load()
-		b.sample(phase, done, read)
-		line = "hashing  "
-		if total > 0 {
-			line += bar(float64(done)/float64(total), 20) + "  "
-		}
-		line += fmt.Sprintf("%s/%s files  %s read  %s/s", count(done), count(total), humanBytes(read),
-			humanBytes(int64(b.byteRate)))
-		if total > done {
-			line += eta(float64(total-done), b.rate)
-		}
-	case "thumbs":
-		made, failed := b.p.ThumbsMade.Load(), b.p.ThumbsFailed.Load()
-		b.sample(phase, made+failed, 0)
-		line = fmt.Sprintf("thumbnails  %s made  %s failed  %.1f/s", count(made), count(failed), b.rate)
-	case "wait":
-		line = "waiting for " + detail
-	default:
-		return
 	}
-	if w := b.width() - 1; len(line) > w {
-		line = line[:w]
-	}
-	fmt.Fprint(b.out, "\r\x1b[K"+line)
-}
-
-// bar draws [=====>    ] 45%.
-func bar(frac float64, width int) string {
-	frac = max(0, min(1, frac))
-	n := int(frac * float64(width))
-	s := strings.Repeat("=", n)
-	if n < width {
-		s += ">" + strings.Repeat(" ", width-n-1)
-	}
-	return fmt.Sprintf("[%s] %3.0f%%", s, frac*100)
-}
-
-// eta formats the time left for remaining items at rate per second.
-func eta(remaining, rate float64) string {
-	if rate <= 0 {
-		return ""
-	}
-	d := time.Duration(remaining / rate * float64(time.Second)).Round(time.Second)
-	return "  ETA " + d.String()
+	return b.String()
 }
 
 // count formats an integer with thousands separators.
@@ -173,4 +220,18 @@ func count(n int64) string {
 		b.WriteRune(c)
 	}
 	return b.String()
+}
+
+// humanBytes formats a size with a binary unit.
+func humanBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
 }

@@ -98,15 +98,33 @@ func (r *textReport) group(g store.Group, files []store.GroupFile) error {
 func (r *textReport) footer() error { return nil }
 
 // fdupesReport is the blank-line format: the paths of a group one per
-// line, and an empty line after every group.
-type fdupesReport struct{ out *bufio.Writer }
+// line, and an empty line after every group. Paths are raw bytes, as
+// fdupes prints them, so duperemove --fdupes finds files whose names hold
+// a backslash or bytes that are not UTF-8. (A name holding a newline
+// cannot be written in this format; such a path is left out of its group,
+// with a warning.)
+type fdupesReport struct {
+	out  *bufio.Writer
+	warn func(string)
+}
 
 func (r *fdupesReport) header(store.GroupStats) error { return nil }
 func (r *fdupesReport) footer() error                 { return nil }
 
 func (r *fdupesReport) group(_ store.Group, files []store.GroupFile) error {
+	var keep []store.GroupFile
 	for _, f := range files {
-		r.out.WriteString(escapePath(f.Path))
+		if strings.ContainsRune(f.Path, '\n') {
+			r.warn(fmt.Sprintf("%s: a name with a newline cannot be written in the fdupes format; left out", escapePath(f.Path)))
+			continue
+		}
+		keep = append(keep, f)
+	}
+	if len(keep) < 2 {
+		return nil // nothing left to pair
+	}
+	for _, f := range keep {
+		r.out.WriteString(f.Path)
 		r.out.WriteByte('\n')
 	}
 	return r.out.WriteByte('\n')

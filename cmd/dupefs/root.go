@@ -1,8 +1,10 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -15,6 +17,17 @@ import (
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
 )
+
+// rootAddOptions are the flags of `dupefs root add`.
+type rootAddOptions struct {
+	Paths          []string
+	FollowSymlinks bool
+	OneFileSystem  bool
+	Excludes       []string
+}
+
+// rootLsOptions are the flags of `dupefs root ls`.
+type rootLsOptions struct{ JSON bool }
 
 func rootCommand() *cli.Command {
 	return &cli.Command{
@@ -30,19 +43,33 @@ func rootCommand() *cli.Command {
 					&cli.BoolFlag{Name: "one-file-system", Usage: "do not cross into other file systems"},
 					&cli.StringSliceFlag{Name: "exclude", Usage: "leave out entries matching `GLOB` (a name, or a path relative to the root when it holds '/')"},
 				},
-				Action: runRootAdd,
+				Action: func(c *cli.Context) error {
+					opts := rootAddOptions{Paths: c.Args().Slice(), FollowSymlinks: c.Bool("follow-symlinks"),
+						OneFileSystem: c.Bool("one-file-system"), Excludes: c.StringSlice("exclude")}
+					return runRootAdd(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
+				},
 			},
 			{
-				Name:   "ls",
-				Usage:  "list roots with their files, folders, bytes and last scan",
-				Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-				Action: runRootLs,
+				Name:  "ls",
+				Usage: "list roots with their files, folders, bytes and last scan",
+				Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+				Action: func(c *cli.Context) error {
+					if err := noArgs(c); err != nil {
+						return err
+					}
+					return runRootLs(c.Context, globalsFrom(c), rootLsOptions{JSON: c.Bool("json")}, c.App.Writer, c.App.ErrWriter)
+				},
 			},
 			{
 				Name:      "rm",
 				Usage:     "forget a root and everything indexed under it (files on disk are not touched)",
 				ArgsUsage: "PATH",
-				Action:    runRootRm,
+				Action: func(c *cli.Context) error {
+					if c.NArg() != 1 {
+						return usageErrorf("root rm takes exactly one PATH")
+					}
+					return runRootRm(c.Context, globalsFrom(c), c.Args().First(), c.App.Writer, c.App.ErrWriter)
+				},
 			},
 		},
 	}
@@ -53,73 +80,86 @@ func rootCommand() *cli.Command {
 func resolveDir(p string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return "", usageErrorf("%s: %v", p, err)
+		return "", usageErrorf("%s: %v", escapePath(p), err)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", noRootErrorf("%s: no such folder", p)
+		return "", noRootErrorf("%s: no such folder", escapePath(p))
 	}
 	if err != nil {
-		return "", noRootErrorf("%s: %v", p, err)
+		return "", noRootErrorf("%s: %v", escapePath(p), err)
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", noRootErrorf("%s: %v", p, err)
+		return "", noRootErrorf("%s: %v", escapePath(p), err)
 	}
 	if !fi.IsDir() {
-		return "", noRootErrorf("%s: not a folder", p)
+		return "", noRootErrorf("%s: not a folder", escapePath(p))
 	}
 	mounts, _ := indexer.DupefsMounts()
 	for _, m := range mounts {
 		if store.Within(m, real) {
-			return "", usageErrorf("%s is inside the dupefs mount %s: index the original folders instead", p, m)
+			return "", usageErrorf("%s is inside the dupefs mount %s: index the original folders instead", escapePath(p), escapePath(m))
 		}
 	}
 	return real, nil
 }
 
-// addRoots adds paths as roots. With update, options of existing roots are
-// replaced; without, existing roots keep theirs.
-func addRoots(c *cli.Context, db *store.DB, paths []string, spec store.RootSpec, update bool) error {
+// resolveDirs resolves every command-line path with resolveDir.
+func resolveDirs(paths []string) ([]string, error) {
+	var out []string
 	for _, p := range paths {
 		dir, err := resolveDir(p)
 		if err != nil {
-			return err
+			return nil, err
 		}
+		out = append(out, dir)
+	}
+	return out, nil
+}
+
+// addRoots adds folders (resolved by resolveDirs) as roots. With update,
+// options of existing roots are replaced; without, existing roots keep
+// theirs.
+func addRoots(ctx context.Context, db *store.DB, con *console, dirs []string, spec store.RootSpec, update bool) error {
+	for _, dir := range dirs {
 		spec.Path = dir
-		r, outcome, err := db.AddRoot(c.Context, spec, update)
+		r, outcome, err := db.AddRoot(ctx, spec, update)
 		if err != nil {
 			return err
 		}
 		switch outcome {
 		case store.RootAdded:
-			fmt.Fprintf(os.Stderr, "added root %s\n", r.Path)
+			con.Printf("added root %s\n", escapePath(r.Path))
 		case store.RootAbsorbing:
-			fmt.Fprintf(os.Stderr, "added root %s (it took over the roots inside it, with their hashes)\n", r.Path)
+			con.Printf("added root %s (it took over the roots inside it, with their hashes)\n", escapePath(r.Path))
 		case store.RootExists:
 			if update {
-				fmt.Fprintf(os.Stderr, "root %s: options updated\n", r.Path)
+				con.Printf("root %s: options updated\n", escapePath(r.Path))
 			}
 		case store.RootCovered:
-			fmt.Fprintf(os.Stderr, "%s is inside root %s already\n", dir, r.Path)
+			con.Printf("%s is inside root %s already\n", escapePath(dir), escapePath(r.Path))
 		}
 	}
 	return nil
 }
 
-func runRootAdd(c *cli.Context) error {
-	if c.NArg() == 0 {
+func runRootAdd(ctx context.Context, g globalOptions, opts rootAddOptions, stdout, stderr io.Writer) error {
+	if len(opts.Paths) == 0 {
 		return usageErrorf("root add needs at least one PATH")
 	}
-	excludes := c.StringSlice("exclude")
-	for _, e := range excludes {
+	for _, e := range opts.Excludes {
 		if _, err := path.Match(e, ""); err != nil || e == "" {
 			return usageErrorf("--exclude %q: not a valid glob", e)
 		}
 	}
-	spec := store.RootSpec{FollowSymlinks: c.Bool("follow-symlinks"), OneFileSystem: c.Bool("one-file-system"), Excludes: excludes}
-	return withDB(c, openOpts{}, func(db *store.DB) error {
-		return addRoots(c, db, c.Args().Slice(), spec, true)
+	dirs, err := resolveDirs(opts.Paths)
+	if err != nil {
+		return err
+	}
+	spec := store.RootSpec{FollowSymlinks: opts.FollowSymlinks, OneFileSystem: opts.OneFileSystem, Excludes: opts.Excludes}
+	return withIndex(ctx, g, openOpts{}, func(db *store.DB) error {
+		return addRoots(ctx, db, newConsole(stderr), dirs, spec, true)
 	})
 }
 
@@ -135,23 +175,20 @@ type rootJSON struct {
 	Excludes       []string `json:"excludes"`
 }
 
-func runRootLs(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	return withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
-		roots, err := db.Roots(c.Context)
+func runRootLs(ctx context.Context, g globalOptions, opts rootLsOptions, stdout, stderr io.Writer) error {
+	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+		roots, err := db.Roots(ctx)
 		if err != nil {
 			return err
 		}
-		if c.Bool("json") {
+		if opts.JSON {
 			out := make([]rootJSON, 0, len(roots))
 			for _, r := range roots {
 				out = append(out, toRootJSON(r))
 			}
-			return printJSON(out)
+			return printJSON(stdout, out)
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "PATH\tFILES\tFOLDERS\tSIZE\tLAST SCAN\tOPTIONS")
 		for _, r := range roots {
 			last := "never"
@@ -175,36 +212,32 @@ func runRootLs(c *cli.Context) error {
 	})
 }
 
-func runRootRm(c *cli.Context) error {
-	if c.NArg() != 1 {
-		return usageErrorf("root rm takes exactly one PATH")
-	}
-	arg := c.Args().First()
-	return withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
-		r, err := findRoot(c, db, arg)
+func runRootRm(ctx context.Context, g globalOptions, arg string, stdout, stderr io.Writer) error {
+	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+		r, err := findRoot(ctx, db, arg)
 		if err != nil {
 			return err
 		}
-		if err := db.RemoveRoot(c.Context, r.ID); err != nil {
+		if err := db.RemoveRoot(ctx, r.ID); err != nil {
 			return err
 		}
-		fmt.Fprintf(os.Stderr, "removed root %s\n", r.Path)
+		fmt.Fprintf(stderr, "removed root %s\n", escapePath(r.Path))
 		return nil
 	})
 }
 
 // findRoot finds the root a command-line path names, as typed or resolved.
-func findRoot(c *cli.Context, db *store.DB, arg string) (store.Root, error) {
+func findRoot(ctx context.Context, db *store.DB, arg string) (store.Root, error) {
 	abs, err := filepath.Abs(arg)
 	if err != nil {
-		return store.Root{}, usageErrorf("%s: %v", arg, err)
+		return store.Root{}, usageErrorf("%s: %v", escapePath(arg), err)
 	}
 	candidates := []string{filepath.Clean(abs)}
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
 		candidates = append(candidates, real)
 	}
 	for _, p := range candidates {
-		r, err := db.RootByPath(c.Context, p)
+		r, err := db.RootByPath(ctx, p)
 		if err == nil {
 			return r, nil
 		}
@@ -212,19 +245,5 @@ func findRoot(c *cli.Context, db *store.DB, arg string) (store.Root, error) {
 			return r, err
 		}
 	}
-	return store.Root{}, noRootErrorf("%s is not a root (see dupefs root ls)", arg)
-}
-
-// humanBytes formats a size with a binary unit.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
+	return store.Root{}, noRootErrorf("%s is not a root (see dupefs root ls)", escapePath(arg))
 }

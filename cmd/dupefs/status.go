@@ -4,7 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
+	"io"
+	"strconv"
 	"text/tabwriter"
 	"time"
 
@@ -13,12 +14,26 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
+// statusOptions are the flags of `dupefs status`.
+type statusOptions struct{ JSON bool }
+
+// jobsOptions are the flags of `dupefs jobs`.
+type jobsOptions struct {
+	JSON  bool
+	Limit int // 0: all
+}
+
 func statusCommand() *cli.Command {
 	return &cli.Command{
-		Name:   "status",
-		Usage:  "show progress and totals of the index",
-		Flags:  []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
-		Action: runStatus,
+		Name:  "status",
+		Usage: "show progress and totals of the index",
+		Flags: []cli.Flag{&cli.BoolFlag{Name: "json", Usage: "print JSON"}},
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			return runStatus(c.Context, globalsFrom(c), statusOptions{JSON: c.Bool("json")}, c.App.Writer, c.App.ErrWriter)
+		},
 	}
 }
 
@@ -30,7 +45,13 @@ func jobsCommand() *cli.Command {
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most `N` jobs (0: all)"},
 		},
-		Action: runJobs,
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			opts := jobsOptions{JSON: c.Bool("json"), Limit: c.Int("limit")}
+			return runJobs(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
+		},
 	}
 }
 
@@ -114,21 +135,18 @@ func buildStatus(ctx context.Context, db *store.DB) (statusJSON, error) {
 	return s, nil
 }
 
-func runStatus(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	return withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
-		s, err := buildStatus(c.Context, db)
+func runStatus(ctx context.Context, g globalOptions, opts statusOptions, stdout, stderr io.Writer) error {
+	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+		s, err := buildStatus(ctx, db)
 		if err != nil {
 			return err
 		}
-		if c.Bool("json") {
-			return printJSON(s)
+		if opts.JSON {
+			return printJSON(stdout, s)
 		}
 		t := s.Totals
 		jobs := s.active
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "index:\t%s (%s)\n", db.Path(), db.HashAlgo())
 		fmt.Fprintf(tw, "roots:\t%d\n", t.Roots)
 		fmt.Fprintf(tw, "files:\t%s in %s folders, %s\n", count(t.Files), count(t.Folders), humanBytes(t.Bytes))
@@ -223,21 +241,18 @@ func describeJob(j store.Job) string {
 	return s
 }
 
-func printJSON(v any) error {
-	enc := json.NewEncoder(os.Stdout)
+func printJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
 }
 
-func runJobs(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	limit := c.Int("limit")
+func runJobs(ctx context.Context, g globalOptions, opts jobsOptions, stdout, stderr io.Writer) error {
+	limit := opts.Limit
 	if limit < 0 {
 		return usageErrorf("--limit must not be negative")
 	}
-	return withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
+	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
 		var all []store.Job
 		var after *store.JobCursor
 		for limit == 0 || len(all) < limit {
@@ -245,7 +260,7 @@ func runJobs(c *cli.Context) error {
 			if limit > 0 {
 				page = min(page, limit-len(all))
 			}
-			js, err := db.JobsPage(c.Context, after, page)
+			js, err := db.JobsPage(ctx, after, page)
 			if err != nil {
 				return err
 			}
@@ -256,14 +271,14 @@ func runJobs(c *cli.Context) error {
 			last := js[len(js)-1]
 			after = &store.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID}
 		}
-		if c.Bool("json") {
+		if opts.JSON {
 			out := make([]jobJSON, 0, len(all))
 			for _, j := range all {
 				out = append(out, toJobJSON(j))
 			}
-			return printJSON(out)
+			return printJSON(stdout, out)
 		}
-		tw := tabwriter.NewWriter(os.Stdout, 0, 4, 2, ' ', 0)
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "ID\tKIND\tSTATUS\tROOT\tATTEMPT\tWORKER\tLEASE UNTIL\tPROGRESS\tCREATED\tERROR")
 		for _, j := range all {
 			lease := "-"
@@ -278,7 +293,11 @@ func runJobs(c *cli.Context) error {
 			if j.ErrorCode != "" {
 				errText = j.ErrorCode + ": " + j.ErrorMessage
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%d\t%d\t%s\t%s\t%.0f%%\t%s\t%s\n", j.ID, j.Kind, j.Status, j.RootID,
+			root := "-"
+			if j.RootID != 0 {
+				root = strconv.FormatInt(j.RootID, 10)
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%.0f%%\t%s\t%s\n", j.ID, j.Kind, j.Status, root,
 				j.Attempt, worker, lease, j.Progress*100, j.CreatedAt.Local().Format("2006-01-02 15:04:05"), errText)
 		}
 		return tw.Flush()

@@ -3,7 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
+	"io"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +13,25 @@ import (
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
 )
+
+// thumbsOptions are the flags of `dupefs thumbs`.
+type thumbsOptions struct {
+	RetryFailed bool
+	Thumbs      thumbOptions
+}
+
+// thumbOptions are the thumbnailer's flags, shared by thumbs and mount,
+// with the hidden tuning of the WAL maintainer.
+type thumbOptions struct {
+	Workers      int
+	FFmpeg       string
+	ReadRate     string // bytes a second, with K, M, G suffixes
+	Lease        time.Duration
+	CleanupDelay time.Duration
+	Poll         time.Duration
+	WALBound     string
+	WALPoll      time.Duration
+}
 
 func thumbsCommand() *cli.Command {
 	return &cli.Command{
@@ -25,7 +44,13 @@ func thumbsCommand() *cli.Command {
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "retry-failed", Usage: "retry every failed thumbnail now"},
 		}, thumbFlags()...),
-		Action: runThumbs,
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			opts := thumbsOptions{RetryFailed: c.Bool("retry-failed"), Thumbs: thumbOptionsFrom(c)}
+			return runThumbs(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
+		},
 	}
 }
 
@@ -44,26 +69,29 @@ func thumbFlags() []cli.Flag {
 	}
 }
 
-// thumbConfig turns the shared flags into an indexer.ThumbConfig.
-func thumbConfig(c *cli.Context) (indexer.ThumbConfig, error) {
-	rate, err := parseBytes(c.String("thumb-read-rate"))
+func thumbOptionsFrom(c *cli.Context) thumbOptions {
+	return thumbOptions{Workers: c.Int("thumb-workers"), FFmpeg: c.String("ffmpeg"), ReadRate: c.String("thumb-read-rate"),
+		Lease: c.Duration("thumb-lease"), CleanupDelay: c.Duration("thumb-cleanup-delay"), Poll: c.Duration("thumb-poll"),
+		WALBound: c.String("wal-bound"), WALPoll: c.Duration("wal-poll")}
+}
+
+// config turns the options into an indexer.ThumbConfig.
+func (o thumbOptions) config(g globalOptions, retryFailed bool, warn func(string)) (indexer.ThumbConfig, error) {
+	rate, err := parseBytes(o.ReadRate)
 	if err != nil {
 		return indexer.ThumbConfig{}, usageErrorf("--thumb-read-rate: %v", err)
 	}
 	cfg := indexer.ThumbConfig{
-		Dir:            c.String("cache-dir"),
-		Workers:        c.Int("thumb-workers"),
+		Dir:            g.CacheDir,
+		Workers:        o.Workers,
 		MaxBytesPerSec: rate,
-		FFmpeg:         c.String("ffmpeg"),
-		RetryFailed:    c.Bool("retry-failed"),
-		LeaseTTL:       c.Duration("thumb-lease"),
-		CleanupDelay:   c.Duration("thumb-cleanup-delay"),
-		PollInterval:   c.Duration("thumb-poll"),
+		FFmpeg:         o.FFmpeg,
+		RetryFailed:    retryFailed,
+		LeaseTTL:       o.Lease,
+		CleanupDelay:   o.CleanupDelay,
+		PollInterval:   o.Poll,
 		Progress:       &indexer.Progress{},
-		Warn:           func(msg string) { fmt.Fprintf(os.Stderr, "\r\x1b[Kdupefs: %s\n", msg) },
-	}
-	if !isTerminal(os.Stderr) {
-		cfg.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "dupefs: "+msg) }
+		Warn:           warn,
 	}
 	switch {
 	case cfg.Dir == "":
@@ -75,17 +103,15 @@ func thumbConfig(c *cli.Context) (indexer.ThumbConfig, error) {
 }
 
 // maintainConfig turns the hidden WAL flags into an indexer.MaintainConfig.
-func maintainConfig(c *cli.Context) (indexer.MaintainConfig, error) {
-	var cfg indexer.MaintainConfig
-	if s := c.String("wal-bound"); s != "" {
-		n, err := parseBytes(s)
+func (o thumbOptions) maintainConfig(warn func(string)) (indexer.MaintainConfig, error) {
+	cfg := indexer.MaintainConfig{Poll: o.WALPoll, Warn: warn}
+	if o.WALBound != "" {
+		n, err := parseBytes(o.WALBound)
 		if err != nil {
 			return cfg, usageErrorf("--wal-bound: %v", err)
 		}
 		cfg.WALBound = n
 	}
-	cfg.Poll = c.Duration("wal-poll")
-	cfg.Warn = func(msg string) { fmt.Fprintln(os.Stderr, "dupefs: "+msg) }
 	return cfg, nil
 }
 
@@ -111,57 +137,42 @@ func parseBytes(s string) (int64, error) {
 	return v * mult, nil
 }
 
-func runThumbs(c *cli.Context) error {
-	if err := noArgs(c); err != nil {
-		return err
-	}
-	cfg, err := thumbConfig(c)
+func runThumbs(ctx context.Context, g globalOptions, opts thumbsOptions, stdout, stderr io.Writer) error {
+	con := newConsole(stderr)
+	cfg, err := opts.Thumbs.config(g, opts.RetryFailed, con.Warn)
 	if err != nil {
 		return err
 	}
-	mcfg, err := maintainConfig(c)
+	mcfg, err := opts.Thumbs.maintainConfig(con.Warn)
 	if err != nil {
 		return err
 	}
-	return withDB(c, openOpts{mustExist: true}, func(db *store.DB) error {
+	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
 		th, err := indexer.NewThumbnailer(db, cfg)
 		if err != nil {
 			return err
 		}
-		stopMaint := startMaintainer(c.Context, db, mcfg)
+		stopMaint := startMaintainer(ctx, db, mcfg)
 		defer stopMaint()
 		start := time.Now()
-		cfg.Progress.SetPhase("thumbs", "")
-		bar := startProgress(cfg.Progress)
-		err = th.Drain(c.Context)
-		bar.Stop()
-		if err != nil {
-			return err
-		}
-		counts, err := db.ThumbCounts(c.Context)
-		if err != nil {
-			return err
-		}
 		p := cfg.Progress
-		fmt.Fprintf(os.Stderr, "thumbnails: %s made, %s failed, %s removed in %s; %s ready, %s failed in all (in %s)\n",
+		stopShow := con.show(func() sample {
+			made, failed := p.ThumbsMade.Load(), p.ThumbsFailed.Load()
+			return sample{phase: 1, label: "thumbnails", done: made + failed, extra: count(failed) + " failed"}
+		})
+		err = th.Drain(ctx)
+		stopShow()
+		if err != nil {
+			return err
+		}
+		counts, err := db.ThumbCounts(ctx)
+		if err != nil {
+			return err
+		}
+		con.Printf("thumbnails: %s made, %s failed, %s removed in %s; %s ready, %s failed in all (in %s)\n",
 			count(p.ThumbsMade.Load()), count(p.ThumbsFailed.Load()), count(p.ThumbsCleaned.Load()),
 			time.Since(start).Round(10*time.Millisecond), count(counts[store.ThumbReady]),
-			count(counts[store.ThumbFailed]), th.Dir())
+			count(counts[store.ThumbFailed]), escapePath(th.Dir()))
 		return nil
 	})
-}
-
-// startMaintainer keeps the WAL bounded while a command runs; the returned
-// func stops it and waits for it.
-func startMaintainer(ctx context.Context, db *store.DB, cfg indexer.MaintainConfig) (stop func()) {
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		indexer.NewMaintainer(db, cfg).Serve(ctx)
-	}()
-	return func() {
-		cancel()
-		<-done
-	}
 }

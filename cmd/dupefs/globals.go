@@ -1,0 +1,82 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// globalOptions are the flags every command shares.
+type globalOptions struct {
+	DB       string // --db: the index file
+	CacheDir string // --cache-dir: the thumbnail cache
+}
+
+func globalsFrom(c *cli.Context) globalOptions {
+	return globalOptions{DB: c.String("db"), CacheDir: c.String("cache-dir")}
+}
+
+// defaultDB is $XDG_STATE_HOME/dupefs/index.db, ~/.local/state by default.
+func defaultDB() string {
+	return filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "dupefs", "index.db")
+}
+
+// defaultCacheDir is $XDG_CACHE_HOME/dupefs/thumbs, ~/.cache by default.
+func defaultCacheDir() string {
+	return filepath.Join(xdgDir("XDG_CACHE_HOME", ".cache"), "dupefs", "thumbs")
+}
+
+func xdgDir(env, fallback string) string {
+	if d := os.Getenv(env); filepath.IsAbs(d) {
+		return d
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		home = "/"
+	}
+	return filepath.Join(home, fallback)
+}
+
+// openOpts are the ways a command opens the index.
+type openOpts struct {
+	mustExist bool   // no index is an error, not a new file
+	hashAlgo  string // --hash of index
+}
+
+// openIndex opens the index named by --db.
+func openIndex(ctx context.Context, g globalOptions, o openOpts) (*store.DB, error) {
+	if g.DB == "" {
+		return nil, usageErrorf("--db must not be empty")
+	}
+	db, err := store.Open(ctx, store.Options{Path: g.DB, MustExist: o.mustExist, HashAlgo: o.hashAlgo})
+	if err != nil {
+		return nil, fmt.Errorf("index %s: %w", g.DB, err)
+	}
+	return db, nil
+}
+
+// withIndex opens the index, runs fn and closes it.
+func withIndex(ctx context.Context, g globalOptions, o openOpts, fn func(*store.DB) error) error {
+	db, err := openIndex(ctx, g, o)
+	if err != nil {
+		return err
+	}
+	err = fn(db)
+	if cerr := db.Close(); cerr != nil && err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// noArgs rejects stray arguments.
+func noArgs(c *cli.Context) error {
+	if c.Args().Present() {
+		return usageErrorf("%s takes no arguments (got %q)", c.Command.FullName(), c.Args().First())
+	}
+	return nil
+}
