@@ -79,9 +79,10 @@ func (ix *Indexer) runHash(ctx context.Context, job store.Job, lease store.Lease
 	h := &hashRun{ix: ix, lease: lease, algo: ix.db.HashAlgo(), started: time.Now(),
 		perRoot: map[int64]store.RootHashCounts{}}
 	p := ix.cfg.Progress
-	p.SetPhase("hash", "")
 	p.HashFiles.Store(0)
 	p.HashFilesDone.Store(0)
+	p.startPass(1, 0)
+	p.SetPhase("hash", "")
 
 	jobCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
@@ -117,27 +118,21 @@ func (h *hashRun) run(ctx context.Context) error {
 		return err
 	}
 	plan := pl.Sizes
-	var sizes, large []int64
-	var bound int64 // every small file whole, every large one prefix and whole
+	var large []int64
+	var bound int64 // small files whole, large ones their first and last 4 KiB
 	for _, s := range plan {
 		p.HashFiles.Add(s.Files)
-		sizes = append(sizes, s.Size)
 		if s.Size > SmallFile {
 			large = append(large, s.Size)
-			bound += (2*prefixBlock + s.Size) * s.Files
+			bound += 2 * prefixBlock * s.Files
 		} else {
 			bound += s.Size * s.Files
 		}
 	}
-	p.HashBase.Store(p.BytesRead.Load())
-	p.HashBytes.Store(bound)
+	p.startPass(1, bound)
 	if err := h.pass(ctx, taskPrefix, plan, nil); err != nil {
 		return err
 	}
-	// What is left to read: pass 2 reads at most the files of the sizes
-	// it plans, whole.
-	var left int64
-	readSoFar := func() int64 { return p.BytesRead.Load() - p.HashBase.Load() }
 	if len(large) > 0 {
 		pairs, err := db.FullHashPlan(ctx, large)
 		if err != nil {
@@ -146,29 +141,21 @@ func (h *hashRun) run(ctx context.Context) error {
 		if len(pairs) > 0 {
 			shared := map[store.SizePrefix]bool{}
 			var full []store.SizeCount
+			var whole int64
 			for _, pr := range pairs {
-				shared[pr] = true
+				shared[pr.SizePrefix] = true
 				if len(full) == 0 || full[len(full)-1].Size != pr.Size {
 					full = append(full, store.SizeCount{Size: pr.Size})
 				}
+				full[len(full)-1].Files += pr.Partial
+				whole += pr.Size * pr.Partial
 			}
-			// Member counts are not known per pair; load one size at a
-			// time through the paged path only when it is large.
-			for i := range full {
-				for _, s := range plan {
-					if s.Size == full[i].Size {
-						full[i].Files = s.Files
-					}
-				}
-				left += full[i].Size * full[i].Files
-			}
-			p.HashBytes.Store(min(p.HashBytes.Load(), readSoFar()+left))
+			p.startPass(2, whole)
 			if err := h.pass(ctx, taskFull, full, shared); err != nil {
 				return err
 			}
 		}
 	}
-	p.HashBytes.Store(min(p.HashBytes.Load(), readSoFar()))
 	return db.Write(ctx, func(tx *store.Tx) error {
 		if err := tx.Fence(h.lease); err != nil {
 			return err

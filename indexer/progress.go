@@ -20,9 +20,12 @@ type Progress struct {
 	HashFilesDone atomic.Int64 // of which settled (read, reused or failed)
 	FilesRead     atomic.Int64 // files opened for hashing
 	BytesRead     atomic.Int64 // bytes read for hashing
-	// HashBase is BytesRead when the current hash run began, and
-	// HashBytes what the run expects to read in all: an upper bound that
-	// only shrinks as the run learns which files need a full read.
+	// HashPass is the pass of the current hash run: 1 reads the first and
+	// last 4 KiB of the large candidates and the small ones whole, 2 the
+	// large ones whose prefix another inode shares whole. HashBase is
+	// BytesRead when the pass began, and HashBytes what it reads in all
+	// at most (hard links and reused hashes make it read less).
+	HashPass  atomic.Int32
 	HashBase  atomic.Int64
 	HashBytes atomic.Int64
 
@@ -33,6 +36,13 @@ type Progress struct {
 	mu     sync.Mutex
 	phase  string
 	detail string
+}
+
+// startPass records that hash pass n begins and reads at most bytes.
+func (p *Progress) startPass(n int32, bytes int64) {
+	p.HashBase.Store(p.BytesRead.Load())
+	p.HashBytes.Store(bytes)
+	p.HashPass.Store(n)
 }
 
 // SetPhase records what the indexer does now ("scan", "hash", "wait",

@@ -236,10 +236,17 @@ type SizePrefix struct {
 	Prefix int64
 }
 
+// FullHashPair is a (size, prefix) pair of the full-hash plan, with the
+// number of its live rows still partial.
+type FullHashPair struct {
+	SizePrefix
+	Partial int64
+}
+
 // FullHashPlan lists, among the given sizes, the (size, prefix) pairs whose
 // partial files need a full hash, largest size first.
-func (db *DB) FullHashPlan(ctx context.Context, sizes []int64) ([]SizePrefix, error) {
-	rows, err := db.query(ctx, `SELECT size, prefix_hash FROM files
+func (db *DB) FullHashPlan(ctx context.Context, sizes []int64) ([]FullHashPair, error) {
+	rows, err := db.query(ctx, `SELECT size, prefix_hash, sum(hash_status = 'partial') FROM files
 		WHERE size IN (SELECT value FROM json_each(?1)) AND missing = 0 AND prefix_hash IS NOT NULL
 		GROUP BY size, prefix_hash
 		HAVING (min(dev) <> max(dev) OR min(ino) <> max(ino)) AND max(hash_status = 'partial') = 1
@@ -248,10 +255,10 @@ func (db *DB) FullHashPlan(ctx context.Context, sizes []int64) ([]SizePrefix, er
 		return nil, classify("plan full hashes", err)
 	}
 	defer rows.Close()
-	var out []SizePrefix
+	var out []FullHashPair
 	for rows.Next() {
-		var p SizePrefix
-		if err := rows.Scan(&p.Size, &p.Prefix); err != nil {
+		var p FullHashPair
+		if err := rows.Scan(&p.Size, &p.Prefix, &p.Partial); err != nil {
 			return nil, classify("plan full hashes", err)
 		}
 		out = append(out, p)

@@ -173,12 +173,15 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 const (
 	phaseWait = iota
 	phaseScan
-	phaseHash
+	phasePrefix // hash pass 1
+	phaseWhole  // hash pass 2
 )
 
 // indexSampler reads the indexer's Progress for the display: scanning with
 // a count of files (a percentage when the last scan's count is known),
-// then hashing with the bytes still to read.
+// then the two hash passes with the bytes each reads at most: the first
+// and last 4 KiB of the candidates, then the candidates whose ends another
+// inode shares, whole.
 func indexSampler(p *indexer.Progress) func() sample {
 	last := phaseWait
 	return func() sample {
@@ -187,33 +190,33 @@ func indexSampler(p *indexer.Progress) func() sample {
 		case "scan":
 			last = max(last, phaseScan)
 		case "hash":
-			last = max(last, phaseHash)
+			last = max(last, phasePrefix+int(p.HashPass.Load())-1)
+		}
+		waiting := ""
+		if phase == "wait" {
+			waiting = ", waiting for " + detail
 		}
 		switch last {
 		case phaseScan:
 			s := sample{phase: phaseScan, label: "scanning", done: p.FilesSeen.Load(), total: p.ScanExpected.Load(),
-				extra: "files, " + count(p.FoldersSeen.Load()) + " folders"}
+				extra: "files, " + count(p.FoldersSeen.Load()) + " folders" + waiting}
 			if s.total > 0 && s.done > s.total {
 				s.total = 0 // more than last time: no estimate
 			}
-			if phase == "wait" {
-				s.extra += ", waiting for " + detail
-			}
 			return s
-		case phaseHash:
-			s := sample{phase: phaseHash, label: "hashing", bytes: true,
+		case phasePrefix, phaseWhole:
+			label := "hashing ends"
+			if last == phaseWhole {
+				label = "hashing whole"
+			}
+			return sample{phase: last, label: label, bytes: true,
 				done: p.BytesRead.Load() - p.HashBase.Load(), total: p.HashBytes.Load(),
-				extra: count(p.FilesRead.Load()) + " files read"}
-			if phase == "wait" {
-				s.extra += ", waiting for " + detail
-			}
-			return s
+				extra: count(p.FilesRead.Load()) + " files read" + waiting}
 		}
-		label := "starting"
-		if phase == "wait" {
-			label = "waiting for " + detail
+		if waiting != "" {
+			return sample{phase: phaseWait, label: "waiting for " + detail}
 		}
-		return sample{phase: phaseWait, label: label}
+		return sample{} // not started
 	}
 }
 

@@ -50,7 +50,8 @@ func (c *console) Printf(format string, args ...any) {
 
 // sample is what a display shows at one moment: the phase the work is in
 // (phases are numbered in the order they come; the display never goes
-// back to an earlier one), a label, and how far the phase is.
+// back to an earlier one), a label ("": nothing to show yet), and how far
+// the phase is.
 type sample struct {
 	phase int
 	label string
@@ -82,13 +83,15 @@ func (c *console) show(sample func() sample) (stop func()) {
 		defer t.Stop()
 		for {
 			s := sample()
-			if cur == nil || s.phase > cur.phase {
+			if s.label == "" {
+				// nothing to show yet
+			} else if cur == nil || s.phase > cur.phase {
 				if cur != nil {
 					cur.finish()
 				}
 				cur = newPhaseBar(prog, s)
 			}
-			if s.phase == cur.phase {
+			if cur != nil && s.phase == cur.phase {
 				cur.update(s)
 			}
 			select {
@@ -130,7 +133,13 @@ const barSteps = 1000
 
 func newPhaseBar(prog *mpb.Progress, s sample) *phaseBar {
 	p := &phaseBar{phase: s.phase, s: s}
-	p.bar = prog.New(0, mpb.BarStyle().Lbound("[").Rbound("]"),
+	// A phase whose size is not known when it begins shows no bar, only
+	// its count and rate.
+	var filler mpb.BarFillerBuilder = mpb.BarStyle().Lbound("[").Rbound("]")
+	if s.total <= 0 {
+		filler = mpb.NopStyle()
+	}
+	p.bar = prog.New(0, filler,
 		mpb.PrependDecorators(decor.Any(func(decor.Statistics) string { return p.label() }, decor.WCSyncSpaceR)),
 		mpb.AppendDecorators(decor.Any(func(decor.Statistics) string { return p.text() })),
 	)
@@ -189,12 +198,15 @@ func (p *phaseBar) text() string {
 	}
 	var b strings.Builder
 	if s.total > 0 {
-		fmt.Fprintf(&b, "%3.0f%%  %s / %s", p.frac*100, unit(s.done), unit(s.total))
+		fmt.Fprintf(&b, "%3.0f%%  %s / %s", p.frac*100, unit(s.done), unit(max(s.total, s.done)))
+		if s.extra != "" {
+			b.WriteString(",")
+		}
 	} else {
 		b.WriteString(unit(s.done))
 	}
 	if s.extra != "" {
-		b.WriteString("  " + s.extra)
+		b.WriteString(" " + s.extra)
 	}
 	if p.rate > 0 {
 		fmt.Fprintf(&b, "  %s/s", unit(int64(p.rate)))
