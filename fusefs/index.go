@@ -12,7 +12,7 @@ import (
 // and a watcher of commits. *store.DB implements it; the view never writes.
 type Index interface {
 	// Groups, by content id and by size.
-	GroupsPage(ctx context.Context, afterID int64, limit int) ([]store.GroupRef, error)
+	GroupsPage(ctx context.Context, afterID int64, limit int) ([]store.GroupInfo, error)
 	SizeGroupsPage(ctx context.Context, size, afterID int64, limit int) ([]store.GroupRef, error)
 	SizesPage(ctx context.Context, afterSize int64, limit int) ([]int64, error)
 	Group(ctx context.Context, algo string, sum []byte) (store.GroupInfo, error)
@@ -20,11 +20,9 @@ type Index interface {
 	SizeInfo(ctx context.Context, size int64) (time.Time, error)
 
 	// The copies of a group.
-	MembersPage(ctx context.Context, g store.GroupRef, afterName string, afterID int64, limit int) ([]store.MemberName, error)
+	CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]store.MemberName, error)
 	MemberByName(ctx context.Context, g store.GroupRef, name string) (store.Member, error)
 	MemberByID(ctx context.Context, g store.GroupRef, fileID int64) (store.Member, bool, error)
-	FirstWithName(ctx context.Context, g store.GroupRef, name string, fileID int64) (bool, error)
-	FileName(ctx context.Context, id int64) (string, error)
 	FilePath(ctx context.Context, id int64) (string, int64, error)
 
 	// Thumbnails.

@@ -2,9 +2,9 @@ package fusefs
 
 import (
 	"context"
-	"errors"
 	"strconv"
 	"syscall"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -29,21 +29,44 @@ func idAfter(off uint64) int64 {
 	return int64(off - 2)
 }
 
+// listed is one entry of a listing. With plus set, a READDIRPLUS answer
+// gives the kernel its attributes too (a folder made from a row, with its
+// mtime), so a walk needs no LOOKUP for it; other entries go without.
+type listed struct {
+	fuse.DirEntry
+	plus  bool
+	mtime time.Time
+}
+
 // fetchFunc returns the entries after offset off, at most pageSize of
 // them, each with its Off set.
-type fetchFunc func(ctx context.Context, off uint64) ([]fuse.DirEntry, error)
+type fetchFunc func(ctx context.Context, off uint64) ([]listed, error)
 
 // readdir fills out with the entries of folder node after offset off, as
-// many as fit.
-func (f *FS) readdir(node uint64, off uint64, out *fuse.DirEntryList) fuse.Status {
+// many as fit; with plus (READDIRPLUS), with the attributes of the entries
+// that offer them.
+func (f *FS) readdir(node uint64, off uint64, out *fuse.DirEntryList, plus bool) fuse.Status {
 	self, parent, what, fetch, st := f.lister(node)
 	if st != fuse.OK {
 		return st
 	}
-	if off < 1 && !out.AddDirEntry(fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: self, Off: 1}) {
+	add := func(e listed) bool {
+		if !plus {
+			return out.AddDirEntry(e.DirEntry)
+		}
+		eo := out.AddDirLookupEntry(e.DirEntry)
+		if eo == nil {
+			return false
+		}
+		if e.plus {
+			f.plusEntry(eo, e)
+		}
+		return true
+	}
+	if off < 1 && !add(listed{DirEntry: fuse.DirEntry{Name: ".", Mode: syscall.S_IFDIR, Ino: self, Off: 1}}) {
 		return fuse.OK
 	}
-	if off < 2 && !out.AddDirEntry(fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: parent, Off: 2}) {
+	if off < 2 && !add(listed{DirEntry: fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: parent, Off: 2}}) {
 		return fuse.OK
 	}
 	for {
@@ -52,7 +75,7 @@ func (f *FS) readdir(node uint64, off uint64, out *fuse.DirEntryList) fuse.Statu
 			return f.status("list "+what, err)
 		}
 		for _, e := range page {
-			if !out.AddDirEntry(e) {
+			if !add(e) {
 				return fuse.OK
 			}
 			off = e.Off
@@ -61,6 +84,20 @@ func (f *FS) readdir(node uint64, off uint64, out *fuse.DirEntryList) fuse.Statu
 			return fuse.OK
 		}
 	}
+}
+
+// plusEntry fills the lookup answer of an entry that offers one.
+func (f *FS) plusEntry(eo *fuse.EntryOut, e listed) {
+	if kind, _ := split(e.Ino); kind == 0 {
+		// A fixed node: its attributes as GETATTR gives them.
+		timeout, st := f.getattr(e.Ino, &eo.Attr)
+		if st == fuse.OK {
+			entry(eo, e.Ino, timeout)
+		}
+		return
+	}
+	f.dirAttr(&eo.Attr, e.Ino, e.mtime)
+	entry(eo, e.Ino, rowTimeout)
 }
 
 // lister returns how to list folder node.
@@ -76,17 +113,14 @@ func (f *FS) lister(node uint64) (self, parent uint64, what string, fetch fetchF
 	case node == inoThumbs:
 		return node, inoRoot, "thumbnails", f.listThumbs, fuse.OK
 	case kind == kindGroup:
-		g, err := f.db.GroupByID(dbctx(), id)
-		if err != nil {
-			return 0, 0, "", nil, f.status("read group", err)
-		}
-		return node, inoByHash, "copies", f.copyLister(g.GroupRef), fuse.OK
+		return node, inoByHash, "copies", f.copyLister(id), fuse.OK
 	case kind == kindSizeDir:
-		return node, inoBySize, "groups of a size", func(ctx context.Context, off uint64) ([]fuse.DirEntry, error) {
+		return node, inoBySize, "groups of a size", func(ctx context.Context, off uint64) ([]listed, error) {
 			gs, err := f.db.SizeGroupsPage(ctx, id, idAfter(off), pageSize)
-			out := make([]fuse.DirEntry, 0, len(gs))
+			out := make([]listed, 0, len(gs))
 			for _, g := range gs {
-				out = append(out, fuse.DirEntry{Name: key(g), Mode: syscall.S_IFLNK, Ino: ino(kindSizeLink, g.ID), Off: offID(g.ID)})
+				out = append(out, listed{DirEntry: fuse.DirEntry{Name: key(g), Mode: syscall.S_IFLNK,
+					Ino: ino(kindSizeLink, g.ID), Off: offID(g.ID)}})
 			}
 			return out, err
 		}, fuse.OK
@@ -94,12 +128,12 @@ func (f *FS) lister(node uint64) (self, parent uint64, what string, fetch fetchF
 	return 0, 0, "", nil, fuse.ENOTDIR
 }
 
-func (f *FS) listRoot(_ context.Context, off uint64) ([]fuse.DirEntry, error) {
-	all := []fuse.DirEntry{
-		{Name: "by-hash", Mode: syscall.S_IFDIR, Ino: inoByHash, Off: 3},
-		{Name: "by-size", Mode: syscall.S_IFDIR, Ino: inoBySize, Off: 4},
-		{Name: "status.json", Mode: syscall.S_IFREG, Ino: inoStatus, Off: 5},
-		{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 6},
+func (f *FS) listRoot(_ context.Context, off uint64) ([]listed, error) {
+	all := []listed{
+		{DirEntry: fuse.DirEntry{Name: "by-hash", Mode: syscall.S_IFDIR, Ino: inoByHash, Off: 3}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "by-size", Mode: syscall.S_IFDIR, Ino: inoBySize, Off: 4}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "status.json", Mode: syscall.S_IFREG, Ino: inoStatus, Off: 5}},
+		{DirEntry: fuse.DirEntry{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 6}, plus: true},
 	}
 	for i, e := range all {
 		if e.Off > off {
@@ -109,82 +143,59 @@ func (f *FS) listRoot(_ context.Context, off uint64) ([]fuse.DirEntry, error) {
 	return nil, nil
 }
 
-// listGroups lists the groups by content id.
-func (f *FS) listGroups(ctx context.Context, off uint64) ([]fuse.DirEntry, error) {
+// listGroups lists the groups by content id, each with its attributes:
+// a walk of /by-hash then looks up no group.
+func (f *FS) listGroups(ctx context.Context, off uint64) ([]listed, error) {
 	gs, err := f.db.GroupsPage(ctx, idAfter(off), pageSize)
-	out := make([]fuse.DirEntry, 0, len(gs))
+	out := make([]listed, 0, len(gs))
 	for _, g := range gs {
-		out = append(out, fuse.DirEntry{Name: key(g), Mode: syscall.S_IFDIR, Ino: ino(kindGroup, g.ID), Off: offID(g.ID)})
+		out = append(out, listed{DirEntry: fuse.DirEntry{Name: key(g.GroupRef), Mode: syscall.S_IFDIR,
+			Ino: ino(kindGroup, g.ID), Off: offID(g.ID)}, plus: true, mtime: g.ChangedAt})
 	}
 	return out, err
 }
 
 // listSizes lists the sizes that have groups, smallest first; an entry's
 // offset is its size.
-func (f *FS) listSizes(ctx context.Context, off uint64) ([]fuse.DirEntry, error) {
+func (f *FS) listSizes(ctx context.Context, off uint64) ([]listed, error) {
 	sizes, err := f.db.SizesPage(ctx, idAfter(off), pageSize)
-	out := make([]fuse.DirEntry, 0, len(sizes))
+	out := make([]listed, 0, len(sizes))
 	for _, s := range sizes {
-		out = append(out, fuse.DirEntry{Name: strconv.FormatInt(s, 10), Mode: syscall.S_IFDIR,
-			Ino: ino(kindSizeDir, s), Off: offID(s)})
+		out = append(out, listed{DirEntry: fuse.DirEntry{Name: strconv.FormatInt(s, 10), Mode: syscall.S_IFDIR,
+			Ino: ino(kindSizeDir, s), Off: offID(s)}})
 	}
 	return out, err
 }
 
 // listThumbs lists the ready thumbnails by thumbnail id.
-func (f *FS) listThumbs(ctx context.Context, off uint64) ([]fuse.DirEntry, error) {
+func (f *FS) listThumbs(ctx context.Context, off uint64) ([]listed, error) {
 	if f.cfg.ThumbDir == "" {
 		return nil, nil
 	}
 	ts, err := f.db.ReadyThumbsPage(ctx, idAfter(off), pageSize)
-	out := make([]fuse.DirEntry, 0, len(ts))
+	out := make([]listed, 0, len(ts))
 	for _, th := range ts {
 		name, kerr := store.ThumbFileName(th.Key)
 		if kerr != nil {
 			continue // no row holds such a key; never list a bad name
 		}
-		out = append(out, fuse.DirEntry{Name: name, Mode: syscall.S_IFREG, Ino: ino(kindThumb, th.ID), Off: offID(th.ID)})
+		out = append(out, listed{DirEntry: fuse.DirEntry{Name: name, Mode: syscall.S_IFREG,
+			Ino: ino(kindThumb, th.ID), Off: offID(th.ID)}})
 	}
 	return out, err
 }
 
-// copyLister lists the copies of a group by name, then file id. An
-// entry's offset is its file id; a listing resumed after one finds its
-// place from that row.
-func (f *FS) copyLister(g store.GroupRef) fetchFunc {
-	return func(ctx context.Context, off uint64) ([]fuse.DirEntry, error) {
-		db := f.db
-		after := idAfter(off)
-		var afterName string
-		if after != 0 {
-			name, err := db.FileName(ctx, after)
-			if err != nil && !errors.Is(err, store.ErrNotFound) {
-				return nil, err
-			}
-			afterName = name
+// copyLister lists the copies of a group by name, then file id, one query
+// a page. An entry's offset is its file id; a listing resumed after one
+// finds its place from that row.
+func (f *FS) copyLister(contentID int64) fetchFunc {
+	return func(ctx context.Context, off uint64) ([]listed, error) {
+		ms, err := f.db.CopiesPage(ctx, contentID, idAfter(off), pageSize)
+		out := make([]listed, 0, len(ms))
+		for _, m := range ms {
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FileID, m.First),
+				Mode: syscall.S_IFLNK, Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)}})
 		}
-		ms, err := db.MembersPage(ctx, g, afterName, after, pageSize)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]fuse.DirEntry, 0, len(ms))
-		for i, m := range ms {
-			var first bool
-			switch {
-			case i > 0:
-				first = m.Name != ms[i-1].Name
-			case after == 0:
-				first = true // the very first copy
-			default:
-				// Whether an earlier copy has this name: ask once per
-				// page, then follow the (name, id) order.
-				if first, err = db.FirstWithName(ctx, g, m.Name, m.FileID); err != nil {
-					return nil, err
-				}
-			}
-			out = append(out, fuse.DirEntry{Name: linkName(m.Name, m.FileID, first), Mode: syscall.S_IFLNK,
-				Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)})
-		}
-		return out, nil
+		return out, err
 	}
 }

@@ -14,6 +14,7 @@ import (
 // file manager probing .Trash or autorun.inf) are answered without a
 // query; a name that is not there is cached by the kernel for a moment.
 func (f *FS) lookup(parent uint64, name string, out *fuse.EntryOut) fuse.Status {
+	f.lookups.Add(1)
 	kind, id := split(parent)
 	var st fuse.Status
 	switch {

@@ -44,7 +44,14 @@ func (r *raw) OpenDir(<-chan struct{}, *fuse.OpenIn, *fuse.OpenOut) fuse.Status 
 func (r *raw) ReleaseDir(*fuse.ReleaseIn) {}
 
 func (r *raw) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	return r.f.readdir(in.NodeId, in.Offset, out)
+	return r.f.readdir(in.NodeId, in.Offset, out, false)
+}
+
+// ReadDirPlus lists a folder with the attributes of the entries that
+// offer them cheaply (the group folders of /by-hash): a cold walk of the
+// view then makes no LOOKUP per group.
+func (r *raw) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
+	return r.f.readdir(in.NodeId, in.Offset, out, true)
 }
 
 func (r *raw) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {

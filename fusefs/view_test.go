@@ -268,3 +268,34 @@ func TestStatusJSON(t *testing.T) {
 		return v["calls"] > 1
 	})
 }
+
+// A walk of /by-hash after its listing looks up no group: READDIRPLUS
+// gave the kernel each group folder with its attributes.
+func TestWalkAfterListingLooksUpNoGroup(t *testing.T) {
+	tf := mountTest(t, nil)
+	var files []copyOf
+	const groups = 600 // several READDIRPLUS pages
+	for g := 1; g <= groups; g++ {
+		files = append(files, copyOf{"/data/a", "f" + itoa(int64(g)), int64(g), uint64(2 * g), g},
+			copyOf{"/data/b", "f" + itoa(int64(g)), int64(g), uint64(2*g + 1), g})
+	}
+	tf.add("/data", files...)
+	names := tf.names("by-hash")
+	if len(names) != groups {
+		t.Fatalf("listed %d groups, want %d", len(names), groups)
+	}
+	before := tf.fs.lookups.Load()
+	for _, n := range names {
+		fi, err := os.Lstat(filepath.Join(tf.mnt, "by-hash", n))
+		if err != nil || !fi.IsDir() {
+			t.Fatalf("stat %s: %v %v", n, fi, err)
+		}
+		ents, err := os.ReadDir(filepath.Join(tf.mnt, "by-hash", n))
+		if err != nil || len(ents) != 2 {
+			t.Fatalf("list %s: %d entries, %v", n, len(ents), err)
+		}
+	}
+	if n := tf.fs.lookups.Load() - before; n != 0 {
+		t.Errorf("a walk of %d listed groups made %d LOOKUPs, want 0", groups, n)
+	}
+}

@@ -34,10 +34,26 @@ func scanGroupRefs(rows *sql.Rows, err error) ([]GroupRef, error) {
 	return out, classify("list groups", rows.Err())
 }
 
-// GroupsPage lists groups by content id, after afterID.
-func (db *DB) GroupsPage(ctx context.Context, afterID int64, limit int) ([]GroupRef, error) {
-	return scanGroupRefs(db.query(ctx, `SELECT id, hash_algo, content_hash, size FROM contents
-		WHERE inode_count >= 2 AND id > ? ORDER BY id LIMIT ?`, afterID, limit))
+// GroupsPage lists groups by content id, after afterID, with what a
+// folder of the view shows of them.
+func (db *DB) GroupsPage(ctx context.Context, afterID int64, limit int) ([]GroupInfo, error) {
+	rows, err := db.query(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at FROM contents
+		WHERE inode_count >= 2 AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	if err != nil {
+		return nil, classify("list groups", err)
+	}
+	defer rows.Close()
+	var out []GroupInfo
+	for rows.Next() {
+		var g GroupInfo
+		var changed int64
+		if err := rows.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &changed); err != nil {
+			return nil, classify("list groups", err)
+		}
+		g.ChangedAt = time.UnixMilli(changed)
+		out = append(out, g)
+	}
+	return out, classify("list groups", rows.Err())
 }
 
 // SizeGroupsPage lists the groups of one size by content id, after afterID.
@@ -137,21 +153,29 @@ func scanMembers(rows *sql.Rows, err error) ([]Member, error) {
 	return out, classify("list copies", rows.Err())
 }
 
-// MemberName is a copy as a listing needs it: its file id and basename.
+// MemberName is a copy as a listing needs it: its file id, its basename,
+// and whether it is the first copy of the group (lowest id) with that
+// basename.
 type MemberName struct {
 	FileID int64
 	Name   string
+	First  bool
 }
 
-// MembersPage lists a group's live copies by (name, id), after the copy
-// (afterName, afterID); ("", 0) starts from the first.
-func (db *DB) MembersPage(ctx context.Context, g GroupRef, afterName string, afterID int64, limit int) ([]MemberName, error) {
+// CopiesPage lists the live copies of the group of content id contentID by
+// (name, id), after the copy afterID (0: from the first), in one indexed
+// query: a listing of the view costs one query per page. A content that is
+// no group (any more) has none.
+func (db *DB) CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]MemberName, error) {
 	// Covered by files_content (content_hash, missing, name, id): the
 	// algorithm need not be checked, one index has one.
-	rows, err := db.query(ctx, `SELECT id, name FROM files
-		WHERE content_hash = ?1 AND missing = 0
-		  AND (name > ?2 OR (name = ?2 AND id > ?3))
-		ORDER BY name, id LIMIT ?4`, g.Hash, afterName, afterID, limit)
+	rows, err := db.query(ctx, `SELECT f.id, f.name,
+		NOT EXISTS (SELECT 1 FROM files g WHERE g.content_hash = f.content_hash AND g.missing = 0
+		              AND g.name = f.name AND g.id < f.id)
+		FROM contents c JOIN files f ON f.content_hash = c.content_hash
+		WHERE c.id = ?1 AND c.inode_count >= 2 AND f.missing = 0
+		  AND (?2 = 0 OR (f.name, f.id) > ((SELECT name FROM files WHERE id = ?2), ?2))
+		ORDER BY f.name, f.id LIMIT ?3`, contentID, afterID, limit)
 	if err != nil {
 		return nil, classify("list copies", err)
 	}
@@ -159,7 +183,7 @@ func (db *DB) MembersPage(ctx context.Context, g GroupRef, afterName string, aft
 	var out []MemberName
 	for rows.Next() {
 		var m MemberName
-		if err := rows.Scan(&m.FileID, &m.Name); err != nil {
+		if err := rows.Scan(&m.FileID, &m.Name, &m.First); err != nil {
 			return nil, classify("list copies", err)
 		}
 		out = append(out, m)
@@ -198,15 +222,6 @@ func (db *DB) MemberByID(ctx context.Context, g GroupRef, fileID int64) (Member,
 		return m, false, ErrNotFound
 	}
 	return m, first, classify("read copy", err)
-}
-
-// FirstWithName reports whether no live copy of the group before fileID
-// (by id) has that basename.
-func (db *DB) FirstWithName(ctx context.Context, g GroupRef, name string, fileID int64) (bool, error) {
-	var first bool
-	err := db.queryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM files WHERE content_hash = ? AND missing = 0
-		AND name = ? AND id < ?)`, g.Hash, name, fileID).Scan(&first)
-	return first, classify("read copy", err)
 }
 
 // Change is a group whose counts or copies changed.
@@ -280,16 +295,6 @@ func (w *Watcher) Changed(ctx context.Context) (bool, error) {
 
 // Close releases the watcher's connection.
 func (w *Watcher) Close() error { return w.conn.Close() }
-
-// FileName reads a file's basename by id, live or not.
-func (db *DB) FileName(ctx context.Context, id int64) (string, error) {
-	var name string
-	err := db.queryRow(ctx, "SELECT name FROM files WHERE id = ?", id).Scan(&name)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", ErrNotFound
-	}
-	return name, classify("read file", err)
-}
 
 // FilePath reads a file's absolute path and mtime by id, live or not.
 func (db *DB) FilePath(ctx context.Context, id int64) (string, int64, error) {

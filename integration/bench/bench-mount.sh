@@ -25,11 +25,27 @@ bench_mount() {
 	trap 'kill -TERM '"$pid"' 2>/dev/null; wait '"$pid"' 2>/dev/null; umount -l "'"$mnt"'" 2>/dev/null' EXIT
 	for _ in $(seq 300); do [ -r "$mnt/status.json" ] && cat "$mnt/status.json" >/dev/null 2>&1 && break; sleep 0.1; done
 	rm -f "$WORK"/t.m.*
+	# The same tree of folders and symlinks as real files on this file
+	# system, for the cold walk to be measured against.
+	local replica=$WORK/mount-replica-$MOUNT_GROUPS
+	if [ ! -f "$replica.done" ]; then
+		rm -rf "$replica"
+		mkdir -p "$replica"
+		echo "copying the view's tree of symlinks to $replica..." >&2
+		cp -a "$mnt/by-hash" "$mnt/by-size" "$replica/"
+		touch "$replica.done"
+	fi
 	local groups links files
 	for ((r = 0; r < RUNS; r++)); do
 		timed m.ls sh -c "ls -f '$mnt/by-hash' | wc -l >'$WORK/m.groups'"
 		timed m.find sh -c "find '$mnt' -type l | wc -l >'$WORK/m.links'"
 		timed m.findorig sh -c "find '$T' -type f | wc -l >'$WORK/m.files'"
+		if cold_ok; then
+			drop_caches
+			timed m.coldfind sh -c "find '$mnt' -type l | wc -l >/dev/null"
+			drop_caches
+			timed m.coldreplica sh -c "find '$replica' -type l | wc -l >/dev/null"
+		fi
 	done
 	groups=$(($(cat "$WORK/m.groups") - 2)) # . and ..
 	links=$(cat "$WORK/m.links")
@@ -49,6 +65,18 @@ bench_mount() {
 		printf '| ls -f /by-hash | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.ls"))" "$(col 1 "$WORK/t.m.ls")"
 		printf '| find mount -type l | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.find"))" "$(col 1 "$WORK/t.m.find")"
 		printf '| find originals -type f | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.findorig"))" "$(col 1 "$WORK/t.m.findorig")"
+		if cold_ok; then
+			local c r
+			c=$("$TOOL" median $(col 1 "$WORK/t.m.coldfind"))
+			r=$("$TOOL" median $(col 1 "$WORK/t.m.coldreplica"))
+			printf '| find mount -type l, cold | %.3f | %s|\n' "$c" "$(col 1 "$WORK/t.m.coldfind")"
+			printf '| find -type l over the same tree as real files, cold | %.3f | %s|\n' "$r" "$(col 1 "$WORK/t.m.coldreplica")"
+			echo
+			printf 'cold walk of the mount: %.2f x the same walk over real files\n' "$(awk -v a="$c" -v b="$r" 'BEGIN{print a/b}')"
+		else
+			echo
+			echo "cold runs need root (to drop the page cache): skipped"
+		fi
 		echo
 		printf 'mount process after the walks: peak RSS %.1f MB, RSS %.1f MB\n' "$(awk -v k="$hwm" 'BEGIN{print k/1024}')" "$(awk -v k="$rss" 'BEGIN{print k/1024}')"
 	} | tee -a "$RESULTS"

@@ -15,6 +15,8 @@
 #   THUMB_PHOTOS=300    12-megapixel photos the thumbnail bench makes
 #                       thumbnails of (bench-thumbs.sh)
 #   ONLY=mount          run only the named part (index, scale, mount, thumbs)
+#   COLD=1              also cold-cache runs (as root: sync and drop caches
+#                       before each; 0 skips them)
 #   BENCH_DIR=/tmp/dupefs-bench   where trees, indexes and results go
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -84,6 +86,11 @@ run_tool() {
 }
 
 col() { awk -v c="$1" '{print $c}' "$2" | tr '\n' ' '; }
+
+# Cold runs drop the page cache before each run, which needs root; without
+# it they are skipped and the results say so (COLD=0 skips them too).
+cold_ok() { [ "${COLD:-1}" != 0 ] && [ "$(id -u)" = 0 ]; }
+drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 # bench NAME TREE: every tool, RUNS rounds, rotating which goes first.
 bench() {
