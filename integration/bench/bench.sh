@@ -8,13 +8,17 @@
 #   RUNS=5              timed runs per tool (after one untimed warm-up run)
 #   BENCH_FILES=100000  files in the generated tree
 #   BENCH_TREE=/usr     a real tree too ("" to skip)
+#   PHOTOS=2200         files of 2-8 MB in the photo-like tree (0 to skip):
+#                       a fifth copies, EDITS same-size edits that differ
+#                       only in the middle (EDITS=200); about 9 GB
 #   SCALE=1000000       also index a tree of SCALE small files and a tenth of
 #                       it, to show the peak memory of dupefs index is flat
 #   MOUNT_GROUPS=100000 groups (of 3 copies) in the index the mount bench
 #                       walks (bench-mount.sh)
 #   THUMB_PHOTOS=300    12-megapixel photos the thumbnail bench makes
 #                       thumbnails of (bench-thumbs.sh)
-#   ONLY=mount          run only the named part (index, scale, mount, thumbs)
+#   ONLY=mount          run only the named part (index, cold, photos, scale,
+#                       mount, thumbs, or another bench-NAME.sh)
 #   COLD=1              also cold-cache runs (as root: sync and drop caches
 #                       before each; 0 skips them)
 #   BENCH_DIR=/tmp/dupefs-bench   where trees, indexes and results go
@@ -27,6 +31,8 @@ RUNS=${RUNS:-5}
 FILES=${BENCH_FILES:-100000}
 REAL=${BENCH_TREE-/usr}
 SCALE=${SCALE:-}
+PHOTOS=${PHOTOS:-2200}
+EDITS=${EDITS:-200}
 mkdir -p "$WORK"
 RESULTS=$WORK/results.md
 
@@ -55,6 +61,18 @@ tree() {
 		rm -rf "$dir"
 		echo "generating $dir ($2 files)..." >&2
 		"$TOOL" mktree -dir "$dir" -files "$2" -avg "$3" -seed 1
+		touch "$dir.done"
+	fi
+	echo "$dir"
+}
+
+# photos N: the photo-like tree, made once and kept.
+photos() {
+	local dir=$WORK/photos-$1-$EDITS
+	if [ ! -f "$dir.done" ]; then
+		rm -rf "$dir"
+		echo "generating $dir ($1 photos)..." >&2
+		"$TOOL" mkphotos -dir "$dir" -files "$1" -edits "$EDITS" -seed 1
 		touch "$dir.done"
 	fi
 	echo "$dir"
@@ -92,21 +110,30 @@ col() { awk -v c="$1" '{print $c}' "$2" | tr '\n' ' '; }
 cold_ok() { [ "${COLD:-1}" != 0 ] && [ "$(id -u)" = 0 ]; }
 drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
-# bench NAME TREE: every tool, RUNS rounds, rotating which goes first.
+# bench NAME TREE [cold]: every tool, RUNS rounds, rotating which goes
+# first; with cold, the page cache is dropped before every run (no warm-up
+# round then).
 bench() {
-	local name=$1 T=$2
+	local name=$1 T=$2 cold=${3:-}
 	local tools=(dupefs-index dupefs-reindex jdupes rdfind fdupes rmlint)
+	local label="$name"
+	[ -n "$cold" ] && label="$name, cold cache"
 	rm -f "$WORK"/t.*
-	echo "== $name: $T ($(find "$T" -xdev -type f 2>/dev/null | wc -l) files)" >&2
-	for tool in "${tools[@]}"; do run_tool "$tool" "$T"; done # warm-up
-	rm -f "$WORK"/t.*
+	echo "== $label: $T ($(find "$T" -xdev -type f 2>/dev/null | wc -l) files)" >&2
+	if [ -z "$cold" ]; then
+		for tool in "${tools[@]}"; do run_tool "$tool" "$T"; done # warm-up
+		rm -f "$WORK"/t.*
+	fi
 	for ((r = 0; r < RUNS; r++)); do
 		# dupefs-reindex must follow dupefs-index; rotate the rest.
 		local peers=(jdupes rdfind fdupes rmlint)
 		local k=$((r % 4))
 		local order=("${peers[@]:k}" "${peers[@]:0:k}")
 		if ((r % 2)); then order=(dupefs-index dupefs-reindex "${order[@]}"); else order=("${order[@]}" dupefs-index dupefs-reindex); fi
-		for tool in "${order[@]}"; do run_tool "$tool" "$T"; done
+		for tool in "${order[@]}"; do
+			[ -n "$cold" ] && drop_caches
+			run_tool "$tool" "$T"
+		done
 		echo "   round $((r + 1))/$RUNS done" >&2
 	done
 	local best=999999 bestname=
@@ -120,13 +147,14 @@ bench() {
 	done
 	{
 		echo
-		echo "### $name: $T"
+		echo "### $label: $T"
 		echo
-		echo "| tool | median s | × fastest peer ($bestname) | peak RSS MB | runs (s) |"
-		echo "|---|---|---|---|---|"
+		echo "| tool | median s | × fastest peer ($bestname) | × jdupes | peak RSS MB | runs (s) |"
+		echo "|---|---|---|---|---|---|"
 		for tool in "${tools[@]}"; do
-			printf '| %s | %.3f | %.2f | %.1f | %s|\n' "$tool" "${med[$tool]}" \
+			printf '| %s | %.3f | %.2f | %.2f | %.1f | %s|\n' "$tool" "${med[$tool]}" \
 				"$(awk -v a="${med[$tool]}" -v b="$best" 'BEGIN{print a/b}')" \
+				"$(awk -v a="${med[$tool]}" -v b="${med[jdupes]}" 'BEGIN{print a/b}')" \
 				"$(awk -v k="${rss[$tool]}" 'BEGIN{print k/1024}')" "$(col 1 "$WORK/t.$tool")"
 		done
 		echo
@@ -173,6 +201,18 @@ ONLY=${ONLY:-}
 if [ -z "$ONLY" ] || [ "$ONLY" = index ]; then
 	bench "generated" "$(tree "gen-$FILES" "$FILES" 8192)"
 	if [ -n "$REAL" ]; then bench "real" "$REAL"; fi
+fi
+if [ -z "$ONLY" ] || [ "$ONLY" = cold ]; then
+	if cold_ok; then
+		if [ -n "$REAL" ]; then bench "real" "$REAL" cold; fi
+	else
+		echo "cold-cache runs need root (to drop the page cache): skipped" | tee -a "$RESULTS"
+	fi
+fi
+if [ "$PHOTOS" != 0 ] && { [ -z "$ONLY" ] || [ "$ONLY" = photos ]; }; then
+	P=$(photos "$PHOTOS")
+	bench "photos" "$P"
+	if cold_ok; then bench "photos" "$P" cold; else echo "cold-cache runs need root: skipped" | tee -a "$RESULTS"; fi
 fi
 if [ -n "$SCALE" ] && { [ -z "$ONLY" ] || [ "$ONLY" = scale ]; }; then scale "$SCALE"; fi
 for extra in "$ROOT"/integration/bench/bench-*.sh; do

@@ -28,6 +28,8 @@ func main() {
 	switch os.Args[1] {
 	case "mktree":
 		err = mktree(os.Args[2:])
+	case "mkphotos":
+		err = mkphotos(os.Args[2:])
 	case "mkgroups":
 		err = mkgroups(os.Args[2:])
 	case "compare":
@@ -44,7 +46,8 @@ func main() {
 }
 
 func usage() {
-	fmt.Fprintln(os.Stderr, "usage: benchtool mktree -dir D -files N [-seed S] [-avg BYTES] | compare A B | median V...")
+	fmt.Fprintln(os.Stderr, "usage: benchtool mktree -dir D -files N [-seed S] [-avg BYTES] | mkphotos -dir D [-files N] [-edits N] |\n"+
+		"       mkgroups -dir D [-groups N] [-copies N] | compare A B | median V...")
 	os.Exit(2)
 }
 
@@ -152,6 +155,72 @@ func mkgroups(args []string) error {
 				return err
 			}
 			n++
+		}
+	}
+	return nil
+}
+
+// mkphotos writes a photo-like tree: n files of 2 to 8 MB in folders of
+// about 100, a fifth of them copies of earlier ones (some hard links), and
+// edits: files of the same size as another that differ from it only in a
+// few bytes in the middle, which no prefix or suffix tells apart.
+func mkphotos(args []string) error {
+	fs := flag.NewFlagSet("mkphotos", flag.ExitOnError)
+	dir := fs.String("dir", "", "where to write the tree")
+	n := fs.Int("files", 2200, "how many files")
+	edits := fs.Int("edits", 200, "same-size edits that differ only in the middle")
+	seed := fs.Int64("seed", 1, "random seed")
+	fs.Parse(args)
+	if *dir == "" {
+		return fmt.Errorf("mkphotos: -dir is required")
+	}
+	rnd := rand.New(rand.NewSource(*seed))
+	type orig struct {
+		path string
+		size int
+		seed int64
+	}
+	var origs []orig
+	buf := make([]byte, 8<<20)
+	fill := func(size int, seed int64) []byte {
+		r := rand.New(rand.NewSource(seed))
+		r.Read(buf[:size])
+		return buf[:size]
+	}
+	for i := 0; i < *n; i++ {
+		folder := filepath.Join(*dir, fmt.Sprintf("%04d", 2000+i/500), fmt.Sprintf("album-%03d", i/100))
+		if err := os.MkdirAll(folder, 0o755); err != nil {
+			return err
+		}
+		p := filepath.Join(folder, fmt.Sprintf("IMG_%05d.jpg", i))
+		switch r := rnd.Intn(*n); {
+		case len(origs) > 0 && r < *n/5:
+			o := origs[rnd.Intn(len(origs))]
+			if rnd.Intn(10) == 0 {
+				if err := os.Link(o.path, p); err != nil {
+					return err
+				}
+				continue
+			}
+			if err := os.WriteFile(p, fill(o.size, o.seed), 0o644); err != nil {
+				return err
+			}
+		case len(origs) > 0 && r < *n/5+*edits:
+			o := origs[rnd.Intn(len(origs))]
+			data := fill(o.size, o.seed)
+			mid := o.size / 2
+			for k := 0; k < 16; k++ {
+				data[mid+k] ^= 0x5a
+			}
+			if err := os.WriteFile(p, data, 0o644); err != nil {
+				return err
+			}
+		default:
+			o := orig{path: p, size: 2<<20 + rnd.Intn(6<<20), seed: rnd.Int63()}
+			if err := os.WriteFile(p, fill(o.size, o.seed), 0o644); err != nil {
+				return err
+			}
+			origs = append(origs, o)
 		}
 	}
 	return nil
