@@ -17,6 +17,9 @@ var (
 	ErrCorrupt = errors.New("index is corrupt or not a dupefs index")
 	// ErrNewerSchema: the index was written by a newer dupefs.
 	ErrNewerSchema = errors.New("index was written by a newer version of dupefs")
+	// ErrOldSchema: opened read-only, the index needs a migration it
+	// cannot get without writing.
+	ErrOldSchema = errors.New("index needs an upgrade")
 	// ErrDiskFull: SQLite could not write because the disk is full.
 	ErrDiskFull = errors.New("disk full")
 	// ErrReadOnly: the index file or its directory cannot be written.

@@ -5,15 +5,9 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"io/fs"
-	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
-
-	"modernc.org/sqlite"
 )
 
 // Options configure Open.
@@ -37,6 +31,11 @@ type Options struct {
 	// HashAlgo is recorded in a new index (sha256 when empty). Opening an
 	// existing index with a different non-empty HashAlgo fails.
 	HashAlgo string
+	// ReadOnly opens the index for reading only: no migration, no journal
+	// mode change, nothing written, and no wait behind a writer. It works
+	// on a read-only file system, on an index owned by another user and
+	// on a full disk. Every write fails with ErrReadOnly.
+	ReadOnly bool
 }
 
 // DB is an open index.
@@ -48,6 +47,8 @@ type DB struct {
 
 	stmts sync.Map // query text -> *sql.Stmt on the read pool
 
+	readOnly  bool   // opened with Options.ReadOnly: no writer
+	immutable bool   // read as immutable: no -shm could be made and no WAL is there
 	dsn       string // file URI with the common pragmas
 	maintOnce sync.Once
 	maint     *sql.DB // WAL checkpoints: one connection, short busy timeout
@@ -93,130 +94,6 @@ func (db *DB) queryRow(ctx context.Context, q string, args ...any) *sql.Row {
 	return st.QueryRowContext(ctx, args...)
 }
 
-// minSQLite is the oldest SQLite with RETURNING (3.35) we accept.
-const minSQLite = 3035000
-
-// Open opens (creating if allowed) the index at opts.Path, applies pending
-// migrations and checks the hash algorithm.
-func Open(ctx context.Context, opts Options) (*DB, error) {
-	if opts.Path == "" {
-		return nil, errors.New("open index: no path given")
-	}
-	if opts.ReadConns <= 0 {
-		opts.ReadConns = 4
-	}
-	if opts.ReadCacheKiB <= 0 {
-		opts.ReadCacheKiB = 4000
-	}
-	if opts.WriteCacheKiB <= 0 {
-		opts.WriteCacheKiB = 16000
-	}
-	if opts.BusyTimeout <= 0 {
-		opts.BusyTimeout = 10 * time.Second
-	}
-	abs, err := filepath.Abs(opts.Path)
-	if err != nil {
-		return nil, fmt.Errorf("open index: %w", err)
-	}
-	if err := prepareFile(abs, opts.MustExist); err != nil {
-		return nil, err
-	}
-	// OFD locks survive a stray close(2) of the database file elsewhere in
-	// the process (sqlite.org/howtocorrupt.html section 2.2), e.g. when
-	// `dupefs check` is pointed at the index itself. The call fails only
-	// when the mode was already fixed, which is harmless here.
-	_, _ = sqlite.OFDLocking(true)
-
-	db := &DB{path: abs}
-	busy := opts.BusyTimeout.Milliseconds()
-	base := "file:" + escapePath(abs) + fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busy)
-	db.dsn = "file:" + escapePath(abs) + "?_pragma=foreign_keys(1)"
-	// The writer opens first so WAL mode is set before any mode=ro
-	// connection opens (notes/sqlite.md section 1).
-	db.w, err = sql.Open("sqlite", base+fmt.Sprintf(
-		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
-			"&_pragma=journal_size_limit(67108864)&_pragma=cache_size(-%d)&_txlock=immediate", opts.WriteCacheKiB))
-	if err != nil {
-		return nil, classify("open index", err)
-	}
-	db.w.SetMaxOpenConns(1)
-	db.w.SetMaxIdleConns(1)
-	db.w.SetConnMaxLifetime(0)
-	if err := db.checkVersion(ctx); err != nil {
-		db.w.Close()
-		return nil, err
-	}
-	if err := migrate(ctx, db.w); err != nil {
-		db.w.Close()
-		return nil, err
-	}
-	if err := db.initHashAlgo(ctx, opts.HashAlgo); err != nil {
-		db.w.Close()
-		return nil, err
-	}
-	if err := db.finishStrandedBulkLoad(ctx); err != nil {
-		db.w.Close()
-		return nil, err
-	}
-	db.r, err = sql.Open("sqlite", base+fmt.Sprintf("&mode=ro&_pragma=query_only(1)&_pragma=cache_size(-%d)", opts.ReadCacheKiB))
-	if err != nil {
-		db.w.Close()
-		return nil, classify("open index", err)
-	}
-	db.r.SetMaxOpenConns(opts.ReadConns)
-	db.r.SetMaxIdleConns(opts.ReadConns)
-	if err := db.r.PingContext(ctx); err != nil {
-		db.Close()
-		return nil, classify("open read pool", err)
-	}
-	return db, nil
-}
-
-// prepareFile makes sure the index file can be opened: it exists when it
-// must, and its directory exists otherwise.
-func prepareFile(path string, mustExist bool) error {
-	fi, err := os.Stat(path)
-	switch {
-	case err == nil && fi.IsDir():
-		return fmt.Errorf("open index %s: %w: it is a directory", path, ErrCantOpen)
-	case err == nil:
-		f, err := os.Open(path)
-		if err != nil {
-			return fmt.Errorf("open index %s: %w: %w", path, ErrCantOpen, err)
-		}
-		return f.Close()
-	case errors.Is(err, fs.ErrNotExist) && mustExist:
-		return fmt.Errorf("%w at %s (run 'dupefs index PATH' first)", ErrNoIndex, path)
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return fmt.Errorf("create index directory: %w: %w", ErrCantOpen, err)
-		}
-		return nil
-	default:
-		return fmt.Errorf("open index %s: %w: %w", path, ErrCantOpen, err)
-	}
-}
-
-// escapePath turns a file path into the path part of a SQLite file: URI.
-func escapePath(p string) string {
-	return strings.ReplaceAll((&url.URL{Path: p}).EscapedPath(), "?", "%3f")
-}
-
-func (db *DB) checkVersion(ctx context.Context) error {
-	var s string
-	if err := db.w.QueryRowContext(ctx, "SELECT sqlite_version()").Scan(&s); err != nil {
-		return classify("open index", err)
-	}
-	var a, b, c int
-	if _, err := fmt.Sscanf(s, "%d.%d.%d", &a, &b, &c); err != nil {
-		return fmt.Errorf("open index: unreadable SQLite version %q", s)
-	}
-	if v := a*1000000 + b*1000 + c; v < minSQLite {
-		return fmt.Errorf("open index: SQLite %s is older than 3.35 (RETURNING is needed)", s)
-	}
-	return nil
-}
-
 // Path is the absolute path of the index file.
 func (db *DB) Path() string { return db.path }
 
@@ -242,49 +119,58 @@ func (db *DB) Close() error {
 	return errors.Join(errs...)
 }
 
+// smallTables are checked every time an index is opened for writing:
+// they hold the state every run relies on and cost microseconds to check.
+var smallTables = []string{"schema_migrations", "settings", "counters", "roots", "jobs", "scans", "dirty_sizes"}
+
+// Check checks the index's integrity and returns ErrCorrupt when it is
+// damaged: with full, PRAGMA integrity_check over the whole file (about a
+// third of a second for an index of /usr); otherwise PRAGMA quick_check of
+// the small tables every run relies on, which costs nothing. Damage
+// elsewhere surfaces as ErrCorrupt when its pages are read.
+func (db *DB) Check(ctx context.Context, full bool) error {
+	var qs []string
+	if full {
+		qs = []string{"PRAGMA integrity_check"}
+	} else {
+		for _, t := range smallTables {
+			qs = append(qs, "PRAGMA quick_check("+t+")")
+		}
+	}
+	for _, q := range qs {
+		rows, err := db.r.QueryContext(ctx, q)
+		if err != nil {
+			return classify("check the index", err)
+		}
+		var problems []string
+		for rows.Next() {
+			var s string
+			if err := rows.Scan(&s); err != nil {
+				rows.Close()
+				return classify("check the index", err)
+			}
+			if s != "ok" && len(problems) < 5 {
+				problems = append(problems, s)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return classify("check the index", err)
+		}
+		if len(problems) > 0 {
+			return fmt.Errorf("check the index: %w: %s", ErrCorrupt, strings.Join(problems, "; "))
+		}
+	}
+	return nil
+}
+
 // IntegrityCheck runs PRAGMA integrity_check and returns its first line
 // ("ok" for a sound file).
 func (db *DB) IntegrityCheck(ctx context.Context) (string, error) {
 	var s string
 	err := db.r.QueryRowContext(ctx, "PRAGMA integrity_check").Scan(&s)
 	return s, classify("integrity check", err)
-}
-
-func (db *DB) initHashAlgo(ctx context.Context, want string) error {
-	if want != "" && !ValidHashAlgo(want) {
-		return fmt.Errorf("hash algorithm %q: want one of %s", want, strings.Join(HashAlgos, ", "))
-	}
-	var have string
-	err := db.w.QueryRowContext(ctx, "SELECT value FROM settings WHERE key = 'hash_algo'").Scan(&have)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		if want == "" {
-			want = DefaultHash
-		}
-		if _, err := db.w.ExecContext(ctx, "INSERT INTO settings (key, value) VALUES ('hash_algo', ?)", want); err != nil {
-			return classify("record hash algorithm", err)
-		}
-		db.hashAlgo = want
-		return nil
-	case err != nil:
-		return classify("read hash algorithm", err)
-	case want != "" && want != have:
-		n, err := db.countHashed(ctx)
-		if err != nil {
-			return err
-		}
-		if n > 0 {
-			return fmt.Errorf("this index hashes with %s and already holds %d hashes; --hash %s applies to a new index only (use another --db)", have, n, want)
-		}
-		if _, err := db.w.ExecContext(ctx, "UPDATE settings SET value = ? WHERE key = 'hash_algo'", want); err != nil {
-			return classify("record hash algorithm", err)
-		}
-		db.hashAlgo = want
-		return nil
-	default:
-		db.hashAlgo = have
-		return nil
-	}
 }
 
 func (db *DB) countHashed(ctx context.Context) (int64, error) {

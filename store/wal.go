@@ -153,6 +153,9 @@ func (db *DB) RunCheckpoint(ctx context.Context, mode string) (Checkpoint, error
 }
 
 func (db *DB) maintenance() (*sql.DB, error) {
+	if db.readOnly {
+		return nil, fmt.Errorf("WAL checkpoint: %w: the index was opened read-only", ErrReadOnly)
+	}
 	db.maintOnce.Do(func() {
 		m, err := sql.Open("sqlite", db.dsn+fmt.Sprintf("&_pragma=busy_timeout(%d)", maintBusyTimeout.Milliseconds()))
 		if err != nil {

@@ -1,0 +1,280 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+
+	"github.com/dupefs/dupefs/migrations"
+)
+
+// roBind bind-mounts dir read-only at a new folder (root only) and returns
+// it; the mount goes away with the test, even when it fails.
+func roBind(t *testing.T, dir string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test bind-mounts a folder read-only: run it as root (CI does)")
+	}
+	ro := filepath.Join(t.TempDir(), "ro")
+	if err := os.Mkdir(ro, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mount", "--bind", dir, ro).CombinedOutput(); err != nil {
+		t.Fatalf("bind mount: %v: %s", err, out)
+	}
+	t.Cleanup(func() { syscall.Unmount(ro, syscall.MNT_DETACH) })
+	if out, err := exec.Command("mount", "-o", "remount,bind,ro", ro).CombinedOutput(); err != nil {
+		t.Fatalf("remount read-only: %v: %s", err, out)
+	}
+	return ro
+}
+
+// newIndexIn makes an index in dir with one root and returns its path.
+func newIndexIn(t *testing.T, dir string) string {
+	t.Helper()
+	path := filepath.Join(dir, "index.db")
+	db, err := Open(context.Background(), Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.AddRoot(context.Background(), RootSpec{Path: "/some/root"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestReadOnlyOpenOnAReadOnlyFileSystem(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	newIndexIn(t, dir)
+	ro := roBind(t, dir)
+
+	// Closed cleanly: no -wal, no -shm, none can be made: read as immutable.
+	db, err := Open(ctx, Options{Path: filepath.Join(ro, "index.db"), ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open on a read-only file system: %v", err)
+	}
+	roots, err := db.Roots(ctx)
+	if err != nil || len(roots) != 1 {
+		t.Fatalf("roots: %v %v", roots, err)
+	}
+	if _, err := db.Totals(ctx); err != nil {
+		t.Fatalf("totals: %v", err)
+	}
+	if err := db.Write(ctx, func(*Tx) error { return nil }); !errors.Is(err, ErrReadOnly) {
+		t.Errorf("a write on a read-only index: %v, want ErrReadOnly", err)
+	}
+	db.Close()
+
+	// A read-write open there fails clearly.
+	if _, err := Open(ctx, Options{Path: filepath.Join(ro, "index.db")}); err == nil {
+		t.Error("a read-write open on a read-only file system succeeded")
+	}
+
+	// Another process has it open for writing (its -wal and -shm are
+	// there): the -shm is used read-only and its changes are seen.
+	w, err := Open(ctx, Options{Path: filepath.Join(dir, "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, _, err := w.AddRoot(ctx, RootSpec{Path: "/other/root"}, false); err != nil {
+		t.Fatal(err)
+	}
+	db, err = Open(ctx, Options{Path: filepath.Join(ro, "index.db"), ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open beside a writer: %v", err)
+	}
+	roots, err = db.Roots(ctx)
+	db.Close()
+	if err != nil || len(roots) != 2 {
+		t.Fatalf("roots beside a writer: %d, %v; want 2", len(roots), err)
+	}
+}
+
+func TestReadOnlyOpenRefusesAWALItCannotRead(t *testing.T) {
+	ctx := context.Background()
+	live := t.TempDir()
+	w, err := Open(ctx, Options{Path: filepath.Join(live, "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	if _, _, err := w.AddRoot(ctx, RootSpec{Path: "/r"}, false); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of the index and of its WAL, without the -shm, on a
+	// read-only file system: what a crashed writer leaves on a disk that
+	// is then mounted read-only.
+	dir := t.TempDir()
+	for _, n := range []string{"index.db", "index.db-wal"} {
+		b, err := os.ReadFile(filepath.Join(live, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ro := roBind(t, dir)
+	_, err = Open(ctx, Options{Path: filepath.Join(ro, "index.db"), ReadOnly: true})
+	if !errors.Is(err, ErrReadOnly) {
+		t.Fatalf("read-only open of a WAL with no -shm: %v, want ErrReadOnly saying what to do", err)
+	}
+	t.Logf("said: %v", err)
+}
+
+func TestOpenRefusesFilesThatAreNoIndex(t *testing.T) {
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "empty.db")
+	junk := filepath.Join(dir, "junk.db")
+	os.WriteFile(empty, nil, 0o644)
+	os.WriteFile(junk, []byte("these are my notes, not an index\n"), 0o644)
+	for _, p := range []string{empty, junk} {
+		for _, ro := range []bool{false, true} {
+			_, err := Open(context.Background(), Options{Path: p, ReadOnly: ro})
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("open %s (read-only %v): %v, want ErrCorrupt", filepath.Base(p), ro, err)
+			}
+		}
+		if fi, _ := os.Stat(p); fi.Size() > 64 {
+			t.Errorf("%s was written to: %d bytes", p, fi.Size())
+		}
+	}
+}
+
+func TestOpeningANewIndexAtOnce(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "index.db")
+	var wg sync.WaitGroup
+	errs := make(chan error, 8)
+	for i := 0; i < 8; i++ {
+		wg.Go(func() {
+			db, err := Open(context.Background(), Options{Path: path})
+			if err == nil {
+				err = db.Close()
+			}
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Errorf("open of a new index beside others: %v", err)
+		}
+	}
+}
+
+// olderIndex writes an index with every migration but the last, as an
+// older dupefs left it.
+func olderIndex(t *testing.T, path string) {
+	t.Helper()
+	ctx := context.Background()
+	w, err := sql.Open("sqlite", "file:"+escapePath(path)+"?_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	ms, err := loadMigrations(migrations.FS)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := w.ExecContext(ctx, `CREATE TABLE schema_migrations (version INTEGER PRIMARY KEY,
+		name TEXT NOT NULL, applied_at INTEGER NOT NULL)`); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:len(ms)-1] {
+		if err := applyMigration(ctx, w, m); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func TestReadOnlyOpenOfAnOlderIndex(t *testing.T) {
+	ctx := context.Background()
+	dir := t.TempDir()
+	path := filepath.Join(dir, "index.db")
+	olderIndex(t, path)
+	ro := roBind(t, dir)
+	if _, err := Open(ctx, Options{Path: filepath.Join(ro, "index.db"), ReadOnly: true}); !errors.Is(err, ErrOldSchema) {
+		t.Fatalf("read-only open of an older index where it cannot be upgraded: %v, want ErrOldSchema", err)
+	}
+	// Where it can be written, it is upgraded once, then read.
+	db, err := Open(ctx, Options{Path: path, ReadOnly: true})
+	if err != nil {
+		t.Fatalf("read-only open of an older, writable index: %v", err)
+	}
+	defer db.Close()
+	if err := db.checkSchemaReadOnly(ctx); err != nil {
+		t.Fatalf("not upgraded: %v", err)
+	}
+}
+
+func TestCheckFindsDamage(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	if err := db.Check(ctx, false); err != nil {
+		t.Fatalf("quick check of a sound index: %v", err)
+	}
+	if err := db.Check(ctx, true); err != nil {
+		t.Fatalf("full check of a sound index: %v", err)
+	}
+	path := db.Path()
+	db.Close()
+	// Damage every page but the first (the schema): the small tables the
+	// quick check covers live there.
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ := f.Stat()
+	junk := make([]byte, fi.Size()-4096)
+	for i := range junk {
+		junk[i] = byte(i*7 + 3)
+	}
+	f.WriteAt(junk, 4096)
+	f.Close()
+	db2, err := Open(ctx, Options{Path: path, ReadOnly: true})
+	if err == nil {
+		err = db2.Check(ctx, false)
+		db2.Close()
+	}
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a damaged index: %v, want ErrCorrupt", err)
+	}
+}
+
+func TestCommitAfterCancelRollsBack(t *testing.T) {
+	db := openTest(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	tx, err := db.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tx.exec("insert", "INSERT INTO settings (key, value) VALUES ('x', 'y')"); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	// Statements still run (no "transaction has already been committed
+	// or rolled back"), and the commit says the context ended.
+	if _, err := tx.exec("insert", "INSERT INTO settings (key, value) VALUES ('x2', 'y')"); err != nil {
+		t.Fatalf("a statement after the cancel: %v", err)
+	}
+	if err := tx.Commit(); !errors.Is(err, context.Canceled) {
+		t.Fatalf("commit after the cancel: %v, want context.Canceled", err)
+	}
+	var n int
+	db.r.QueryRow("SELECT count(*) FROM settings WHERE key IN ('x', 'x2')").Scan(&n)
+	if n != 0 {
+		t.Errorf("a cancelled transaction left %d rows", n)
+	}
+}
