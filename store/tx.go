@@ -4,20 +4,27 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Tx is a write transaction on the process's single writer connection. It is
 // only valid inside the function passed to Write.
 //
-// Its statements run with a context that is never cancelled: modernc starts
-// a watcher goroutine for every statement run with a cancellable one (0.3 s
-// on a first index of /usr). The transaction itself was begun with the
-// caller's context, so database/sql rolls it back when that ends.
+// Neither the transaction nor its statements see the caller's context
+// ending: modernc starts a watcher goroutine for every statement run with
+// a cancellable one (0.3 s on a first index of /usr), and database/sql
+// rolls back a transaction whose context ends, under the statements still
+// to run (which then fail with "transaction has already been committed or
+// rolled back"). Instead Commit looks at the caller's context: once it has
+// ended, the transaction is rolled back and Commit returns its error, so a
+// signal ends a run with context.Canceled and nothing half-written.
 type Tx struct {
-	ctx context.Context // statements: never cancelled
-	tx  *sql.Tx
+	ctx    context.Context // statements: never cancelled
+	parent context.Context // the caller's, checked at Commit
+	tx     *sql.Tx
 	// groups is set by writes that may change duplicate groups; Write then
 	// recounts the touched contents before it commits.
 	groups bool
@@ -74,11 +81,45 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 // steps (the scanner, whose new folder ids feed the next folders); everyone
 // else uses Write.
 func (db *DB) Begin(ctx context.Context) (*Tx, error) {
-	sqltx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return nil, classify("begin write", err)
+	if db.w == nil {
+		return nil, fmt.Errorf("write: %w: the index was opened read-only", ErrReadOnly)
 	}
-	return &Tx{ctx: context.WithoutCancel(ctx), tx: sqltx}, nil
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("begin write: %w", err)
+	}
+	bg := context.WithoutCancel(ctx)
+	sqltx, err := db.beginRetry(ctx, bg)
+	if err != nil {
+		return nil, err
+	}
+	return &Tx{ctx: bg, parent: ctx, tx: sqltx}, nil
+}
+
+// busyRetry bounds how long Begin keeps trying when another process held
+// the write lock past the busy timeout (a first index building its
+// indexes, say): processes that share an index wait their turn.
+const busyRetry = 2 * time.Minute
+
+// beginRetry begins an IMMEDIATE transaction (the writer's _txlock),
+// trying again while another process holds the lock, until ctx ends or
+// busyRetry has passed.
+func (db *DB) beginRetry(ctx, bg context.Context) (*sql.Tx, error) {
+	deadline := time.Now().Add(busyRetry)
+	for {
+		sqltx, err := db.w.BeginTx(bg, nil)
+		if err == nil {
+			return sqltx, nil
+		}
+		err = classify("begin write", err)
+		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
+			return nil, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("begin write: %w", ctx.Err())
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
 }
 
 // Rollback abandons the transaction.
@@ -90,6 +131,10 @@ func (tx *Tx) Commit() error {
 	if tx.failed != nil {
 		tx.Rollback()
 		return tx.failed
+	}
+	if err := tx.parent.Err(); err != nil {
+		tx.Rollback()
+		return fmt.Errorf("commit: %w", err)
 	}
 	if tx.epoch {
 		if err := tx.bumpEpoch(); err != nil {
