@@ -67,6 +67,8 @@ type FS struct {
 	// lookups counts LOOKUP requests (tests: a walk after READDIRPLUS
 	// makes none for the groups).
 	lookups atomic.Int64
+	// appliedSeq is the last change of the feed the kernel was told of.
+	appliedSeq atomic.Int64
 
 	statusMu sync.Mutex
 	snap     statusSnap

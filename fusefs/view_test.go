@@ -10,6 +10,7 @@ import (
 	"sort"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dupefs/dupefs/store"
 )
@@ -280,6 +281,18 @@ func TestWalkAfterListingLooksUpNoGroup(t *testing.T) {
 			copyOf{"/data/b", "f" + itoa(int64(g)), int64(g), uint64(2*g + 1), g})
 	}
 	tf.add("/data", files...)
+	// Once the watcher has told the kernel of these new groups (it drops
+	// entries of changed groups), list and walk.
+	seq, _, err := tf.db.LastChange(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); tf.fs.appliedSeq.Load() < seq; {
+		if time.Now().After(deadline) {
+			t.Fatal("the watcher did not apply the changes")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	names := tf.names("by-hash")
 	if len(names) != groups {
 		t.Fatalf("listed %d groups, want %d", len(names), groups)

@@ -36,6 +36,7 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, seq, thumbSeq int64) {
 		}
 		f.statusChanged()
 		seq = f.applyChanges(ctx, seq)
+		f.appliedSeq.Store(seq)
 		thumbSeq = f.applyThumbChanges(ctx, thumbSeq)
 	}
 }

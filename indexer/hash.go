@@ -50,7 +50,7 @@ const (
 	gotPrefix  outcome = iota // prefix hash
 	gotContent                // content hash (prefix too when known)
 	gotFailure                // could not read: failed
-	gotChange                 // changed or vanished: left pending, noted
+	gotChange                 // changed, vanished or replaced: queued again
 )
 
 // result is one settled task.
@@ -349,7 +349,7 @@ func (h *hashRun) plan(kind taskKind, g []*store.HashRow, shared map[store.SizeP
 			want = r.Status == store.HashPartial && r.Prefix.Valid && shared[store.SizePrefix{Size: r.Size, Prefix: r.Prefix.Int64}]
 		}
 		switch {
-		case !r.Missing && want && !h.ix.isChanged(r.ID):
+		case !r.Missing && want:
 			need = append(need, r)
 		case !r.Missing:
 			if kind == taskPrefix {
@@ -384,44 +384,68 @@ func (h *hashRun) plan(kind taskKind, g []*store.HashRow, shared map[store.SizeP
 	return &task{kind: kind, rep: need[0], rows: need}, nil, settled
 }
 
-// read performs one task.
+// read performs one task. Its rows are the links of one inode: the first
+// path that still names the inode is read, one that is gone or now holds
+// another file is passed over for the next (a hard link whose sibling was
+// deleted under the reader is still read).
 func (h *hashRun) read(ctx context.Context, t task, buf []byte) result {
 	res := result{rows: t.rows}
-	r := t.rep
-	fail := func(err error) result {
-		if errors.Is(err, errChanged) || errors.Is(err, errNotThere) {
-			res.outcome = gotChange
-			for _, row := range t.rows {
-				h.ix.markChanged(row.ID)
-			}
-			h.ix.cfg.Warn(fmt.Sprintf("%v; it is left for the next scan", err))
-		} else {
-			res.outcome = gotFailure
-		}
-		res.msg = err.Error()
-		return res
-	}
 	if err := ctx.Err(); err != nil {
-		return fail(err)
+		return h.failed(res, err)
 	}
 	if h.ix.hashLimit != nil {
 		if err := h.ix.hashLimit.Wait(ctx); err != nil {
-			return fail(err)
+			return h.failed(res, err)
 		}
 	}
+	var err error
+	for _, r := range t.rows {
+		var got result
+		got, err = h.readPath(ctx, t.kind, r, buf)
+		if err == nil {
+			got.rows = t.rows
+			return got
+		}
+		res.read = res.read || got.read
+		if !errors.Is(err, errNotThere) && !errors.Is(err, errOtherFile) {
+			break
+		}
+	}
+	return h.failed(res, err)
+}
+
+// failed turns an error of a read into a result: a file that changed,
+// vanished or was replaced under the reader is queued again (its row is
+// not as the index says; the next scan records what it is now), anything
+// else (permissions, I/O) fails.
+func (h *hashRun) failed(res result, err error) result {
+	if isChange(err) {
+		res.outcome = gotChange
+		h.ix.cfg.Warn(fmt.Sprintf("%v; queued again", err))
+	} else {
+		res.outcome = gotFailure
+	}
+	res.msg = err.Error()
+	return res
+}
+
+// readPath reads the file of row r for a task of kind.
+func (h *hashRun) readPath(ctx context.Context, kind taskKind, r *store.HashRow, buf []byte) (result, error) {
+	var res result
 	want := fileID{size: r.Size, mtimeNS: r.MtimeNS, dev: r.Dev, ino: r.Ino}
-	whole := t.kind == taskFull || r.Size <= SmallFile
+	whole := kind == taskFull || r.Size <= SmallFile
 	if whole {
 		h.ix.logRead("full", r.Path)
 	} else {
 		h.ix.logRead("prefix", r.Path)
 	}
+	h.ix.testHook("open", r.Path)
 	f, err := openFile(r.Path)
 	if err != nil {
 		if isNotExist(err) {
 			err = fmt.Errorf("%w: %w", errNotThere, err)
 		}
-		return fail(err)
+		return res, err
 	}
 	defer f.Close()
 	res.read = true
@@ -429,26 +453,24 @@ func (h *hashRun) read(ctx context.Context, t task, buf []byte) result {
 	if whole {
 		sum, err := h.ix.fullHash(ctx, f, r.Size, h.algo, buf)
 		if err != nil {
-			return fail(err)
+			return res, err
 		}
 		res.outcome, res.sum, res.prefix, res.bytes = gotContent, sum, r.Prefix, r.Size
 	} else {
 		if h.ix.bytesLimit != nil {
 			if err := h.ix.bytesLimit.WaitN(ctx, 2*prefixBlock); err != nil {
-				return fail(err)
+				return res, err
 			}
 		}
 		ph, err := prefixHash(f, r.Size, buf)
 		if err != nil {
-			return fail(err)
+			return res, err
 		}
 		h.ix.cfg.Progress.BytesRead.Add(2 * prefixBlock)
 		res.outcome, res.prefix, res.bytes = gotPrefix, sql.NullInt64{Int64: ph, Valid: true}, 2*prefixBlock
 	}
-	if err := checkUnchanged(f, want); err != nil {
-		return fail(err)
-	}
-	return res
+	h.ix.testHook("read", r.Path)
+	return res, checkUnchanged(f, want)
 }
 
 // write records results in fenced batches. It never stops receiving: while
@@ -561,7 +583,7 @@ func (h *hashRun) record(b *store.HashBatch, r *result, row *store.HashRow) erro
 	case gotFailure:
 		_, err = b.Fail(row, r.msg)
 	case gotChange:
-		err = b.Note(row, r.msg)
+		_, err = b.Requeue(row, r.msg)
 	}
 	return err
 }
@@ -578,16 +600,4 @@ func (h *hashRun) credit(r result) {
 	c.Bytes += r.bytes
 	h.perRoot[r.rows[0].RootID] = c
 	h.mu.Unlock()
-}
-
-func (ix *Indexer) markChanged(id int64) {
-	ix.changedMu.Lock()
-	ix.changed[id] = true
-	ix.changedMu.Unlock()
-}
-
-func (ix *Indexer) isChanged(id int64) bool {
-	ix.changedMu.Lock()
-	defer ix.changedMu.Unlock()
-	return ix.changed[id]
 }

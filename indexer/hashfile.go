@@ -116,10 +116,23 @@ func checkUnchanged(f *rawFile, want fileID) error {
 	if err := unix.Fstat(f.fd, &st); err != nil {
 		return &os.PathError{Op: "stat", Path: f.Name(), Err: err}
 	}
-	if !want.matches(&st) {
+	switch {
+	case st.Dev != want.dev || st.Ino != want.ino:
+		return fmt.Errorf("%s: %w", f.Name(), errOtherFile)
+	case !want.matches(&st):
 		return fmt.Errorf("%s: %w", f.Name(), errChanged)
 	}
 	return nil
+}
+
+// errOtherFile: the path holds another file than the index describes (it
+// was replaced or renamed over).
+var errOtherFile = errors.New("another file is at its path")
+
+// isChange reports whether a read failed because the file is not as the
+// index describes it: changed, vanished or replaced.
+func isChange(err error) bool {
+	return errors.Is(err, errChanged) || errors.Is(err, errNotThere) || errors.Is(err, errOtherFile)
 }
 
 // prefixHash hashes the first and the last 4 KiB of a file larger than

@@ -23,11 +23,10 @@ type Indexer struct {
 
 	logMu sync.Mutex
 
-	// changed holds files that changed while this process hashed them;
-	// they stay pending for the next scan instead of being retried in a
-	// loop.
-	changedMu sync.Mutex
-	changed   map[int64]bool
+	// hook, when set (tests), is called at each stage of a hash read:
+	// "open" before a file is opened, "read" once its bytes are read and
+	// before they are checked against the index.
+	hook func(stage, path string)
 
 	// sizes is what the walks of this run learnt of file sizes.
 	sizes *sizeCache
@@ -36,7 +35,7 @@ type Indexer struct {
 // New returns an Indexer working on db.
 func New(db *store.DB, cfg Config) *Indexer {
 	cfg = cfg.withDefaults()
-	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID(), changed: map[int64]bool{}}
+	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID()}
 	if cfg.MaxHashesPerSec > 0 {
 		ix.hashLimit = rate.NewLimiter(rate.Limit(cfg.MaxHashesPerSec), 1)
 	}
@@ -45,6 +44,12 @@ func New(db *store.DB, cfg Config) *Indexer {
 		ix.bytesLimit = rate.NewLimiter(rate.Limit(cfg.MaxBytesPerSec), readChunk)
 	}
 	return ix
+}
+
+func (ix *Indexer) testHook(stage, path string) {
+	if ix.hook != nil {
+		ix.hook(stage, path)
+	}
 }
 
 // Owner is the worker id this process claims jobs with.
@@ -67,6 +72,11 @@ func (ix *Indexer) Run(ctx context.Context) error {
 		}
 	}
 	var jobErr error
+	// hashed: this Run completed a hash run since its last scan. Files a
+	// hash run queued again (they changed under it) start one more run
+	// only when no run came after the last scan, so a file that keeps
+	// changing cannot keep a Run going.
+	hashed := false
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
@@ -83,33 +93,43 @@ func (ix *Indexer) Run(ctx context.Context) error {
 			return err
 		}
 		if worked {
-			continue
-		}
-		need, err := ix.hashNeeded(ctx)
-		if err != nil {
-			return err
-		}
-		if need {
-			if _, _, err := ix.db.Enqueue(ctx, store.KindHash, 0); err != nil {
-				return err
-			}
-		}
-		worked, err = ix.runClaimable(ctx, store.KindHash)
-		if err != nil {
-			return err
-		}
-		if worked {
+			hashed = false
 			continue
 		}
 		active, err := ix.activeIndexJobs(ctx)
 		if err != nil {
 			return err
 		}
-		if len(active) == 0 && !need {
+		// Hash runs wait for every scan: a scan of another process may be
+		// loading a first index, without the indexes a plan needs, and
+		// what it finds changes the plan anyway.
+		need := false
+		if !scanning(active) {
 			// A scan that failed for good may have left a bulk load.
 			if err := ix.db.FinishStrandedBulkLoad(ctx); err != nil {
 				return err
 			}
+			if need, err = ix.hashNeeded(ctx, !hashed); err != nil {
+				return err
+			}
+			if need {
+				if _, _, err := ix.db.Enqueue(ctx, store.KindHash, 0); err != nil {
+					return err
+				}
+			}
+			worked, err = ix.runClaimable(ctx, store.KindHash)
+			if err != nil {
+				return err
+			}
+			if worked {
+				hashed = true
+				continue
+			}
+			if active, err = ix.activeIndexJobs(ctx); err != nil {
+				return err
+			}
+		}
+		if len(active) == 0 && !need {
 			ix.cfg.Progress.SetPhase("done", "")
 			return jobErr
 		}
@@ -124,15 +144,28 @@ func (ix *Indexer) Run(ctx context.Context) error {
 	}
 }
 
-// hashNeeded reports whether a scan changed files since the last complete
-// hash run.
-func (ix *Indexer) hashNeeded(ctx context.Context) (bool, error) {
+// scanning reports whether a scan job is among the active ones.
+func scanning(active []store.Job) bool {
+	for _, j := range active {
+		if j.Kind == store.KindScan {
+			return true
+		}
+	}
+	return false
+}
+
+// hashNeeded reports whether a hash run is due: a scan changed files since
+// the last complete one, or (with queued) live files wait in the queue.
+func (ix *Indexer) hashNeeded(ctx context.Context, queued bool) (bool, error) {
 	se, err := ix.db.Counter(ctx, "scan_epoch")
 	if err != nil {
 		return false, err
 	}
 	he, err := ix.db.Counter(ctx, "hashed_epoch")
-	return se != he, err
+	if err != nil || se != he || !queued {
+		return se != he, err
+	}
+	return ix.db.AnyQueued(ctx)
 }
 
 // activeIndexJobs lists the scan and hash jobs still pending, running or

@@ -98,6 +98,15 @@ func (tx *Tx) PlanHash(minSize int64) (Plan, error) {
 	return p, classify("read plan", rows.Err())
 }
 
+// AnyQueued reports whether a live file waits for the hash job (pending:
+// new, changed, or queued again by a read that found it changed).
+func (db *DB) AnyQueued(ctx context.Context) (bool, error) {
+	var any bool
+	err := db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE `+unsettled+`
+		AND hash_status = 'pending' AND missing = 0)`).Scan(&any)
+	return any, classify("look for queued files", err)
+}
+
 // FinishHashRun records, inside the hash job's fenced write, that a run
 // covered every change up to epoch: the changed sizes it planned are
 // forgotten (a scan that changed one of them since recorded a later epoch)
@@ -270,9 +279,9 @@ func (db *DB) FullHashPlan(ctx context.Context, sizes []int64) ([]FullHashPair, 
 // guarded by the metadata the hasher saw (size, mtime, dev, ino): a file the
 // scanner changed meanwhile is left alone.
 type HashBatch struct {
-	tx                         *Tx
-	algo                       string
-	prefix, content, fail, err *sql.Stmt
+	tx                             *Tx
+	algo                           string
+	prefix, content, fail, requeue *sql.Stmt
 }
 
 // HashBatch prepares the statements of a batch of results.
@@ -290,7 +299,8 @@ func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
 		{&b.fail, `UPDATE files SET hash_status = 'failed', error = ?2` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
-		{&b.err, `UPDATE files SET error = ?2 WHERE id = ?1`},
+		{&b.requeue, `UPDATE files SET hash_status = 'pending', prefix_hash = NULL, error = ?2` +
+			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
 	}
 	for _, s := range stmts {
 		st, err := tx.tx.PrepareContext(tx.ctx, s.q)
@@ -305,7 +315,7 @@ func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
 
 // Close releases the batch's statements.
 func (b *HashBatch) Close() {
-	for _, st := range []*sql.Stmt{b.prefix, b.content, b.fail, b.err} {
+	for _, st := range []*sql.Stmt{b.prefix, b.content, b.fail, b.requeue} {
 		if st != nil {
 			st.Close()
 		}
@@ -336,11 +346,13 @@ func (b *HashBatch) Fail(r *HashRow, msg string) (bool, error) {
 	return affected(b.fail.ExecContext(b.tx.ctx, b.args(r, msg)...))
 }
 
-// Note records an error message on a file without changing its status
-// (it changed while it was read, or vanished: the next scan decides).
-func (b *HashBatch) Note(r *HashRow, msg string) error {
-	_, err := b.err.ExecContext(b.tx.ctx, r.ID, msg)
-	return classify("note file error", err)
+// Requeue makes a file pending again, with the reason, when it changed,
+// vanished or was replaced while it was read: its row is not what the disk
+// holds, and a pending row is planned by every hash run and counted as
+// queued until a scan records what the file is now (or that it is gone). It
+// forgets the prefix hash, which may be of the old bytes.
+func (b *HashBatch) Requeue(r *HashRow, msg string) (bool, error) {
+	return affected(b.requeue.ExecContext(b.tx.ctx, b.args(r, msg)...))
 }
 
 func affected(res sql.Result, err error) (bool, error) {

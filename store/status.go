@@ -6,26 +6,41 @@ import (
 
 // Totals summarise the index.
 type Totals struct {
-	Roots        int64 `json:"roots"`
-	Folders      int64 `json:"folders"`
-	Files        int64 `json:"files"`         // live files seen
-	Bytes        int64 `json:"bytes"`         // their total size
-	Missing      int64 `json:"missing_files"` // known files not found by the last scan
-	Hashed       int64 `json:"hashed"`        // live files with a full content hash
-	Partial      int64 `json:"prefix_hashed"` // live files ruled out by their prefix hash
-	Unique       int64 `json:"unique_size"`   // live files whose size no other inode shares
-	Queued       int64 `json:"queued"`        // live files pending the hash job
-	Failed       int64 `json:"failed"`        // live files that could not be read
-	Groups       int64 `json:"groups"`
-	GroupFiles   int64 `json:"group_files"`
-	WastedBytes  int64 `json:"wasted_bytes"`
-	ScanEpoch    int64 `json:"scan_epoch"`
-	HashedEpoch  int64 `json:"hashed_epoch"`
-	ChangeSeq    int64 `json:"change_seq"`
-	RunningJobs  int64 `json:"running_jobs"`
-	WaitingJobs  int64 `json:"waiting_jobs"`
-	HashUpToDate bool  `json:"hash_up_to_date"`
+	Roots       int64 `json:"roots"`
+	Folders     int64 `json:"folders"`
+	Files       int64 `json:"files"`         // live files seen
+	Bytes       int64 `json:"bytes"`         // their total size
+	Missing     int64 `json:"missing_files"` // known files not found by the last scan
+	Hashed      int64 `json:"hashed"`        // live files with a full content hash
+	Partial     int64 `json:"prefix_hashed"` // live files ruled out by their prefix hash
+	Unique      int64 `json:"unique_size"`   // live files whose size no other inode shares
+	Queued      int64 `json:"queued"`        // live files pending the hash job
+	Failed      int64 `json:"failed"`        // live files that could not be read
+	Groups      int64 `json:"groups"`
+	GroupFiles  int64 `json:"group_files"`
+	WastedBytes int64 `json:"wasted_bytes"`
+	ScanEpoch   int64 `json:"scan_epoch"`
+	HashedEpoch int64 `json:"hashed_epoch"`
+	ChangeSeq   int64 `json:"change_seq"`
+	RunningJobs int64 `json:"running_jobs"`
+	WaitingJobs int64 `json:"waiting_jobs"`
+	// State is StateIncomplete, StateHashing or StateUpToDate.
+	State        string `json:"state"`
+	HashUpToDate bool   `json:"hash_up_to_date"` // State is StateUpToDate
 }
+
+// States of an index, from Totals.
+const (
+	// StateIncomplete: some root was never scanned to completion, a scan
+	// is under way or waits to be retried, or a first index is still
+	// loading. Groups and checks may miss files.
+	StateIncomplete = "incomplete"
+	// StateHashing: every root is scanned, but files changed since the
+	// last complete hash run or wait in the queue.
+	StateHashing = "hashing"
+	// StateUpToDate: every root scanned, every candidate hashed.
+	StateUpToDate = "up to date"
+)
 
 // Totals counts files by state, groups and jobs. It reads one snapshot; it
 // scans the files table once, so callers that poll it should cache it.
@@ -64,6 +79,24 @@ func (db *DB) Totals(ctx context.Context) (Totals, error) {
 		(SELECT count(*) FROM jobs WHERE status = 'running'),
 		(SELECT count(*) FROM jobs WHERE status IN ('pending', 'retryable'))`).Scan(
 		&t.ScanEpoch, &t.HashedEpoch, &t.ChangeSeq, &t.RunningJobs, &t.WaitingJobs)
-	t.HashUpToDate = t.ScanEpoch == t.HashedEpoch
-	return t, classify("read counters", err)
+	if err != nil {
+		return t, classify("read counters", err)
+	}
+	var incomplete bool
+	err = tx.QueryRowContext(ctx, `SELECT
+		EXISTS (SELECT 1 FROM roots WHERE last_scan_at IS NULL)
+		OR EXISTS (SELECT 1 FROM jobs WHERE kind = 'scan' AND status IN ('pending', 'running', 'retryable'))
+		OR EXISTS (SELECT 1 FROM settings WHERE key = ?)`, bulkKey).Scan(&incomplete)
+	switch {
+	case err != nil:
+		return t, classify("read state", err)
+	case incomplete:
+		t.State = StateIncomplete
+	case t.ScanEpoch != t.HashedEpoch || t.Queued > 0:
+		t.State = StateHashing
+	default:
+		t.State = StateUpToDate
+	}
+	t.HashUpToDate = t.State == StateUpToDate
+	return t, nil
 }

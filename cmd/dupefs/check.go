@@ -39,7 +39,11 @@ func runCheck(ctx context.Context, g globalOptions, opts checkOptions, stdout, s
 	if len(opts.Files) == 0 {
 		return &exitError{code: ExitError, msg: "check needs at least one FILE"}
 	}
-	err := withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+	err := withIndex(ctx, g, openOpts{mustExist: true, readOnly: true}, func(db *store.DB) error {
+		state, err := warnIfNotUpToDate(ctx, db, newConsole(stderr))
+		if err != nil {
+			return err
+		}
 		allKnown := true
 		many := len(opts.Files) > 1
 		for _, p := range opts.Files {
@@ -57,7 +61,11 @@ func runCheck(ctx context.Context, g globalOptions, opts checkOptions, stdout, s
 			}
 			if len(res.Matches) == 0 {
 				allKnown = false
-				fmt.Fprintf(stderr, "%s: new (no copy in the index)\n", escapePath(p))
+				if state == store.StateUpToDate {
+					fmt.Fprintf(stderr, "%s: new (no copy in the index)\n", escapePath(p))
+				} else {
+					fmt.Fprintf(stderr, "%s: no copy in the index so far (it is not complete: this cannot say for sure the file is new)\n", escapePath(p))
+				}
 				continue
 			}
 			indent := ""

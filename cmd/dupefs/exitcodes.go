@@ -79,6 +79,7 @@ func exitCode(err error) int {
 	case errors.Is(err, store.ErrDiskFull), errors.Is(err, syscall.ENOSPC):
 		return ExitDiskFull
 	case errors.Is(err, store.ErrNoIndex), errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrNewerSchema),
+		errors.Is(err, store.ErrOldSchema),
 		errors.Is(err, store.ErrCantOpen), errors.Is(err, store.ErrReadOnly):
 		return ExitBadIndex
 	case errors.Is(err, indexer.ErrRootUnavailable):

@@ -45,6 +45,7 @@ func xdgDir(env, fallback string) string {
 // openOpts are the ways a command opens the index.
 type openOpts struct {
 	mustExist bool   // no index is an error, not a new file
+	readOnly  bool   // read commands: never write, never wait for a writer
 	hashAlgo  string // --hash of index
 }
 
@@ -53,7 +54,7 @@ func openIndex(ctx context.Context, g globalOptions, o openOpts) (*store.DB, err
 	if g.DB == "" {
 		return nil, usageErrorf("--db must not be empty")
 	}
-	db, err := store.Open(ctx, store.Options{Path: g.DB, MustExist: o.mustExist, HashAlgo: o.hashAlgo})
+	db, err := store.Open(ctx, store.Options{Path: g.DB, MustExist: o.mustExist, ReadOnly: o.readOnly, HashAlgo: o.hashAlgo})
 	if err != nil {
 		return nil, fmt.Errorf("index %s: %w", g.DB, err)
 	}

@@ -75,7 +75,10 @@ func runGroups(ctx context.Context, g globalOptions, opts groupsOptions, stdout,
 	default:
 		return usageErrorf("--format %q: want text, fdupes, json or csv", opts.Format)
 	}
-	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+	return withIndex(ctx, g, openOpts{mustExist: true, readOnly: true}, func(db *store.DB) error {
+		if _, err := warnIfNotUpToDate(ctx, db, newConsole(stderr)); err != nil {
+			return err
+		}
 		// The report goes to a temporary file first and to stdout only
 		// once it is whole: a failure (or a signal) midway writes nothing,
 		// never half a JSON document, and memory stays flat.

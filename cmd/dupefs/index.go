@@ -20,6 +20,7 @@ import (
 type indexOptions struct {
 	Paths   []string
 	Hash    string // algorithm of a new index ("": sha256)
+	Check   bool   // check the whole index file first
 	Indexer indexerOptions
 }
 
@@ -36,9 +37,12 @@ func indexCommand() *cli.Command {
 		Name:      "index",
 		Usage:     "add PATHs as roots, then scan and hash every root to completion",
 		ArgsUsage: "[PATH...]",
-		Flags:     append([]cli.Flag{hashFlag()}, indexerFlags()...),
+		Flags: append([]cli.Flag{hashFlag(),
+			&cli.BoolFlag{Name: "check", Usage: "check the whole index file for damage first (PRAGMA integrity_check)"},
+		}, indexerFlags()...),
 		Action: func(c *cli.Context) error {
-			opts := indexOptions{Paths: c.Args().Slice(), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c)}
+			opts := indexOptions{Paths: c.Args().Slice(), Hash: c.String("hash"), Check: c.Bool("check"),
+				Indexer: indexerOptionsFrom(c)}
 			return runIndex(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
 	}
@@ -132,6 +136,12 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 	}
 	tuneGC()
 	return withIndex(ctx, g, openOpts{hashAlgo: opts.Hash}, func(db *store.DB) error {
+		// A damaged index fails here as it fails status: the tables every
+		// run relies on are checked each time (microseconds), the whole
+		// file with --check.
+		if err := db.Check(ctx, opts.Check); err != nil {
+			return err
+		}
 		if err := addRoots(ctx, db, con, dirs, store.RootSpec{}, false); err != nil {
 			return err
 		}

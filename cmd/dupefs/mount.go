@@ -81,7 +81,18 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 	if err != nil {
 		return err
 	}
-	return withIndex(ctx, g, openOpts{hashAlgo: opts.Hash}, func(db *store.DB) error {
+	oo := openOpts{hashAlgo: opts.Hash}
+	if opts.NoIndex && len(dirs) == 0 {
+		// Serving only: an index this user cannot write is served
+		// read-only, without thumbnails made or WAL checkpoints.
+		oo.mustExist = true
+		if !indexWritable(g.DB) {
+			oo.readOnly = true
+			con.Warn("the index is not writable by this user: serving it read-only (no thumbnails are made)")
+			opts.NoThumbs = true
+		}
+	}
+	return withIndex(ctx, g, oo, func(db *store.DB) error {
 		if err := addRoots(ctx, db, con, dirs, store.RootSpec{}, false); err != nil {
 			return err
 		}
@@ -102,13 +113,16 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		if err != nil {
 			return err
 		}
-		th, err := indexer.NewThumbnailer(db, tcfg)
-		if err != nil {
-			return err
+		var th *indexer.Thumbnailer
+		if !db.ReadOnly() {
+			if th, err = indexer.NewThumbnailer(db, tcfg); err != nil {
+				return err
+			}
+			tcfg.Dir = th.Dir()
 		}
 		fsys := fusefs.New(db, fusefs.Config{
 			AllowOther: opts.AllowOther,
-			ThumbDir:   th.Dir(),
+			ThumbDir:   absOrEmpty(tcfg.Dir),
 			Status: func(ctx context.Context) ([]byte, error) {
 				s, err := buildStatus(ctx, db)
 				if err != nil {
@@ -150,14 +164,16 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 	if !bg.noIndex {
 		wg.Go(func() { indexLoop(ictx, con, db, bg.index, bg.rescan) })
 	}
-	if !bg.noThumbs {
+	if !bg.noThumbs && bg.thumbs != nil {
 		wg.Go(func() {
 			if err := bg.thumbs.Serve(ictx); err != nil {
 				con.Warn(fmt.Sprintf("thumbnails: %v", err))
 			}
 		})
 	}
-	wg.Go(func() { indexer.NewMaintainer(db, bg.maintain).Serve(ictx) })
+	if !db.ReadOnly() {
+		wg.Go(func() { indexer.NewMaintainer(db, bg.maintain).Serve(ictx) })
+	}
 	indexed := make(chan struct{})
 	go func() {
 		wg.Wait()
@@ -223,6 +239,21 @@ func indexLoop(ctx context.Context, con *console, db *store.DB, cfg indexer.Conf
 		case <-time.After(rescan):
 		}
 	}
+}
+
+// indexWritable reports whether this user may write the index file and
+// its folder (where the -wal and -shm files go).
+func indexWritable(path string) bool {
+	return syscall.Access(path, 2) == nil && syscall.Access(filepath.Dir(path), 3) == nil
+}
+
+// absOrEmpty is the absolute form of a folder path, or "" when it has none.
+func absOrEmpty(p string) string {
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return ""
+	}
+	return abs
 }
 
 // prepareMountpoint resolves the mount point, clears a stale dupefs mount

@@ -176,7 +176,7 @@ type rootJSON struct {
 }
 
 func runRootLs(ctx context.Context, g globalOptions, opts rootLsOptions, stdout, stderr io.Writer) error {
-	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+	return withIndex(ctx, g, openOpts{mustExist: true, readOnly: true}, func(db *store.DB) error {
 		roots, err := db.Roots(ctx)
 		if err != nil {
 			return err

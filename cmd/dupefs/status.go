@@ -136,7 +136,7 @@ func buildStatus(ctx context.Context, db *store.DB) (statusJSON, error) {
 }
 
 func runStatus(ctx context.Context, g globalOptions, opts statusOptions, stdout, stderr io.Writer) error {
-	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+	return withIndex(ctx, g, openOpts{mustExist: true, readOnly: true}, func(db *store.DB) error {
 		s, err := buildStatus(ctx, db)
 		if err != nil {
 			return err
@@ -160,11 +160,7 @@ func runStatus(ctx context.Context, g globalOptions, opts statusOptions, stdout,
 			fmt.Fprintf(tw, "missing:\t%s (gone since indexed)\n", count(t.Missing))
 		}
 		fmt.Fprintf(tw, "groups:\t%s, %s paths, %s in extra copies\n", count(t.Groups), count(t.GroupFiles), humanBytes(t.WastedBytes))
-		state := "up to date"
-		if !t.HashUpToDate {
-			state = "files changed since the last hash run"
-		}
-		fmt.Fprintf(tw, "state:\t%s\n", state)
+		fmt.Fprintf(tw, "state:\t%s\n", describeState(t))
 		th := s.Thumbs
 		fmt.Fprintf(tw, "thumbnails:\t%s ready, %s pending, %s running, %s failed\n",
 			count(th.Ready), count(th.Pending), count(th.Running), count(th.Failed))
@@ -178,6 +174,33 @@ func runStatus(ctx context.Context, g globalOptions, opts statusOptions, stdout,
 		}
 		return tw.Flush()
 	})
+}
+
+// describeState says what state the index is in, and what to do.
+func describeState(t store.Totals) string {
+	switch t.State {
+	case store.StateIncomplete:
+		return "incomplete: a root has not been scanned to the end yet (a scan is under way, was interrupted or failed); run dupefs index"
+	case store.StateHashing:
+		if t.Queued > 0 {
+			return fmt.Sprintf("hashing: %s files wait to be hashed (new, or changed while they were read); run dupefs index", count(t.Queued))
+		}
+		return "hashing: files changed since the last hash run; run dupefs index"
+	}
+	return t.State
+}
+
+// warnIfNotUpToDate tells on stderr, before a report or an answer, that the
+// index does not cover every file yet, and returns the state.
+func warnIfNotUpToDate(ctx context.Context, db *store.DB, con *console) (string, error) {
+	t, err := db.Totals(ctx)
+	if err != nil {
+		return "", err
+	}
+	if t.State != store.StateUpToDate {
+		con.Warn("the index is " + describeState(t))
+	}
+	return t.State, nil
 }
 
 // jobJSON is one job in JSON output.
@@ -252,7 +275,7 @@ func runJobs(ctx context.Context, g globalOptions, opts jobsOptions, stdout, std
 	if limit < 0 {
 		return usageErrorf("--limit must not be negative")
 	}
-	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+	return withIndex(ctx, g, openOpts{mustExist: true, readOnly: true}, func(db *store.DB) error {
 		var all []store.Job
 		var after *store.JobCursor
 		for limit == 0 || len(all) < limit {
