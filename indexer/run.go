@@ -232,7 +232,7 @@ func (ix *Indexer) keepalive(ctx context.Context, l store.Lease, cancel context.
 		p, n := progress()
 		err := ix.db.Heartbeat(ctx, l, p, n)
 		if err != nil && !errors.Is(err, store.ErrLeaseLost) && ctx.Err() == nil {
-			ix.cfg.Warn(fmt.Sprintf("heartbeat of job %d: %v", l.JobID, err))
+			ix.cfg.Warn(fmt.Sprintf("heartbeat of job %d: %v", l.ID, err))
 		}
 		return err
 	})

@@ -26,7 +26,7 @@ const (
 // makeOne makes the thumbnail of a claimed row and finishes the row. It
 // returns an error only for what stops the pass (the index or the cache
 // failing); the failure of one file is stored in its row.
-func (t *Thumbnailer) makeOne(ctx context.Context, row store.Thumb, lease store.RowLease) error {
+func (t *Thumbnailer) makeOne(ctx context.Context, row store.Thumb, lease store.Lease) error {
 	wctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	stop := t.heartbeat(wctx, lease, cancel)
@@ -80,9 +80,9 @@ func (t *Thumbnailer) backoff(code string, failures int) time.Duration {
 
 // heartbeat extends the lease every TTL/3 until the returned stop is
 // called; it cancels ctx with ErrLeaseLost when the lease is gone.
-func (t *Thumbnailer) heartbeat(ctx context.Context, l store.RowLease, cancel context.CancelCauseFunc) (stop func()) {
+func (t *Thumbnailer) heartbeat(ctx context.Context, l store.Lease, cancel context.CancelCauseFunc) (stop func()) {
 	return keepLease(ctx, t.cfg.LeaseTTL/3, cancel, func(ctx context.Context) error {
-		err := t.db.HeartbeatThumb(ctx, l)
+		err := t.db.Renew(ctx, l)
 		if err != nil && !errors.Is(err, store.ErrLeaseLost) && ctx.Err() == nil {
 			t.cfg.Warn(fmt.Sprintf("thumbnail heartbeat: %v", err))
 		}

@@ -199,7 +199,7 @@ func (t *Thumbnailer) pass(ctx context.Context, force bool) (bool, error) {
 		return false, err
 	}
 	t.roots = roots
-	if _, err := t.db.RequeueDeadThumbs(ctx, WorkerDead); err != nil {
+	if _, err := t.db.RecoverDead(ctx, WorkerDead); err != nil {
 		return false, err
 	}
 	var keep []string

@@ -350,7 +350,7 @@ func TestStaleThumbLeaseIsRequeued(t *testing.T) {
 	time.Sleep(150 * time.Millisecond)
 	cfg := e.thumbConfig()
 	e.drain(cfg)
-	for _, l := range []store.RowLease{lost, dead} {
+	for _, l := range []store.Lease{lost, dead} {
 		row, err := e.db.ThumbByID(ctx, l.ID)
 		if err != nil {
 			t.Fatal(err)

@@ -23,11 +23,21 @@ const (
 	StatusRetryable = "retryable"
 )
 
-// Error codes written by the store when it recovers a job.
-const (
-	CodeLeaseExpired = "lease_expired"
-	CodeWorkerDied   = "worker_died"
-)
+// QueueJobs is the queue of scan and hash jobs. An expired or dead
+// worker's job becomes retryable at once, or failed after its last
+// attempt (seed 000 §4.2).
+var QueueJobs = &Queue{
+	Table: "jobs",
+	Held:  "status = 'running'",
+	Ready: "status = 'pending' OR (status = 'retryable' AND coalesce(retry_after, 0) <= " + nowSQL + ")",
+	Order: "id",
+	OnClaim: "status = 'running', started_at = coalesce(started_at, " + nowSQL + "), updated_at = " + nowSQL +
+		", finished_at = NULL",
+	OnStale: "status = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'retryable' END, error_code = @code, " +
+		"error_message = 'the lease of worker ' || worker_id || ' ended at attempt ' || attempt || ' (' || @code || ')', " +
+		"retry_after = " + nowSQL + ", updated_at = " + nowSQL + ", " +
+		"finished_at = CASE WHEN attempt >= max_attempts THEN " + nowSQL + " END",
+}
 
 // Job is one row of the jobs table.
 type Job struct {
@@ -50,16 +60,6 @@ type Job struct {
 	UpdatedAt      time.Time
 	StartedAt      time.Time
 	FinishedAt     time.Time
-}
-
-// Lease is what a worker holds after claiming a job. Every write the worker
-// makes is fenced by (JobID, Owner, Attempt): after another worker recovered
-// and re-claimed the job, Attempt no longer matches and the write is refused.
-type Lease struct {
-	JobID   int64
-	Owner   string
-	Attempt int64
-	TTL     time.Duration
 }
 
 const jobCols = `id, kind, status, root_id, attempt, max_attempts, worker_id, worker_heartbeat_at,
@@ -114,115 +114,31 @@ func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
 	return id, false, classify("find active "+kind, err)
 }
 
-// recoverExpired turns running jobs whose lease has expired into retryable
-// ones (or failed, once they used all their attempts), clearing the lease
-// owner and writing why. It runs in the claim path.
-const recoverExpired = `UPDATE jobs SET
-	status = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'retryable' END,
-	error_code = '` + CodeLeaseExpired + `',
-	error_message = 'lease of worker ' || worker_id || ' expired at attempt ' || attempt,
-	worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL,
-	retry_after = ` + nowSQL + `, updated_at = ` + nowSQL + `,
-	finished_at = CASE WHEN attempt >= max_attempts THEN ` + nowSQL + ` END
-	WHERE status = 'running' AND lease_expires_at <= ` + nowSQL
-
 // Claim recovers expired leases and then claims the oldest claimable job of
 // kind (pending, or retryable past its retry_after) for owner, in one
 // UPDATE ... RETURNING. It returns ErrNotFound when there is none.
 func (db *DB) Claim(ctx context.Context, kind, owner string, ttl time.Duration) (Job, Lease, error) {
 	var j Job
+	var l Lease
 	err := db.Write(ctx, func(tx *Tx) error {
-		if _, err := tx.exec("recover expired leases", recoverExpired); err != nil {
+		var err error
+		l, err = tx.claim(QueueJobs, "kind = ?4", owner, ttl, kind)
+		if errors.Is(err, ErrNotFound) {
+			return nil // commit the recovery all the same
+		}
+		if err != nil {
 			return err
 		}
-		row := tx.tx.QueryRowContext(tx.ctx, `UPDATE jobs SET status = 'running', worker_id = ?1,
-			attempt = attempt + 1, worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2,
-			started_at = coalesce(started_at, `+nowSQL+`), updated_at = `+nowSQL+`, finished_at = NULL
-			WHERE id = (SELECT id FROM jobs WHERE kind = ?3
-				AND (status = 'pending' OR (status = 'retryable' AND coalesce(retry_after, 0) <= `+nowSQL+`))
-				ORDER BY id LIMIT 1)
-			RETURNING `+jobCols, owner, ttl.Milliseconds(), kind)
-		var err error
-		j, err = scanJob(row)
-		if errors.Is(err, sql.ErrNoRows) {
-			return ErrNotFound
-		}
-		return classify("claim "+kind, err)
+		j, err = scanJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", l.ID))
+		return classify("read job", err)
 	})
+	if err == nil && l.ID == 0 {
+		err = ErrNotFound
+	}
 	if err != nil {
 		return Job{}, Lease{}, err
 	}
-	return j, Lease{JobID: j.ID, Owner: owner, Attempt: j.Attempt, TTL: ttl}, nil
-}
-
-// RecoverDead makes running jobs whose owner is known to be dead retryable
-// at once, without waiting for their lease to expire. dead reports whether a
-// worker id belongs to a process that no longer runs; it is asked only about
-// running jobs. The update is fenced by (worker_id, attempt) so a job that
-// changed hands meanwhile is left alone.
-func (db *DB) RecoverDead(ctx context.Context, dead func(workerID string) bool) (int, error) {
-	rows, err := db.query(ctx, "SELECT id, worker_id, attempt FROM jobs WHERE status = 'running'")
-	if err != nil {
-		return 0, classify("list running jobs", err)
-	}
-	type victim struct {
-		id, attempt int64
-		worker      string
-	}
-	var vs []victim
-	for rows.Next() {
-		var v victim
-		if err := rows.Scan(&v.id, &v.worker, &v.attempt); err != nil {
-			rows.Close()
-			return 0, classify("list running jobs", err)
-		}
-		if dead(v.worker) {
-			vs = append(vs, v)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(vs) == 0 {
-		return 0, classify("list running jobs", err)
-	}
-	n := 0
-	err = db.Write(ctx, func(tx *Tx) error {
-		for _, v := range vs {
-			res, err := tx.exec("recover job", `UPDATE jobs SET
-				status = CASE WHEN attempt >= max_attempts THEN 'failed' ELSE 'retryable' END,
-				error_code = '`+CodeWorkerDied+`',
-				error_message = 'worker ' || worker_id || ' is no longer running (attempt ' || attempt || ')',
-				worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL,
-				retry_after = `+nowSQL+`, updated_at = `+nowSQL+`,
-				finished_at = CASE WHEN attempt >= max_attempts THEN `+nowSQL+` END
-				WHERE id = ? AND worker_id = ? AND attempt = ? AND status = 'running'`, v.id, v.worker, v.attempt)
-			if err != nil {
-				return err
-			}
-			k, _ := res.RowsAffected()
-			n += int(k)
-		}
-		return nil
-	})
-	return n, err
-}
-
-// fenceSQL extends the lease and proves it is still held; it updates exactly
-// one row or the lease is lost.
-const fenceSQL = `UPDATE jobs SET worker_heartbeat_at = ` + nowSQL + `, lease_expires_at = ` + nowSQL + ` + ?4,
-	updated_at = ` + nowSQL + ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
-
-// Fence checks inside a write that l is still held (and extends it). It
-// returns ErrLeaseLost when it is not; the caller must then return the error
-// so the whole transaction rolls back.
-func (tx *Tx) Fence(l Lease) error {
-	res, err := tx.exec("fence", fenceSQL, l.JobID, l.Owner, l.Attempt, l.TTL.Milliseconds())
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("job %d attempt %d: %w", l.JobID, l.Attempt, ErrLeaseLost)
-	}
-	return nil
+	return j, l, nil
 }
 
 // Heartbeat extends l and records progress (0..1) and items processed.
@@ -232,7 +148,7 @@ func (db *DB) Heartbeat(ctx context.Context, l Lease, progress float64, processe
 			return err
 		}
 		_, err := tx.exec("record progress", "UPDATE jobs SET progress = ?, processed_items = ? WHERE id = ?",
-			progress, processed, l.JobID)
+			progress, processed, l.ID)
 		return err
 	})
 }
@@ -240,7 +156,7 @@ func (db *DB) Heartbeat(ctx context.Context, l Lease, progress float64, processe
 // SetCheckpoint records a job's resume point inside a fenced write.
 func (tx *Tx) SetCheckpoint(l Lease, checkpoint string, processed int64) error {
 	_, err := tx.exec("record checkpoint", "UPDATE jobs SET checkpoint = ?, processed_items = ? WHERE id = ?",
-		checkpoint, processed, l.JobID)
+		checkpoint, processed, l.ID)
 	return err
 }
 
@@ -256,12 +172,12 @@ func (tx *Tx) Finish(l Lease, status, code, msg string, retryAfter time.Duration
 	switch status {
 	case StatusCompleted, StatusFailed, StatusCancelled, StatusRetryable:
 	default:
-		return fmt.Errorf("finish job %d: bad status %q", l.JobID, status)
+		return fmt.Errorf("finish job %d: bad status %q", l.ID, status)
 	}
 	if status == StatusRetryable {
 		// Out of attempts: failed, not retryable.
 		var max int64
-		if err := tx.tx.QueryRowContext(tx.ctx, "SELECT max_attempts FROM jobs WHERE id = ?", l.JobID).Scan(&max); err != nil {
+		if err := tx.tx.QueryRowContext(tx.ctx, "SELECT max_attempts FROM jobs WHERE id = ?", l.ID).Scan(&max); err != nil {
 			return classify("finish job", err)
 		}
 		if l.Attempt >= max {
@@ -276,19 +192,10 @@ func (tx *Tx) Finish(l Lease, status, code, msg string, retryAfter time.Duration
 	if status == StatusCompleted {
 		progress = "1"
 	}
-	res, err := tx.exec("finish job", `UPDATE jobs SET status = ?4, error_code = ?5, error_message = ?6,
-		retry_after = ?7, worker_id = CASE WHEN ?4 = 'retryable' THEN NULL ELSE worker_id END,
-		lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`, progress = `+progress+`,
-		updated_at = `+nowSQL+`, finished_at = CASE WHEN ?4 = 'retryable' THEN NULL ELSE `+nowSQL+` END
-		WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`,
-		l.JobID, l.Owner, l.Attempt, status, nullStr(code), nullStr(msg), retry)
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("finish job %d attempt %d: %w", l.JobID, l.Attempt, ErrLeaseLost)
-	}
-	return nil
+	return tx.end(l, `status = ?4, error_code = ?5, error_message = ?6, retry_after = ?7,
+		worker_id = CASE WHEN ?4 = 'retryable' THEN NULL ELSE worker_id END, progress = `+progress+`,
+		updated_at = `+nowSQL+`, finished_at = CASE WHEN ?4 = 'retryable' THEN NULL ELSE `+nowSQL+` END`,
+		status, nullStr(code), nullStr(msg), retry)
 }
 
 func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"errors"
-	"fmt"
 	"time"
 )
 
@@ -18,7 +17,20 @@ import (
 type Cleanup struct {
 	ID, ContentID int64
 	Key           string // <algo>:<hex>: the cache file is named after it
-	Lease         RowLease
+	Lease         Lease
+}
+
+// QueueCleanups is the queue of thumbnail cleanups: a due one is claimed
+// only once no thumbnail of its content is pending or running; a stale
+// running one goes back to pending (seed 000 §4.4).
+var QueueCleanups = &Queue{
+	Table: "thumbnail_cleanup_jobs",
+	Held:  "status = 'running'",
+	Ready: "status = 'pending' AND execute_after <= " + nowSQL + ` AND NOT EXISTS (SELECT 1 FROM thumbnails t
+		WHERE t.content_id = thumbnail_cleanup_jobs.content_id AND t.status IN ('pending', 'running'))`,
+	Order:   "execute_after, id",
+	OnClaim: "status = 'running', finished_at = NULL, updated_at = " + nowSQL,
+	OnStale: "status = 'pending', updated_at = " + nowSQL,
 }
 
 // ScheduleThumbCleanups queues a cleanup job, due after delay, for every
@@ -48,34 +60,23 @@ func (db *DB) ScheduleThumbCleanups(ctx context.Context, delay time.Duration) (i
 // thumbnail. ErrNotFound when there is none.
 func (db *DB) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.Duration) (Cleanup, error) {
 	var c Cleanup
-	none := false
 	err := db.Write(ctx, func(tx *Tx) error {
-		if _, err := tx.exec("requeue stale cleanups", `UPDATE thumbnail_cleanup_jobs SET status = 'pending',
-			worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+`
-			WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= `+nowSQL+`)`); err != nil {
+		l, err := tx.claim(QueueCleanups, "", owner, ttl)
+		if errors.Is(err, ErrNotFound) {
+			return nil // commit the recovery all the same
+		}
+		if err != nil {
 			return err
 		}
-		err := tx.tx.QueryRowContext(tx.ctx, `UPDATE thumbnail_cleanup_jobs SET status = 'running',
-			worker_id = ?1, attempt = attempt + 1, worker_heartbeat_at = `+nowSQL+`,
-			lease_expires_at = `+nowSQL+` + ?2, finished_at = NULL, updated_at = `+nowSQL+`
-			WHERE id = (SELECT j.id FROM thumbnail_cleanup_jobs j
-			             WHERE j.status = 'pending' AND j.execute_after <= `+nowSQL+`
-			               AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = j.content_id
-			                               AND t.status IN ('pending', 'running'))
-			             ORDER BY j.execute_after, j.id LIMIT 1)
-			RETURNING id, content_id, attempt,
-			  (SELECT hash_algo || ':' || lower(hex(content_hash)) FROM contents WHERE id = content_id)`,
-			owner, ttl.Milliseconds()).Scan(&c.ID, &c.ContentID, &c.Lease.Attempt, &c.Key)
-		if errors.Is(err, sql.ErrNoRows) {
-			none = true // commit the recovery all the same
-			return nil
-		}
-		return classify("claim thumbnail cleanup", err)
+		c.Lease = l
+		err = tx.tx.QueryRowContext(tx.ctx, `SELECT j.id, j.content_id,
+			(SELECT hash_algo || ':' || lower(hex(content_hash)) FROM contents WHERE id = j.content_id)
+			FROM thumbnail_cleanup_jobs j WHERE j.id = ?`, l.ID).Scan(&c.ID, &c.ContentID, &c.Key)
+		return classify("read thumbnail cleanup", err)
 	})
-	if err == nil && none {
+	if err == nil && c.ID == 0 {
 		err = ErrNotFound
 	}
-	c.Lease.ID, c.Lease.Owner, c.Lease.TTL = c.ID, owner, ttl
 	return c, err
 }
 
@@ -88,14 +89,8 @@ func (db *DB) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.Dura
 func (db *DB) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func() error) (removed bool, err error) {
 	err = db.Write(ctx, func(tx *Tx) error {
 		// The fence first: a job whose lease is lost removes nothing.
-		var one int
-		err := tx.tx.QueryRowContext(tx.ctx, "SELECT 1 FROM thumbnail_cleanup_jobs"+rowFence,
-			c.Lease.ID, c.Lease.Owner, c.Lease.Attempt).Scan(&one)
-		if errors.Is(err, sql.ErrNoRows) {
-			return fmt.Errorf("thumbnail cleanup %d attempt %d: %w", c.ID, c.Lease.Attempt, ErrLeaseLost)
-		}
-		if err != nil {
-			return classify("check thumbnail cleanup lease", err)
+		if err := tx.Fence(c.Lease); err != nil {
+			return err
 		}
 		var group, busy bool
 		err = tx.tx.QueryRowContext(tx.ctx, `SELECT
@@ -119,11 +114,8 @@ func (db *DB) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func() e
 				removed = true
 			}
 		}
-		res, err := tx.exec("finish thumbnail cleanup", `UPDATE thumbnail_cleanup_jobs SET status = ?4,
-			error_code = ?5, error_message = ?6, finished_at = `+nowSQL+`, worker_heartbeat_at = `+nowSQL+`,
-			lease_expires_at = NULL, updated_at = `+nowSQL+rowFence,
-			c.Lease.ID, c.Lease.Owner, c.Lease.Attempt, status, code, msg)
-		return c.Lease.fenced("thumbnail cleanup", res, err)
+		return tx.end(c.Lease, `status = ?4, error_code = ?5, error_message = ?6, finished_at = `+nowSQL+`,
+			updated_at = `+nowSQL, status, code, msg)
 	})
 	return removed && err == nil, err
 }

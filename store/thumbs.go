@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 )
@@ -143,76 +142,42 @@ func (db *DB) AdmitThumbs(ctx context.Context, as []Admission, capacity int) (qu
 	return queued, done, err
 }
 
-// RowLease is what a worker holds on a thumbnail, cleanup or WAL job row;
-// its writes are fenced by (id, owner, attempt).
-type RowLease struct {
-	ID      int64
-	Owner   string
-	Attempt int64
-	TTL     time.Duration
+// QueueThumbs is the thumbnail queue: a stale running thumbnail goes back
+// to pending (seed 000 §4.3).
+var QueueThumbs = &Queue{
+	Table:   "thumbnails",
+	Held:    "status = 'running'",
+	Ready:   "status = 'pending'",
+	Order:   "id",
+	OnClaim: "status = 'running', started_at = " + nowSQL + ", updated_at = " + nowSQL,
+	OnStale: "status = 'pending', updated_at = " + nowSQL,
 }
 
 // ClaimThumb requeues running thumbnails whose lease expired, then claims
-// the oldest pending one for owner, in one UPDATE ... RETURNING.
-// ErrNotFound when there is none.
-func (db *DB) ClaimThumb(ctx context.Context, owner string, ttl time.Duration) (Thumb, RowLease, error) {
+// the oldest pending one for owner. ErrNotFound when there is none.
+func (db *DB) ClaimThumb(ctx context.Context, owner string, ttl time.Duration) (Thumb, Lease, error) {
 	var t Thumb
-	none := false
+	var l Lease
 	err := db.Write(ctx, func(tx *Tx) error {
-		if _, err := tx.exec("requeue stale thumbnails", `UPDATE thumbnails SET status = 'pending',
-			worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+`
-			WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= `+nowSQL+`)`); err != nil {
-			return err
-		}
-		var id int64
-		err := tx.tx.QueryRowContext(tx.ctx, `UPDATE thumbnails SET status = 'running', worker_id = ?1,
-			attempt = attempt + 1, worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2,
-			started_at = `+nowSQL+`, updated_at = `+nowSQL+`
-			WHERE id = (SELECT id FROM thumbnails WHERE status = 'pending' ORDER BY id LIMIT 1)
-			RETURNING id`, owner, ttl.Milliseconds()).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			none = true // commit the recovery all the same
-			return nil
+		var err error
+		l, err = tx.claim(QueueThumbs, "", owner, ttl)
+		if errors.Is(err, ErrNotFound) {
+			return nil // commit the recovery all the same
 		}
 		if err != nil {
-			return classify("claim thumbnail", err)
+			return err
 		}
 		t, err = scanThumb(tx.tx.QueryRowContext(tx.ctx, "SELECT "+thumbCols+
-			" FROM thumbnails t JOIN contents c ON c.id = t.content_id WHERE t.id = ?", id))
+			" FROM thumbnails t JOIN contents c ON c.id = t.content_id WHERE t.id = ?", l.ID))
 		return classify("read thumbnail", err)
 	})
-	if err == nil && none {
+	if err == nil && l.ID == 0 {
 		err = ErrNotFound
 	}
 	if err != nil {
-		return t, RowLease{}, err
+		return Thumb{}, Lease{}, err
 	}
-	return t, RowLease{ID: t.ID, Owner: owner, Attempt: t.Attempt, TTL: ttl}, nil
-}
-
-// rowFence ends the WHERE of every write a worker makes on its row of
-// thumbnails, thumbnail_cleanup_jobs or wal_maintenance_jobs: ?1 id, ?2
-// owner, ?3 attempt.
-const rowFence = ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND status = 'running'`
-
-// fenced turns a fenced write that changed no row into ErrLeaseLost.
-func (l RowLease) fenced(what string, res sql.Result, err error) error {
-	if err != nil {
-		return err
-	}
-	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("%s %d attempt %d: %w", what, l.ID, l.Attempt, ErrLeaseLost)
-	}
-	return nil
-}
-
-// HeartbeatThumb extends a thumbnail lease.
-func (db *DB) HeartbeatThumb(ctx context.Context, l RowLease) error {
-	return db.Write(ctx, func(tx *Tx) error {
-		res, err := tx.exec("heartbeat thumbnail", `UPDATE thumbnails SET worker_heartbeat_at = `+nowSQL+`,
-			lease_expires_at = `+nowSQL+` + ?4, updated_at = `+nowSQL+rowFence, l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds())
-		return l.fenced("thumbnail", res, err)
-	})
+	return t, l, nil
 }
 
 // bumpThumbSeq moves the thumbnail change feed on; the mount watches it.
@@ -223,83 +188,37 @@ func (tx *Tx) bumpThumbSeq() (int64, error) {
 }
 
 // FinishThumbReady records a made thumbnail (its file is in the cache).
-func (db *DB) FinishThumbReady(ctx context.Context, l RowLease, width, height int, size int64) error {
+func (db *DB) FinishThumbReady(ctx context.Context, l Lease, width, height int, size int64) error {
 	return db.Write(ctx, func(tx *Tx) error {
 		seq, err := tx.bumpThumbSeq()
 		if err != nil {
 			return err
 		}
-		res, err := tx.exec("finish thumbnail", `UPDATE thumbnails SET status = 'ready', width = ?4, height = ?5,
-			bytes_size = ?6, error_code = NULL, error_message = NULL, error_count = 0, retry_after = NULL,
-			change_seq = ?7, lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`,
-			finished_at = `+nowSQL+`, updated_at = `+nowSQL+rowFence,
-			l.ID, l.Owner, l.Attempt, width, height, size, seq)
-		return l.fenced("thumbnail", res, err)
+		return tx.end(l, `status = 'ready', width = ?4, height = ?5, bytes_size = ?6, error_code = NULL,
+			error_message = NULL, error_count = 0, retry_after = NULL, change_seq = ?7,
+			finished_at = `+nowSQL+`, updated_at = `+nowSQL, width, height, size, seq)
 	})
 }
 
 // FinishThumbFailed records a failure; the row is retried after retryAfter.
-func (db *DB) FinishThumbFailed(ctx context.Context, l RowLease, code, msg string, retryAfter time.Duration) error {
+func (db *DB) FinishThumbFailed(ctx context.Context, l Lease, code, msg string, retryAfter time.Duration) error {
 	return db.Write(ctx, func(tx *Tx) error {
 		seq, err := tx.bumpThumbSeq()
 		if err != nil {
 			return err
 		}
-		res, err := tx.exec("fail thumbnail", `UPDATE thumbnails SET status = 'failed', error_code = ?4,
-			error_message = ?5, error_count = error_count + 1, retry_after = `+nowSQL+` + ?6,
-			change_seq = ?7, lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`,
-			finished_at = `+nowSQL+`, updated_at = `+nowSQL+rowFence,
-			l.ID, l.Owner, l.Attempt, code, msg, retryAfter.Milliseconds(), seq)
-		return l.fenced("thumbnail", res, err)
+		return tx.end(l, `status = 'failed', error_code = ?4, error_message = ?5, error_count = error_count + 1,
+			retry_after = `+nowSQL+` + ?6, change_seq = ?7, finished_at = `+nowSQL+`, updated_at = `+nowSQL,
+			code, msg, retryAfter.Milliseconds(), seq)
 	})
 }
 
 // ReleaseThumb gives a claimed thumbnail back (running -> pending): the
 // worker stopped before it finished, e.g. on shutdown.
-func (db *DB) ReleaseThumb(ctx context.Context, l RowLease) error {
+func (db *DB) ReleaseThumb(ctx context.Context, l Lease) error {
 	return db.Write(ctx, func(tx *Tx) error {
-		res, err := tx.exec("release thumbnail", `UPDATE thumbnails SET status = 'pending', worker_id = NULL,
-			worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+rowFence,
-			l.ID, l.Owner, l.Attempt)
-		return l.fenced("thumbnail", res, err)
+		return tx.end(l, `status = 'pending', worker_id = NULL, updated_at = `+nowSQL)
 	})
-}
-
-// RequeueDeadThumbs makes pending again the running thumbnails whose
-// worker dead says is gone (a process of this host that was killed), so
-// they need not wait for their leases to expire.
-func (db *DB) RequeueDeadThumbs(ctx context.Context, dead func(worker string) bool) (int, error) {
-	rows, err := db.query(ctx, "SELECT DISTINCT worker_id FROM thumbnails WHERE status = 'running'")
-	if err != nil {
-		return 0, classify("list thumbnail workers", err)
-	}
-	var gone []string
-	for rows.Next() {
-		var w string
-		if err := rows.Scan(&w); err != nil {
-			rows.Close()
-			return 0, classify("list thumbnail workers", err)
-		}
-		if dead(w) {
-			gone = append(gone, w)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(gone) == 0 {
-		return 0, classify("list thumbnail workers", err)
-	}
-	var n int64
-	err = db.Write(ctx, func(tx *Tx) error {
-		res, err := tx.exec("requeue thumbnails of dead workers", `UPDATE thumbnails SET status = 'pending',
-			worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, updated_at = `+nowSQL+`
-			WHERE status = 'running' AND worker_id IN (SELECT value FROM json_each(?))`, jsonStrings(gone))
-		if err != nil {
-			return err
-		}
-		n, _ = res.RowsAffected()
-		return nil
-	})
-	return int(n), err
 }
 
 // RemakeThumb makes a ready thumbnail pending again, when its cache file

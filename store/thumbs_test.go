@@ -84,7 +84,7 @@ func TestThumbLeaseExpiresAndFences(t *testing.T) {
 	if _, _, err := db.ClaimThumb(ctx, "worker-b", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a live lease was claimed again: %v", err)
 	}
-	if err := db.HeartbeatThumb(ctx, a); err != nil {
+	if err := db.Renew(ctx, a); err != nil {
 		t.Fatal(err)
 	}
 	time.Sleep(80 * time.Millisecond)
@@ -96,7 +96,7 @@ func TestThumbLeaseExpiresAndFences(t *testing.T) {
 	if err := db.FinishThumbReady(ctx, a, 10, 10, 100); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("stale worker finished: %v", err)
 	}
-	if err := db.HeartbeatThumb(ctx, a); !errors.Is(err, ErrLeaseLost) {
+	if err := db.Renew(ctx, a); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("stale worker heartbeat: %v", err)
 	}
 	if err := db.FinishThumbReady(ctx, b, 256, 192, 5000); err != nil {

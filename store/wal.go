@@ -41,7 +41,7 @@ type WALJob struct {
 	ErrorMessage string
 	CreatedAt    time.Time
 	FinishedAt   time.Time
-	Lease        RowLease
+	Lease        Lease
 }
 
 // Checkpoint is the row PRAGMA wal_checkpoint returns.
@@ -74,45 +74,42 @@ func (db *DB) EnqueueWAL(ctx context.Context, mode, reason string, delay time.Du
 // 1s, 2s, 4s ... at most 5 minutes.
 const walBackoffSQL = `min(1000 * (1 << min(retry_count, 9)), 300000)`
 
+// QueueWAL is the queue of WAL checkpoints: a stale running one becomes
+// retryable with a backoff and its retry counted (seed 000 §4.5).
+var QueueWAL = &Queue{
+	Table: "wal_maintenance_jobs",
+	Held:  "status = 'running'",
+	Ready: "(status = 'pending' AND execute_after <= " + nowSQL + ") OR (status = 'retryable' AND coalesce(retry_after, 0) <= " +
+		nowSQL + ")",
+	Order:   "id",
+	OnClaim: "status = 'running', started_at = " + nowSQL + ", finished_at = NULL, updated_at = " + nowSQL,
+	OnStale: "status = 'retryable', retry_count = retry_count + 1, retry_after = " + nowSQL + " + " + walBackoffSQL + ", " +
+		"error_code = @code, error_message = 'the worker stopped renewing its lease', finished_at = " + nowSQL +
+		", updated_at = " + nowSQL,
+}
+
 // ClaimWAL turns running jobs whose lease expired into retryable ones
 // (deterministic error, retry_count+1, retry_after), then claims one due
 // pending or retryable job. ErrNotFound when there is none.
 func (db *DB) ClaimWAL(ctx context.Context, owner string, ttl time.Duration) (WALJob, error) {
 	var j WALJob
-	none := false
+	var l Lease
 	err := db.Write(ctx, func(tx *Tx) error {
-		if _, err := tx.exec("recover stale WAL jobs", `UPDATE wal_maintenance_jobs SET status = 'retryable',
-			retry_count = retry_count + 1, retry_after = `+nowSQL+` + `+walBackoffSQL+`,
-			worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL,
-			error_code = 'lease_expired', error_message = 'the worker stopped renewing its lease',
-			finished_at = `+nowSQL+`, updated_at = `+nowSQL+`
-			WHERE status = 'running' AND (lease_expires_at IS NULL OR lease_expires_at <= `+nowSQL+`)`); err != nil {
-			return err
-		}
-		var id int64
-		err := tx.tx.QueryRowContext(tx.ctx, `UPDATE wal_maintenance_jobs SET status = 'running',
-			worker_id = ?1, attempt = attempt + 1, worker_heartbeat_at = `+nowSQL+`,
-			lease_expires_at = `+nowSQL+` + ?2, started_at = `+nowSQL+`, finished_at = NULL,
-			updated_at = `+nowSQL+`
-			WHERE id = (SELECT id FROM wal_maintenance_jobs
-			             WHERE (status = 'pending' AND execute_after <= `+nowSQL+`)
-			                OR (status = 'retryable' AND coalesce(retry_after, 0) <= `+nowSQL+`)
-			             ORDER BY id LIMIT 1)
-			RETURNING id`, owner, ttl.Milliseconds()).Scan(&id)
-		if errors.Is(err, sql.ErrNoRows) {
-			none = true // commit the recovery all the same
-			return nil
+		var err error
+		l, err = tx.claim(QueueWAL, "", owner, ttl)
+		if errors.Is(err, ErrNotFound) {
+			return nil // commit the recovery all the same
 		}
 		if err != nil {
-			return classify("claim WAL job", err)
+			return err
 		}
-		j, err = scanWALJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs WHERE id = ?", id))
+		j, err = scanWALJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs WHERE id = ?", l.ID))
 		return classify("read WAL job", err)
 	})
-	if err == nil && none {
+	if err == nil && l.ID == 0 {
 		err = ErrNotFound
 	}
-	j.Lease = RowLease{ID: j.ID, Owner: owner, Attempt: j.Lease.Attempt, TTL: ttl}
+	j.Lease = l
 	return j, err
 }
 
@@ -124,8 +121,9 @@ func scanWALJob(r rowScanner) (WALJob, error) {
 	var j WALJob
 	var retry, finished sql.NullInt64
 	var created int64
+	var attempt int64
 	err := r.Scan(&j.ID, &j.Mode, &j.Status, &j.Reason, &j.RetryCount, &retry, &j.Busy, &j.LogFrames,
-		&j.Checkpointed, &j.ErrorCode, &j.ErrorMessage, &created, &finished, &j.Lease.Attempt)
+		&j.Checkpointed, &j.ErrorCode, &j.ErrorMessage, &created, &finished, &attempt)
 	j.RetryAfter, j.CreatedAt, j.FinishedAt = fromMS(retry), time.UnixMilli(created), fromMS(finished)
 	return j, err
 }
@@ -173,31 +171,20 @@ func (db *DB) maintenance() (*sql.DB, error) {
 // when the checkpoint was busy it becomes retryable with a backoff; else it
 // completes. The checkpoint's counts are kept in every case.
 func (db *DB) FinishWAL(ctx context.Context, j WALJob, c Checkpoint, runErr error) error {
-	l := j.Lease
 	return db.Write(ctx, func(tx *Tx) error {
-		var res sql.Result
-		var err error
 		switch {
 		case runErr != nil:
-			res, err = tx.exec("fail WAL job", `UPDATE wal_maintenance_jobs SET status = 'failed',
-				error_code = 'checkpoint_failed', error_message = ?4, finished_at = `+nowSQL+`,
-				worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL, updated_at = `+nowSQL+rowFence,
-				l.ID, l.Owner, l.Attempt, runErr.Error())
+			return tx.end(j.Lease, `status = 'failed', error_code = 'checkpoint_failed', error_message = ?4,
+				finished_at = `+nowSQL+`, updated_at = `+nowSQL, runErr.Error())
 		case c.Busy > 0:
-			res, err = tx.exec("retry WAL job", `UPDATE wal_maintenance_jobs SET status = 'retryable',
-				retry_count = retry_count + 1, retry_after = `+nowSQL+` + `+walBackoffSQL+`,
-				checkpoint_busy = ?4, checkpoint_log_frames = ?5, checkpointed_frames = ?6,
-				error_code = 'checkpoint_busy', error_message = 'readers or a writer held the WAL',
-				finished_at = `+nowSQL+`, worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL,
-				updated_at = `+nowSQL+rowFence, l.ID, l.Owner, l.Attempt, c.Busy, c.LogFrames, c.Checkpointed)
-		default:
-			res, err = tx.exec("complete WAL job", `UPDATE wal_maintenance_jobs SET status = 'completed',
-				checkpoint_busy = ?4, checkpoint_log_frames = ?5, checkpointed_frames = ?6,
-				error_code = NULL, error_message = NULL, finished_at = `+nowSQL+`,
-				worker_heartbeat_at = `+nowSQL+`, lease_expires_at = NULL, updated_at = `+nowSQL+rowFence,
-				l.ID, l.Owner, l.Attempt, c.Busy, c.LogFrames, c.Checkpointed)
+			return tx.end(j.Lease, `status = 'retryable', retry_count = retry_count + 1,
+				retry_after = `+nowSQL+` + `+walBackoffSQL+`, checkpoint_busy = ?4, checkpoint_log_frames = ?5,
+				checkpointed_frames = ?6, error_code = 'checkpoint_busy', error_message = 'readers or a writer held the WAL',
+				finished_at = `+nowSQL+`, updated_at = `+nowSQL, c.Busy, c.LogFrames, c.Checkpointed)
 		}
-		return l.fenced("WAL job", res, err)
+		return tx.end(j.Lease, `status = 'completed', checkpoint_busy = ?4, checkpoint_log_frames = ?5,
+			checkpointed_frames = ?6, error_code = NULL, error_message = NULL, finished_at = `+nowSQL+`,
+			updated_at = `+nowSQL, c.Busy, c.LogFrames, c.Checkpointed)
 	})
 }
 

@@ -1,0 +1,213 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// One lease mechanism serves every queue of the index: scan and hash jobs,
+// thumbnails, thumbnail cleanups, WAL checkpoints and file actions. A row
+// of a queue table carries worker_id, attempt, worker_heartbeat_at and
+// lease_expires_at. A claim is one UPDATE ... WHERE id = (SELECT ...)
+// RETURNING that sets the owner, bumps the attempt and computes the
+// deadline in SQL (after the write lock is taken, notes/sqlite.md §2).
+// Every later write of the holder is fenced by (id, owner, attempt) and the
+// queue's "held" condition, so a worker that lost its lease changes
+// nothing. A held row whose lease expired, or whose worker is known to be
+// dead, is recovered the queue's own way (back to pending, retryable with
+// a backoff, failed after its last attempt, or left for the next claim to
+// take over) before the next claim.
+
+// Lease is what a worker holds on one row of a queue.
+type Lease struct {
+	Queue   *Queue
+	ID      int64
+	Owner   string
+	Attempt int64
+	TTL     time.Duration
+}
+
+// Queue describes a table whose rows are claimed under leases. Its
+// conditions are SQL over the table's columns; nowSQL may appear in them.
+type Queue struct {
+	// Table is the queue's table.
+	Table string
+	// Held is true of a row held under a lease (e.g. status = 'running').
+	Held string
+	// Ready is true of a row a claim may take.
+	Ready string
+	// Order picks the next row to claim among the ready ones.
+	Order string
+	// OnClaim is what a claim sets besides the lease columns.
+	OnClaim string
+	// OnStale is what recovery sets on a held row whose lease expired or
+	// whose worker died, besides clearing the lease columns. @code in it
+	// stands for the reason, as an error code: 'lease_expired' or
+	// 'worker_died'.
+	OnStale string
+}
+
+// Error codes recovery writes (through @code in Queue.OnStale).
+const (
+	CodeLeaseExpired = "lease_expired"
+	CodeWorkerDied   = "worker_died"
+)
+
+// onStale is q.OnStale for a reason.
+func (q *Queue) onStale(code string) string {
+	return strings.ReplaceAll(q.OnStale, "@code", "'"+code+"'")
+}
+
+func (q *Queue) String() string { return q.Table }
+
+// leaseFence ends the WHERE of every fenced write: ?1 id, ?2 owner, ?3
+// attempt.
+func (q *Queue) leaseFence() string {
+	return ` WHERE id = ?1 AND worker_id = ?2 AND attempt = ?3 AND (` + q.Held + `)`
+}
+
+// lost is the error of a fenced write that found no row.
+func (l Lease) lost(what string) error {
+	return fmt.Errorf("%s %d attempt %d: %w", what, l.ID, l.Attempt, ErrLeaseLost)
+}
+
+// recoverStale recovers the held rows of q whose lease expired.
+func (tx *Tx) recoverStale(q *Queue) error {
+	_, err := tx.exec("recover expired leases of "+q.Table, `UPDATE `+q.Table+` SET `+q.onStale(CodeLeaseExpired)+`,
+		worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL
+		WHERE (`+q.Held+`) AND (lease_expires_at IS NULL OR lease_expires_at <= `+nowSQL+`)`)
+	return err
+}
+
+// claim recovers expired leases of q, then claims the first ready row that
+// also meets filter (SQL with ?4, ?5 … for filterArgs; "" for none) for
+// owner. ErrNotFound when there is none; the recovery is kept either way.
+func (tx *Tx) claim(q *Queue, filter string, owner string, ttl time.Duration, filterArgs ...any) (Lease, error) {
+	if err := tx.recoverStale(q); err != nil {
+		return Lease{}, err
+	}
+	where := "(" + q.Ready + ")"
+	if filter != "" {
+		where += " AND (" + filter + ")"
+	}
+	onClaim := ""
+	if q.OnClaim != "" {
+		onClaim = q.OnClaim + ", "
+	}
+	args := []any{owner, ttl.Milliseconds()}
+	if len(filterArgs) > 0 {
+		args = append(append(args, nil), filterArgs...) // ?3 is not used
+	}
+	l := Lease{Queue: q, Owner: owner, TTL: ttl}
+	err := tx.tx.QueryRowContext(tx.ctx, `UPDATE `+q.Table+` SET `+onClaim+`worker_id = ?1, attempt = attempt + 1,
+		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2
+		WHERE id = (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT 1)
+		RETURNING id, attempt`, args...).Scan(&l.ID, &l.Attempt)
+	if errors.Is(err, sql.ErrNoRows) {
+		return Lease{}, ErrNotFound
+	}
+	return l, classify("claim "+q.Table, err)
+}
+
+// Fence checks inside a write that l is still held, and extends it. It
+// returns ErrLeaseLost when it is not; the caller must then return the
+// error so the whole transaction rolls back.
+func (tx *Tx) Fence(l Lease) error {
+	res, err := tx.exec("fence", `UPDATE `+l.Queue.Table+` SET worker_heartbeat_at = `+nowSQL+`,
+		lease_expires_at = `+nowSQL+` + ?4`+l.Queue.leaseFence(), l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds())
+	return l.fenced(res, err)
+}
+
+// fenced turns a fenced write that changed no row into ErrLeaseLost.
+func (l Lease) fenced(res sql.Result, err error) error {
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return l.lost(l.Queue.Table + " row")
+	}
+	return nil
+}
+
+// update makes a fenced write on the holder's row: set (SQL with ?5 …
+// for args), and the lease extended by its TTL (?4).
+func (tx *Tx) update(l Lease, set string, args ...any) error {
+	res, err := tx.exec("update "+l.Queue.Table, `UPDATE `+l.Queue.Table+` SET `+set+`,
+		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?4`+l.Queue.leaseFence(),
+		append([]any{l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds()}, args...)...)
+	return l.fenced(res, err)
+}
+
+// end makes the holder's last write on its row: set (SQL with ?4 … for
+// args) and the lease cleared, fenced. The row leaves the held state
+// through set.
+func (tx *Tx) end(l Lease, set string, args ...any) error {
+	res, err := tx.exec("end lease on "+l.Queue.Table, `UPDATE `+l.Queue.Table+` SET `+set+`,
+		lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+l.Queue.leaseFence(),
+		append([]any{l.ID, l.Owner, l.Attempt}, args...)...)
+	return l.fenced(res, err)
+}
+
+// Renew extends a lease (a heartbeat). ErrLeaseLost means another worker
+// owns the row now: stop working on it.
+func (db *DB) Renew(ctx context.Context, l Lease) error {
+	return db.Write(ctx, func(tx *Tx) error { return tx.Fence(l) })
+}
+
+// Queues lists every queue of the index, for recovery.
+var Queues = []*Queue{QueueJobs, QueueThumbs, QueueCleanups, QueueWAL}
+
+// RecoverDead recovers at once, the way each queue does it, the rows held
+// by workers that dead says are gone (processes of this host that were
+// killed), so their work need not wait for the leases to expire. dead is
+// asked only about workers that hold rows. It returns how many rows it
+// recovered.
+func (db *DB) RecoverDead(ctx context.Context, dead func(worker string) bool) (int, error) {
+	type held struct {
+		q      *Queue
+		worker string
+	}
+	var gone []held
+	for _, q := range Queues {
+		rows, err := db.query(ctx, `SELECT DISTINCT worker_id FROM `+q.Table+` WHERE (`+q.Held+`) AND worker_id IS NOT NULL`)
+		if err != nil {
+			return 0, classify("list workers of "+q.Table, err)
+		}
+		for rows.Next() {
+			var w string
+			if err := rows.Scan(&w); err != nil {
+				rows.Close()
+				return 0, classify("list workers of "+q.Table, err)
+			}
+			if dead(w) {
+				gone = append(gone, held{q, w})
+			}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return 0, classify("list workers of "+q.Table, err)
+		}
+	}
+	if len(gone) == 0 {
+		return 0, nil
+	}
+	var n int64
+	err := db.Write(ctx, func(tx *Tx) error {
+		for _, g := range gone {
+			res, err := tx.exec("recover rows of a dead worker", `UPDATE `+g.q.Table+` SET `+g.q.onStale(CodeWorkerDied)+`,
+				worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL
+				WHERE (`+g.q.Held+`) AND worker_id = ?1`, g.worker)
+			if err != nil {
+				return err
+			}
+			k, _ := res.RowsAffected()
+			n += k
+		}
+		return nil
+	})
+	return int(n), err
+}
