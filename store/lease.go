@@ -159,7 +159,7 @@ func (db *DB) Renew(ctx context.Context, l Lease) error {
 }
 
 // Queues lists every queue of the index, for recovery.
-var Queues = []*Queue{QueueJobs, QueueThumbs, QueueCleanups, QueueWAL}
+var Queues = []*Queue{QueueJobs, QueueThumbs, QueueCleanups, QueueWAL, QueueActions}
 
 // RecoverDead recovers at once, the way each queue does it, the rows held
 // by workers that dead says are gone (processes of this host that were

@@ -1,0 +1,273 @@
+package store
+
+import (
+	"context"
+	"crypto/sha256"
+	"database/sql"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+)
+
+// The action ledger (seed 002, for files): a plan per run of dupefs dedupe,
+// link or remove, an action per (plan, copy) under an idempotency key held
+// by at most one live action, states strictly forward (the actions_forward
+// trigger refuses the rest), every step under a lease of QueueActions.
+
+// Action ops, as stored.
+const (
+	OpDedupe  = "dedupe"  // share the kept file's extents (FIDEDUPERANGE)
+	OpLink    = "link"    // replace the copy by a hard link to the kept file
+	OpSymlink = "symlink" // replace the copy by a symlink to the kept file
+	OpTrash   = "trash"   // move the copy to the freedesktop.org Trash
+	OpUnlink  = "unlink"  // delete the copy (remove --permanent)
+)
+
+// Action states, as stored.
+const (
+	ActPlanned  = "planned"
+	ActLeased   = "leased"
+	ActPrepared = "prepared"
+	ActDone     = "done"
+	ActSkipped  = "skipped"
+	ActFailed   = "failed"
+	ActReverted = "reverted"
+)
+
+// ErrIllegalTransition: an action was asked to move to a state it cannot
+// reach from its own (the state machine only moves forward).
+var ErrIllegalTransition = errors.New("illegal action state transition")
+
+// FileRef is one file of an action as the index had it.
+type FileRef struct {
+	FileID  int64
+	Path    string
+	Dev     uint64
+	Ino     uint64
+	MtimeNS int64
+}
+
+func (f FileRef) id() string {
+	return strconv.FormatUint(f.Dev, 10) + ":" + strconv.FormatUint(f.Ino, 10) + ":" + f.Path
+}
+
+// ActionSpec is an action to plan: an op on a copy, the file kept, and the
+// content both hold.
+type ActionSpec struct {
+	Op   string
+	Algo string
+	Hash []byte
+	Size int64
+	Copy FileRef
+	Keep FileRef
+}
+
+// IdemKey is the action's idempotency key: sha256 of the op, the copy's
+// and the kept file's dev:ino:path, the size and the content hash. A plan
+// made again after a crash makes the same keys.
+func (a ActionSpec) IdemKey() string {
+	h := sha256.New()
+	for _, part := range []string{a.Op, a.Copy.id(), a.Keep.id(), strconv.FormatInt(a.Size, 10), a.Algo} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	h.Write(a.Hash)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// UndoInfo is what undo needs of a copy, recorded before it is changed.
+type UndoInfo struct {
+	Mode      uint32
+	UID, GID  uint32
+	AtimeNS   int64
+	Xattrs    map[string][]byte // name -> value
+	TrashFile string            // where the copy went in the Trash
+	TrashInfo string            // its .trashinfo
+}
+
+// Action is one row of the ledger.
+type Action struct {
+	ActionSpec
+	ID             int64
+	PlanID         int64
+	Key            string
+	State          string
+	Reason         string
+	Undo           UndoInfo
+	BytesReclaimed int64
+	UpdatedAt      time.Time
+	Lease          Lease
+}
+
+// ActionPlan is one row of plans, with counts of its actions by state.
+type ActionPlan struct {
+	ID         int64
+	Op         string
+	Options    string // JSON, as the command recorded it
+	State      string // open or done
+	CreatedAt  time.Time
+	FinishedAt time.Time
+	RevertedAt time.Time
+	Counts     map[string]int64
+	Reclaimed  int64
+}
+
+// Existing is an action another plan holds for a key a new plan wanted.
+type Existing struct {
+	Spec     ActionSpec
+	ActionID int64
+	PlanID   int64
+	State    string
+}
+
+// CreatePlan records a plan and its actions in one write. An action whose
+// key a live action of an earlier plan holds (planned, under way or done)
+// is not added: that one is returned in existing, to be resumed (it is
+// worked like this plan's own) or reported as done already.
+func (db *DB) CreatePlan(ctx context.Context, op string, options any, specs []ActionSpec) (int64, []Existing, error) {
+	opts, err := json.Marshal(options)
+	if err != nil {
+		return 0, nil, fmt.Errorf("plan options: %w", err)
+	}
+	var planID int64
+	var existing []Existing
+	err = db.Write(ctx, func(tx *Tx) error {
+		existing = nil
+		if err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO plans (op, options, created_at) VALUES (?, ?, `+nowSQL+`)
+			RETURNING id`, op, string(opts)).Scan(&planID); err != nil {
+			return classify("record plan", err)
+		}
+		ins, err := tx.tx.PrepareContext(tx.ctx, `INSERT INTO actions (plan_id, idem_key, op, hash_algo, content_hash, size,
+			copy_file_id, copy_path, copy_dev, copy_ino, copy_mtime_ns,
+			keep_file_id, keep_path, keep_dev, keep_ino, keep_mtime_ns, created_at, updated_at)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+nowSQL+`, `+nowSQL+`)
+			ON CONFLICT (idem_key) WHERE state IN ('planned', 'leased', 'prepared', 'done') DO NOTHING`)
+		if err != nil {
+			return classify("record actions", err)
+		}
+		defer ins.Close()
+		for _, s := range specs {
+			k := s.IdemKey()
+			res, err := ins.ExecContext(tx.ctx, planID, k, s.Op, s.Algo, s.Hash, s.Size,
+				s.Copy.FileID, s.Copy.Path, int64(s.Copy.Dev), int64(s.Copy.Ino), s.Copy.MtimeNS,
+				s.Keep.FileID, s.Keep.Path, int64(s.Keep.Dev), int64(s.Keep.Ino), s.Keep.MtimeNS)
+			if err != nil {
+				return classify("record action", err)
+			}
+			if n, _ := res.RowsAffected(); n == 1 {
+				continue
+			}
+			e := Existing{Spec: s}
+			err = tx.tx.QueryRowContext(tx.ctx, `SELECT id, plan_id, state FROM actions WHERE idem_key = ?
+				AND state IN ('planned', 'leased', 'prepared', 'done')`, k).Scan(&e.ActionID, &e.PlanID, &e.State)
+			if err != nil {
+				return classify("find the action holding a key", err)
+			}
+			existing = append(existing, e)
+		}
+		return tx.closeDonePlans()
+	})
+	return planID, existing, err
+}
+
+// closeDonePlans marks done the open plans whose actions are all terminal.
+func (tx *Tx) closeDonePlans() error {
+	_, err := tx.exec("close finished plans", `UPDATE plans SET state = 'done', finished_at = `+nowSQL+`
+		WHERE state = 'open' AND NOT EXISTS (SELECT 1 FROM actions a WHERE a.plan_id = plans.id
+		  AND a.state IN ('planned', 'leased', 'prepared'))`)
+	return err
+}
+
+const actionCols = `id, plan_id, idem_key, op, state, coalesce(reason, ''), hash_algo, content_hash, size,
+	copy_file_id, copy_path, copy_dev, copy_ino, copy_mtime_ns, keep_file_id, keep_path, keep_dev, keep_ino, keep_mtime_ns,
+	coalesce(copy_mode, 0), coalesce(copy_uid, 0), coalesce(copy_gid, 0), coalesce(copy_atime_ns, 0), copy_xattrs,
+	coalesce(trash_file, ''), coalesce(trash_info, ''), bytes_reclaimed, updated_at`
+
+func scanAction(r rowScanner) (Action, error) {
+	var a Action
+	var cdev, cino, kdev, kino, updated int64
+	var xattrs sql.NullString
+	err := r.Scan(&a.ID, &a.PlanID, &a.Key, &a.Op, &a.State, &a.Reason, &a.Algo, &a.Hash, &a.Size,
+		&a.Copy.FileID, &a.Copy.Path, &cdev, &cino, &a.Copy.MtimeNS, &a.Keep.FileID, &a.Keep.Path, &kdev, &kino, &a.Keep.MtimeNS,
+		&a.Undo.Mode, &a.Undo.UID, &a.Undo.GID, &a.Undo.AtimeNS, &xattrs, &a.Undo.TrashFile, &a.Undo.TrashInfo,
+		&a.BytesReclaimed, &updated)
+	if err != nil {
+		return a, err
+	}
+	a.Copy.Dev, a.Copy.Ino, a.Keep.Dev, a.Keep.Ino = uint64(cdev), uint64(cino), uint64(kdev), uint64(kino)
+	a.UpdatedAt = time.UnixMilli(updated)
+	if xattrs.Valid {
+		if err := json.Unmarshal([]byte(xattrs.String), &a.Undo.Xattrs); err != nil {
+			return a, fmt.Errorf("action %d: xattrs: %w", a.ID, err)
+		}
+	}
+	return a, nil
+}
+
+// ActionQuery selects actions for a listing.
+type ActionQuery struct {
+	PlanID int64  // 0: every plan
+	State  string // "": every state
+	After  int64  // keyset: ids after this one
+	Limit  int
+}
+
+// Actions lists actions by id.
+func (db *DB) Actions(ctx context.Context, q ActionQuery) ([]Action, error) {
+	if q.Limit <= 0 {
+		q.Limit = 1000
+	}
+	rows, err := db.query(ctx, `SELECT `+actionCols+` FROM actions
+		WHERE (?1 = 0 OR plan_id = ?1) AND (?2 = '' OR state = ?2) AND id > ?3 ORDER BY id LIMIT ?4`,
+		q.PlanID, q.State, q.After, q.Limit)
+	if err != nil {
+		return nil, classify("list actions", err)
+	}
+	defer rows.Close()
+	var out []Action
+	for rows.Next() {
+		a, err := scanAction(rows)
+		if err != nil {
+			return nil, classify("list actions", err)
+		}
+		out = append(out, a)
+	}
+	return out, classify("list actions", rows.Err())
+}
+
+// Plans lists plans, newest first (limit 0: all), or the one with id.
+func (db *DB) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan, error) {
+	if limit <= 0 {
+		limit = -1
+	}
+	rows, err := db.query(ctx, `SELECT p.id, p.op, p.options, p.state, p.created_at, p.finished_at, p.reverted_at,
+		(SELECT json_group_object(state, n) FROM (SELECT state, count(*) AS n FROM actions WHERE plan_id = p.id GROUP BY state)),
+		(SELECT coalesce(sum(bytes_reclaimed), 0) FROM actions WHERE plan_id = p.id AND state = 'done')
+		FROM plans p WHERE (?1 = 0 OR p.id = ?1) ORDER BY p.id DESC LIMIT ?2`, id, limit)
+	if err != nil {
+		return nil, classify("list plans", err)
+	}
+	defer rows.Close()
+	var out []ActionPlan
+	for rows.Next() {
+		var p ActionPlan
+		var created int64
+		var finished, reverted sql.NullInt64
+		var counts sql.NullString
+		if err := rows.Scan(&p.ID, &p.Op, &p.Options, &p.State, &created, &finished, &reverted, &counts, &p.Reclaimed); err != nil {
+			return nil, classify("list plans", err)
+		}
+		p.CreatedAt, p.FinishedAt, p.RevertedAt = time.UnixMilli(created), fromMS(finished), fromMS(reverted)
+		p.Counts = map[string]int64{}
+		if counts.Valid {
+			if err := json.Unmarshal([]byte(counts.String), &p.Counts); err != nil {
+				return nil, fmt.Errorf("plan %d: counts: %w", p.ID, err)
+			}
+		}
+		out = append(out, p)
+	}
+	return out, classify("list plans", rows.Err())
+}
