@@ -2,11 +2,9 @@ package indexer
 
 import (
 	"context"
-	"crypto/sha256"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
 	"io"
 	"io/fs"
 	"os"
@@ -163,13 +161,6 @@ func shortRead(f *rawFile, err error) error {
 	return err
 }
 
-func newHash(algo string) hash.Hash {
-	if algo == store.HashBLAKE3 {
-		return blake3.New()
-	}
-	return sha256.New()
-}
-
 // fullHash reads the whole file through the byte limiter and returns its
 // content hash, counting the bytes in Progress.
 func (ix *Indexer) fullHash(ctx context.Context, f *rawFile, size int64, algo string, buf []byte) ([]byte, error) {
@@ -189,7 +180,7 @@ func contentHash(ctx context.Context, f *rawFile, size int64, algo string, buf [
 	if size > readChunk {
 		_ = unix.Fadvise(f.fd, 0, 0, unix.FADV_SEQUENTIAL)
 	}
-	h := newHash(algo)
+	h := store.NewHash(algo)
 	var n int64
 	// A read of a regular file returns what is left, up to the buffer: once
 	// size bytes came, there is no need to read again to see EOF (a file

@@ -28,7 +28,7 @@ var QueueActions = &Queue{
 var QueueUndo = &Queue{
 	Table:   "actions",
 	Held:    QueueActions.Held,
-	Ready:   "worker_id IS NULL AND state = 'done'",
+	Ready:   "worker_id IS NULL AND state = 'done' AND op <> 'unlink'",
 	Order:   "id DESC",
 	OnClaim: "updated_at = " + nowSQL,
 	OnStale: "updated_at = " + nowSQL,
@@ -41,15 +41,18 @@ func (db *DB) ClaimAction(ctx context.Context, op, owner string, ttl time.Durati
 	return db.claimAction(ctx, QueueActions, "op = ?4", owner, ttl, op)
 }
 
-// ClaimUndo claims the next done action of a plan to revert, latest first.
-func (db *DB) ClaimUndo(ctx context.Context, planID int64, owner string, ttl time.Duration) (Action, error) {
-	return db.claimAction(ctx, QueueUndo, "plan_id = ?4", owner, ttl, planID)
+// ClaimUndo claims the next done action of a plan to revert, latest first,
+// but for those in skip (this undo left them as they are) and deletions
+// (which cannot be undone).
+func (db *DB) ClaimUndo(ctx context.Context, planID int64, skip []int64, owner string, ttl time.Duration) (Action, error) {
+	return db.claimAction(ctx, QueueUndo, "plan_id = ?4 AND id NOT IN (SELECT value FROM json_each(?5))", owner, ttl,
+		planID, jsonInts(skip))
 }
 
-func (db *DB) claimAction(ctx context.Context, q *Queue, filter, owner string, ttl time.Duration, arg any) (Action, error) {
+func (db *DB) claimAction(ctx context.Context, q *Queue, filter, owner string, ttl time.Duration, args ...any) (Action, error) {
 	var a Action
 	err := db.Write(ctx, func(tx *Tx) error {
-		l, err := tx.claim(q, filter, owner, ttl, arg)
+		l, err := tx.claim(q, filter, owner, ttl, args...)
 		if errors.Is(err, ErrNotFound) {
 			return nil // commit the recovery all the same
 		}
@@ -187,4 +190,12 @@ func (db *DB) ActionCounts(ctx context.Context, planID int64) (map[string]int64,
 		return nil, fmt.Errorf("plan %d: %w", planID, ErrNotFound)
 	}
 	return ps[0].Counts, nil
+}
+
+// CountActions counts the actions of a plan in a state, of op ("": any).
+func (db *DB) CountActions(ctx context.Context, planID int64, state, op string) (int64, error) {
+	var n int64
+	err := db.queryRow(ctx, `SELECT count(*) FROM actions WHERE plan_id = ? AND state = ? AND (? = '' OR op = ?)`,
+		planID, state, op, op).Scan(&n)
+	return n, classify("count actions", err)
 }

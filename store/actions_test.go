@@ -117,14 +117,14 @@ func TestActionStatesMoveOnlyForward(t *testing.T) {
 		t.Fatalf("plan: %+v", ps[0])
 	}
 	// done -> reverted is the one way on, through an undo lease.
-	u, err := db.ClaimUndo(ctx, ps[0].ID, "w2", time.Minute)
+	u, err := db.ClaimUndo(ctx, ps[0].ID, nil, "w2", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Write(ctx, func(tx *Tx) error { return tx.RevertAction(u.Lease, "restored") }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ClaimUndo(ctx, ps[0].ID, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
+	if _, err := db.ClaimUndo(ctx, ps[0].ID, nil, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a reverted action claimed for undo again: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 )
 
@@ -31,6 +32,7 @@ func (g Group) Wasted() int64 { return g.Size * (g.InodeCount - 1) }
 // GroupFile is one live path of a group.
 type GroupFile struct {
 	ID       int64
+	RootID   int64
 	Path     string
 	Dev      uint64
 	Ino      uint64
@@ -116,7 +118,7 @@ func (db *DB) Report(ctx context.Context, q GroupQuery, stats func(GroupStats) e
 	}
 	rows, err := tx.QueryContext(ctx, `
 		SELECT c.id, c.hash_algo, c.content_hash, c.size, c.file_count, c.inode_count, c.changed_at,
-		       f.id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns
+		       f.id, f.root_id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns
 		  FROM `+selected+` c
 		  JOIN files f ON f.content_hash = c.content_hash AND f.hash_algo = c.hash_algo AND f.missing = 0
 		  JOIN folders d ON d.id = f.folder_id
@@ -144,7 +146,7 @@ func (db *DB) Report(ctx context.Context, q GroupQuery, stats func(GroupStats) e
 		var dir, name string
 		var dev, ino, nlink int64
 		if err := rows.Scan(&g.ContentID, &g.Algo, &g.Hash, &g.Size, &g.FileCount, &g.InodeCount, &changed,
-			&f.ID, &dir, &name, &dev, &ino, &nlink, &f.MtimeNS); err != nil {
+			&f.ID, &f.RootID, &dir, &name, &dev, &ino, &nlink, &f.MtimeNS); err != nil {
 			return classify("read groups", err)
 		}
 		if g.ContentID != cur.ContentID {
@@ -182,7 +184,7 @@ func (db *DB) GroupByKey(ctx context.Context, algo string, sum []byte) (Group, e
 
 // ContentFiles lists the live paths holding a content, by file id.
 func (db *DB) ContentFiles(ctx context.Context, algo string, sum []byte) ([]GroupFile, error) {
-	rows, err := db.query(ctx, `SELECT f.id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns
+	rows, err := db.query(ctx, `SELECT f.id, f.root_id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.content_hash = ? AND f.hash_algo = ? AND f.missing = 0 ORDER BY f.id`, sum, algo)
 	if err != nil {
@@ -195,7 +197,7 @@ func (db *DB) ContentFiles(ctx context.Context, algo string, sum []byte) ([]Grou
 		var f GroupFile
 		var dir, name string
 		var dev, ino, nlink int64
-		if err := rows.Scan(&f.ID, &dir, &name, &dev, &ino, &nlink, &f.MtimeNS); err != nil {
+		if err := rows.Scan(&f.ID, &f.RootID, &dir, &name, &dev, &ino, &nlink, &f.MtimeNS); err != nil {
 			return nil, classify("read group files", err)
 		}
 		f.Path, f.Dev, f.Ino, f.Nlink = JoinPath(dir, name), uint64(dev), uint64(ino), uint64(nlink)
@@ -205,4 +207,42 @@ func (db *DB) ContentFiles(ctx context.Context, algo string, sum []byte) ([]Grou
 		out = append(out, f)
 	}
 	return out, classify("read group files", rows.Err())
+}
+
+// IndexedFile is a file row as a plan reads it.
+type IndexedFile struct {
+	GroupFile
+	Size    int64
+	Status  string // hash status
+	Algo    string
+	Hash    []byte // nil until hashed whole
+	Missing bool
+}
+
+// FileByPath reads the file row of an absolute path; ErrNotFound when the
+// index has none.
+func (db *DB) FileByPath(ctx context.Context, path string) (IndexedFile, error) {
+	var f IndexedFile
+	dir, name := splitPath(path)
+	var dev, ino, nlink int64
+	var algo sql.NullString
+	err := db.queryRow(ctx, `SELECT f.id, f.root_id, f.dev, f.ino, f.nlink, f.mtime_ns, f.size, f.hash_status,
+		f.hash_algo, f.content_hash, f.missing
+		FROM folders d JOIN files f ON f.folder_id = d.id WHERE d.path = ? AND f.name = ?`, dir, name).Scan(
+		&f.ID, &f.RootID, &dev, &ino, &nlink, &f.MtimeNS, &f.Size, &f.Status, &algo, &f.Hash, &f.Missing)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, fmt.Errorf("%s: %w", path, ErrNotFound)
+	}
+	f.Path, f.Dev, f.Ino, f.Nlink, f.Algo = path, uint64(dev), uint64(ino), uint64(nlink), algo.String
+	return f, classify("read file", err)
+}
+
+// splitPath splits an absolute path into its folder and name, as the index
+// stores them (JoinPath undone).
+func splitPath(p string) (dir, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i <= 0 {
+		return "/", p[i+1:]
+	}
+	return p[:i], p[i+1:]
 }

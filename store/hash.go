@@ -163,6 +163,9 @@ func JoinPath(dir, name string) string {
 }
 
 func jsonInts(v []int64) string {
+	if v == nil {
+		v = []int64{} // "null" would be one NULL row in json_each
+	}
 	b, _ := json.Marshal(v)
 	return string(b)
 }

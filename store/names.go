@@ -1,9 +1,13 @@
 package store
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"hash"
 	"strings"
+
+	"github.com/zeebo/blake3"
 )
 
 // The one definition of each name the index, the view, the reports and the
@@ -24,6 +28,14 @@ var HashAlgos = []string{HashSHA256, HashBLAKE3}
 
 // ValidHashAlgo reports whether algo names an algorithm an index may use.
 func ValidHashAlgo(algo string) bool { return algo == HashSHA256 || algo == HashBLAKE3 }
+
+// NewHash returns a hash of the algorithm (sha256 for any name but blake3).
+func NewHash(algo string) hash.Hash {
+	if algo == HashBLAKE3 {
+		return blake3.New()
+	}
+	return sha256.New()
+}
 
 // GroupKey is a content's name: <algo>:<64 lowercase hex> (seed 000 §6.2).
 func GroupKey(algo string, sum []byte) string { return algo + ":" + hex.EncodeToString(sum) }

@@ -54,27 +54,27 @@ func runCheck(ctx context.Context, g globalOptions, opts checkOptions, stdout, s
 			if len(res.Links) > 0 {
 				links := make([]string, len(res.Links))
 				for i, l := range res.Links {
-					links[i] = escapePath(l)
+					links[i] = store.EscapePath(l)
 				}
 				fmt.Fprintf(stderr, "%s: indexed as %s (a hard link of the same file, not a copy)\n",
-					escapePath(p), strings.Join(links, ", "))
+					store.EscapePath(p), strings.Join(links, ", "))
 			}
 			if len(res.Matches) == 0 {
 				allKnown = false
 				if state == store.StateUpToDate {
-					fmt.Fprintf(stderr, "%s: new (no copy in the index)\n", escapePath(p))
+					fmt.Fprintf(stderr, "%s: new (no copy in the index)\n", store.EscapePath(p))
 				} else {
-					fmt.Fprintf(stderr, "%s: no copy in the index so far (it is not complete: this cannot say for sure the file is new)\n", escapePath(p))
+					fmt.Fprintf(stderr, "%s: no copy in the index so far (it is not complete: this cannot say for sure the file is new)\n", store.EscapePath(p))
 				}
 				continue
 			}
 			indent := ""
 			if many {
-				fmt.Fprintln(stdout, escapePath(p))
+				fmt.Fprintln(stdout, store.EscapePath(p))
 				indent = "    "
 			}
 			for _, m := range res.Matches {
-				fmt.Fprintln(stdout, indent+escapePath(m))
+				fmt.Fprintln(stdout, indent+store.EscapePath(m))
 			}
 		}
 		if !allKnown {

@@ -6,27 +6,6 @@ import (
 	"testing"
 )
 
-func TestEscapePathLikeFclones(t *testing.T) {
-	cases := map[string]string{
-		"/plain/path.txt":        "/plain/path.txt",
-		"/ünïcödé/😀":             "/ünïcödé/😀",
-		"/with space":            "/with space",
-		"/new\nline":             `/new\nline`,
-		"/tab\there":             `/tab\there`,
-		"/cr\rhere":              `/cr\rhere`,
-		`/back\slash`:            `/back\\slash`,
-		"/bad\xff\xfeutf8":       `/bad\xFF\xFEutf8`,
-		"/ctl\x01\x7f":           `/ctl\x01\x7F`,
-		"/trunc\xe2\x82":         `/trunc\xE2\x82`,
-		"/surrogate\xed\xa0\x80": `/surrogate\xED\xA0\x80`,
-	}
-	for in, want := range cases {
-		if got := escapePath(in); got != want {
-			t.Errorf("escapePath(%q) = %q, want %q", in, got, want)
-		}
-	}
-}
-
 func TestCursorRoundTrip(t *testing.T) {
 	for _, bad := range []string{"", "not-base64!", "e30", "eyJ4IjoxfQ"} {
 		if _, err := decodeCursor(bad); err == nil {

@@ -70,6 +70,11 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			thumbsCommand(),
 			statusCommand(),
 			jobsCommand(),
+			dedupeCommand(),
+			linkCommand(),
+			removeCommand(),
+			undoCommand(),
+			opsCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // errors are mapped in run
 	}

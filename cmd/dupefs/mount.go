@@ -137,7 +137,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		if err != nil {
 			return mountErrorf("%s%s", strings.TrimSpace(err.Error()), mountHint(err))
 		}
-		con.Printf("dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", escapePath(mnt))
+		con.Printf("dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", store.EscapePath(mnt))
 		bg := background{index: cfg, thumbs: th, maintain: mcfg, noIndex: opts.NoIndex, noThumbs: opts.NoThumbs,
 			rescan: opts.RescanEvery}
 		return serve(ctx, con, db, m, bg)
@@ -197,12 +197,12 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 	if signalled {
 		lazy, err := m.Unmount()
 		if err != nil {
-			return mountErrorf("unmount %s: %v", escapePath(m.Dir), err)
+			return mountErrorf("unmount %s: %v", store.EscapePath(m.Dir), err)
 		}
 		if lazy {
 			// Someone still uses it: the mount point is free already;
 			// their open files fail once this process is gone.
-			con.Warn(fmt.Sprintf("%s was busy: detached lazily", escapePath(m.Dir)))
+			con.Warn(fmt.Sprintf("%s was busy: detached lazily", store.EscapePath(m.Dir)))
 		} else {
 			select {
 			case <-served:
@@ -215,7 +215,7 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 	case <-deadline:
 		con.Warn("the indexer did not stop in time; its jobs will be resumed by the next run")
 	}
-	con.Printf("dupefs: unmounted %s\n", escapePath(m.Dir))
+	con.Printf("dupefs: unmounted %s\n", store.EscapePath(m.Dir))
 	if signalled {
 		return fmt.Errorf("mount ended by a signal: %w", context.Canceled)
 	}
@@ -261,7 +261,7 @@ func absOrEmpty(p string) string {
 func prepareMountpoint(arg string, con *console) (string, error) {
 	abs, err := filepath.Abs(arg)
 	if err != nil {
-		return "", usageErrorf("%s: %v", escapePath(arg), err)
+		return "", usageErrorf("%s: %v", store.EscapePath(arg), err)
 	}
 	abs = filepath.Clean(abs)
 	if mounted(abs) {
@@ -270,23 +270,23 @@ func prepareMountpoint(arg string, con *console) (string, error) {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(abs, &st); err == nil {
 			return "", mountErrorf("%s is already a dupefs mount, served by another process: unmount it first (umount %s)",
-				escapePath(abs), escapePath(abs))
+				store.EscapePath(abs), store.EscapePath(abs))
 		}
-		con.Warn(fmt.Sprintf("%s holds a stale dupefs mount left by a killed process; detaching it", escapePath(abs)))
+		con.Warn(fmt.Sprintf("%s holds a stale dupefs mount left by a killed process; detaching it", store.EscapePath(abs)))
 		if err := fusefs.Detach(abs); err != nil {
-			return "", mountErrorf("clear the stale mount at %s: %v", escapePath(abs), err)
+			return "", mountErrorf("clear the stale mount at %s: %v", store.EscapePath(abs), err)
 		}
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", mountErrorf("mount point %s: %v (create the folder first)", escapePath(arg), errors.Unwrap(err))
+		return "", mountErrorf("mount point %s: %v (create the folder first)", store.EscapePath(arg), errors.Unwrap(err))
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", mountErrorf("mount point %s: %v", escapePath(arg), err)
+		return "", mountErrorf("mount point %s: %v", store.EscapePath(arg), err)
 	}
 	if !fi.IsDir() {
-		return "", mountErrorf("mount point %s is not a folder", escapePath(arg))
+		return "", mountErrorf("mount point %s is not a folder", store.EscapePath(arg))
 	}
 	return real, nil
 }
@@ -318,14 +318,14 @@ func checkOverlap(ctx context.Context, db *store.DB, mnt string) error {
 		switch {
 		case under(mnt, r.Path):
 			return mountErrorf("mount point %s is inside the indexed root %s: choose a folder outside the roots",
-				escapePath(mnt), escapePath(r.Path))
+				store.EscapePath(mnt), store.EscapePath(r.Path))
 		case under(r.Path, mnt):
 			return mountErrorf("the indexed root %s is inside the mount point %s, which would hide it",
-				escapePath(r.Path), escapePath(mnt))
+				store.EscapePath(r.Path), store.EscapePath(mnt))
 		}
 	}
 	if under(db.Path(), mnt) {
-		return mountErrorf("the index %s is inside the mount point %s, which would hide it", escapePath(db.Path()), escapePath(mnt))
+		return mountErrorf("the index %s is inside the mount point %s, which would hide it", store.EscapePath(db.Path()), store.EscapePath(mnt))
 	}
 	return nil
 }

@@ -240,7 +240,7 @@ func toJobJSON(j store.Job) jobJSON {
 }
 
 func toRootJSON(r store.Root) rootJSON {
-	j := rootJSON{Path: escapePath(r.Path), Files: r.FileCount, Folders: r.FolderCount, Bytes: r.TotalBytes,
+	j := rootJSON{Path: store.EscapePath(r.Path), Files: r.FileCount, Folders: r.FolderCount, Bytes: r.TotalBytes,
 		FollowSymlinks: r.FollowSymlinks, OneFileSystem: r.OneFileSystem, Excludes: r.Excludes}
 	j.LastScan = jsonTime(r.LastScanAt)
 	return j

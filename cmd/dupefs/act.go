@@ -1,0 +1,240 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/indexer/act"
+	"github.com/dupefs/dupefs/store"
+)
+
+// actOptions are the flags the action commands share.
+type actOptions struct {
+	Op         string // store.OpDedupe, OpLink, OpSymlink, OpTrash, OpUnlink
+	Keep       string
+	Prefer     []string
+	MinSize    int64
+	Groups     []string
+	FromReport string
+	DryRun     bool
+}
+
+// actFlags are the flags of dedupe, link and remove.
+func actFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "keep", Value: act.KeepOldest,
+			Usage: "which file of a group stays: " + strings.Join(act.KeepRules, ", ") + " (ties: the lowest file id)"},
+		&cli.StringSliceFlag{Name: "prefer", Usage: "keep a file under `PATH` first (repeatable, in order)"},
+		&cli.Int64Flag{Name: "min-size", Value: 1, Usage: "leave groups of files under `N` bytes alone"},
+		&cli.StringSliceFlag{Name: "group", Usage: "act on the group `KEY` only (<algo>:<hex>; repeatable)"},
+		&cli.StringFlag{Name: "from-report", Usage: "act on the groups and paths of an fclones json or text `FILE` (as dupefs groups writes it; - for stdin)"},
+		&cli.BoolFlag{Name: "dry-run", Usage: "print what would be done, one line per action, and change nothing"},
+	}
+}
+
+func actOptionsFrom(c *cli.Context, op string) actOptions {
+	return actOptions{Op: op, Keep: c.String("keep"), Prefer: c.StringSlice("prefer"), MinSize: c.Int64("min-size"),
+		Groups: c.StringSlice("group"), FromReport: c.String("from-report"), DryRun: c.Bool("dry-run")}
+}
+
+func dedupeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "dedupe",
+		Usage: "make the copies of each group share the kept file's storage (btrfs, XFS)",
+		Description: "Shares extents with FIDEDUPERANGE, 16 MiB at a time; the kernel compares the bytes itself.\n" +
+			"Every copy keeps its own inode, name, owner, mode, times and xattrs. On a file system\n" +
+			"without it (ext4, tmpfs) each action fails and says so: use dupefs link instead.",
+		Flags: actFlags(),
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			return runAct(c.Context, globalsFrom(c), actOptionsFrom(c, store.OpDedupe), c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+func linkCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "link",
+		Usage: "replace each copy by a hard link (or a symlink) to the kept file",
+		Description: "The link is made at a temporary name in the copy's folder and exchanged with the copy\n" +
+			"in one rename, so the path always names a file. Copies on another file system than\n" +
+			"the kept file are skipped (hard links cannot cross file systems).",
+		Flags: append(actFlags(), &cli.BoolFlag{Name: "symbolic", Usage: "make symlinks to the kept file's path instead"}),
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			op := store.OpLink
+			if c.Bool("symbolic") {
+				op = store.OpSymlink
+			}
+			return runAct(c.Context, globalsFrom(c), actOptionsFrom(c, op), c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+func removeCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "remove",
+		Usage: "move each copy to the Trash of its file system (any file manager restores it)",
+		Description: "Copies go to the freedesktop.org Trash: $XDG_DATA_HOME/Trash on the home file system,\n" +
+			"$topdir/.Trash-$UID (or $topdir/.Trash/$UID) elsewhere, with a .trashinfo file; never\n" +
+			"across file systems. dupefs undo brings them back. --permanent deletes them instead.",
+		Flags: append(actFlags(), &cli.BoolFlag{Name: "permanent", Usage: "delete the copies instead (cannot be undone)"}),
+		Action: func(c *cli.Context) error {
+			if err := noArgs(c); err != nil {
+				return err
+			}
+			op := store.OpTrash
+			if c.Bool("permanent") {
+				op = store.OpUnlink
+			}
+			return runAct(c.Context, globalsFrom(c), actOptionsFrom(c, op), c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+// selection checks the options and turns them into a selection.
+func (o actOptions) selection() (act.Selection, error) {
+	sel := act.Selection{Op: o.Op, Keep: o.Keep, MinSize: max(o.MinSize, 1), Groups: o.Groups}
+	if err := act.ValidKeep(o.Keep); err != nil {
+		return sel, usageErrorf("--keep: %v", err)
+	}
+	for _, p := range o.Prefer {
+		abs, err := filepath.Abs(p)
+		if err != nil {
+			return sel, usageErrorf("--prefer %s: %v", store.EscapePath(p), err)
+		}
+		if real, err := filepath.EvalSymlinks(abs); err == nil {
+			abs = real
+		}
+		sel.Prefer = append(sel.Prefer, abs)
+	}
+	for _, k := range o.Groups {
+		if _, _, err := store.ParseKey(k); err != nil {
+			return sel, usageErrorf("--group: %v", err)
+		}
+	}
+	if o.FromReport != "" {
+		if len(o.Groups) > 0 {
+			return sel, usageErrorf("--group and --from-report do not go together")
+		}
+		groups, err := readReport(o.FromReport)
+		if err != nil {
+			return sel, usageErrorf("--from-report %s: %v", store.EscapePath(o.FromReport), err)
+		}
+		sel.Report = groups
+		if sel.Report == nil {
+			sel.Report = [][]string{}
+		}
+	}
+	return sel, nil
+}
+
+// actVerb is how an op is told in messages.
+var actVerb = map[string]string{store.OpDedupe: "deduplicated", store.OpLink: "hard-linked",
+	store.OpSymlink: "symlinked", store.OpTrash: "moved to the Trash", store.OpUnlink: "deleted"}
+
+func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stderr io.Writer) error {
+	sel, err := opts.selection()
+	if err != nil {
+		return err
+	}
+	con := newConsole(stderr)
+	// A dry run changes nothing, not even the index: it opens it read-only.
+	return withIndex(ctx, g, openOpts{mustExist: true, readOnly: opts.DryRun}, func(db *store.DB) error {
+		if _, err := warnIfNotUpToDate(ctx, db, con); err != nil {
+			return err
+		}
+		roots, err := db.Roots(ctx)
+		if err != nil {
+			return err
+		}
+		specs, notes, err := act.Plan(ctx, db, sel, roots)
+		if err != nil {
+			return err
+		}
+		for _, n := range notes {
+			con.Printf("%s: left alone: %s\n", store.EscapePath(n.Path), n.Reason)
+		}
+		if opts.DryRun {
+			return printDryRun(stdout, con, opts.Op, specs)
+		}
+		options := act.Options{Keep: sel.Keep, Prefer: sel.Prefer, MinSize: sel.MinSize, Groups: sel.Groups,
+			Report: sel.Report != nil}
+		planID, existing, err := db.CreatePlan(ctx, opts.Op, options, specs)
+		if err != nil {
+			return err
+		}
+		already := 0
+		for _, e := range existing {
+			if e.State == store.ActDone {
+				already++
+			}
+		}
+		if already > 0 {
+			con.Printf("%d copies were %s by an earlier plan already\n", already, actVerb[opts.Op])
+		}
+		var rootPaths []string
+		for _, r := range roots {
+			rootPaths = append(rootPaths, r.Path)
+		}
+		p := &act.Progress{}
+		p.Total.Store(int64(len(specs) - already))
+		run := act.NewRunner(db, act.Config{Roots: rootPaths, HomeTrash: filepath.Join(xdgDir("XDG_DATA_HOME", ".local/share"), "Trash"),
+			UID: os.Getuid(), Owner: indexer.NewWorkerID(), Progress: p, Warn: con.Warn})
+		stopShow := con.show(func() sample {
+			n := p.Done.Load() + p.Skipped.Load() + p.Failed.Load()
+			return sample{phase: 1, label: opts.Op, done: n, total: p.Total.Load(),
+				extra: fmt.Sprintf("copies, %s reclaimed", humanBytes(p.Reclaimed.Load()))}
+		})
+		err = run.Run(ctx, opts.Op)
+		stopShow()
+		con.Printf("plan %d: %d copies %s, %d skipped, %d failed; %s reclaimed (dupefs ops --plan %d; dupefs undo %d)\n",
+			planID, p.Done.Load(), actVerb[opts.Op], p.Skipped.Load(), p.Failed.Load(), humanBytes(p.Reclaimed.Load()), planID, planID)
+		if err != nil {
+			return err
+		}
+		if f := p.Failed.Load(); f > 0 {
+			return &exitError{code: ExitError, msg: fmt.Sprintf("%d actions failed (dupefs ops --plan %d --state failed)", f, planID)}
+		}
+		return nil
+	})
+}
+
+// printDryRun prints one line per action: what would be done to which copy,
+// and the file kept.
+func printDryRun(stdout io.Writer, con *console, op string, specs []store.ActionSpec) error {
+	var bytes int64
+	for _, s := range specs {
+		c, k := store.EscapePath(s.Copy.Path), store.EscapePath(s.Keep.Path)
+		var err error
+		switch s.Op {
+		case store.OpDedupe:
+			_, err = fmt.Fprintf(stdout, "dedupe %s <= %s\n", c, k)
+		case store.OpLink:
+			_, err = fmt.Fprintf(stdout, "link %s => %s\n", c, k)
+		case store.OpSymlink:
+			_, err = fmt.Fprintf(stdout, "symlink %s -> %s\n", c, k)
+		case store.OpTrash:
+			_, err = fmt.Fprintf(stdout, "trash %s (kept: %s)\n", c, k)
+		case store.OpUnlink:
+			_, err = fmt.Fprintf(stdout, "delete %s (kept: %s)\n", c, k)
+		}
+		if err != nil {
+			return err
+		}
+		bytes += s.Size
+	}
+	con.Printf("dry run: %d copies would be %s (%s at most); nothing was changed\n", len(specs), actVerb[op], humanBytes(bytes))
+	return nil
+}

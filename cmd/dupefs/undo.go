@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"github.com/urfave/cli/v2"
+
+	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/indexer/act"
+	"github.com/dupefs/dupefs/store"
+)
+
+// undoOptions are the arguments of `dupefs undo`.
+type undoOptions struct {
+	Plan int64 // 0: the last plan
+}
+
+func undoCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "undo",
+		Usage:     "revert the last plan of dedupe, link or remove (or PLAN)",
+		ArgsUsage: "[PLAN]",
+		Description: "Copies in the Trash go back to their path; hard-linked and symlinked copies become\n" +
+			"files of their own again, with their recorded mode, owner, times and xattrs; deduplicated\n" +
+			"copies need nothing (their bytes never changed). A path taken again since is reported,\n" +
+			"never overwritten. Copies deleted with remove --permanent cannot come back.",
+		Action: func(c *cli.Context) error {
+			var opts undoOptions
+			switch c.NArg() {
+			case 0:
+			case 1:
+				n, err := strconv.ParseInt(c.Args().First(), 10, 64)
+				if err != nil || n <= 0 {
+					return usageErrorf("undo: PLAN must be a plan number (see dupefs ops), not %q", c.Args().First())
+				}
+				opts.Plan = n
+			default:
+				return usageErrorf("undo takes at most one PLAN")
+			}
+			return runUndo(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
+		},
+	}
+}
+
+func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, stderr io.Writer) error {
+	con := newConsole(stderr)
+	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
+		plans, err := db.Plans(ctx, opts.Plan, 1)
+		if err != nil {
+			return err
+		}
+		if len(plans) == 0 {
+			if opts.Plan != 0 {
+				return usageErrorf("there is no plan %d (see dupefs ops)", opts.Plan)
+			}
+			return usageErrorf("there is no plan to undo: dedupe, link and remove make plans")
+		}
+		p := plans[0]
+		roots, err := db.Roots(ctx)
+		if err != nil {
+			return err
+		}
+		var rootPaths []string
+		for _, r := range roots {
+			rootPaths = append(rootPaths, r.Path)
+		}
+		run := act.NewRunner(db, act.Config{Roots: rootPaths, HomeTrash: filepath.Join(xdgDir("XDG_DATA_HOME", ".local/share"), "Trash"),
+			UID: os.Getuid(), Owner: indexer.NewWorkerID(), Warn: con.Warn})
+		rep, err := run.Undo(ctx, p.ID)
+		for _, n := range rep.Notes {
+			con.Printf("%s\n", n)
+		}
+		con.Printf("plan %d (%s): %d actions reverted\n", p.ID, p.Op, rep.Reverted)
+		if err != nil {
+			return err
+		}
+		if p.Op == store.OpDedupe && rep.Reverted > 0 {
+			con.Printf("(deduplicated copies needed nothing: their bytes never changed)\n")
+		}
+		if len(rep.Notes) > 0 {
+			return &exitError{code: ExitError, msg: fmt.Sprintf("plan %d: %d copies could not be restored (see above)", p.ID, len(rep.Notes))}
+		}
+		return nil
+	})
+}

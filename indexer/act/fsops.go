@@ -1,0 +1,156 @@
+package act
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// The file-system steps of an action. Every path is reached through its
+// folder, opened with RESOLVE_NO_SYMLINKS (no component may be a symlink),
+// and every name inside it is acted on relative to that folder: no step
+// follows a symlink, and a folder replaced under an action is noticed.
+
+// dirOf is a file's folder, open, and the file's name in it.
+type dirOf struct {
+	fd   int
+	dir  string
+	name string
+}
+
+// openParent opens the folder of path (absolute, clean) without following
+// any symlink on the way.
+func openParent(path string) (*dirOf, error) {
+	dir, name := filepath.Split(path)
+	if name == "" || !filepath.IsAbs(path) {
+		return nil, fmt.Errorf("%s: not an absolute file path", path)
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "open folder", Path: dir, Err: err}
+	}
+	return &dirOf{fd: fd, dir: filepath.Clean(dir), name: name}, nil
+}
+
+func (d *dirOf) close() { unix.Close(d.fd) }
+
+// path is the absolute path of name in the folder.
+func (d *dirOf) path(name string) string { return filepath.Join(d.dir, name) }
+
+// stat stats name in the folder without following a symlink.
+func (d *dirOf) stat(name string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	err := unix.Fstatat(d.fd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	if err != nil {
+		return st, &os.PathError{Op: "stat", Path: d.path(name), Err: err}
+	}
+	return st, nil
+}
+
+// open opens name in the folder for reading, refusing a symlink.
+func (d *dirOf) open(name string, flags int) (*os.File, error) {
+	// O_PATH folders cannot be used with openat for reading a child that
+	// is not relative: they can, as dirfd.
+	fd, err := unix.Openat(d.fd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: d.path(name), Err: err}
+	}
+	return os.NewFile(uintptr(fd), d.path(name)), nil
+}
+
+// sync makes the folder's entries durable.
+func (d *dirOf) sync() error {
+	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open folder", Path: d.dir, Err: err}
+	}
+	defer unix.Close(fd)
+	if err := unix.Fsync(fd); err != nil && !errors.Is(err, unix.EINVAL) {
+		return &os.PathError{Op: "sync folder", Path: d.dir, Err: err}
+	}
+	return nil
+}
+
+// sameBytes reads two open files through to the end and reports whether
+// they hold the same bytes.
+func sameBytes(a, b *os.File) (bool, error) {
+	const chunk = 1 << 20
+	ba, bb := make([]byte, chunk), make([]byte, chunk)
+	for off := int64(0); ; off += chunk {
+		na, ea := a.ReadAt(ba, off)
+		nb, eb := b.ReadAt(bb, off)
+		if ea != nil && !errors.Is(ea, io.EOF) {
+			return false, ea
+		}
+		if eb != nil && !errors.Is(eb, io.EOF) {
+			return false, eb
+		}
+		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
+			return false, nil
+		}
+		if na < chunk {
+			return true, nil
+		}
+	}
+}
+
+// readXattrs reads every extended attribute of an open file.
+func readXattrs(f *os.File) (map[string][]byte, error) {
+	fd := int(f.Fd())
+	size, err := unix.Flistxattr(fd, nil)
+	if errors.Is(err, unix.ENOTSUP) || size == 0 {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, &os.PathError{Op: "list xattrs", Path: f.Name(), Err: err}
+	}
+	buf := make([]byte, size)
+	n, err := unix.Flistxattr(fd, buf)
+	if err != nil {
+		return nil, &os.PathError{Op: "list xattrs", Path: f.Name(), Err: err}
+	}
+	out := map[string][]byte{}
+	for _, name := range strings.Split(strings.TrimRight(string(buf[:n]), "\x00"), "\x00") {
+		if name == "" {
+			continue
+		}
+		vs, err := unix.Fgetxattr(fd, name, nil)
+		if err != nil {
+			continue // gone meanwhile, or not ours to read
+		}
+		v := make([]byte, vs)
+		vn, err := unix.Fgetxattr(fd, name, v)
+		if err != nil {
+			continue
+		}
+		out[name] = v[:vn]
+	}
+	return out, nil
+}
+
+// writeXattrs sets extended attributes on an open file; those the file
+// system or this user cannot set are reported together.
+func writeXattrs(f *os.File, xs map[string][]byte) error {
+	var errs []error
+	for name, v := range xs {
+		if err := unix.Fsetxattr(int(f.Fd()), name, v, 0); err != nil {
+			errs = append(errs, fmt.Errorf("xattr %s: %w", name, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// matches reports whether a stat is of the file an action recorded.
+func matches(st *unix.Stat_t, dev, ino uint64, size, mtimeNS int64) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Dev == dev && st.Ino == ino &&
+		st.Size == size && st.Mtim.Nano() == mtimeNS
+}

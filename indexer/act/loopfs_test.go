@@ -1,0 +1,177 @@
+package act
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/store"
+)
+
+// loopFS makes a file system of kind (btrfs, xfs, ext4) in a sparse image,
+// mounts it through a loop device and returns the mount point. The mount
+// and the loop device go away when the test ends, even when it fails.
+func loopFS(t *testing.T, kind string) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test mounts file system images: run it as root (CI does)")
+	}
+	dir := t.TempDir()
+	img := filepath.Join(dir, kind+".img")
+	f, err := os.Create(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// xfs wants 300 MB at least; the image is sparse.
+	if err := f.Truncate(320 << 20); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mkfs := map[string][]string{
+		"btrfs": {"mkfs.btrfs", "-q", img},
+		"xfs":   {"mkfs.xfs", "-q", img},
+		"ext4":  {"mkfs.ext4", "-q", "-F", img},
+	}[kind]
+	if out, err := exec.Command(mkfs[0], mkfs[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s (install btrfs-progs and xfsprogs)", mkfs, err, out)
+	}
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount %s: %v\n%s", kind, err, out)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		// mount -o loop detaches the device on unmount; make sure.
+		if out, _ := exec.Command("losetup", "-j", img).Output(); len(out) > 0 {
+			dev, _, _ := strings.Cut(string(out), ":")
+			exec.Command("losetup", "-d", dev).Run()
+		}
+	})
+	return mnt
+}
+
+// fixture is an index over a tree on some file system.
+type fixture struct {
+	t    *testing.T
+	root string
+	db   *store.DB
+}
+
+func newFixture(t *testing.T, root string) *fixture {
+	t.Helper()
+	db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(t.TempDir(), "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	return &fixture{t: t, root: root, db: db}
+}
+
+func (fx *fixture) write(rel string, data []byte) string {
+	fx.t.Helper()
+	p := filepath.Join(fx.root, rel)
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, data, 0o644); err != nil {
+		fx.t.Fatal(err)
+	}
+	return p
+}
+
+func (fx *fixture) index() {
+	fx.t.Helper()
+	ctx := context.Background()
+	if _, _, err := fx.db.AddRoot(ctx, store.RootSpec{Path: fx.root}, false); err != nil {
+		fx.t.Fatal(err)
+	}
+	if err := indexer.New(fx.db, indexer.Config{Workers: 2}).Run(ctx); err != nil {
+		fx.t.Fatal(err)
+	}
+}
+
+// act plans sel and runs it; it returns the plan's id.
+func (fx *fixture) act(sel Selection, cfg Config) (int64, *Progress) {
+	fx.t.Helper()
+	ctx := context.Background()
+	roots, _ := fx.db.Roots(ctx)
+	specs, _, err := Plan(ctx, fx.db, sel, roots)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	id, _, err := fx.db.CreatePlan(ctx, sel.Op, nil, specs)
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	if err := fx.run(sel.Op, cfg); err != nil {
+		fx.t.Fatal(err)
+	}
+	return id, cfg.Progress
+}
+
+func (fx *fixture) run(op string, cfg Config) error {
+	cfg.Roots = []string{fx.root}
+	if cfg.Owner == "" {
+		cfg.Owner = "test/1"
+	}
+	return NewRunner(fx.db, cfg).Run(context.Background(), op)
+}
+
+// groups counts the index's duplicate groups.
+func (fx *fixture) groups() int64 {
+	fx.t.Helper()
+	t, err := fx.db.Totals(context.Background())
+	if err != nil {
+		fx.t.Fatal(err)
+	}
+	return t.Groups
+}
+
+func stat(t *testing.T, p string) unix.Stat_t {
+	t.Helper()
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		t.Fatal(err)
+	}
+	return st
+}
+
+// firstExtent is the physical offset of a file's first extent (FIEMAP):
+// files that share storage share it.
+func firstExtent(t *testing.T, p string) uint64 {
+	t.Helper()
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	const fsIocFiemap = 0xC020660B
+	// struct fiemap (32 bytes) and one struct fiemap_extent (56 bytes).
+	var buf [32 + 56]byte
+	le := func(off int, v uint64, n int) {
+		for i := 0; i < n; i++ {
+			buf[off+i] = byte(v >> (8 * i))
+		}
+	}
+	le(0, 0, 8)          // fm_start
+	le(8, ^uint64(0), 8) // fm_length
+	le(16, 1, 4)         // fm_flags: FIEMAP_FLAG_SYNC
+	le(24, 1, 4)         // fm_extent_count
+	if _, _, errno := unix.Syscall(unix.SYS_IOCTL, f.Fd(), fsIocFiemap, uintptr(unsafe.Pointer(&buf[0]))); errno != 0 {
+		t.Fatalf("FIEMAP %s: %v", p, errno)
+	}
+	var phys uint64
+	for i := 0; i < 8; i++ {
+		phys |= uint64(buf[32+8+i]) << (8 * i)
+	}
+	return phys
+}

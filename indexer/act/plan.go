@@ -1,0 +1,238 @@
+// Package act owns the actions on duplicates: dedupe (shared extents),
+// link (hard or symbolic) and remove (to the freedesktop.org Trash, or for
+// good), and their undo. A plan chooses, per group, the file to keep and
+// records an action per copy in the ledger of package store; workers then
+// claim actions under leases, check each copy and the kept file against
+// the index and the disk right before acting, act through a temporary name
+// so a path is never missing, and end each action in the transaction that
+// makes the index follow it. A run killed at any moment is healed by the
+// next: an action found under way is finished or rolled back from what
+// the disk shows, never done twice.
+package act
+
+import (
+	"context"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// Keep rules: which file of a group stays.
+const (
+	KeepOldest       = "oldest"        // the oldest mtime (ties: the lowest file id)
+	KeepNewest       = "newest"        // the newest mtime
+	KeepFirstRoot    = "first-root"    // one under the root added first
+	KeepShortestPath = "shortest-path" // the shortest path
+)
+
+// KeepRules lists the keep rules, the default first.
+var KeepRules = []string{KeepOldest, KeepNewest, KeepFirstRoot, KeepShortestPath}
+
+// Selection says what a plan acts on and how it chooses.
+type Selection struct {
+	Op      string   // store.OpDedupe, OpLink, OpSymlink, OpTrash, OpUnlink
+	Keep    string   // a keep rule ("": oldest)
+	Prefer  []string // folders whose copies are kept first, in this order
+	MinSize int64    // groups of smaller files are left alone
+	Groups  []string // group keys to act on (nil: every group)
+	// Report, when set, names the groups to act on and the paths in
+	// them (an fclones report, maybe edited): only the listed paths are
+	// touched, and the file kept is one of them.
+	Report [][]string
+}
+
+// Options is what a plan records of its selection.
+type Options struct {
+	Keep    string   `json:"keep"`
+	Prefer  []string `json:"prefer,omitempty"`
+	MinSize int64    `json:"min_size,omitempty"`
+	Groups  []string `json:"groups,omitempty"`
+	Report  bool     `json:"from_report,omitempty"`
+}
+
+// Note says why a file of a selected group has no action.
+type Note struct {
+	Path   string
+	Reason string
+}
+
+// Plan decides the actions of sel: per group the file to keep, and an
+// action for every other file of another inode. roots gives the root order
+// for first-root.
+func Plan(ctx context.Context, db *store.DB, sel Selection, roots []store.Root) ([]store.ActionSpec, []Note, error) {
+	if sel.Keep == "" {
+		sel.Keep = KeepOldest
+	}
+	order := map[int64]int{}
+	for i, r := range roots {
+		order[r.ID] = i
+	}
+	p := &planner{sel: sel, rootOrder: order}
+	if sel.Report != nil {
+		return p.specs, p.notes, p.fromReport(ctx, db)
+	}
+	want := map[string]bool{}
+	for _, k := range sel.Groups {
+		want[k] = true
+	}
+	err := db.Report(ctx, store.GroupQuery{MinSize: max(sel.MinSize, 1)}, nil, func(g store.Group, files []store.GroupFile) error {
+		if len(want) > 0 && !want[g.Key()] {
+			return nil
+		}
+		p.group(g.Algo, g.Hash, g.Size, files)
+		return nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	return p.specs, p.notes, nil
+}
+
+type planner struct {
+	sel       Selection
+	rootOrder map[int64]int
+	specs     []store.ActionSpec
+	notes     []Note
+}
+
+// fromReport plans the groups of a report: each listed path must be
+// indexed, live and hashed; the paths of one content form a group of the
+// plan when they hold two or more inodes.
+func (p *planner) fromReport(ctx context.Context, db *store.DB) error {
+	for _, paths := range p.sel.Report {
+		byContent := map[string][]store.GroupFile{}
+		var keys []string
+		sizes := map[string]int64{}
+		for _, path := range paths {
+			f, err := db.FileByPath(ctx, path)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				p.notes = append(p.notes, Note{path, "not in the index"})
+				continue
+			case err != nil:
+				return err
+			case f.Missing:
+				p.notes = append(p.notes, Note{path, "gone since it was indexed"})
+				continue
+			case f.Hash == nil:
+				p.notes = append(p.notes, Note{path, "its whole content is not hashed (run dupefs index)"})
+				continue
+			case f.Size < max(p.sel.MinSize, 1):
+				continue
+			}
+			k := f.Algo + ":" + hex.EncodeToString(f.Hash)
+			if _, ok := byContent[k]; !ok {
+				keys = append(keys, k)
+			}
+			byContent[k] = append(byContent[k], f.GroupFile)
+			sizes[k] = f.Size
+		}
+		for _, k := range keys {
+			algo, sum, err := store.ParseKey(k)
+			if err != nil {
+				return err
+			}
+			files := byContent[k]
+			sort.Slice(files, func(i, j int) bool { return files[i].ID < files[j].ID })
+			p.group(algo, sum, sizes[k], files)
+		}
+	}
+	return nil
+}
+
+// group plans one group: the file kept, an action per file of another
+// inode.
+func (p *planner) group(algo string, sum []byte, size int64, files []store.GroupFile) {
+	if len(files) < 2 {
+		return
+	}
+	keep := p.keeper(files)
+	done := map[[2]uint64]bool{}
+	for _, f := range files {
+		if f.ID == keep.ID {
+			continue
+		}
+		ino := [2]uint64{f.Dev, f.Ino}
+		switch {
+		case f.Dev == keep.Dev && f.Ino == keep.Ino:
+			p.notes = append(p.notes, Note{f.Path, "a hard link of the kept file " + store.EscapePath(keep.Path)})
+			continue
+		case p.sel.Op == store.OpDedupe && done[ino]:
+			p.notes = append(p.notes, Note{f.Path, "a hard link of a copy deduplicated already"})
+			continue
+		}
+		done[ino] = true
+		p.specs = append(p.specs, store.ActionSpec{Op: p.sel.Op, Algo: algo, Hash: sum, Size: size,
+			Copy: ref(f), Keep: ref(keep)})
+	}
+}
+
+func ref(f store.GroupFile) store.FileRef {
+	return store.FileRef{FileID: f.ID, Path: f.Path, Dev: f.Dev, Ino: f.Ino, MtimeNS: f.MtimeNS}
+}
+
+// keeper chooses the file a group keeps: among the files under the first
+// preferred folder that holds any (or all files), the first by the keep
+// rule, ties broken by file id.
+func (p *planner) keeper(files []store.GroupFile) store.GroupFile {
+	cands := files
+	for _, pref := range p.sel.Prefer {
+		var under []store.GroupFile
+		for _, f := range files {
+			if store.Within(pref, f.Path) {
+				under = append(under, f)
+			}
+		}
+		if len(under) > 0 {
+			cands = under
+			break
+		}
+	}
+	best := cands[0]
+	for _, f := range cands[1:] {
+		if p.before(f, best) {
+			best = f
+		}
+	}
+	return best
+}
+
+// before reports whether a comes before b by the keep rule.
+func (p *planner) before(a, b store.GroupFile) bool {
+	switch p.sel.Keep {
+	case KeepNewest:
+		if a.MtimeNS != b.MtimeNS {
+			return a.MtimeNS > b.MtimeNS
+		}
+	case KeepFirstRoot:
+		if ra, rb := p.rootOrder[a.RootID], p.rootOrder[b.RootID]; ra != rb {
+			return ra < rb
+		}
+	case KeepShortestPath:
+		if len(a.Path) != len(b.Path) {
+			return len(a.Path) < len(b.Path)
+		}
+		if a.Path != b.Path {
+			return a.Path < b.Path
+		}
+	default: // oldest
+		if a.MtimeNS != b.MtimeNS {
+			return a.MtimeNS < b.MtimeNS
+		}
+	}
+	return a.ID < b.ID
+}
+
+// ValidKeep checks a keep rule.
+func ValidKeep(rule string) error {
+	for _, k := range KeepRules {
+		if rule == k {
+			return nil
+		}
+	}
+	return fmt.Errorf("keep rule %q: want one of %s", rule, strings.Join(KeepRules, ", "))
+}

@@ -1,0 +1,172 @@
+package act
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// A run stopped at each step of an action (as a kill would stop it) leaves
+// the action prepared; the next run reconciles it from what the disk shows
+// and ends it done exactly once, with no temporary file left.
+func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
+	for _, op := range []string{store.OpLink, store.OpSymlink, store.OpTrash, store.OpUnlink, store.OpDedupe} {
+		for _, step := range []string{"prepared", "staged", "swapped"} {
+			if (op == store.OpTrash || op == store.OpUnlink || op == store.OpDedupe) && step == "staged" {
+				continue // these have no staged step
+			}
+			t.Run(op+" "+step, func(t *testing.T) {
+				root := t.TempDir()
+				if op == store.OpDedupe {
+					root = filepath.Join(loopFS(t, "btrfs"), "tree")
+				}
+				fx := newFixture(t, root)
+				keep, copies, data := threeCopies(fx, 70000)
+				fx.index()
+				ctx := context.Background()
+				roots, _ := fx.db.Roots(ctx)
+				specs, _, err := Plan(ctx, fx.db, Selection{Op: op}, roots)
+				if err != nil {
+					t.Fatal(err)
+				}
+				id, _, err := fx.db.CreatePlan(ctx, op, nil, specs)
+				if err != nil {
+					t.Fatal(err)
+				}
+				home := filepath.Join(t.TempDir(), "Trash")
+				// The first run dies right after step, on the first copy:
+				// its goroutine ends there, as a killed process would,
+				// writing nothing more.
+				r := NewRunner(fx.db, Config{Roots: []string{root}, Owner: "dead/1", HomeTrash: home,
+					hook: func(s, _ string) {
+						if s == step {
+							runtime.Goexit()
+						}
+					}})
+				died := make(chan struct{})
+				go func() {
+					defer close(died)
+					r.Run(ctx, op)
+				}()
+				<-died
+				as, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: id, State: store.ActPrepared})
+				if len(as) != 1 {
+					t.Fatalf("%d actions left prepared, want 1", len(as))
+				}
+				// Its worker is known to be dead: its action is free at once.
+				if n, err := fx.db.RecoverDead(ctx, func(w string) bool { return w == "dead/1" }); err != nil || n != 1 {
+					t.Fatalf("recover the dead worker's action: %d %v", n, err)
+				}
+				// The next run heals it and does the rest.
+				p := &Progress{}
+				if err := fx.run(op, Config{HomeTrash: home, Progress: p}); err != nil {
+					t.Fatal(err)
+				}
+				all, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: id})
+				for _, a := range all {
+					if a.State != store.ActDone {
+						t.Errorf("action on %q: %s %q", a.Copy.Path, a.State, a.Reason)
+					}
+				}
+				leftovers(t, root)
+				checkAfter(t, op, keep, copies, data, home)
+			})
+		}
+	}
+}
+
+// checkAfter checks the copies after op completed on them.
+func checkAfter(t *testing.T, op, keep string, copies []string, data []byte, home string) {
+	t.Helper()
+	k := stat(t, keep)
+	for _, c := range copies {
+		var st unix.Stat_t
+		err := unix.Lstat(c, &st)
+		switch op {
+		case store.OpLink:
+			if err != nil || st.Ino != k.Ino {
+				t.Errorf("%q is not a hard link of the kept file: %v", c, err)
+			}
+		case store.OpSymlink:
+			target, _ := os.Readlink(c)
+			if target != keep {
+				t.Errorf("%q -> %q, want %q", c, target, keep)
+			}
+		case store.OpTrash, store.OpUnlink:
+			if err == nil {
+				t.Errorf("%q is still there", c)
+			}
+		case store.OpDedupe:
+			if b, _ := os.ReadFile(c); !bytes.Equal(b, data) || firstExtent(t, c) != firstExtent(t, keep) {
+				t.Errorf("%q not deduplicated", c)
+			}
+		}
+	}
+	if op == store.OpTrash {
+		files, _ := filepath.Glob(filepath.Join(home, "files", "*"))
+		infos, _ := filepath.Glob(filepath.Join(home, "info", "*"))
+		if len(files) != len(copies) || len(infos) != len(copies) {
+			t.Errorf("the Trash holds %d files and %d .trashinfo, want %d of each", len(files), len(infos), len(copies))
+		}
+		for _, f := range files {
+			if b, _ := os.ReadFile(f); !bytes.Equal(b, data) {
+				t.Errorf("%q in the Trash lost its bytes", f)
+			}
+		}
+	}
+}
+
+// Names with a newline, bytes that are not UTF-8, 255 bytes and a leading
+// dash are acted on like any other.
+func TestOddNames(t *testing.T) {
+	fx := newFixture(t, t.TempDir())
+	data := random(5, 50000)
+	long := strings.Repeat("é", 127) + "x" // 255 bytes
+	fx.write("keep", data)
+	names := []string{"new\nline", "bad\xff\xfe", long, "-leading-dash", "back\\slash"}
+	for _, n := range names {
+		fx.write("o/"+n, data)
+	}
+	fx.index()
+	home := filepath.Join(t.TempDir(), "Trash")
+	id, p := fx.act(Selection{Op: store.OpTrash, Keep: KeepShortestPath}, Config{HomeTrash: home, Progress: &Progress{}})
+	if p.Done.Load() != int64(len(names)) {
+		as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+		t.Fatalf("done %d of %d: %+v", p.Done.Load(), len(names), as)
+	}
+	rep, err := NewRunner(fx.db, Config{Roots: []string{fx.root}, Owner: "t", HomeTrash: home}).Undo(context.Background(), id)
+	if err != nil || rep.Reverted != len(names) {
+		t.Fatalf("undo: %+v %v", rep, err)
+	}
+	for _, n := range names {
+		if b, err := os.ReadFile(filepath.Join(fx.root, "o", n)); err != nil || !bytes.Equal(b, data) {
+			t.Errorf("%q after undo: %v", n, err)
+		}
+	}
+}
+
+// An undo never writes over a path that was taken again.
+func TestUndoNeverOverwrites(t *testing.T) {
+	fx := newFixture(t, t.TempDir())
+	_, copies, _ := threeCopies(fx, 40000)
+	fx.index()
+	home := filepath.Join(t.TempDir(), "Trash")
+	id, _ := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: home, Progress: &Progress{}})
+	mine := []byte("a new file at the same path")
+	os.WriteFile(copies[0], mine, 0o644)
+	rep, err := NewRunner(fx.db, Config{Roots: []string{fx.root}, Owner: "t", HomeTrash: home}).Undo(context.Background(), id)
+	if err != nil || rep.Reverted != 1 || len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "taken again") {
+		t.Fatalf("undo: %+v %v", rep, err)
+	}
+	if b, _ := os.ReadFile(copies[0]); !bytes.Equal(b, mine) {
+		t.Error("undo wrote over a file that took the path")
+	}
+}

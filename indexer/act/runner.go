@@ -1,0 +1,219 @@
+package act
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// Config tunes a Runner. The zero value is usable but for Roots.
+type Config struct {
+	// Roots are the indexed roots: only files under them are ever
+	// touched.
+	Roots []string
+	// HomeTrash is the home trash folder ($XDG_DATA_HOME/Trash): files on
+	// its file system go there, others to their topdir's trash.
+	HomeTrash string
+	// UID names the topdir trash folders (.Trash/$uid, .Trash-$uid).
+	UID int
+	// LeaseTTL is how long a claimed action stays claimed without a
+	// heartbeat (default 30s).
+	LeaseTTL time.Duration
+	// Owner is the worker id actions are claimed with.
+	Owner string
+	// Progress, when set, counts what is done.
+	Progress *Progress
+	// Warn receives problems that do not stop the run. May be nil.
+	Warn func(string)
+	// hook, when set (tests), is called at each step of an action:
+	// "checked", "prepared", "staged" (the temporary name made),
+	// "swapped" (renamed into place, the old copy not yet removed).
+	hook func(step, path string)
+}
+
+// Progress counts a run's actions.
+type Progress struct {
+	Total     atomic.Int64
+	Done      atomic.Int64
+	Skipped   atomic.Int64
+	Failed    atomic.Int64
+	Reclaimed atomic.Int64 // bytes
+}
+
+// Runner carries out the actions of the ledger.
+type Runner struct {
+	db  *store.DB
+	cfg Config
+}
+
+// NewRunner returns a Runner on db.
+func NewRunner(db *store.DB, cfg Config) *Runner {
+	if cfg.LeaseTTL <= 0 {
+		cfg.LeaseTTL = 30 * time.Second
+	}
+	if cfg.Progress == nil {
+		cfg.Progress = &Progress{}
+	}
+	if cfg.Warn == nil {
+		cfg.Warn = func(string) {}
+	}
+	return &Runner{db: db, cfg: cfg}
+}
+
+func (r *Runner) step(step, path string) {
+	if r.cfg.hook != nil {
+		r.cfg.hook(step, path)
+	}
+}
+
+// outcome is how an action ended, and what the index must record of it.
+type outcome struct {
+	state     string // store.ActDone, ActSkipped or ActFailed
+	reason    string
+	reclaimed int64
+	index     func(tx *store.Tx) error // nil: the index does not change
+}
+
+func skipped(format string, args ...any) outcome {
+	return outcome{state: store.ActSkipped, reason: fmt.Sprintf(format, args...)}
+}
+
+func failed(format string, args ...any) outcome {
+	return outcome{state: store.ActFailed, reason: fmt.Sprintf(format, args...)}
+}
+
+// errStop is an error that stops the whole run (the index failing, a full
+// disk, a lost lease, the context ending): the action is left as it
+// stands, for the next run to reconcile.
+type errStop struct{ err error }
+
+func (e errStop) Error() string { return e.err.Error() }
+func (e errStop) Unwrap() error { return e.err }
+
+// stop wraps err so it stops the run.
+func stop(err error) error { return errStop{err} }
+
+// Run works every action of op that is planned, or was left under way by
+// a worker that is gone, until none is left. It returns the error that
+// stopped it: the index failing, a full disk (store.ErrDiskFull or
+// ENOSPC), the context ending; the action at hand is then left for the
+// next run, which heals it first.
+func (r *Runner) Run(ctx context.Context, op string) error {
+	for {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		a, err := r.db.ClaimAction(ctx, op, r.cfg.Owner, r.cfg.LeaseTTL)
+		if errors.Is(err, store.ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if err := r.work(ctx, a, r.apply); err != nil {
+			if errors.Is(err, store.ErrLeaseLost) {
+				r.cfg.Warn(fmt.Sprintf("action %d: lease lost, leaving it to its new owner", a.ID))
+				continue
+			}
+			return err
+		}
+	}
+}
+
+// work runs fn on a claimed action under heartbeats, then records its
+// outcome and the index change in one write. An error that stops the run
+// releases the action as it stands.
+func (r *Runner) work(ctx context.Context, a store.Action, fn func(context.Context, *store.Action) (outcome, error)) error {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopBeat := r.heartbeat(actx, a.Lease, cancel)
+	out, err := fn(actx, &a)
+	stopBeat()
+	if cause := context.Cause(actx); err != nil && errors.Is(cause, store.ErrLeaseLost) {
+		err = cause
+	}
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer wcancel()
+	if err != nil {
+		if !errors.Is(err, store.ErrLeaseLost) {
+			_ = r.db.Write(wctx, func(tx *store.Tx) error { return tx.ReleaseAction(a.Lease) })
+		}
+		return err
+	}
+	err = r.db.Write(wctx, func(tx *store.Tx) error {
+		if (out.state == store.ActDone || out.state == store.ActReverted) && out.index != nil {
+			if err := out.index(tx); err != nil {
+				return err
+			}
+		}
+		if out.state == store.ActReverted {
+			return tx.RevertAction(a.Lease, out.reason)
+		}
+		return tx.EndAction(a.Lease, out.state, out.reason, out.reclaimed)
+	})
+	if err != nil {
+		return err
+	}
+	p := r.cfg.Progress
+	switch out.state {
+	case store.ActDone, store.ActReverted:
+		p.Done.Add(1)
+		p.Reclaimed.Add(out.reclaimed)
+	case store.ActSkipped:
+		p.Skipped.Add(1)
+		r.cfg.Warn(fmt.Sprintf("%s: skipped: %s", store.EscapePath(a.Copy.Path), out.reason))
+	case store.ActFailed:
+		p.Failed.Add(1)
+		r.cfg.Warn(fmt.Sprintf("%s: failed: %s", store.EscapePath(a.Copy.Path), out.reason))
+	}
+	return nil
+}
+
+// heartbeat renews the lease every TTL/3 until stopped; a lost lease
+// cancels the action's context with ErrLeaseLost.
+func (r *Runner) heartbeat(ctx context.Context, l store.Lease, cancel context.CancelCauseFunc) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(l.TTL / 3)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := r.db.Renew(ctx, l); errors.Is(err, store.ErrLeaseLost) {
+				cancel(err)
+				return
+			}
+		}
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }); wg.Wait() }
+}
+
+// fatal reports whether an error of a step stops the run rather than
+// failing the one action: a full disk, or the context ending.
+func fatal(err error) bool {
+	return errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// underRoots reports whether path lies under an indexed root.
+func (r *Runner) underRoots(path string) bool {
+	for _, root := range r.cfg.Roots {
+		if store.Below(root, path) {
+			return true
+		}
+	}
+	return false
+}
