@@ -54,6 +54,7 @@ CREATE TABLE actions (
     copy_xattrs         TEXT CHECK (copy_xattrs IS NULL OR json_valid(copy_xattrs)),
     trash_file          TEXT,
     trash_info          TEXT,
+    trash_path          TEXT,
     bytes_reclaimed     INTEGER NOT NULL DEFAULT 0,
     attempt             INTEGER NOT NULL DEFAULT 0,
     worker_id           TEXT,

@@ -102,8 +102,9 @@ func (tx *Tx) PrepareAction(l Lease, u UndoInfo) error {
 		return fmt.Errorf("action %d from %s to %s: %w", l.ID, state, ActPrepared, ErrIllegalTransition)
 	}
 	return illegal(l, ActPrepared, tx.update(l, `state = ?5, updated_at = `+nowSQL+`, copy_mode = ?6, copy_uid = ?7,
-		copy_gid = ?8, copy_atime_ns = ?9, copy_xattrs = ?10, trash_file = ?11, trash_info = ?12`,
-		ActPrepared, u.Mode, u.UID, u.GID, u.AtimeNS, string(xattrs), nullStr(u.TrashFile), nullStr(u.TrashInfo)))
+		copy_gid = ?8, copy_atime_ns = ?9, copy_xattrs = ?10, trash_file = ?11, trash_info = ?12, trash_path = ?13`,
+		ActPrepared, u.Mode, u.UID, u.GID, u.AtimeNS, string(xattrs), nullStr(u.TrashFile), nullStr(u.TrashInfo),
+		nullStr(u.TrashPath)))
 }
 
 // EndAction ends a held action as done, skipped or failed, with its reason
@@ -198,4 +199,13 @@ func (db *DB) CountActions(ctx context.Context, planID int64, state, op string) 
 	err := db.queryRow(ctx, `SELECT count(*) FROM actions WHERE plan_id = ? AND state = ? AND (? = '' OR op = ?)`,
 		planID, state, op, op).Scan(&n)
 	return n, classify("count actions", err)
+}
+
+// OpenActions counts the actions of op not ended yet (planned, or under
+// way in some process).
+func (db *DB) OpenActions(ctx context.Context, op string) (int64, error) {
+	var n int64
+	err := db.queryRow(ctx, `SELECT count(*) FROM actions WHERE state IN ('planned', 'leased', 'prepared') AND op = ?`,
+		op).Scan(&n)
+	return n, classify("count open actions", err)
 }

@@ -86,6 +86,7 @@ type UndoInfo struct {
 	Xattrs    map[string][]byte // name -> value
 	TrashFile string            // where the copy went in the Trash
 	TrashInfo string            // its .trashinfo
+	TrashPath string            // the Path= value its .trashinfo records
 }
 
 // Action is one row of the ledger.
@@ -184,7 +185,7 @@ func (tx *Tx) closeDonePlans() error {
 const actionCols = `id, plan_id, idem_key, op, state, coalesce(reason, ''), hash_algo, content_hash, size,
 	copy_file_id, copy_path, copy_dev, copy_ino, copy_mtime_ns, keep_file_id, keep_path, keep_dev, keep_ino, keep_mtime_ns,
 	coalesce(copy_mode, 0), coalesce(copy_uid, 0), coalesce(copy_gid, 0), coalesce(copy_atime_ns, 0), copy_xattrs,
-	coalesce(trash_file, ''), coalesce(trash_info, ''), bytes_reclaimed, updated_at`
+	coalesce(trash_file, ''), coalesce(trash_info, ''), coalesce(trash_path, ''), bytes_reclaimed, updated_at`
 
 func scanAction(r rowScanner) (Action, error) {
 	var a Action
@@ -192,7 +193,7 @@ func scanAction(r rowScanner) (Action, error) {
 	var xattrs sql.NullString
 	err := r.Scan(&a.ID, &a.PlanID, &a.Key, &a.Op, &a.State, &a.Reason, &a.Algo, &a.Hash, &a.Size,
 		&a.Copy.FileID, &a.Copy.Path, &cdev, &cino, &a.Copy.MtimeNS, &a.Keep.FileID, &a.Keep.Path, &kdev, &kino, &a.Keep.MtimeNS,
-		&a.Undo.Mode, &a.Undo.UID, &a.Undo.GID, &a.Undo.AtimeNS, &xattrs, &a.Undo.TrashFile, &a.Undo.TrashInfo,
+		&a.Undo.Mode, &a.Undo.UID, &a.Undo.GID, &a.Undo.AtimeNS, &xattrs, &a.Undo.TrashFile, &a.Undo.TrashInfo, &a.Undo.TrashPath,
 		&a.BytesReclaimed, &updated)
 	if err != nil {
 		return a, err

@@ -191,7 +191,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		p := &act.Progress{}
 		p.Total.Store(int64(len(specs) - already))
 		run := act.NewRunner(db, act.Config{Roots: rootPaths, HomeTrash: filepath.Join(xdgDir("XDG_DATA_HOME", ".local/share"), "Trash"),
-			UID: os.Getuid(), Owner: indexer.NewWorkerID(), Progress: p, Warn: con.Warn})
+			UID: os.Getuid(), Owner: indexer.NewWorkerID(), Dead: indexer.WorkerDead, Progress: p, Warn: con.Warn})
 		stopShow := con.show(func() sample {
 			n := p.Done.Load() + p.Skipped.Load() + p.Failed.Load()
 			return sample{phase: 1, label: opts.Op, done: n, total: p.Total.Load(),

@@ -70,7 +70,7 @@ func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, std
 			rootPaths = append(rootPaths, r.Path)
 		}
 		run := act.NewRunner(db, act.Config{Roots: rootPaths, HomeTrash: filepath.Join(xdgDir("XDG_DATA_HOME", ".local/share"), "Trash"),
-			UID: os.Getuid(), Owner: indexer.NewWorkerID(), Warn: con.Warn})
+			UID: os.Getuid(), Owner: indexer.NewWorkerID(), Dead: indexer.WorkerDead, Warn: con.Warn})
 		rep, err := run.Undo(ctx, p.ID)
 		for _, n := range rep.Notes {
 			con.Printf("%s\n", n)

@@ -4,7 +4,7 @@ import (
 	"context"
 	"errors"
 	"os"
-	"time"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -50,6 +50,9 @@ func (r *Runner) apply(ctx context.Context, a *store.Action) (outcome, error) {
 	}
 	c, out, err := r.check(ctx, a)
 	if err != nil || out.state != "" {
+		if out.state != "" && a.Op == store.OpTrash && a.Undo.TrashInfo != "" {
+			dropReservation(a)
+		}
 		return out, err
 	}
 	defer c.close()
@@ -161,18 +164,13 @@ func (r *Runner) prepare(ctx context.Context, a *store.Action, c *checked) (outc
 			}
 			return failed("no Trash on its file system: %v", err), nil
 		}
-		if u.TrashFile, u.TrashInfo, err = t.reserve(a.Copy.Path, time.Now()); err != nil {
-			if fatal(err) {
-				return outcome{}, stop(err)
-			}
+		if u.TrashFile, u.TrashInfo, err = t.pick(a.Copy.Path); err != nil {
 			return failed("%v", err), nil
 		}
+		u.TrashPath = t.trashPathValue(a.Copy.Path)
 	}
 	err = r.db.Write(ctx, func(tx *store.Tx) error { return tx.PrepareAction(a.Lease, u) })
 	if err != nil {
-		if u.TrashInfo != "" {
-			os.Remove(u.TrashInfo)
-		}
 		return outcome{}, stop(err)
 	}
 	a.State, a.Undo = store.ActPrepared, u
@@ -216,4 +214,15 @@ func stepFailed(err error) (outcome, error) {
 		return skipped("%s", changed), nil
 	}
 	return failed("%v", err), nil
+}
+
+// dropReservation removes the .trashinfo a killed attempt wrote for an
+// action that now ends without moving its file.
+func dropReservation(a *store.Action) {
+	if _, err := os.Lstat(a.Undo.TrashFile); err == nil {
+		return // the place is in use: not only a reservation
+	}
+	if b, err := os.ReadFile(a.Undo.TrashInfo); err == nil && strings.Contains(string(b), "\nPath="+a.Undo.TrashPath+"\n") {
+		os.Remove(a.Undo.TrashInfo)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -136,8 +137,11 @@ func (r *Runner) ours(a *store.Action, d *dirOf, name string, st *unix.Stat_t) b
 // anything (RENAME_NOREPLACE), and checks it there.
 func (r *Runner) trash(a *store.Action, c *checked) (outcome, error) {
 	d := c.copyDir
-	if _, err := os.Lstat(a.Undo.TrashInfo); err != nil {
-		return failed("the .trashinfo reserved for it (%s) is gone", store.EscapePath(a.Undo.TrashInfo)), nil
+	if err := writeInfo(a.Undo.TrashInfo, a.Copy.Path, a.Undo.TrashPath, time.Now()); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return failed("its place in the Trash was taken meanwhile (%v); run again", err), nil
+		}
+		return stepFailed(err)
 	}
 	if err := unix.Renameat2(d.fd, d.name, unix.AT_FDCWD, a.Undo.TrashFile, unix.RENAME_NOREPLACE); err != nil {
 		os.Remove(a.Undo.TrashInfo)

@@ -27,6 +27,13 @@ type Config struct {
 	LeaseTTL time.Duration
 	// Owner is the worker id actions are claimed with.
 	Owner string
+	// Dead reports whether a worker id names a process that is gone
+	// (indexer.WorkerDead): its actions are taken over at once instead of
+	// when their leases expire. nil: leases expire.
+	Dead func(worker string) bool
+	// PollInterval is how often a run that waits for actions another
+	// process holds looks again (default 250ms).
+	PollInterval time.Duration
 	// Progress, when set, counts what is done.
 	Progress *Progress
 	// Warn receives problems that do not stop the run. May be nil.
@@ -62,6 +69,12 @@ func NewRunner(db *store.DB, cfg Config) *Runner {
 	}
 	if cfg.Warn == nil {
 		cfg.Warn = func(string) {}
+	}
+	if cfg.Dead == nil {
+		cfg.Dead = func(string) bool { return false }
+	}
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = 250 * time.Millisecond
 	}
 	return &Runner{db: db, cfg: cfg}
 }
@@ -100,18 +113,30 @@ func (e errStop) Unwrap() error { return e.err }
 func stop(err error) error { return errStop{err} }
 
 // Run works every action of op that is planned, or was left under way by
-// a worker that is gone, until none is left. It returns the error that
-// stopped it: the index failing, a full disk (store.ErrDiskFull or
-// ENOSPC), the context ending; the action at hand is then left for the
-// next run, which heals it first.
+// a worker that is gone, until none is left (it waits for those other
+// live processes hold). It returns the error that stopped it: the index
+// failing, a full disk (store.ErrDiskFull or ENOSPC), the context ending;
+// the action at hand is then left for the next run, which heals it first.
 func (r *Runner) Run(ctx context.Context, op string) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if _, err := r.db.RecoverDead(ctx, r.cfg.Dead); err != nil {
+			return err
+		}
 		a, err := r.db.ClaimAction(ctx, op, r.cfg.Owner, r.cfg.LeaseTTL)
 		if errors.Is(err, store.ErrNotFound) {
-			return nil
+			held, err := r.db.OpenActions(ctx, op)
+			if err != nil || held == 0 {
+				return err
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(r.cfg.PollInterval):
+			}
+			continue
 		}
 		if err != nil {
 			return err

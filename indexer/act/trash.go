@@ -1,6 +1,8 @@
 package act
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -97,15 +99,17 @@ func (t trashDir) trashPathValue(path string) string {
 // ".trashinfo" and a ".N" suffix.
 const maxName = 255
 
-// reserve writes the .trashinfo of path, choosing a free NAME, and returns
-// where the file is to go and the .trashinfo written.
-func (t trashDir) reserve(path string, now time.Time) (file, info string, err error) {
+// pick chooses the place of path in the trash: a NAME such that neither
+// files/NAME nor info/NAME.trashinfo exists (NAME, NAME.2, NAME.3 …).
+// Nothing is written: the action records the place first (so a run killed
+// after it writes the .trashinfo finds that file its own), then
+// writeInfo reserves it.
+func (t trashDir) pick(path string) (file, info string, err error) {
 	base := filepath.Base(path)
 	room := maxName - len(".trashinfo") - len(".9999")
 	if len(base) > room {
 		base = base[:room]
 	}
-	body := "[Trash Info]\nPath=" + t.trashPathValue(path) + "\nDeletionDate=" + now.Format("2006-01-02T15:04:05") + "\n"
 	for n := 1; n < 10000; n++ {
 		name := base
 		if n > 1 {
@@ -116,27 +120,51 @@ func (t trashDir) reserve(path string, now time.Time) (file, info string, err er
 		if _, err := os.Lstat(file); err == nil {
 			continue
 		}
-		f, err := os.OpenFile(info, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-		if errors.Is(err, os.ErrExist) {
+		if _, err := os.Lstat(info); err == nil {
 			continue
-		}
-		if err != nil {
-			return "", "", fmt.Errorf("write %s: %w", info, err)
-		}
-		_, err = f.WriteString(body)
-		if err == nil {
-			err = f.Sync()
-		}
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		if err != nil {
-			os.Remove(info)
-			return "", "", fmt.Errorf("write %s: %w", info, err)
 		}
 		return file, info, nil
 	}
 	return "", "", fmt.Errorf("no free name in the trash %s for %s", t.root, base)
+}
+
+// writeInfo writes the .trashinfo of path at info, whole or not at all:
+// it is written at a temporary name and linked into place, which fails
+// when the name exists (the O_EXCL of the specification, without a torn
+// file if a kill comes in the middle). One that exists already and records
+// path is this action's own, written by a run that was killed before it
+// moved the file: it is kept. One that records another path means someone
+// else took the place: ErrExist.
+func writeInfo(info, path, pathValue string, now time.Time) error {
+	sum := sha256.Sum256([]byte(info))
+	tmp := filepath.Join(filepath.Dir(info), ".dupefs-"+hex.EncodeToString(sum[:8])+".tmp")
+	os.Remove(tmp) // a killed attempt's
+	body := "[Trash Info]\nPath=" + pathValue + "\nDeletionDate=" + now.Format("2006-01-02T15:04:05") + "\n"
+	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return fmt.Errorf("write %s: %w", info, err)
+	}
+	_, err = f.WriteString(body)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Link(tmp, info)
+	}
+	os.Remove(tmp)
+	if errors.Is(err, os.ErrExist) {
+		if b, rerr := os.ReadFile(info); rerr == nil && strings.Contains(string(b), "\nPath="+pathValue+"\n") {
+			return nil
+		}
+		return fmt.Errorf("%s records another file: %w", info, os.ErrExist)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", info, err)
+	}
+	return nil
 }
 
 // TrashInfoPath reads the original path a .trashinfo records (for tests

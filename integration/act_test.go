@@ -1,0 +1,224 @@
+package integration
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// actTree writes three groups: a/x with copies b/x and c/x, a/y with copy
+// b/y, and a/z with copy c/z.
+func actTree(t *testing.T, dir string) {
+	t.Helper()
+	for rel, content := range map[string]string{
+		"a/x": "content of x, three copies", "b/x": "content of x, three copies", "c/x": "content of x, three copies",
+		"a/y": "content of y, two copies", "b/y": "content of y, two copies",
+		"a/z": "content of z, two copies", "c/z": "content of z, two copies",
+	} {
+		p := filepath.Join(dir, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func sameInode(t *testing.T, a, b string) bool {
+	t.Helper()
+	var sa, sb syscall.Stat_t
+	if syscall.Lstat(a, &sa) != nil || syscall.Lstat(b, &sb) != nil {
+		return false
+	}
+	return sa.Ino == sb.Ino && sa.Dev == sb.Dev
+}
+
+func fileHash(t *testing.T, p string) [32]byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sha256.Sum256(b)
+}
+
+// --dry-run prints one line per action and changes nothing: not the tree,
+// not the index.
+func TestDryRunChangesNothing(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	actTree(t, dir)
+	db := filepath.Join(base, "index.db")
+	mustRun(t, db, "index", dir)
+	before := fileHash(t, db)
+	for _, op := range [][]string{{"link"}, {"link", "--symbolic"}, {"remove"}, {"remove", "--permanent"}, {"dedupe"}} {
+		r := mustRun(t, db, append(op, "--dry-run")...)
+		if n := strings.Count(r.stdout, "\n"); n != 4 {
+			t.Errorf("%v --dry-run printed %d lines, want 4:\n%s", op, n, r.stdout)
+		}
+	}
+	if fileHash(t, db) != before {
+		t.Error("a dry run changed the index")
+	}
+	if sameInode(t, filepath.Join(dir, "a/x"), filepath.Join(dir, "b/x")) {
+		t.Error("a dry run linked files")
+	}
+	if r := mustRun(t, db, "ops"); strings.Count(r.stdout, "\n") != 1 {
+		t.Errorf("a dry run recorded a plan:\n%s", r.stdout)
+	}
+}
+
+// --group acts on the named groups only; --prefer keeps a file under the
+// preferred folder.
+func TestGroupAndPrefer(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	actTree(t, dir)
+	db := filepath.Join(base, "index.db")
+	mustRun(t, db, "index", dir)
+	var rep report
+	json.Unmarshal([]byte(mustRun(t, db, "groups", "--format", "json").stdout), &rep)
+	var xKey string
+	for _, g := range rep.Groups {
+		if len(g.Files) == 3 {
+			xKey = "sha256:" + g.FileHash
+		}
+	}
+	mustRun(t, db, "link", "--group", xKey, "--prefer", filepath.Join(dir, "c"))
+	for _, p := range []string{"a/x", "b/x"} {
+		if !sameInode(t, filepath.Join(dir, p), filepath.Join(dir, "c/x")) {
+			t.Errorf("%s is not a link of the preferred c/x", p)
+		}
+	}
+	if sameInode(t, filepath.Join(dir, "a/y"), filepath.Join(dir, "b/y")) {
+		t.Error("a group not named by --group was linked")
+	}
+	if r := dupefs(t, db, "link", "--group", "sha256:nothex"); r.code != 3 {
+		t.Errorf("a bad --group: exit %d", r.code)
+	}
+	if r := dupefs(t, db, "link", "--keep", "biggest"); r.code != 3 {
+		t.Errorf("a bad --keep: exit %d", r.code)
+	}
+}
+
+// --from-report acts on the groups and paths of a report the user edited:
+// a path taken out of it is not touched.
+func TestFromAnEditedReport(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	actTree(t, dir)
+	db := filepath.Join(base, "index.db")
+	mustRun(t, db, "index", dir)
+	for _, format := range []string{"json", "text"} {
+		text := mustRun(t, db, "groups", "--format", format).stdout
+		// The user keeps c/x out of it.
+		var kept []string
+		for _, l := range strings.Split(text, "\n") {
+			if !strings.Contains(l, "/c/x") {
+				kept = append(kept, l)
+			}
+		}
+		edited := strings.Join(kept, "\n")
+		if format == "json" {
+			edited = strings.ReplaceAll(edited, "\",\n      ]", "\"\n      ]")
+		}
+		path := filepath.Join(base, "report."+format)
+		os.WriteFile(path, []byte(edited), 0o644)
+		mustRun(t, db, "remove", "--from-report", path)
+		if _, err := os.Stat(filepath.Join(dir, "c/x")); err != nil {
+			t.Errorf("%s: c/x, left out of the report, was touched: %v", format, err)
+		}
+		gone := 0
+		for _, p := range []string{"a/x", "b/x", "a/y", "b/y", "a/z", "c/z"} {
+			if _, err := os.Stat(filepath.Join(dir, p)); err != nil {
+				gone++
+			}
+		}
+		if gone != 3 {
+			t.Errorf("%s: %d files removed, want one of each group: 3", format, gone)
+		}
+		mustRun(t, db, "undo")
+	}
+}
+
+// The README's flow on btrfs: dedupe frees the space of every copy (df
+// shows it), each copy reads back byte for byte with its own inode.
+func TestDedupeOnBtrfsThroughTheCommand(t *testing.T) {
+	mnt := loopImage(t, "btrfs")
+	dir := filepath.Join(mnt, "photos")
+	data := bytes.Repeat([]byte("a photo, 1 MiB of it. "), 48000)
+	for _, p := range []string{"2019/a.jpg", "backup/a.jpg", "backup/old/a.jpg"} {
+		os.MkdirAll(filepath.Join(dir, filepath.Dir(p)), 0o755)
+		os.WriteFile(filepath.Join(dir, p), data, 0o644)
+	}
+	db := filepath.Join(t.TempDir(), "index.db")
+	mustRun(t, db, "index", dir)
+	var inos []uint64
+	for _, p := range []string{"2019/a.jpg", "backup/a.jpg", "backup/old/a.jpg"} {
+		var st syscall.Stat_t
+		syscall.Stat(filepath.Join(dir, p), &st)
+		inos = append(inos, st.Ino)
+	}
+	free := dfFree(t, mnt)
+	mustRun(t, db, "dedupe")
+	if freed := dfFree(t, mnt) - free; freed < int64(len(data))*2*8/10 {
+		t.Errorf("df: %d bytes freed, want about %d", freed, 2*len(data))
+	}
+	for i, p := range []string{"2019/a.jpg", "backup/a.jpg", "backup/old/a.jpg"} {
+		var st syscall.Stat_t
+		syscall.Stat(filepath.Join(dir, p), &st)
+		b, _ := os.ReadFile(filepath.Join(dir, p))
+		if st.Ino != inos[i] || !bytes.Equal(b, data) {
+			t.Errorf("%s: inode %d (was %d), same bytes %v", p, st.Ino, inos[i], bytes.Equal(b, data))
+		}
+	}
+	r := mustRun(t, db, "undo")
+	if !strings.Contains(r.stderr, "needed nothing") {
+		t.Errorf("undo of a dedupe: %s", r.stderr)
+	}
+}
+
+func dfFree(t *testing.T, dir string) int64 {
+	t.Helper()
+	exec.Command("sync").Run()
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	return int64(st.Bavail) * st.Bsize
+}
+
+// loopImage makes a file system of kind in a sparse image and mounts it
+// through a loop device until the test ends (even when it fails).
+func loopImage(t *testing.T, kind string) string {
+	t.Helper()
+	dir := t.TempDir()
+	img := filepath.Join(dir, kind+".img")
+	f, _ := os.Create(img)
+	f.Truncate(320 << 20)
+	f.Close()
+	args := map[string][]string{"btrfs": {"mkfs.btrfs", "-q"}, "xfs": {"mkfs.xfs", "-q"}, "ext4": {"mkfs.ext4", "-q", "-F"}}[kind]
+	if out, err := exec.Command(args[0], append(args[1:], img)...).CombinedOutput(); err != nil {
+		t.Fatalf("%v: %v\n%s", args, err, out)
+	}
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if syscall.Unmount(mnt, 0) != nil {
+			syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		if out, _ := exec.Command("losetup", "-j", img).Output(); len(out) > 0 {
+			dev, _, _ := strings.Cut(string(out), ":")
+			exec.Command("losetup", "-d", dev).Run()
+		}
+	})
+	return mnt
+}
