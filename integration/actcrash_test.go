@@ -72,7 +72,7 @@ func TestKillActionsAtRandomMoments(t *testing.T) {
 						t.Fatalf("%s exited: %v\n%s", op, err, stderr.String())
 					}
 					done = true
-				case <-time.After(time.Duration(20+rnd.Intn(250)) * time.Millisecond):
+				case <-time.After(time.Duration(15+rnd.Intn(120)) * time.Millisecond):
 					cmd.Process.Signal(syscall.SIGKILL)
 					<-exited
 					kills++

@@ -71,6 +71,7 @@ CREATE UNIQUE INDEX actions_once ON actions (idem_key)
     WHERE state IN ('planned', 'leased', 'prepared', 'done');
 CREATE INDEX actions_plan ON actions (plan_id, id);
 CREATE INDEX actions_work ON actions (state, id) WHERE state IN ('planned', 'leased', 'prepared');
+CREATE INDEX actions_open ON actions (plan_id) WHERE state IN ('planned', 'leased', 'prepared');
 CREATE INDEX actions_held ON actions (lease_expires_at) WHERE worker_id IS NOT NULL;
 
 -- The state machine, enforced by the index itself: strictly forward.

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"time"
 )
@@ -34,11 +35,53 @@ var QueueUndo = &Queue{
 	OnStale: "updated_at = " + nowSQL,
 }
 
-// ClaimAction claims the next action of op to work on: a planned one, or
-// one left under way by a worker that is gone. ErrNotFound when none is
-// left.
+// ClaimActions claims up to n actions of op to work on, in id order:
+// planned ones, or ones left under way by a worker that is gone. None
+// (and no error) when none is left.
+func (db *DB) ClaimActions(ctx context.Context, op, owner string, ttl time.Duration, n int) ([]Action, error) {
+	var out []Action
+	err := db.Write(ctx, func(tx *Tx) error {
+		out = nil
+		ls, err := tx.claimN(QueueActions, "op = ?4", owner, ttl, n, op)
+		if err != nil || len(ls) == 0 {
+			return err
+		}
+		byID := map[int64]Lease{}
+		ids := make([]int64, len(ls))
+		for i, l := range ls {
+			byID[l.ID], ids[i] = l, l.ID
+		}
+		rows, err := tx.tx.QueryContext(tx.ctx, "SELECT "+actionCols+" FROM actions WHERE id IN (SELECT value FROM json_each(?))",
+			jsonInts(ids))
+		if err != nil {
+			return classify("read actions", err)
+		}
+		defer rows.Close()
+		for rows.Next() {
+			a, err := scanAction(rows)
+			if err != nil {
+				return classify("read actions", err)
+			}
+			a.Lease = byID[a.ID]
+			out = append(out, a)
+		}
+		return classify("read actions", rows.Err())
+	})
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, err
+}
+
+// ClaimAction claims the next action of op to work on; ErrNotFound when
+// none is left.
 func (db *DB) ClaimAction(ctx context.Context, op, owner string, ttl time.Duration) (Action, error) {
-	return db.claimAction(ctx, QueueActions, "op = ?4", owner, ttl, op)
+	as, err := db.ClaimActions(ctx, op, owner, ttl, 1)
+	if err == nil && len(as) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return Action{}, err
+	}
+	return as[0], nil
 }
 
 // ClaimUndo claims the next done action of a plan to revert, latest first,
@@ -109,19 +152,21 @@ func (tx *Tx) PrepareAction(l Lease, u UndoInfo) error {
 
 // EndAction ends a held action as done, skipped or failed, with its reason
 // and the bytes it reclaimed, and releases it. Index changes that follow
-// the action (FileLinked, FileGone) go in the same write, before it.
+// the action (FileLinked, FileGone) go in the same write, before it, and
+// CloseDonePlans after it.
 func (tx *Tx) EndAction(l Lease, state, reason string, reclaimed int64) error {
 	switch state {
 	case ActDone, ActSkipped, ActFailed:
 	default:
 		return fmt.Errorf("action %d: cannot end as %q: %w", l.ID, state, ErrIllegalTransition)
 	}
-	if err := tx.transition(l, state, `reason = ?5, bytes_reclaimed = ?6, finished_at = `+nowSQL,
-		nullStr(reason), reclaimed); err != nil {
-		return err
-	}
-	return tx.closeDonePlans()
+	return tx.transition(l, state, `reason = ?5, bytes_reclaimed = ?6, finished_at = `+nowSQL,
+		nullStr(reason), reclaimed)
 }
+
+// CloseDonePlans marks done the open plans whose actions have all ended;
+// the writes that end actions call it once.
+func (tx *Tx) CloseDonePlans() error { return tx.closeDonePlans() }
 
 // RevertAction ends the undo of a done action: reverted, with a note.
 func (tx *Tx) RevertAction(l Lease, note string) error {

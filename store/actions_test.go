@@ -101,7 +101,12 @@ func TestActionStatesMoveOnlyForward(t *testing.T) {
 	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndAction(a.Lease, ActReverted, "", 0) }); !errors.Is(err, ErrIllegalTransition) {
 		t.Errorf("prepared -> reverted: %v, want ErrIllegalTransition", err)
 	}
-	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndAction(a.Lease, ActDone, "", 100) }); err != nil {
+	if err := db.Write(ctx, func(tx *Tx) error {
+		if err := tx.EndAction(a.Lease, ActDone, "", 100); err != nil {
+			return err
+		}
+		return tx.CloseDonePlans()
+	}); err != nil {
 		t.Fatal(err)
 	}
 	// The index itself refuses a step back, whoever writes it.

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -87,8 +86,21 @@ func (tx *Tx) recoverStale(q *Queue) error {
 // also meets filter (SQL with ?4, ?5 … for filterArgs; "" for none) for
 // owner. ErrNotFound when there is none; the recovery is kept either way.
 func (tx *Tx) claim(q *Queue, filter string, owner string, ttl time.Duration, filterArgs ...any) (Lease, error) {
-	if err := tx.recoverStale(q); err != nil {
+	ls, err := tx.claimN(q, filter, owner, ttl, 1, filterArgs...)
+	if err != nil {
 		return Lease{}, err
+	}
+	if len(ls) == 0 {
+		return Lease{}, ErrNotFound
+	}
+	return ls[0], nil
+}
+
+// claimN is claim of up to n rows at once, in one statement, in the
+// queue's order.
+func (tx *Tx) claimN(q *Queue, filter string, owner string, ttl time.Duration, n int, filterArgs ...any) ([]Lease, error) {
+	if err := tx.recoverStale(q); err != nil {
+		return nil, err
 	}
 	where := "(" + q.Ready + ")"
 	if filter != "" {
@@ -98,19 +110,24 @@ func (tx *Tx) claim(q *Queue, filter string, owner string, ttl time.Duration, fi
 	if q.OnClaim != "" {
 		onClaim = q.OnClaim + ", "
 	}
-	args := []any{owner, ttl.Milliseconds()}
-	if len(filterArgs) > 0 {
-		args = append(append(args, nil), filterArgs...) // ?3 is not used
-	}
-	l := Lease{Queue: q, Owner: owner, TTL: ttl}
-	err := tx.tx.QueryRowContext(tx.ctx, `UPDATE `+q.Table+` SET `+onClaim+`worker_id = ?1, attempt = attempt + 1,
+	args := append([]any{owner, ttl.Milliseconds(), n}, filterArgs...)
+	rows, err := tx.tx.QueryContext(tx.ctx, `UPDATE `+q.Table+` SET `+onClaim+`worker_id = ?1, attempt = attempt + 1,
 		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2
-		WHERE id = (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT 1)
-		RETURNING id, attempt`, args...).Scan(&l.ID, &l.Attempt)
-	if errors.Is(err, sql.ErrNoRows) {
-		return Lease{}, ErrNotFound
+		WHERE id IN (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT ?3)
+		RETURNING id, attempt`, args...)
+	if err != nil {
+		return nil, classify("claim "+q.Table, err)
 	}
-	return l, classify("claim "+q.Table, err)
+	defer rows.Close()
+	var out []Lease
+	for rows.Next() {
+		l := Lease{Queue: q, Owner: owner, TTL: ttl}
+		if err := rows.Scan(&l.ID, &l.Attempt); err != nil {
+			return nil, classify("claim "+q.Table, err)
+		}
+		out = append(out, l)
+	}
+	return out, classify("claim "+q.Table, rows.Err())
 }
 
 // Fence checks inside a write that l is still held, and extends it. It

@@ -40,6 +40,11 @@ type Tx struct {
 	// failed is a write that could not be made after its caller returned
 	// (a ScanBatch flushing on Close): Commit then rolls back with it.
 	failed error
+	// stmts are the statements exec ran more than once in this
+	// transaction, prepared once (a statement's parse is the larger part
+	// of a small write with modernc); seen those it ran once.
+	stmts map[string]*sql.Stmt
+	seen  map[string]bool
 }
 
 // noteSize marks a size bucket changed: the hash job will plan it.
@@ -123,7 +128,17 @@ func (db *DB) beginRetry(ctx, bg context.Context) (*sql.Tx, error) {
 }
 
 // Rollback abandons the transaction.
-func (tx *Tx) Rollback() { _ = tx.tx.Rollback() }
+func (tx *Tx) Rollback() {
+	tx.closeStmts()
+	_ = tx.tx.Rollback()
+}
+
+func (tx *Tx) closeStmts() {
+	for _, st := range tx.stmts {
+		st.Close()
+	}
+	tx.stmts = nil
+}
 
 // Commit bumps scan_epoch and recounts touched groups when the writes asked
 // for it, then commits.
@@ -148,6 +163,7 @@ func (tx *Tx) Commit() error {
 			return err
 		}
 	}
+	tx.closeStmts()
 	if err := tx.tx.Commit(); err != nil {
 		tx.Rollback()
 		return classify("commit", err)
@@ -186,6 +202,26 @@ func (tx *Tx) bumpEpoch() error {
 }
 
 func (tx *Tx) exec(op, query string, args ...any) (sql.Result, error) {
+	if st := tx.stmts[query]; st != nil {
+		res, err := st.ExecContext(tx.ctx, args...)
+		return res, classify(op, err)
+	}
+	if tx.seen[query] {
+		st, err := tx.tx.PrepareContext(tx.ctx, query)
+		if err != nil {
+			return nil, classify(op, err)
+		}
+		if tx.stmts == nil {
+			tx.stmts = map[string]*sql.Stmt{}
+		}
+		tx.stmts[query] = st
+		res, err := st.ExecContext(tx.ctx, args...)
+		return res, classify(op, err)
+	}
+	if tx.seen == nil {
+		tx.seen = map[string]bool{}
+	}
+	tx.seen[query] = true
 	res, err := tx.tx.ExecContext(tx.ctx, query, args...)
 	return res, classify(op, err)
 }

@@ -163,9 +163,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		if err != nil {
 			return err
 		}
-		for _, n := range notes {
-			con.Printf("%s: left alone: %s\n", store.EscapePath(n.Path), n.Reason)
-		}
+		printNotes(con, notes)
 		if opts.DryRun {
 			return printDryRun(stdout, con, opts.Op, specs)
 		}
@@ -237,4 +235,21 @@ func printDryRun(stdout io.Writer, con *console, op string, specs []store.Action
 	}
 	con.Printf("dry run: %d copies would be %s (%s at most); nothing was changed\n", len(specs), actVerb[op], humanBytes(bytes))
 	return nil
+}
+
+// printNotes says which files of the selected groups are left alone: each
+// file whose reason is particular to it, and a count for hard links of the
+// kept file (the common case, and not news).
+func printNotes(con *console, notes []act.Note) {
+	links := 0
+	for _, n := range notes {
+		if strings.HasPrefix(n.Reason, "a hard link of") {
+			links++
+			continue
+		}
+		con.Printf("%s: left alone: %s\n", store.EscapePath(n.Path), n.Reason)
+	}
+	if links > 0 {
+		con.Printf("%d files are hard links of the file kept in their group (or of a copy acted on already): left alone\n", links)
+	}
 }

@@ -38,14 +38,16 @@ func tmpName(a *store.Action) string { return ".dupefs-" + a.Key[:16] + ".tmp" }
 // changed is the reason of an action whose file is not as indexed.
 const changed = "changed since indexed; run dupefs index"
 
-// apply carries out a claimed action: it reconciles one a killed worker
-// left under way, checks both files against the index and the disk, records
-// what undo needs, and acts.
-func (r *Runner) apply(ctx context.Context, a *store.Action) (outcome, error) {
+// start begins a claimed action: it reconciles one a killed worker left
+// under way, checks both files against the index and the disk, and, for a
+// leased action, says what undo will need (u; the action is prepared with
+// it before act). An action already ended comes back with its outcome and
+// no files.
+func (r *Runner) start(ctx context.Context, a *store.Action, picks map[string]bool) (*checked, *store.UndoInfo, outcome, error) {
 	if a.State == store.ActPrepared {
 		out, finished, err := r.reconcile(ctx, a)
 		if err != nil || finished {
-			return out, err
+			return nil, nil, out, err
 		}
 	}
 	c, out, err := r.check(ctx, a)
@@ -53,14 +55,21 @@ func (r *Runner) apply(ctx context.Context, a *store.Action) (outcome, error) {
 		if out.state != "" && a.Op == store.OpTrash && a.Undo.TrashInfo != "" {
 			dropReservation(a)
 		}
-		return out, err
+		return nil, nil, out, err
 	}
-	defer c.close()
-	if a.State == store.ActLeased {
-		if out, err := r.prepare(ctx, a, c); err != nil || out.state != "" {
-			return out, err
-		}
+	if a.State != store.ActLeased {
+		return c, nil, outcome{}, nil
 	}
+	u, out, err := r.undoInfo(a, c, picks)
+	if err != nil || out.state != "" {
+		c.close()
+		return nil, nil, out, err
+	}
+	return c, u, outcome{}, nil
+}
+
+// act carries out the effect of a prepared, checked action.
+func (r *Runner) act(ctx context.Context, a *store.Action, c *checked) (outcome, error) {
 	if err := ctx.Err(); err != nil {
 		return outcome{}, stop(err)
 	}
@@ -148,34 +157,30 @@ func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome,
 	return c, outcome{}, nil
 }
 
-// prepare records what undo needs of the copy (and, for the Trash, reserves
-// its place there) and moves the action to prepared.
-func (r *Runner) prepare(ctx context.Context, a *store.Action, c *checked) (outcome, error) {
-	u := store.UndoInfo{Mode: c.copySt.Mode & 0o7777, UID: c.copySt.Uid, GID: c.copySt.Gid, AtimeNS: c.copySt.Atim.Nano()}
+// undoInfo reads what undo needs of the copy (mode, owner, atime, xattrs)
+// and, for the Trash, chooses its place there (not one picks holds: the
+// places chosen for the batch so far).
+func (r *Runner) undoInfo(a *store.Action, c *checked, picks map[string]bool) (*store.UndoInfo, outcome, error) {
+	u := &store.UndoInfo{Mode: c.copySt.Mode & 0o7777, UID: c.copySt.Uid, GID: c.copySt.Gid, AtimeNS: c.copySt.Atim.Nano()}
 	var err error
 	if u.Xattrs, err = readXattrs(c.copyF); err != nil {
-		return failed("%v", err), nil
+		return nil, failed("%v", err), nil
 	}
 	if a.Op == store.OpTrash {
 		t, err := trashFor(a.Copy.Path, c.copySt.Dev, r.cfg.HomeTrash, r.cfg.UID)
 		if err != nil {
 			if fatal(err) {
-				return outcome{}, stop(err)
+				return nil, outcome{}, stop(err)
 			}
-			return failed("no Trash on its file system: %v", err), nil
+			return nil, failed("no Trash on its file system: %v", err), nil
 		}
-		if u.TrashFile, u.TrashInfo, err = t.pick(a.Copy.Path); err != nil {
-			return failed("%v", err), nil
+		if u.TrashFile, u.TrashInfo, err = t.pick(a.Copy.Path, picks); err != nil {
+			return nil, failed("%v", err), nil
 		}
+		picks[u.TrashFile] = true
 		u.TrashPath = t.trashPathValue(a.Copy.Path)
 	}
-	err = r.db.Write(ctx, func(tx *store.Tx) error { return tx.PrepareAction(a.Lease, u) })
-	if err != nil {
-		return outcome{}, stop(err)
-	}
-	a.State, a.Undo = store.ActPrepared, u
-	r.step("prepared", a.Copy.Path)
-	return outcome{}, nil
+	return u, outcome{}, nil
 }
 
 // reclaimed is what removing the copy's last link frees.

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -80,12 +81,18 @@ func (d *dirOf) sync() error {
 	return nil
 }
 
+// cmpBufs holds the buffers sameBytes reads into.
+var cmpBufs = sync.Pool{New: func() any { b := make([]byte, 2*cmpChunk); return &b }}
+
+const cmpChunk = 256 << 10
+
 // sameBytes reads two open files through to the end and reports whether
 // they hold the same bytes.
 func sameBytes(a, b *os.File) (bool, error) {
-	const chunk = 1 << 20
-	ba, bb := make([]byte, chunk), make([]byte, chunk)
-	for off := int64(0); ; off += chunk {
+	bp := cmpBufs.Get().(*[]byte)
+	defer cmpBufs.Put(bp)
+	ba, bb := (*bp)[:cmpChunk], (*bp)[cmpChunk:]
+	for off := int64(0); ; off += cmpChunk {
 		na, ea := a.ReadAt(ba, off)
 		nb, eb := b.ReadAt(bb, off)
 		if ea != nil && !errors.Is(ea, io.EOF) {
@@ -97,7 +104,7 @@ func sameBytes(a, b *os.File) (bool, error) {
 		if na != nb || !bytes.Equal(ba[:na], bb[:nb]) {
 			return false, nil
 		}
-		if na < chunk {
+		if na < cmpChunk {
 			return true, nil
 		}
 	}

@@ -113,10 +113,7 @@ func (r *Runner) dropOld(a *store.Action, d *dirOf, tmp string, index func() fun
 	if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
 		return stepFailed(&os.PathError{Op: "remove", Path: d.path(tmp), Err: err})
 	}
-	if err := d.sync(); err != nil {
-		return stepFailed(err)
-	}
-	return outcome{state: store.ActDone, reclaimed: reclaimed(&old, a.Size), index: index()}, nil
+	return outcome{state: store.ActDone, reclaimed: reclaimed(&old, a.Size), index: index(), sync: []string{d.dir}}, nil
 }
 
 // ours reports whether st (of name in d) is the link an action makes: the
@@ -164,10 +161,8 @@ func (r *Runner) trash(a *store.Action, c *checked) (outcome, error) {
 		return outcome{state: store.ActDone, reason: "it changed while it was moved; restore it from the Trash if that change mattered",
 			index: gone(a)}, nil
 	}
-	if err := d.sync(); err != nil {
-		return stepFailed(err)
-	}
-	return outcome{state: store.ActDone, reclaimed: reclaimed(&st, a.Size), index: gone(a)}, nil
+	return outcome{state: store.ActDone, reclaimed: reclaimed(&st, a.Size), index: gone(a),
+		sync: []string{d.dir, filepath.Dir(a.Undo.TrashFile)}}, nil
 }
 
 // unlink deletes the copy for good: it is renamed to the temporary name,
@@ -193,8 +188,5 @@ func (r *Runner) unlink(a *store.Action, c *checked) (outcome, error) {
 	if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
 		return stepFailed(&os.PathError{Op: "remove", Path: d.path(tmp), Err: err})
 	}
-	if err := d.sync(); err != nil {
-		return stepFailed(err)
-	}
-	return outcome{state: store.ActDone, reclaimed: reclaimed(&old, a.Size), index: gone(a)}, nil
+	return outcome{state: store.ActDone, reclaimed: reclaimed(&old, a.Size), index: gone(a), sync: []string{d.dir}}, nil
 }

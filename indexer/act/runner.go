@@ -91,6 +91,7 @@ type outcome struct {
 	reason    string
 	reclaimed int64
 	index     func(tx *store.Tx) error // nil: the index does not change
+	sync      []string                 // folders to sync before the action is recorded done
 }
 
 func skipped(format string, args ...any) outcome {
@@ -112,21 +113,30 @@ func (e errStop) Unwrap() error { return e.err }
 // stop wraps err so it stops the run.
 func stop(err error) error { return errStop{err} }
 
+// batchSize is how many actions a run claims and works at once: one
+// write claims them, one prepares them, one ends them (and the index
+// follows), and each folder they touched is synced once.
+const batchSize = 32
+
 // Run works every action of op that is planned, or was left under way by
 // a worker that is gone, until none is left (it waits for those other
 // live processes hold). It returns the error that stopped it: the index
 // failing, a full disk (store.ErrDiskFull or ENOSPC), the context ending;
-// the action at hand is then left for the next run, which heals it first.
+// the actions at hand are then left for the next run, which heals them
+// first.
 func (r *Runner) Run(ctx context.Context, op string) error {
+	if _, err := r.db.RecoverDead(ctx, r.cfg.Dead); err != nil {
+		return err
+	}
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if _, err := r.db.RecoverDead(ctx, r.cfg.Dead); err != nil {
+		batch, err := r.db.ClaimActions(ctx, op, r.cfg.Owner, r.cfg.LeaseTTL, batchSize)
+		if err != nil {
 			return err
 		}
-		a, err := r.db.ClaimAction(ctx, op, r.cfg.Owner, r.cfg.LeaseTTL)
-		if errors.Is(err, store.ErrNotFound) {
+		if len(batch) == 0 {
 			held, err := r.db.OpenActions(ctx, op)
 			if err != nil || held == 0 {
 				return err
@@ -136,14 +146,14 @@ func (r *Runner) Run(ctx context.Context, op string) error {
 				return ctx.Err()
 			case <-time.After(r.cfg.PollInterval):
 			}
+			if _, err := r.db.RecoverDead(ctx, r.cfg.Dead); err != nil {
+				return err
+			}
 			continue
 		}
-		if err != nil {
-			return err
-		}
-		if err := r.work(ctx, a, r.apply); err != nil {
+		if err := r.runBatch(ctx, batch); err != nil {
 			if errors.Is(err, store.ErrLeaseLost) {
-				r.cfg.Warn(fmt.Sprintf("action %d: lease lost, leaving it to its new owner", a.ID))
+				r.cfg.Warn(fmt.Sprintf("%v: leaving the rest of the batch to its new owner", err))
 				continue
 			}
 			return err
@@ -151,13 +161,14 @@ func (r *Runner) Run(ctx context.Context, op string) error {
 	}
 }
 
-// work runs fn on a claimed action under heartbeats, then records its
-// outcome and the index change in one write. An error that stops the run
-// releases the action as it stands.
+// work runs fn on one claimed action under heartbeats (undo works its
+// actions one by one), then records its outcome and the index change in
+// one write. An error that stops the run releases the action as it
+// stands.
 func (r *Runner) work(ctx context.Context, a store.Action, fn func(context.Context, *store.Action) (outcome, error)) error {
 	actx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	stopBeat := r.heartbeat(actx, a.Lease, cancel)
+	stopBeat := r.heartbeat(actx, []store.Lease{a.Lease}, cancel)
 	out, err := fn(actx, &a)
 	stopBeat()
 	if cause := context.Cause(actx); err != nil && errors.Is(cause, store.ErrLeaseLost) {
@@ -171,6 +182,11 @@ func (r *Runner) work(ctx context.Context, a store.Action, fn func(context.Conte
 		}
 		return err
 	}
+	for _, dir := range out.sync {
+		if err := syncDir(dir); err != nil {
+			return stop(err)
+		}
+	}
 	err = r.db.Write(wctx, func(tx *store.Tx) error {
 		if (out.state == store.ActDone || out.state == store.ActReverted) && out.index != nil {
 			if err := out.index(tx); err != nil {
@@ -180,33 +196,25 @@ func (r *Runner) work(ctx context.Context, a store.Action, fn func(context.Conte
 		if out.state == store.ActReverted {
 			return tx.RevertAction(a.Lease, out.reason)
 		}
-		return tx.EndAction(a.Lease, out.state, out.reason, out.reclaimed)
+		if err := tx.EndAction(a.Lease, out.state, out.reason, out.reclaimed); err != nil {
+			return err
+		}
+		return tx.CloseDonePlans()
 	})
 	if err != nil {
 		return err
 	}
-	p := r.cfg.Progress
-	switch out.state {
-	case store.ActDone, store.ActReverted:
-		p.Done.Add(1)
-		p.Reclaimed.Add(out.reclaimed)
-	case store.ActSkipped:
-		p.Skipped.Add(1)
-		r.cfg.Warn(fmt.Sprintf("%s: skipped: %s", store.EscapePath(a.Copy.Path), out.reason))
-	case store.ActFailed:
-		p.Failed.Add(1)
-		r.cfg.Warn(fmt.Sprintf("%s: failed: %s", store.EscapePath(a.Copy.Path), out.reason))
-	}
+	r.count(&a, out)
 	return nil
 }
 
-// heartbeat renews the lease every TTL/3 until stopped; a lost lease
-// cancels the action's context with ErrLeaseLost.
-func (r *Runner) heartbeat(ctx context.Context, l store.Lease, cancel context.CancelCauseFunc) (stop func()) {
+// heartbeat renews the leases every TTL/3 until stopped; a lost lease
+// cancels the context with ErrLeaseLost.
+func (r *Runner) heartbeat(ctx context.Context, ls []store.Lease, cancel context.CancelCauseFunc) (stop func()) {
 	done := make(chan struct{})
 	var wg sync.WaitGroup
 	wg.Go(func() {
-		t := time.NewTicker(l.TTL / 3)
+		t := time.NewTicker(r.cfg.LeaseTTL / 3)
 		defer t.Stop()
 		for {
 			select {
@@ -216,7 +224,15 @@ func (r *Runner) heartbeat(ctx context.Context, l store.Lease, cancel context.Ca
 				return
 			case <-t.C:
 			}
-			if err := r.db.Renew(ctx, l); errors.Is(err, store.ErrLeaseLost) {
+			err := r.db.Write(ctx, func(tx *store.Tx) error {
+				for _, l := range ls {
+					if err := tx.Fence(l); err != nil {
+						return err
+					}
+				}
+				return nil
+			})
+			if errors.Is(err, store.ErrLeaseLost) {
 				cancel(err)
 				return
 			}

@@ -104,7 +104,7 @@ const maxName = 255
 // Nothing is written: the action records the place first (so a run killed
 // after it writes the .trashinfo finds that file its own), then
 // writeInfo reserves it.
-func (t trashDir) pick(path string) (file, info string, err error) {
+func (t trashDir) pick(path string, taken map[string]bool) (file, info string, err error) {
 	base := filepath.Base(path)
 	room := maxName - len(".trashinfo") - len(".9999")
 	if len(base) > room {
@@ -117,6 +117,9 @@ func (t trashDir) pick(path string) (file, info string, err error) {
 		}
 		info = filepath.Join(t.root, "info", name+".trashinfo")
 		file = filepath.Join(t.root, "files", name)
+		if taken[file] {
+			continue
+		}
 		if _, err := os.Lstat(file); err == nil {
 			continue
 		}
