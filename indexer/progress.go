@@ -29,6 +29,10 @@ type Progress struct {
 	HashBase  atomic.Int64
 	HashBytes atomic.Int64
 
+	// FolderSums is how many folders got new signatures when the last
+	// run folded its changes in.
+	FolderSums atomic.Int64
+
 	ThumbsMade    atomic.Int64 // thumbnails made by this process
 	ThumbsFailed  atomic.Int64 // thumbnails that failed
 	ThumbsCleaned atomic.Int64 // thumbnails of gone groups removed

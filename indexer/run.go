@@ -130,6 +130,12 @@ func (ix *Indexer) Run(ctx context.Context) error {
 			}
 		}
 		if len(active) == 0 && !need {
+			ix.cfg.Progress.SetPhase("folders", "")
+			n, err := ix.db.UpdateFolderSigs(ctx)
+			if err != nil {
+				return fmt.Errorf("update folder signatures: %w", err)
+			}
+			ix.cfg.Progress.FolderSums.Store(int64(n))
 			ix.cfg.Progress.SetPhase("done", "")
 			return jobErr
 		}

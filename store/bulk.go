@@ -23,8 +23,11 @@ import (
 // recount (it needs files_content); groups appear when it ends.
 
 // bulkIndexes are the indexes a bulk load drops: those of files, and
-// those of folders by parent and by root, which a first scan never reads.
-var bulkIndexes = []string{"files_size", "files_content", "files_unsettled", "folders_parent", "folders_root"}
+// those of folders by parent and by root, which a first scan never reads;
+// and the triggers that note each file's folder for its signature (every
+// folder is noted once when the load ends).
+var bulkIndexes = []string{"files_size", "files_content", "files_unsettled", "folders_parent", "folders_root",
+	"files_folder_insert", "files_folder_update", "files_folder_delete"}
 
 const bulkKey = "bulk_indexes"
 
@@ -46,7 +49,7 @@ func (tx *Tx) StartBulkLoad() (bool, error) {
 	defs := map[string]string{}
 	for _, name := range bulkIndexes {
 		var def string
-		err := tx.tx.QueryRowContext(tx.ctx, "SELECT sql FROM sqlite_master WHERE type = 'index' AND name = ?", name).Scan(&def)
+		err := tx.tx.QueryRowContext(tx.ctx, "SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND name = ?", name).Scan(&def)
 		if err != nil {
 			return false, classify("read index "+name, err)
 		}
@@ -57,7 +60,11 @@ func (tx *Tx) StartBulkLoad() (bool, error) {
 		return false, err
 	}
 	for _, name := range bulkIndexes {
-		if _, err := tx.exec("drop index "+name, "DROP INDEX "+name); err != nil {
+		kind := "INDEX"
+		if strings.HasPrefix(defs[name], "CREATE TRIGGER") {
+			kind = "TRIGGER"
+		}
+		if _, err := tx.exec("drop "+name, "DROP "+kind+" "+name); err != nil {
 			return false, err
 		}
 	}
@@ -91,8 +98,12 @@ func (tx *Tx) EndBulkLoad() error {
 			return nil // not dropped by the load that started
 		}
 		// IF NOT EXISTS: an earlier attempt may have built some.
-		q := "CREATE INDEX IF NOT EXISTS" + def[len("CREATE INDEX"):]
-		_, err := tx.exec("build index "+name, q)
+		kind := "CREATE INDEX"
+		if strings.HasPrefix(def, "CREATE TRIGGER") {
+			kind = "CREATE TRIGGER"
+		}
+		q := kind + " IF NOT EXISTS" + def[len(kind):]
+		_, err := tx.exec("build "+name, q)
 		return err
 	}
 	var seq int64
@@ -133,6 +144,10 @@ func (tx *Tx) EndBulkLoad() error {
 		{"", "files_unsettled"},
 		{"", "folders_parent"},
 		{"", "folders_root"},
+		{"", "files_folder_insert"},
+		{"", "files_folder_update"},
+		{"", "files_folder_delete"},
+		{"note every folder", "INSERT OR IGNORE INTO folder_dirty (folder_id) SELECT id FROM folders"},
 		{"clear touched groups", "DELETE FROM content_dirty"},
 		{"end bulk load", "DELETE FROM settings WHERE key = '" + bulkKey + "'"},
 	}

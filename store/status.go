@@ -19,6 +19,15 @@ type Totals struct {
 	Groups      int64 `json:"groups"`
 	GroupFiles  int64 `json:"group_files"`
 	WastedBytes int64 `json:"wasted_bytes"`
+	// FolderGroups are the exact groups of duplicate folders the view
+	// shows; FolderWasted the bytes all but one folder of each hold.
+	FolderGroups int64 `json:"folder_groups"`
+	FolderWasted int64 `json:"folder_wasted_bytes"`
+	// FoldersPending are folders whose signatures wait to be updated.
+	FoldersPending int64 `json:"folders_pending"`
+	// Unscanned are roots never scanned to the end: while there are any,
+	// the index is still being built.
+	Unscanned   int64 `json:"unscanned_roots"`
 	ScanEpoch   int64 `json:"scan_epoch"`
 	HashedEpoch int64 `json:"hashed_epoch"`
 	ChangeSeq   int64 `json:"change_seq"`
@@ -82,6 +91,16 @@ func (db *DB) Totals(ctx context.Context) (Totals, error) {
 	if err != nil {
 		return t, classify("read counters", err)
 	}
+	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(bytes * (folders - 1)), 0) FROM folder_groups
+		WHERE folders > 1`).Scan(&t.FolderGroups, &t.FolderWasted)
+	if err != nil {
+		return t, classify("read folder group totals", err)
+	}
+	err = tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM folder_dirty),
+		(SELECT count(*) FROM roots WHERE last_scan_at IS NULL)`).Scan(&t.FoldersPending, &t.Unscanned)
+	if err != nil {
+		return t, classify("read folder totals", err)
+	}
 	var incomplete bool
 	err = tx.QueryRowContext(ctx, `SELECT
 		EXISTS (SELECT 1 FROM roots WHERE last_scan_at IS NULL)
@@ -92,7 +111,7 @@ func (db *DB) Totals(ctx context.Context) (Totals, error) {
 		return t, classify("read state", err)
 	case incomplete:
 		t.State = StateIncomplete
-	case t.ScanEpoch != t.HashedEpoch || t.Queued > 0:
+	case t.ScanEpoch != t.HashedEpoch || t.Queued > 0 || t.FoldersPending > 0:
 		t.State = StateHashing
 	default:
 		t.State = StateUpToDate

@@ -81,6 +81,17 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 	return tx.Commit()
 }
 
+// read runs fn in one read transaction (one snapshot) on a reader
+// connection; fn must not write.
+func (db *DB) read(ctx context.Context, fn func(tx *Tx) error) error {
+	t, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return classify("begin read", err)
+	}
+	defer t.Rollback()
+	return fn(&Tx{ctx: ctx, parent: ctx, tx: t})
+}
+
 // Begin opens a write transaction that the caller ends with Commit or
 // Rollback. It is for a worker that must keep one transaction across several
 // steps (the scanner, whose new folder ids feed the next folders); everyone

@@ -22,6 +22,7 @@ const (
 	ExitBadIndex    = 5   // the index is absent, unreadable, corrupt or from a newer dupefs
 	ExitDiskFull    = 6   // the disk holding the index is full
 	ExitMount       = 7   // the mount point is unusable, or mounting or unmounting failed
+	ExitNotReady    = 8   // folders: the index is still being built (no complete scan yet)
 	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM
 )
 

@@ -66,6 +66,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			indexCommand(),
 			groupsCommand(),
 			checkCommand(),
+			foldersCommand(),
 			mountCommand(),
 			thumbsCommand(),
 			statusCommand(),

@@ -160,6 +160,7 @@ func runStatus(ctx context.Context, g globalOptions, opts statusOptions, stdout,
 			fmt.Fprintf(tw, "missing:\t%s (gone since indexed)\n", count(t.Missing))
 		}
 		fmt.Fprintf(tw, "groups:\t%s, %s paths, %s in extra copies\n", count(t.Groups), count(t.GroupFiles), humanBytes(t.WastedBytes))
+		fmt.Fprintf(tw, "folder groups:\t%s, %s in extra copies (dupefs folders)\n", count(t.FolderGroups), humanBytes(t.FolderWasted))
 		fmt.Fprintf(tw, "state:\t%s\n", describeState(t))
 		th := s.Thumbs
 		fmt.Fprintf(tw, "thumbnails:\t%s ready, %s pending, %s running, %s failed\n",
@@ -184,6 +185,9 @@ func describeState(t store.Totals) string {
 	case store.StateHashing:
 		if t.Queued > 0 {
 			return fmt.Sprintf("hashing: %s files wait to be hashed (new, or changed while they were read); run dupefs index", count(t.Queued))
+		}
+		if t.ScanEpoch == t.HashedEpoch && t.FoldersPending > 0 {
+			return fmt.Sprintf("hashing: the signatures of %s folders wait to be updated; run dupefs index", count(t.FoldersPending))
 		}
 		return "hashing: files changed since the last hash run; run dupefs index"
 	}

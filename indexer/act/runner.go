@@ -138,8 +138,11 @@ func (r *Runner) Run(ctx context.Context, op string) error {
 		}
 		if len(batch) == 0 {
 			held, err := r.db.OpenActions(ctx, op)
-			if err != nil || held == 0 {
+			if err != nil {
 				return err
+			}
+			if held == 0 {
+				return r.foldFolders(ctx)
 			}
 			select {
 			case <-ctx.Done():
@@ -159,6 +162,15 @@ func (r *Runner) Run(ctx context.Context, op string) error {
 			return err
 		}
 	}
+}
+
+// foldFolders brings the folder signatures up to date with what the run
+// changed, as the indexer does after a hash run.
+func (r *Runner) foldFolders(ctx context.Context) error {
+	if _, err := r.db.UpdateFolderSigs(ctx); err != nil {
+		return fmt.Errorf("update folder signatures: %w", err)
+	}
+	return nil
 }
 
 // work runs fn on one claimed action under heartbeats (undo works its

@@ -63,7 +63,7 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 	if n > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d copies were deleted for good (remove --permanent): they cannot come back", n))
 	}
-	return rep, nil
+	return rep, r.foldFolders(ctx)
 }
 
 // errKept: an undo that leaves its action done, with a note.

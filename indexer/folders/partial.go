@@ -1,0 +1,166 @@
+package folders
+
+import (
+	"sort"
+)
+
+// MaxSeedFolders bounds candidate generation: a content held directly by
+// more folders than this (a licence file in 5,000 projects) proposes no
+// pair of folders, though it still counts in the similarity of the pairs
+// other contents propose. Without the bound, a content in n folders would
+// propose n²/2 pairs.
+const MaxSeedFolders = 64
+
+// pair is two folders, by position, a < b.
+type pair struct{ a, b int32 }
+
+// pairResult is a pair's similarity as the tree gives it.
+type pairResult struct {
+	shared int64 // |A ∩ B|
+	sim    float64
+}
+
+// overlap finds the pairs of folders whose similarity is at least min (a
+// fraction) and below 1 and that the rules of seed 003 report: neither
+// inside the other, not equal, and their parents neither in one exact
+// group nor a pair themselves.
+type overlap struct {
+	t       *tree
+	min     float64
+	minSize int64
+	sorted  map[int32][]int32
+	sims    map[pair]pairResult
+	// Work done, for the README's bound and the bench.
+	seeds, candidates int
+}
+
+func newOverlap(t *tree, min float64, minSize int64) *overlap {
+	return &overlap{t: t, min: min, minSize: minSize, sorted: map[int32][]int32{}, sims: map[pair]pairResult{}}
+}
+
+// candidatePairs proposes every pair of folders that share a content held
+// directly by at most MaxSeedFolders folders, as climbed from the folders
+// holding it: for folders a and b that hold it, every pair of an ancestor
+// of a (or a) and an ancestor of b (or b) below their common ancestor whose
+// file counts are close enough for the similarity to reach min.
+func (o *overlap) candidatePairs() []pair {
+	t := o.t
+	seeds := map[pair]bool{}
+	for _, fs := range t.folders {
+		if len(fs) < 2 || len(fs) > MaxSeedFolders {
+			continue
+		}
+		for i := range fs {
+			for j := i + 1; j < len(fs); j++ {
+				seeds[pair{fs[i], fs[j]}] = true
+			}
+		}
+	}
+	o.seeds = len(seeds)
+	cands := map[pair]bool{}
+	var ca, cb []int32
+	for s := range seeds {
+		ca = o.chain(ca[:0], s.a, s.b)
+		cb = o.chain(cb[:0], s.b, s.a)
+		for _, a := range ca {
+			fa := float64(t.nodes[a].Files)
+			for _, b := range cb {
+				fb := float64(t.nodes[b].Files)
+				if min(fa, fb) < o.min*max(fa, fb) {
+					continue // the similarity cannot reach min
+				}
+				p := pair{min(a, b), max(a, b)}
+				cands[p] = true
+			}
+		}
+	}
+	out := make([]pair, 0, len(cands))
+	for p := range cands {
+		out = append(out, p)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].a != out[j].a {
+			return out[i].a < out[j].a
+		}
+		return out[i].b < out[j].b
+	})
+	o.candidates = len(out)
+	return out
+}
+
+// chain appends a and its ancestors that do not hold other, of at least
+// minSize bytes.
+func (o *overlap) chain(dst []int32, a, other int32) []int32 {
+	for ; a >= 0 && !o.t.contains(a, other); a = o.t.nodes[a].parent {
+		if o.t.nodes[a].Bytes >= o.minSize {
+			dst = append(dst, a)
+		}
+	}
+	return dst
+}
+
+// sim is the similarity of two folders neither inside the other.
+func (o *overlap) sim(p pair) pairResult {
+	if r, ok := o.sims[p]; ok {
+		return r
+	}
+	sa, sb := o.terms(p.a), o.terms(p.b)
+	n := common(sa, sb)
+	union := o.t.nodes[p.a].Files + o.t.nodes[p.b].Files - n
+	r := pairResult{shared: n}
+	if union > 0 {
+		r.sim = float64(n) / float64(union)
+	}
+	o.sims[p] = r
+	return r
+}
+
+func (o *overlap) terms(i int32) []int32 {
+	s, ok := o.sorted[i]
+	if !ok {
+		s = o.t.subtreeTerms(i)
+		o.sorted[i] = s
+	}
+	return s
+}
+
+// isPair reports whether two folders form a pair by the definition,
+// leaving the rule on parents aside.
+func (o *overlap) isPair(a, b int32) bool {
+	t := o.t
+	if a == b || t.contains(a, b) || t.contains(b, a) {
+		return false
+	}
+	if sameContent(&t.nodes[a], &t.nodes[b]) {
+		return false
+	}
+	if min(t.nodes[a].Files, t.nodes[b].Files) < int64(o.min*float64(max(t.nodes[a].Files, t.nodes[b].Files))) {
+		return false
+	}
+	r := o.sim(pair{min(a, b), max(a, b)})
+	return r.sim >= o.min && r.shared < t.nodes[a].Files+t.nodes[b].Files-r.shared
+}
+
+// sameContent reports whether two folders lie in one exact group (layout
+// ignored): equal signatures, file counts and bytes, all known.
+func sameContent(a, b *node) bool {
+	return a.Pending == 0 && b.Pending == 0 && a.Sig == b.Sig && a.Files == b.Files && a.Bytes == b.Bytes
+}
+
+// pairs returns the pairs to report, by position.
+func (o *overlap) pairs() []pair {
+	var out []pair
+	for _, p := range o.candidatePairs() {
+		if !o.isPair(p.a, p.b) {
+			continue
+		}
+		pa, pb := o.t.nodes[p.a].parent, o.t.nodes[p.b].parent
+		if pa >= 0 && pb >= 0 && pa != pb {
+			if sameContent(&o.t.nodes[pa], &o.t.nodes[pb]) || o.isPair(pa, pb) {
+				continue
+			}
+		}
+		out = append(out, p)
+	}
+	return out
+}

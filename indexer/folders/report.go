@@ -1,0 +1,220 @@
+package folders
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// Options choose what the report holds.
+type Options struct {
+	// MinSimilarity is the least similarity of a reported pair, a
+	// fraction in (0, 1]; 0 means 0.5.
+	MinSimilarity float64
+	ExactOnly     bool  // no partial pairs
+	Layout        bool  // exact groups must match in relative paths too
+	MinSize       int64 // folders of fewer bytes are left out
+}
+
+// ListLimit is how many files only one folder of a pair holds are listed.
+const ListLimit = 20
+
+// Exact is a confirmed group of folders with equal content.
+type Exact struct {
+	Key     string // <algo>:<hex of the signature>
+	Files   int64  // of one folder
+	Bytes   int64
+	Folders []string
+}
+
+// Partial is a pair of folders that overlap in part.
+type Partial struct {
+	A, B                       string
+	Similarity                 float64 // |A ∩ B| / |A ∪ B|
+	SharedFiles, SharedBytes   int64
+	OnlyInA, OnlyInB           []string // relative paths, the first ListLimit
+	OnlyInACount, OnlyInBCount int64
+}
+
+// Report is what `dupefs folders` prints.
+type Report struct {
+	Exact   []Exact
+	Partial []Partial
+	// Seeds and Candidates are the pairs of folders the overlap search
+	// looked at: proposed by a shared content, then with their ancestors.
+	Seeds, Candidates int
+}
+
+// Build reads the report from the index. The folder signatures must be up
+// to date (store.UpdateFolderSigs); the caller says when the index is not.
+func Build(ctx context.Context, db *store.DB, opts Options) (*Report, error) {
+	if opts.MinSimilarity == 0 {
+		opts.MinSimilarity = 0.5
+	}
+	if opts.MinSimilarity < 0 || opts.MinSimilarity > 1 {
+		return nil, fmt.Errorf("similarity %v is not a fraction", opts.MinSimilarity)
+	}
+	opts.MinSize = max(opts.MinSize, 1)
+	rep := &Report{}
+	var err error
+	if rep.Exact, err = exactGroups(ctx, db, opts); err != nil {
+		return nil, err
+	}
+	if opts.ExactOnly {
+		return rep, nil
+	}
+	t, err := loadTree(ctx, db)
+	if err != nil {
+		return nil, err
+	}
+	o := newOverlap(t, opts.MinSimilarity, opts.MinSize)
+	cache := map[string][]store.SubtreeFile{}
+	contents := func(dir string) ([]store.SubtreeFile, error) {
+		if fs, ok := cache[dir]; ok {
+			return fs, nil
+		}
+		fs, _, err := db.SubtreeContents(ctx, dir)
+		if err == nil {
+			cache[dir] = fs
+		}
+		return fs, err
+	}
+	for _, p := range o.pairs() {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		r, err := comparePair(contents, t.nodes[p.a].Path, t.nodes[p.b].Path)
+		if err != nil {
+			return nil, err
+		}
+		rep.Partial = append(rep.Partial, r)
+	}
+	rep.Seeds, rep.Candidates = o.seeds, o.candidates
+	sort.SliceStable(rep.Partial, func(i, j int) bool {
+		a, b := rep.Partial[i], rep.Partial[j]
+		if a.SharedBytes != b.SharedBytes {
+			return a.SharedBytes > b.SharedBytes
+		}
+		if a.Similarity != b.Similarity {
+			return a.Similarity > b.Similarity
+		}
+		if a.A != b.A {
+			return a.A < b.A
+		}
+		return a.B < b.B
+	})
+	return rep, nil
+}
+
+// exactGroups reads the groups by signature and confirms each one: the
+// sorted contents (with Layout, relative paths and contents) of every
+// folder must equal those of another folder of the group.
+func exactGroups(ctx context.Context, db *store.DB, opts Options) ([]Exact, error) {
+	gs, err := db.ExactFolderGroups(ctx, opts.Layout, opts.MinSize)
+	if err != nil {
+		return nil, err
+	}
+	var out []Exact
+	for _, g := range gs {
+		var classes [][]string
+		var keys [][]byte
+		for _, f := range g.Folders {
+			files, known, err := db.SubtreeContents(ctx, f.Path)
+			if err != nil {
+				return nil, err
+			}
+			if !known {
+				continue
+			}
+			k := contentKey(files, opts.Layout)
+			found := false
+			for i := range keys {
+				if bytes.Equal(keys[i], k) {
+					classes[i] = append(classes[i], f.Path)
+					found = true
+					break
+				}
+			}
+			if !found {
+				keys = append(keys, k)
+				classes = append(classes, []string{f.Path})
+			}
+		}
+		for _, c := range classes {
+			if len(c) > 1 {
+				out = append(out, Exact{Key: g.Key(db.HashAlgo()), Files: g.Files, Bytes: g.Bytes, Folders: c})
+			}
+		}
+	}
+	return out, nil
+}
+
+// contentKey is a folder's content as comparable bytes: its files' content
+// terms sorted, each with its relative path when layout matters.
+func contentKey(files []store.SubtreeFile, layout bool) []byte {
+	ks := make([]string, len(files))
+	for i, f := range files {
+		b := f.Term.Bytes()
+		ks[i] = string(b[:])
+		if layout {
+			ks[i] = f.Rel + "\x00" + ks[i]
+		}
+	}
+	sort.Strings(ks)
+	var buf bytes.Buffer
+	for _, k := range ks {
+		buf.WriteString(k)
+		buf.WriteByte(0)
+	}
+	return buf.Bytes()
+}
+
+// comparePair lists what two folders share and what only one holds, file
+// by file: of the files of one content, as many as the other folder holds
+// count as shared, first by relative path.
+func comparePair(contents func(string) ([]store.SubtreeFile, error), a, b string) (Partial, error) {
+	p := Partial{A: a, B: b}
+	fa, err := contents(a)
+	if err != nil {
+		return p, err
+	}
+	fb, err := contents(b)
+	if err != nil {
+		return p, err
+	}
+	inB := map[store.Sig]int{}
+	for _, f := range fb {
+		inB[f.Term]++
+	}
+	inA := map[store.Sig]int{}
+	for _, f := range fa {
+		if inB[f.Term] > 0 {
+			inB[f.Term]--
+			inA[f.Term]++
+			p.SharedFiles++
+			p.SharedBytes += f.Size
+			continue
+		}
+		p.OnlyInACount++
+		if len(p.OnlyInA) < ListLimit {
+			p.OnlyInA = append(p.OnlyInA, f.Rel)
+		}
+	}
+	for _, f := range fb {
+		if inA[f.Term] > 0 {
+			inA[f.Term]--
+			continue
+		}
+		p.OnlyInBCount++
+		if len(p.OnlyInB) < ListLimit {
+			p.OnlyInB = append(p.OnlyInB, f.Rel)
+		}
+	}
+	if union := int64(len(fa)) + int64(len(fb)) - p.SharedFiles; union > 0 {
+		p.Similarity = float64(p.SharedFiles) / float64(union)
+	}
+	return p, nil
+}

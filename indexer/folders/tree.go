@@ -1,0 +1,145 @@
+// Package folders owns the folder report of seed 003: the exact groups of
+// duplicate folders, confirmed file by file, and the pairs of folders that
+// overlap in part, with what only one of them holds. It reads the folder
+// signatures the indexer keeps in store and never writes the index.
+package folders
+
+import (
+	"context"
+	"sort"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// tree is the index's live folders in memory, in depth-first order so
+// that a folder's subtree is a run of positions, with the files two
+// folders may share (store.SharedFiles) grouped by folder.
+type tree struct {
+	nodes []node
+	byID  map[int64]int32
+	// terms[off[i]:off[i+1]] are the contents of the shared files of
+	// folder i itself; a subtree's are terms[off[i]:off[end(i)]].
+	terms []int32
+	off   []int32
+	// folders[c] are the distinct folders holding content c directly.
+	folders [][]int32
+}
+
+type node struct {
+	store.FolderNode
+	parent int32 // -1 for a root folder
+	end    int32 // one past the last folder of its subtree
+}
+
+func loadTree(ctx context.Context, db *store.DB) (*tree, error) {
+	var all []store.FolderNode
+	if err := db.FolderNodes(ctx, func(n store.FolderNode) error {
+		all = append(all, n)
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	// Depth first from the folders whose parent is not listed (roots).
+	idx := make(map[int64]int, len(all))
+	for i, n := range all {
+		idx[n.ID] = i
+	}
+	kids := make(map[int64][]int, len(all))
+	var tops []int
+	for i, n := range all {
+		if _, ok := idx[n.Parent]; ok && n.Parent != 0 {
+			kids[n.Parent] = append(kids[n.Parent], i)
+		} else {
+			tops = append(tops, i)
+		}
+	}
+	byPath := func(s []int) {
+		sort.Slice(s, func(a, b int) bool { return all[s[a]].Path < all[s[b]].Path })
+	}
+	byPath(tops)
+	t := &tree{nodes: make([]node, 0, len(all)), byID: make(map[int64]int32, len(all))}
+	var visit func(i int, parent int32)
+	visit = func(i int, parent int32) {
+		me := int32(len(t.nodes))
+		t.nodes = append(t.nodes, node{FolderNode: all[i], parent: parent})
+		t.byID[all[i].ID] = me
+		ks := kids[all[i].ID]
+		byPath(ks)
+		for _, k := range ks {
+			visit(k, me)
+		}
+		t.nodes[me].end = int32(len(t.nodes))
+	}
+	for _, i := range tops {
+		visit(i, -1)
+	}
+
+	// Shared files, by folder in tree order.
+	type entry struct{ folder, content int32 }
+	var es []entry
+	contents := map[int64]int32{}
+	if err := db.SharedFiles(ctx, func(s store.SharedFile) error {
+		f, ok := t.byID[s.Folder]
+		if !ok {
+			return nil // a folder the sums do not show yet
+		}
+		c, ok := contents[s.Content]
+		if !ok {
+			c = int32(len(contents))
+			contents[s.Content] = c
+		}
+		es = append(es, entry{f, c})
+		return nil
+	}); err != nil {
+		return nil, err
+	}
+	sort.Slice(es, func(a, b int) bool {
+		if es[a].folder != es[b].folder {
+			return es[a].folder < es[b].folder
+		}
+		return es[a].content < es[b].content
+	})
+	t.terms = make([]int32, len(es))
+	t.off = make([]int32, len(t.nodes)+1)
+	t.folders = make([][]int32, len(contents))
+	for i, e := range es {
+		t.terms[i] = e.content
+		t.off[e.folder+1]++
+		fs := t.folders[e.content]
+		if n := len(fs); n == 0 || fs[n-1] != e.folder {
+			t.folders[e.content] = append(fs, e.folder)
+		}
+	}
+	for i := 1; i < len(t.off); i++ {
+		t.off[i] += t.off[i-1]
+	}
+	return t, nil
+}
+
+// contains reports whether folder a's subtree holds folder b (or a == b).
+func (t *tree) contains(a, b int32) bool { return a <= b && b < t.nodes[a].end }
+
+// subtreeTerms returns the sorted contents of folder i's subtree.
+func (t *tree) subtreeTerms(i int32) []int32 {
+	s := append([]int32(nil), t.terms[t.off[i]:t.off[t.nodes[i].end]]...)
+	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	return s
+}
+
+// common counts the multiset intersection of two sorted lists.
+func common(a, b []int32) int64 {
+	var n int64
+	for i, j := 0, 0; i < len(a) && j < len(b); {
+		switch {
+		case a[i] < b[j]:
+			i++
+		case a[i] > b[j]:
+			j++
+		default:
+			n++
+			i++
+			j++
+		}
+	}
+	return n
+}

@@ -1,0 +1,114 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+)
+
+// VerifyFolderSigs sums every folder's signatures again from scratch and
+// lists the folders whose stored sums differ (at most 10), skipping those
+// still waiting in folder_dirty and their ancestors. It reads the whole
+// index: for `index --check` and for tests of the incremental update.
+func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
+	var bad []string
+	err := db.read(ctx, func(tx *Tx) error {
+		fs := map[int64]*folderSums{}
+		stored := map[int64]folderSums{}
+		paths := map[int64]string{}
+		rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig, own_layout,
+			own_files, own_bytes, own_pending, tree_sig, tree_layout, tree_files, tree_bytes, tree_pending FROM folders`)
+		if err != nil {
+			return classify("read folders", err)
+		}
+		for rows.Next() {
+			s := folderSums{}
+			var p string
+			var os, ol, ts, tl []byte
+			if err := rows.Scan(&s.id, &s.parent, &p, &s.missing, &os, &ol, &s.ownFiles, &s.ownBytes,
+				&s.ownPending, &ts, &tl, &s.treeFiles, &s.treeBytes, &s.treePending); err != nil {
+				rows.Close()
+				return classify("read folders", err)
+			}
+			s.ownSig, s.ownLayout, s.treeSig, s.treeLay = sigFromBytes(os), sigFromBytes(ol), sigFromBytes(ts), sigFromBytes(tl)
+			s.name = p[strings.LastIndexByte(p, '/')+1:]
+			s.depth = strings.Count(p, "/")
+			paths[s.id] = p
+			stored[s.id] = s
+			fs[s.id] = &folderSums{id: s.id, parent: s.parent, name: s.name, depth: s.depth, missing: s.missing}
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return classify("read folders", err)
+		}
+		rows, err = tx.tx.QueryContext(tx.ctx, `SELECT folder_id, name, size, hash_status, coalesce(hash_algo, ''),
+			content_hash, dev, ino FROM files WHERE missing = 0 AND size > 0`)
+		if err != nil {
+			return classify("read files", err)
+		}
+		for rows.Next() {
+			var folder, size, dev, ino int64
+			var name, status, algo string
+			var hash []byte
+			if err := rows.Scan(&folder, &name, &size, &status, &algo, &hash, &dev, &ino); err != nil {
+				rows.Close()
+				return classify("read files", err)
+			}
+			f := fs[folder]
+			t, known := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
+			if !known {
+				f.ownPending++
+			}
+			f.ownSig = f.ownSig.Add(t)
+			f.ownLayout = f.ownLayout.Add(fileLayoutTerm(name, t))
+			f.ownFiles++
+			f.ownBytes += size
+		}
+		rows.Close()
+		if err := rows.Err(); err != nil {
+			return classify("read files", err)
+		}
+		skip := map[int64]bool{}
+		rows, err = tx.tx.QueryContext(tx.ctx, "SELECT folder_id FROM folder_dirty")
+		if err != nil {
+			return classify("read changed folders", err)
+		}
+		for rows.Next() {
+			var id int64
+			rows.Scan(&id)
+			for ; id != 0 && !skip[id]; id = stored[id].parent {
+				skip[id] = true
+			}
+		}
+		rows.Close()
+		order := make([]*folderSums, 0, len(fs))
+		for _, f := range fs {
+			f.treeSig, f.treeLay = f.ownSig, f.ownLayout
+			f.treeFiles, f.treeBytes, f.treePending = f.ownFiles, f.ownBytes, f.ownPending
+			order = append(order, f)
+		}
+		sort.Slice(order, func(i, j int) bool { return order[i].depth > order[j].depth })
+		for _, f := range order {
+			if p, ok := fs[f.parent]; ok && !f.missing {
+				p.treeSig = p.treeSig.Add(f.treeSig)
+				p.treeLay = p.treeLay.Add(f.term())
+				p.treeFiles += f.treeFiles
+				p.treeBytes += f.treeBytes
+				p.treePending += f.treePending
+			}
+		}
+		sort.Slice(order, func(i, j int) bool { return paths[order[i].id] < paths[order[j].id] })
+		for _, f := range order {
+			if skip[f.id] || *f == stored[f.id] || len(bad) >= 10 {
+				continue
+			}
+			s := stored[f.id]
+			bad = append(bad, fmt.Sprintf("%s: stored %d files %d bytes %d pending, summed %d files %d bytes %d pending%s",
+				paths[f.id], s.treeFiles, s.treeBytes, s.treePending, f.treeFiles, f.treeBytes, f.treePending,
+				map[bool]string{true: " (signatures differ)", false: ""}[s.treeSig != f.treeSig || s.treeLay != f.treeLay]))
+		}
+		return nil
+	})
+	return bad, err
+}

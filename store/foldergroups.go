@@ -1,0 +1,295 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"database/sql"
+	"encoding/hex"
+	"sort"
+	"strings"
+)
+
+// FolderRef is a folder of an exact folder group.
+type FolderRef struct {
+	ID     int64
+	Parent int64
+	Path   string
+}
+
+// FolderGroup is a set of two or more folders with equal content (layout
+// ignored, or with Layout the relative paths too).
+type FolderGroup struct {
+	Sig     []byte // the signature they share
+	Files   int64  // of one folder
+	Bytes   int64
+	Folders []FolderRef
+}
+
+// Key is the group's name: the index's hash algorithm and the signature's
+// hex digits.
+func (g FolderGroup) Key(algo string) string { return algo + ":" + hex.EncodeToString(g.Sig) }
+
+// ExactFolderGroups reads the exact folder groups as the definitions of
+// seed 003 give them: folders of equal content (by the content or, with
+// layout, the layout signature, with equal file count and bytes) whose
+// content is known; of folders nested in one another only the highest; a
+// group whose folders' parents all belong to one same group is not
+// reported (only the highest level of a duplicated tree is). Largest
+// first. The signatures are not confirmed here: see SubtreeContents.
+func (db *DB) ExactFolderGroups(ctx context.Context, layout bool, minBytes int64) ([]FolderGroup, error) {
+	col := "tree_sig"
+	if layout {
+		col = "tree_layout"
+	}
+	rows, err := db.query(ctx, `SELECT `+col+`, tree_files, tree_bytes, id, coalesce(parent_id, 0), path, tree_pending
+		FROM folders WHERE tree_files > 0 AND missing = 0 AND tree_bytes >= ?1 AND (`+col+`, tree_files, tree_bytes) IN
+		  (SELECT `+col+`, tree_files, tree_bytes FROM folders WHERE tree_files > 0 AND missing = 0 AND tree_bytes >= ?1
+		   GROUP BY `+col+`, tree_files, tree_bytes HAVING count(*) > 1)
+		ORDER BY `+col+`, tree_files, tree_bytes, path`, minBytes)
+	if err != nil {
+		return nil, classify("read folder groups", err)
+	}
+	defer rows.Close()
+	var classes []FolderGroup
+	for rows.Next() {
+		var sig []byte
+		var files, size, pending int64
+		var f FolderRef
+		if err := rows.Scan(&sig, &files, &size, &f.ID, &f.Parent, &f.Path, &pending); err != nil {
+			return nil, classify("read folder groups", err)
+		}
+		if pending > 0 {
+			continue // its content is not known yet
+		}
+		if n := len(classes); n == 0 || !bytes.Equal(classes[n-1].Sig, sig) || classes[n-1].Files != files || classes[n-1].Bytes != size {
+			classes = append(classes, FolderGroup{Sig: sig, Files: files, Bytes: size})
+		}
+		c := &classes[len(classes)-1]
+		c.Folders = append(c.Folders, f)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read folder groups", err)
+	}
+	return applyFolderRules(classes), nil
+}
+
+// applyFolderRules keeps, in each class, the folders no other folder of
+// the class contains, drops classes left with one folder, then hides the
+// classes whose folders' parents all lie in one same class.
+func applyFolderRules(classes []FolderGroup) []FolderGroup {
+	classOf := map[int64]int{}
+	var kept []FolderGroup
+	for _, c := range classes {
+		// Sorted by path: an ancestor comes before its descendants.
+		var top []FolderRef
+		for _, f := range c.Folders {
+			inside := false
+			for _, t := range top {
+				if Below(t.Path, f.Path) {
+					inside = true
+					break
+				}
+			}
+			if !inside {
+				top = append(top, f)
+			}
+		}
+		if len(top) < 2 {
+			continue
+		}
+		c.Folders = top
+		for _, f := range top {
+			classOf[f.ID] = len(kept)
+		}
+		kept = append(kept, c)
+	}
+	var out []FolderGroup
+	for _, c := range kept {
+		first, ok := classOf[c.Folders[0].Parent]
+		hidden := ok
+		for _, f := range c.Folders[1:] {
+			if p, in := classOf[f.Parent]; !in || p != first {
+				hidden = false
+				break
+			}
+		}
+		if !hidden {
+			out = append(out, c)
+		}
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		wi, wj := out[i].Bytes*int64(len(out[i].Folders)-1), out[j].Bytes*int64(len(out[j].Folders)-1)
+		if wi != wj {
+			return wi > wj
+		}
+		return bytes.Compare(out[i].Sig, out[j].Sig) < 0
+	})
+	return out
+}
+
+// SubtreeFile is a non-empty file of a folder's subtree, with its content
+// term and its path relative to the folder.
+type SubtreeFile struct {
+	Rel  string
+	Size int64
+	Term Sig
+	Hash bool // its full hash is known (else the term is its inode's)
+}
+
+// SubtreeContents lists the live non-empty files of a folder's subtree,
+// with their content terms, by relative path; known is false when some
+// content is not settled yet.
+func (db *DB) SubtreeContents(ctx context.Context, dir string) (files []SubtreeFile, known bool, err error) {
+	rows, err := db.query(ctx, `SELECT d.path, f.name, f.size, f.hash_status, coalesce(f.hash_algo, ''), f.content_hash,
+		f.dev, f.ino FROM folders d JOIN files f ON f.folder_id = d.id
+		WHERE (d.path = ?1 OR (d.path > ?2 AND d.path < ?3)) AND f.missing = 0 AND f.size > 0`,
+		dir, strings.TrimSuffix(dir, "/")+"/", strings.TrimSuffix(dir, "/")+"0")
+	if err != nil {
+		return nil, false, classify("read a folder's files", err)
+	}
+	defer rows.Close()
+	known = true
+	for rows.Next() {
+		var d, name, status, algo string
+		var size, dev, ino int64
+		var hash []byte
+		if err := rows.Scan(&d, &name, &size, &status, &algo, &hash, &dev, &ino); err != nil {
+			return nil, false, classify("read a folder's files", err)
+		}
+		t, ok := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
+		known = known && ok
+		rel := strings.TrimPrefix(strings.TrimPrefix(JoinPath(d, name), dir), "/")
+		files = append(files, SubtreeFile{Rel: rel, Size: size, Term: t, Hash: hash != nil})
+	}
+	sort.Slice(files, func(i, j int) bool { return files[i].Rel < files[j].Rel })
+	return files, known, classify("read a folder's files", rows.Err())
+}
+
+// rebuildFolderGroups stores the exact groups (layout ignored) for the
+// mounted view: a group keeps its id while its signature stays a group;
+// one that changed or went moves the folder change feed on.
+func (db *DB) rebuildFolderGroups(ctx context.Context) error {
+	groups, err := db.ExactFolderGroups(ctx, false, 1)
+	if err != nil {
+		return err
+	}
+	return db.Write(ctx, func(tx *Tx) error {
+		var seq int64
+		bump := func() error {
+			if seq != 0 {
+				return nil
+			}
+			return tx.tx.QueryRowContext(tx.ctx, "UPDATE counters SET value = value + 1 WHERE name = 'folder_seq' RETURNING value").Scan(&seq)
+		}
+		live := map[string]bool{}
+		for _, g := range groups {
+			live[string(g.Sig)] = true
+			var id, files, size, n int64
+			err := tx.tx.QueryRowContext(tx.ctx, "SELECT id, files, bytes, folders FROM folder_groups WHERE sig = ?", g.Sig).Scan(&id, &files, &size, &n)
+			members := folderMembersOf(g)
+			switch {
+			case err == sql.ErrNoRows:
+			case err != nil:
+				return classify("read folder group", err)
+			case files == g.Files && size == g.Bytes && n == int64(len(g.Folders)):
+				same, err := tx.sameMembers(id, members)
+				if err != nil {
+					return err
+				}
+				if same {
+					continue
+				}
+			}
+			if err := bump(); err != nil {
+				return classify("bump folder sequence", err)
+			}
+			if err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO folder_groups (sig, files, bytes, folders, changed_at, change_seq)
+				VALUES (?1, ?2, ?3, ?4, `+nowSQL+`, ?5) ON CONFLICT (sig) DO UPDATE SET files = ?2, bytes = ?3, folders = ?4,
+				changed_at = `+nowSQL+`, change_seq = ?5 RETURNING id`, g.Sig, g.Files, g.Bytes, len(g.Folders), seq).Scan(&id); err != nil {
+				return classify("record folder group", err)
+			}
+			if _, err := tx.exec("record folder group", "DELETE FROM folder_group_members WHERE group_id = ?", id); err != nil {
+				return err
+			}
+			for _, m := range members {
+				if _, err := tx.exec("record folder group", `INSERT INTO folder_group_members (group_id, folder_id, name)
+					VALUES (?, ?, ?)`, id, m.ID, m.Name); err != nil {
+					return err
+				}
+			}
+		}
+		// Groups gone keep their row (and id), with no folder.
+		rows, err := tx.tx.QueryContext(tx.ctx, "SELECT id, sig FROM folder_groups WHERE folders > 0")
+		if err != nil {
+			return classify("read folder groups", err)
+		}
+		var gone []int64
+		for rows.Next() {
+			var id int64
+			var sig []byte
+			if err := rows.Scan(&id, &sig); err != nil {
+				rows.Close()
+				return classify("read folder groups", err)
+			}
+			if !live[string(sig)] {
+				gone = append(gone, id)
+			}
+		}
+		rows.Close()
+		for _, id := range gone {
+			if err := bump(); err != nil {
+				return classify("bump folder sequence", err)
+			}
+			if _, err := tx.exec("retire folder group", `UPDATE folder_groups SET folders = 0, changed_at = `+nowSQL+`,
+				change_seq = ?2 WHERE id = ?1`, id, seq); err != nil {
+				return err
+			}
+			if _, err := tx.exec("retire folder group", "DELETE FROM folder_group_members WHERE group_id = ?", id); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// FolderMemberName is a folder of a group as the view lists it.
+type FolderMemberName struct {
+	ID   int64
+	Name string
+}
+
+func folderMembersOf(g FolderGroup) []FolderMemberName {
+	out := make([]FolderMemberName, len(g.Folders))
+	for i, f := range g.Folders {
+		out[i] = FolderMemberName{ID: f.ID, Name: f.Path[strings.LastIndexByte(f.Path, '/')+1:]}
+	}
+	return out
+}
+
+func (tx *Tx) sameMembers(group int64, ms []FolderMemberName) (bool, error) {
+	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT folder_id FROM folder_group_members WHERE group_id = ? ORDER BY folder_id", group)
+	if err != nil {
+		return false, classify("read folder group", err)
+	}
+	defer rows.Close()
+	var have []int64
+	for rows.Next() {
+		var id int64
+		rows.Scan(&id)
+		have = append(have, id)
+	}
+	want := make([]int64, len(ms))
+	for i, m := range ms {
+		want[i] = m.ID
+	}
+	sort.Slice(want, func(i, j int) bool { return want[i] < want[j] })
+	if len(have) != len(want) {
+		return false, nil
+	}
+	for i := range have {
+		if have[i] != want[i] {
+			return false, nil
+		}
+	}
+	return true, nil
+}

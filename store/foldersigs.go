@@ -1,0 +1,292 @@
+package store
+
+import (
+	"context"
+	"sort"
+	"strings"
+)
+
+// folderChunk is how many dirty folders one write folds in.
+const folderChunk = 2000
+
+// UpdateFolderSigs folds the folders whose files changed (folder_dirty)
+// into their own and their ancestors' signatures, a chunk of folders per
+// write: each folder's own terms are summed again from its files, and
+// every ancestor moves by the delta (its layout signature by its changed
+// subfolder's term). The cost is that of the changed folders and their
+// ancestors, never the tree. It then rebuilds the exact folder groups when
+// any folder was folded in, and returns how many folders' sums it wrote.
+func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
+	folded, written := 0, 0
+	for {
+		n, w := 0, 0
+		err := db.Write(ctx, func(tx *Tx) (err error) {
+			n, w, err = tx.foldFolders()
+			return err
+		})
+		if err != nil {
+			return written, err
+		}
+		folded += n
+		written += w
+		if n < folderChunk {
+			break
+		}
+	}
+	if folded > 0 {
+		if err := db.rebuildFolderGroups(ctx); err != nil {
+			return written, err
+		}
+	}
+	return written, nil
+}
+
+// folderSums are a folder's stored sums.
+type folderSums struct {
+	id, parent                          int64
+	name                                string
+	depth                               int
+	missing                             bool
+	ownSig, ownLayout, treeSig, treeLay Sig
+	ownFiles, ownBytes, ownPending      int64
+	treeFiles, treeBytes, treePending   int64
+}
+
+// term is the folder's term in its parent's layout signature.
+func (f *folderSums) term() Sig {
+	if f.treeFiles == 0 {
+		return Sig{}
+	}
+	return dirLayoutTerm(f.name, f.treeLay)
+}
+
+func (tx *Tx) foldFolders() (folded, written int, err error) {
+	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT folder_id, recount FROM folder_dirty LIMIT ?", folderChunk)
+	if err != nil {
+		return 0, 0, classify("read changed folders", err)
+	}
+	var dirty []int64
+	recount := map[int64]bool{}
+	for rows.Next() {
+		var id int64
+		var re bool
+		if err := rows.Scan(&id, &re); err != nil {
+			rows.Close()
+			return 0, 0, classify("read changed folders", err)
+		}
+		dirty = append(dirty, id)
+		if re {
+			recount[id] = true
+		}
+	}
+	rows.Close()
+	if len(dirty) == 0 {
+		return 0, 0, nil
+	}
+	own, err := tx.ownSums(dirty)
+	if err != nil {
+		return 0, 0, err
+	}
+	fs, err := tx.loadChains(dirty)
+	if err != nil {
+		return 0, 0, err
+	}
+	// Deepest first: a folder is done once its changed subfolders are.
+	order := make([]*folderSums, 0, len(fs))
+	old := make(map[int64]folderSums, len(fs))
+	for _, f := range fs {
+		order = append(order, f)
+		old[f.id] = *f
+	}
+	sort.Slice(order, func(i, j int) bool {
+		if order[i].depth != order[j].depth {
+			return order[i].depth > order[j].depth
+		}
+		return order[i].id < order[j].id
+	})
+	for _, f := range order {
+		if n, ok := own[f.id]; ok {
+			f.treeSig = f.treeSig.Sub(f.ownSig).Add(n.ownSig)
+			f.treeLay = f.treeLay.Sub(f.ownLayout).Add(n.ownLayout)
+			f.treeFiles += n.ownFiles - f.ownFiles
+			f.treeBytes += n.ownBytes - f.ownBytes
+			f.treePending += n.ownPending - f.ownPending
+			f.ownSig, f.ownLayout, f.ownFiles, f.ownBytes, f.ownPending = n.ownSig, n.ownLayout, n.ownFiles, n.ownBytes, n.ownPending
+		}
+		if recount[f.id] {
+			if err := tx.recountFolder(f, fs); err != nil {
+				return 0, 0, err
+			}
+		}
+		p, ok := fs[f.parent]
+		if !ok || f.missing {
+			continue // a missing folder is not in its parent's sums
+		}
+		o := old[f.id]
+		p.treeSig = p.treeSig.Sub(o.treeSig).Add(f.treeSig)
+		p.treeLay = p.treeLay.Sub(o.term()).Add(f.term())
+		p.treeFiles += f.treeFiles - o.treeFiles
+		p.treeBytes += f.treeBytes - o.treeBytes
+		p.treePending += f.treePending - o.treePending
+	}
+	for _, f := range order {
+		if old[f.id] == *f {
+			continue
+		}
+		written++
+		_, err := tx.exec("record folder signatures", `UPDATE folders SET own_sig = ?2, own_layout = ?3, own_files = ?4,
+			own_bytes = ?5, own_pending = ?6, tree_sig = ?7, tree_layout = ?8, tree_files = ?9, tree_bytes = ?10,
+			tree_pending = ?11 WHERE id = ?1`, f.id, f.ownSig.blob(), f.ownLayout.blob(), f.ownFiles, f.ownBytes,
+			f.ownPending, f.treeSig.blob(), f.treeLay.blob(), f.treeFiles, f.treeBytes, f.treePending)
+		if err != nil {
+			return 0, 0, err
+		}
+	}
+	_, err = tx.exec("forget folded folders", "DELETE FROM folder_dirty WHERE folder_id IN (SELECT value FROM json_each(?))",
+		jsonInts(dirty))
+	return len(dirty), written, err
+}
+
+// recountFolder sums a folder's tree again from its own terms and its live
+// subfolders' trees (those of this chunk as they are now in fs).
+func (tx *Tx) recountFolder(f *folderSums, fs map[int64]*folderSums) error {
+	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, path, tree_sig, tree_layout, tree_files, tree_bytes, tree_pending
+		FROM folders WHERE parent_id = ? AND missing = 0`, f.id)
+	if err != nil {
+		return classify("read subfolders", err)
+	}
+	defer rows.Close()
+	f.treeSig, f.treeLay = f.ownSig, f.ownLayout
+	f.treeFiles, f.treeBytes, f.treePending = f.ownFiles, f.ownBytes, f.ownPending
+	for rows.Next() {
+		c := &folderSums{}
+		var path string
+		var ts, tl []byte
+		if err := rows.Scan(&c.id, &path, &ts, &tl, &c.treeFiles, &c.treeBytes, &c.treePending); err != nil {
+			return classify("read subfolders", err)
+		}
+		c.treeSig, c.treeLay = sigFromBytes(ts), sigFromBytes(tl)
+		c.name = path[strings.LastIndexByte(path, '/')+1:]
+		if m, ok := fs[c.id]; ok {
+			c = m
+		}
+		f.treeSig = f.treeSig.Add(c.treeSig)
+		f.treeLay = f.treeLay.Add(c.term())
+		f.treeFiles += c.treeFiles
+		f.treeBytes += c.treeBytes
+		f.treePending += c.treePending
+	}
+	return classify("read subfolders", rows.Err())
+}
+
+// ownSums sums the live, non-empty files of each folder.
+func (tx *Tx) ownSums(ids []int64) (map[int64]*folderSums, error) {
+	out := make(map[int64]*folderSums, len(ids))
+	for _, id := range ids {
+		out[id] = &folderSums{id: id}
+	}
+	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, name, size, hash_status, coalesce(hash_algo, ''),
+		content_hash, dev, ino FROM files
+		WHERE folder_id IN (SELECT value FROM json_each(?)) AND missing = 0 AND size > 0`, jsonInts(ids))
+	if err != nil {
+		return nil, classify("read folder files", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var folder, size, dev, ino int64
+		var name, status, algo string
+		var hash []byte
+		if err := rows.Scan(&folder, &name, &size, &status, &algo, &hash, &dev, &ino); err != nil {
+			return nil, classify("read folder files", err)
+		}
+		f := out[folder]
+		t, known := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
+		if !known {
+			f.ownPending++
+		}
+		f.ownSig = f.ownSig.Add(t)
+		f.ownLayout = f.ownLayout.Add(fileLayoutTerm(name, t))
+		f.ownFiles++
+		f.ownBytes += size
+	}
+	return out, classify("read folder files", rows.Err())
+}
+
+// fileTerm is a file's content term; known is false while its content is
+// not settled (pending, failed).
+func fileTerm(status, algo string, size int64, hash []byte, dev, ino uint64) (Sig, bool) {
+	switch {
+	case hash != nil:
+		return ContentTerm(algo, size, hash), true
+	case status == HashUnique || status == HashPartial:
+		return UniqueTerm(dev, ino), true
+	}
+	return UniqueTerm(dev, ino), false
+}
+
+// loadChains loads the folders and every ancestor of them.
+func (tx *Tx) loadChains(ids []int64) (map[int64]*folderSums, error) {
+	fs := map[int64]*folderSums{}
+	want := ids
+	for len(want) > 0 {
+		rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig, own_layout, own_files,
+			own_bytes, own_pending, tree_sig, tree_layout, tree_files, tree_bytes, tree_pending
+			FROM folders WHERE id IN (SELECT value FROM json_each(?))`, jsonInts(want))
+		if err != nil {
+			return nil, classify("read folder signatures", err)
+		}
+		var next []int64
+		for rows.Next() {
+			f := &folderSums{}
+			var path string
+			var os, ol, ts, tl []byte
+			if err := rows.Scan(&f.id, &f.parent, &path, &f.missing, &os, &ol, &f.ownFiles, &f.ownBytes, &f.ownPending,
+				&ts, &tl, &f.treeFiles, &f.treeBytes, &f.treePending); err != nil {
+				rows.Close()
+				return nil, classify("read folder signatures", err)
+			}
+			f.ownSig, f.ownLayout, f.treeSig, f.treeLay = sigFromBytes(os), sigFromBytes(ol), sigFromBytes(ts), sigFromBytes(tl)
+			f.name = path[strings.LastIndexByte(path, '/')+1:]
+			f.depth = strings.Count(path, "/")
+			fs[f.id] = f
+			if _, ok := fs[f.parent]; f.parent != 0 && !ok {
+				next = append(next, f.parent)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return nil, classify("read folder signatures", err)
+		}
+		want = nil // not want[:0]: it may be the caller's slice
+		for _, id := range next {
+			if _, ok := fs[id]; !ok {
+				want = append(want, id)
+			}
+		}
+		want = dedupe(want)
+	}
+	return fs, nil
+}
+
+func dedupe(ids []int64) []int64 {
+	seen := map[int64]bool{}
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// FoldersPending counts the folders whose signatures wait to be folded in.
+func (db *DB) FoldersPending(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.queryRow(ctx, "SELECT count(*) FROM folder_dirty").Scan(&n)
+	if err != nil && strings.Contains(err.Error(), "no such table") {
+		return 0, nil
+	}
+	return n, classify("count changed folders", err)
+}
