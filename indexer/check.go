@@ -23,6 +23,9 @@ type CheckResult struct {
 	// Links are live indexed paths of the file's own inode: hard links
 	// of it, not copies.
 	Links []string
+	// Sum is the file's content hash when Check computed it (always when
+	// there are Matches).
+	Sum []byte
 }
 
 // Check answers "do I already have this file?": it looks for indexed files
@@ -74,6 +77,7 @@ func Check(ctx context.Context, db *store.DB, path string) (CheckResult, error) 
 			res.Matches = append(res.Matches, r.Path)
 		}
 	}
+	res.Sum = c.sum
 	return res, nil
 }
 

@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/binary"
+	"errors"
 )
 
 // FolderNode is a live folder with its subtree's sums, as the folder
@@ -106,4 +108,17 @@ func (db *DB) SharedFiles(ctx context.Context, fn func(SharedFile) error) error 
 		}
 	}
 	return classify("read linked files", rows.Err())
+}
+
+// FolderNodeByPath returns a live folder's sums, or ErrNotFound.
+func (db *DB) FolderNodeByPath(ctx context.Context, path string) (FolderNode, error) {
+	var n FolderNode
+	var sig []byte
+	err := db.queryRow(ctx, `SELECT id, coalesce(parent_id, 0), path, tree_files, tree_bytes, tree_pending, tree_sig
+		FROM folders WHERE path = ? AND missing = 0`, path).Scan(&n.ID, &n.Parent, &n.Path, &n.Files, &n.Bytes, &n.Pending, &sig)
+	if errors.Is(err, sql.ErrNoRows) {
+		return n, ErrNotFound
+	}
+	n.Sig = sigFromBytes(sig)
+	return n, classify("read folder", err)
 }

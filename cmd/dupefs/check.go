@@ -4,11 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 
 	"github.com/urfave/cli/v2"
 
 	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/indexer/folders"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -20,14 +22,17 @@ type checkOptions struct {
 func checkCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "check",
-		Usage:     "tell whether each FILE's content is already indexed at another path",
-		ArgsUsage: "FILE...",
+		Usage:     "tell whether each FILE's content (or every file of a DIR) is already indexed at another path",
+		ArgsUsage: "FILE|DIR...",
 		Description: "Prints the indexed paths holding each FILE's content. With several FILEs, each FILE\n" +
 			"that has copies is printed first, its copies indented below it. A hard link of FILE\n" +
 			"(the same inode under another name) is no copy: it is named on stderr, and a FILE\n" +
 			"that has only hard links counts as new.\n" +
-			"Exit status: 0 when every FILE has a copy in the index, 1 when some FILE is new,\n" +
-			"2 on any error.",
+			"For a DIR, every non-empty file under it must have a copy at an indexed path outside\n" +
+			"DIR: the files that have none are printed; when none is new, the indexed folders whose\n" +
+			"content equals DIR's are printed (names and layout ignored), if there are any.\n" +
+			"Exit status: 0 when every FILE (every file of every DIR) has a copy in the index,\n" +
+			"1 when some file is new, 2 on any error.",
 		Action: func(c *cli.Context) error {
 			return runCheck(c.Context, globalsFrom(c), checkOptions{Files: c.Args().Slice()}, c.App.Writer, c.App.ErrWriter)
 		},
@@ -47,6 +52,14 @@ func runCheck(ctx context.Context, g globalOptions, opts checkOptions, stdout, s
 		allKnown := true
 		many := len(opts.Files) > 1
 		for _, p := range opts.Files {
+			if st, err := os.Stat(p); err == nil && st.IsDir() {
+				known, err := checkDir(ctx, db, p, many, state, stdout, stderr)
+				if err != nil {
+					return err
+				}
+				allKnown = allKnown && known
+				continue
+			}
 			res, err := indexer.Check(ctx, db, p)
 			if err != nil {
 				return err
@@ -83,8 +96,55 @@ func runCheck(ctx context.Context, g globalOptions, opts checkOptions, stdout, s
 		return nil
 	})
 	if code := exitCode(err); code != ExitOK && code != ExitNotFound {
+		if code == ExitInterrupted {
+			return err
+		}
 		report(stderr, err)
 		return silentExit(ExitError)
 	}
 	return err
+}
+
+// checkDir checks one folder: the new files on stdout (with a count on
+// stderr), or the indexed folders equal to it.
+func checkDir(ctx context.Context, db *store.DB, dir string, many bool, state string, stdout, stderr io.Writer) (bool, error) {
+	con := newConsole(stderr)
+	prog := &folders.DirProgress{}
+	stop := con.show(func() sample {
+		return sample{phase: 1, label: "check", done: prog.Done.Load(), total: prog.Files.Load(), extra: "files"}
+	})
+	res, err := folders.CheckDir(ctx, db, dir, prog)
+	stop()
+	if err != nil {
+		return false, err
+	}
+	indent := ""
+	if many {
+		fmt.Fprintln(stdout, store.EscapePath(dir))
+		indent = "    "
+	}
+	name := store.EscapePath(dir)
+	if len(res.New) > 0 {
+		for _, p := range res.New {
+			fmt.Fprintln(stdout, indent+store.EscapePath(p))
+		}
+		what := "new (no copy outside it in the index)"
+		if state != store.StateUpToDate {
+			what = "without a copy in the index so far (it is not complete: this cannot say for sure they are new)"
+		}
+		fmt.Fprintf(stderr, "%s: %d of %d files are %s\n", name, len(res.New), res.Files, what)
+		return false, nil
+	}
+	for _, f := range res.Equal {
+		fmt.Fprintln(stdout, indent+store.EscapePath(f))
+	}
+	switch {
+	case res.Files == 0:
+		fmt.Fprintf(stderr, "%s: holds no non-empty file\n", name)
+	case len(res.Equal) > 0:
+		fmt.Fprintf(stderr, "%s: every one of its %d files has a copy; the folders above hold the same content\n", name, res.Files)
+	default:
+		fmt.Fprintf(stderr, "%s: every one of its %d files has a copy in the index (no one folder holds them all)\n", name, res.Files)
+	}
+	return true, nil
 }
