@@ -3,6 +3,7 @@
 //
 //	/by-hash/<algo>:<hex>/<name>   symlink to the absolute path of a copy
 //	/by-size/<bytes>/<algo>:<hex>  symlink to ../../by-hash/<algo>:<hex>
+//	/by-folder/<algo>:<hex>/<name> symlink to a folder of an exact folder group
 //	/thumbs/<algo>:<hex>.jpg       thumbnails of image and video groups
 //	/status.json                   live progress and totals
 //
@@ -91,22 +92,25 @@ func New(db Index, cfg Config) *FS {
 }
 
 // Node ids, which are also the inode numbers: the root is 1 (FUSE's root
-// id), the fixed nodes 2 to 5, and every node made from a row is
+// id), the fixed nodes 2 to 6, and every node made from a row is
 // kind<<56 | row id, one kind per view, so a group directory and the
 // by-size link to it never share a number. Row ids come from AUTOINCREMENT
 // columns and are never reused.
 const (
-	inoRoot   = fuse.FUSE_ROOT_ID
-	inoByHash = 2
-	inoBySize = 3
-	inoThumbs = 4
-	inoStatus = 5
+	inoRoot     = fuse.FUSE_ROOT_ID
+	inoByHash   = 2
+	inoBySize   = 3
+	inoThumbs   = 4
+	inoStatus   = 5
+	inoByFolder = 6
 
-	kindGroup    = 1 // /by-hash/<key>: content id
-	kindLink     = 2 // /by-hash/<key>/<name>: file id
-	kindSizeDir  = 3 // /by-size/<bytes>: the size
-	kindSizeLink = 4 // /by-size/<bytes>/<key>: content id
-	kindThumb    = 5 // /thumbs/<key>.jpg: thumbnail id
+	kindGroup       = 1 // /by-hash/<key>: content id
+	kindLink        = 2 // /by-hash/<key>/<name>: file id
+	kindSizeDir     = 3 // /by-size/<bytes>: the size
+	kindSizeLink    = 4 // /by-size/<bytes>/<key>: content id
+	kindThumb       = 5 // /thumbs/<key>.jpg: thumbnail id
+	kindFolderGroup = 6 // /by-folder/<key>: folder group id
+	kindFolderLink  = 7 // /by-folder/<key>/<name>: folder id
 )
 
 const idMask = 1<<56 - 1

@@ -30,11 +30,23 @@ type Index interface {
 	ReadyThumb(ctx context.Context, algo string, sum []byte) (store.Thumb, error)
 	ThumbByID(ctx context.Context, id int64) (store.Thumb, error)
 
+	// Folder groups (/by-folder), named with the index's hash algorithm.
+	HashAlgo() string
+	FolderGroupsPage(ctx context.Context, afterID int64, limit int) ([]store.FolderGroupInfo, error)
+	FolderGroupBySig(ctx context.Context, sig []byte) (store.FolderGroupInfo, error)
+	FolderGroupByID(ctx context.Context, id int64) (store.FolderGroupInfo, error)
+	FolderMembersPage(ctx context.Context, groupID, afterID int64, limit int) ([]store.FolderMember, error)
+	FolderMemberByName(ctx context.Context, groupID int64, name string) (store.FolderMember, error)
+	FolderMemberByID(ctx context.Context, groupID, folderID int64) (store.FolderMember, error)
+	FolderMemberOf(ctx context.Context, folderID int64) (store.FolderMember, error)
+
 	// What changed, and when anything was committed.
 	ChangesSince(ctx context.Context, seq int64, limit int) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, time.Time, error)
 	ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]store.ThumbChange, error)
 	LastThumbChange(ctx context.Context) (int64, time.Time, error)
+	FolderChangesSince(ctx context.Context, seq int64, limit int) ([]store.FolderChange, error)
+	LastFolderChange(ctx context.Context) (int64, time.Time, error)
 	NewWatcher(ctx context.Context) (*store.Watcher, error)
 }
 

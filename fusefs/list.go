@@ -112,6 +112,10 @@ func (f *FS) lister(node uint64) (self, parent uint64, what string, fetch fetchF
 		return node, inoRoot, "sizes", f.listSizes, fuse.OK
 	case node == inoThumbs:
 		return node, inoRoot, "thumbnails", f.listThumbs, fuse.OK
+	case node == inoByFolder:
+		return node, inoRoot, "folder groups", f.listFolderGroups, fuse.OK
+	case kind == kindFolderGroup:
+		return node, inoByFolder, "folders", f.folderLister(id), fuse.OK
 	case kind == kindGroup:
 		return node, inoByHash, "copies", f.copyLister(id), fuse.OK
 	case kind == kindSizeDir:
@@ -130,10 +134,11 @@ func (f *FS) lister(node uint64) (self, parent uint64, what string, fetch fetchF
 
 func (f *FS) listRoot(_ context.Context, off uint64) ([]listed, error) {
 	all := []listed{
-		{DirEntry: fuse.DirEntry{Name: "by-hash", Mode: syscall.S_IFDIR, Ino: inoByHash, Off: 3}, plus: true},
-		{DirEntry: fuse.DirEntry{Name: "by-size", Mode: syscall.S_IFDIR, Ino: inoBySize, Off: 4}, plus: true},
-		{DirEntry: fuse.DirEntry{Name: "status.json", Mode: syscall.S_IFREG, Ino: inoStatus, Off: 5}},
-		{DirEntry: fuse.DirEntry{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 6}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "by-folder", Mode: syscall.S_IFDIR, Ino: inoByFolder, Off: 3}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "by-hash", Mode: syscall.S_IFDIR, Ino: inoByHash, Off: 4}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "by-size", Mode: syscall.S_IFDIR, Ino: inoBySize, Off: 5}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "status.json", Mode: syscall.S_IFREG, Ino: inoStatus, Off: 6}},
+		{DirEntry: fuse.DirEntry{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 7}, plus: true},
 	}
 	for i, e := range all {
 		if e.Off > off {

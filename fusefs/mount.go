@@ -24,7 +24,7 @@ type Mount struct {
 // until Unmount, or until someone unmounts it from outside (Wait returns
 // then).
 func (f *FS) Mount(dir string) (*Mount, error) {
-	w, seq, thumbSeq, err := f.startWatch()
+	w, seqs, err := f.startWatch()
 	if err != nil {
 		return nil, fmt.Errorf("watch the index: %w", err)
 	}
@@ -44,7 +44,7 @@ func (f *FS) Mount(dir string) (*Mount, error) {
 	m := &Mount{Dir: dir, fs: f, srv: srv, stop: cancel, done: make(chan struct{})}
 	go func() {
 		defer close(m.done)
-		f.watch(ctx, w, seq, thumbSeq)
+		f.watch(ctx, w, seqs)
 	}()
 	return m, nil
 }

@@ -26,6 +26,10 @@ func (f *FS) lookup(parent uint64, name string, out *fuse.EntryOut) fuse.Status 
 		st = f.lookupSize(name, out)
 	case parent == inoThumbs:
 		st = f.lookupThumb(name, out)
+	case parent == inoByFolder:
+		st = f.lookupFolderGroup(name, out)
+	case kind == kindFolderGroup:
+		st = f.lookupFolderLink(id, name, out)
 	case kind == kindGroup:
 		st = f.lookupCopy(id, name, out)
 	case kind == kindSizeDir:
@@ -57,6 +61,8 @@ func (f *FS) lookupRoot(name string, out *fuse.EntryOut) fuse.Status {
 		node = inoByHash
 	case "by-size":
 		node = inoBySize
+	case "by-folder":
+		node = inoByFolder
 	case "thumbs":
 		node = inoThumbs
 	case "status.json":
@@ -187,6 +193,8 @@ func (f *FS) getattr(node uint64, a *fuse.Attr) (time.Duration, fuse.Status) {
 	kind, id := split(node)
 	ctx := dbctx()
 	switch {
+	case node == inoByFolder || kind == kindFolderGroup || kind == kindFolderLink:
+		return f.getattrFolder(node, a)
 	case node == inoRoot || node == inoByHash || node == inoBySize:
 		f.dirAttr(a, node, f.lastChange())
 		return time.Second, fuse.OK
@@ -256,6 +264,9 @@ func (f *FS) readlink(node uint64) ([]byte, fuse.Status) {
 			return nil, f.status("read group", err)
 		}
 		return []byte(sizeTarget(g.GroupRef)), fuse.OK
+	case kindFolderLink:
+		path, _, st := f.folderLink(id)
+		return []byte(path), st
 	}
 	return nil, fuse.EINVAL
 }

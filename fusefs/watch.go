@@ -14,7 +14,7 @@ import (
 // (contents.change_seq) and the thumbnails of theirs (thumbnails.change_seq)
 // lose their cached entries, attributes and listings. It runs in its own
 // goroutine: notifying from a FUSE handler deadlocks.
-func (f *FS) watch(ctx context.Context, w *store.Watcher, seq, thumbSeq int64) {
+func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 	defer w.Close()
 	t := time.NewTicker(f.cfg.PollInterval)
 	defer t.Stop()
@@ -35,29 +35,35 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, seq, thumbSeq int64) {
 			continue
 		}
 		f.statusChanged()
-		seq = f.applyChanges(ctx, seq)
-		f.appliedSeq.Store(seq)
-		thumbSeq = f.applyThumbChanges(ctx, thumbSeq)
+		s.groups = f.applyChanges(ctx, s.groups)
+		f.appliedSeq.Store(s.groups)
+		s.thumbs = f.applyThumbChanges(ctx, s.thumbs)
+		s.folders = f.applyFolderChanges(ctx, s.folders)
 	}
 }
+
+// feeds are the last change the kernel was told of, per change feed.
+type feeds struct{ groups, thumbs, folders int64 }
 
 // startWatch takes the watcher's baseline (data_version and the last
 // changes) before the mount serves anything, so no commit after it goes
 // unseen.
-func (f *FS) startWatch() (w *store.Watcher, seq, thumbSeq int64, err error) {
+func (f *FS) startWatch() (w *store.Watcher, s feeds, err error) {
 	ctx := dbctx()
 	w, err = f.db.NewWatcher(ctx)
 	if err != nil {
-		return nil, 0, 0, err
+		return nil, s, err
 	}
-	if seq, _, err = f.db.LastChange(ctx); err == nil {
-		thumbSeq, _, err = f.db.LastThumbChange(ctx)
+	if s.groups, _, err = f.db.LastChange(ctx); err == nil {
+		if s.thumbs, _, err = f.db.LastThumbChange(ctx); err == nil {
+			s.folders, _, err = f.db.LastFolderChange(ctx)
+		}
 	}
 	if err != nil {
 		w.Close()
-		return nil, 0, 0, err
+		return nil, s, err
 	}
-	return w, seq, thumbSeq, nil
+	return w, s, nil
 }
 
 // applyChanges notifies the kernel of every change after seq and returns

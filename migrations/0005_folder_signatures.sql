@@ -85,3 +85,5 @@ CREATE TABLE folder_group_members (
 ) WITHOUT ROWID;
 CREATE INDEX folder_group_members_name ON folder_group_members (group_id, name, folder_id);
 INSERT INTO counters (name, value) VALUES ('folder_seq', 0);
+CREATE INDEX folder_groups_change ON folder_groups (change_seq);
+CREATE INDEX folder_group_members_folder ON folder_group_members (folder_id);

@@ -170,6 +170,9 @@ func (db *DB) SubtreeContents(ctx context.Context, dir string) (files []SubtreeF
 // one that changed or went moves the folder change feed on.
 func (db *DB) rebuildFolderGroups(ctx context.Context) error {
 	groups, err := db.ExactFolderGroups(ctx, false, 1)
+	if err == nil {
+		groups, err = db.confirmed(ctx, groups)
+	}
 	if err != nil {
 		return err
 	}

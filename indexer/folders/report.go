@@ -1,7 +1,6 @@
 package folders
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
@@ -109,9 +108,8 @@ func Build(ctx context.Context, db *store.DB, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// exactGroups reads the groups by signature and confirms each one: the
-// sorted contents (with Layout, relative paths and contents) of every
-// folder must equal those of another folder of the group.
+// exactGroups reads the groups by signature and confirms each one
+// (store.ConfirmFolders).
 func exactGroups(ctx context.Context, db *store.DB, opts Options) ([]Exact, error) {
 	gs, err := db.ExactFolderGroups(ctx, opts.Layout, opts.MinSize)
 	if err != nil {
@@ -119,57 +117,22 @@ func exactGroups(ctx context.Context, db *store.DB, opts Options) ([]Exact, erro
 	}
 	var out []Exact
 	for _, g := range gs {
-		var classes [][]string
-		var keys [][]byte
-		for _, f := range g.Folders {
-			files, known, err := db.SubtreeContents(ctx, f.Path)
-			if err != nil {
-				return nil, err
-			}
-			if !known {
-				continue
-			}
-			k := contentKey(files, opts.Layout)
-			found := false
-			for i := range keys {
-				if bytes.Equal(keys[i], k) {
-					classes[i] = append(classes[i], f.Path)
-					found = true
-					break
-				}
-			}
-			if !found {
-				keys = append(keys, k)
-				classes = append(classes, []string{f.Path})
-			}
+		classes, err := db.ConfirmFolders(ctx, g, opts.Layout)
+		if err != nil {
+			return nil, err
 		}
 		for _, c := range classes {
-			if len(c) > 1 {
-				out = append(out, Exact{Key: g.Key(db.HashAlgo()), Files: g.Files, Bytes: g.Bytes, Folders: c})
+			if len(c) < 2 {
+				continue
 			}
+			e := Exact{Key: g.Key(db.HashAlgo()), Files: g.Files, Bytes: g.Bytes}
+			for _, f := range c {
+				e.Folders = append(e.Folders, f.Path)
+			}
+			out = append(out, e)
 		}
 	}
 	return out, nil
-}
-
-// contentKey is a folder's content as comparable bytes: its files' content
-// terms sorted, each with its relative path when layout matters.
-func contentKey(files []store.SubtreeFile, layout bool) []byte {
-	ks := make([]string, len(files))
-	for i, f := range files {
-		b := f.Term.Bytes()
-		ks[i] = string(b[:])
-		if layout {
-			ks[i] = f.Rel + "\x00" + ks[i]
-		}
-	}
-	sort.Strings(ks)
-	var buf bytes.Buffer
-	for _, k := range ks {
-		buf.WriteString(k)
-		buf.WriteByte(0)
-	}
-	return buf.Bytes()
 }
 
 // comparePair lists what two folders share and what only one holds, file

@@ -1,0 +1,158 @@
+package fusefs
+
+import (
+	"context"
+	"errors"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// /by-folder/<algo>:<hex>/<name>: the exact groups of duplicate folders,
+// each a folder of symlinks to its folders, named as copies are in
+// /by-hash (the basename, ~<folder id> for a repeat).
+
+// folderKey is a folder group's name.
+func (f *FS) folderKey(g store.FolderGroupInfo) string { return store.GroupKey(f.db.HashAlgo(), g.Sig) }
+
+func (f *FS) lookupFolderGroup(name string, out *fuse.EntryOut) fuse.Status {
+	algo, sig, err := store.ParseKey(name)
+	if err != nil || algo != f.db.HashAlgo() {
+		return fuse.ENOENT
+	}
+	g, err := f.db.FolderGroupBySig(dbctx(), sig)
+	if err != nil {
+		return f.status("look up folder group", err)
+	}
+	node := ino(kindFolderGroup, g.ID)
+	f.dirAttr(&out.Attr, node, g.ChangedAt)
+	return entry(out, node, rowTimeout)
+}
+
+func (f *FS) lookupFolderLink(groupID int64, name string, out *fuse.EntryOut) fuse.Status {
+	ctx := dbctx()
+	g, err := f.db.FolderGroupByID(ctx, groupID)
+	if err != nil {
+		return f.status("read folder group", err)
+	}
+	m, err := f.db.FolderMemberByName(ctx, groupID, name)
+	if errors.Is(err, store.ErrNotFound) {
+		id, ok := suffixID(name)
+		if !ok {
+			return fuse.ENOENT
+		}
+		m, err = f.db.FolderMemberByID(ctx, groupID, id)
+		if err == nil && linkName(m.Name, m.FolderID, m.First) != name {
+			err = store.ErrNotFound
+		}
+	}
+	if err != nil {
+		return f.status("look up folder", err)
+	}
+	node := ino(kindFolderLink, m.FolderID)
+	f.linkAttr(&out.Attr, node, m.Path, g.ChangedAt)
+	return entry(out, node, linkTimeout)
+}
+
+// folderLink reads what a folder link shows: its target and its group's
+// change time.
+func (f *FS) folderLink(folderID int64) (string, time.Time, fuse.Status) {
+	ctx := dbctx()
+	m, err := f.db.FolderMemberOf(ctx, folderID)
+	if err != nil {
+		return "", time.Time{}, f.status("read folder", err)
+	}
+	g, err := f.db.FolderGroupByID(ctx, m.GroupID)
+	if err != nil {
+		return "", time.Time{}, f.status("read folder group", err)
+	}
+	return m.Path, g.ChangedAt, fuse.OK
+}
+
+// getattrFolder fills the attributes of a node of /by-folder.
+func (f *FS) getattrFolder(node uint64, a *fuse.Attr) (time.Duration, fuse.Status) {
+	kind, id := split(node)
+	switch {
+	case node == inoByFolder:
+		f.dirAttr(a, node, f.lastFolderChange())
+		return time.Second, fuse.OK
+	case kind == kindFolderGroup:
+		g, err := f.db.FolderGroupByID(dbctx(), id)
+		if err != nil {
+			return 0, f.status("read folder group", err)
+		}
+		f.dirAttr(a, node, g.ChangedAt)
+		return rowTimeout, fuse.OK
+	case kind == kindFolderLink:
+		path, changed, st := f.folderLink(id)
+		if st == fuse.OK {
+			f.linkAttr(a, node, path, changed)
+		}
+		return linkTimeout, st
+	}
+	return 0, fuse.ENOENT
+}
+
+func (f *FS) lastFolderChange() time.Time {
+	_, t, err := f.db.LastFolderChange(dbctx())
+	if err != nil {
+		f.logf("dupefs: read last folder change: %v", err)
+	}
+	return t
+}
+
+// listFolderGroups lists the folder groups by id, with their attributes.
+func (f *FS) listFolderGroups(ctx context.Context, off uint64) ([]listed, error) {
+	gs, err := f.db.FolderGroupsPage(ctx, idAfter(off), pageSize)
+	out := make([]listed, 0, len(gs))
+	for _, g := range gs {
+		out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.folderKey(g), Mode: syscall.S_IFDIR,
+			Ino: ino(kindFolderGroup, g.ID), Off: offID(g.ID)}, plus: true, mtime: g.ChangedAt})
+	}
+	return out, err
+}
+
+// folderLister lists the folders of a group by name, then id; an entry's
+// offset is its folder id.
+func (f *FS) folderLister(groupID int64) fetchFunc {
+	return func(ctx context.Context, off uint64) ([]listed, error) {
+		ms, err := f.db.FolderMembersPage(ctx, groupID, idAfter(off), pageSize)
+		out := make([]listed, 0, len(ms))
+		for _, m := range ms {
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FolderID, m.First),
+				Mode: syscall.S_IFLNK, Ino: ino(kindFolderLink, m.FolderID), Off: offID(m.FolderID)}})
+		}
+		return out, err
+	}
+}
+
+// applyFolderChanges tells the kernel of every folder group changed after
+// seq and returns the last change seen.
+func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
+	any := false
+	for {
+		qctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		cs, err := f.db.FolderChangesSince(qctx, seq, 1000)
+		cancel()
+		if err != nil {
+			f.logf("dupefs: read folder changes: %v", err)
+			return seq
+		}
+		for _, c := range cs {
+			f.srv.EntryNotify(inoByFolder, store.GroupKey(f.db.HashAlgo(), c.Sig))
+			f.srv.InodeNotify(ino(kindFolderGroup, c.ID), 0, 0)
+			seq, any = c.Seq, true
+		}
+		if len(cs) < 1000 {
+			break
+		}
+	}
+	if any {
+		f.srv.InodeNotify(inoByFolder, 0, 0)
+		f.srv.InodeNotify(inoRoot, 0, 0)
+	}
+	return seq
+}

@@ -1,0 +1,190 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"time"
+)
+
+// The queries of /by-folder in the mounted view: the exact folder groups
+// rebuildFolderGroups keeps, in keyset pages.
+
+// FolderGroupInfo is an exact folder group as the view shows it.
+type FolderGroupInfo struct {
+	ID        int64
+	Sig       []byte
+	Files     int64 // of one folder
+	Bytes     int64
+	Folders   int64
+	ChangedAt time.Time
+}
+
+const folderGroupCols = "id, sig, files, bytes, folders, changed_at"
+
+func scanFolderGroups(rows *sql.Rows, err error) ([]FolderGroupInfo, error) {
+	if err != nil {
+		return nil, classify("list folder groups", err)
+	}
+	defer rows.Close()
+	var out []FolderGroupInfo
+	for rows.Next() {
+		var g FolderGroupInfo
+		var at int64
+		if err := rows.Scan(&g.ID, &g.Sig, &g.Files, &g.Bytes, &g.Folders, &at); err != nil {
+			return nil, classify("list folder groups", err)
+		}
+		g.ChangedAt = time.UnixMilli(at)
+		out = append(out, g)
+	}
+	return out, classify("list folder groups", rows.Err())
+}
+
+func oneFolderGroup(gs []FolderGroupInfo, err error) (FolderGroupInfo, error) {
+	if err == nil && len(gs) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return FolderGroupInfo{}, err
+	}
+	return gs[0], nil
+}
+
+// FolderGroupsPage lists the live folder groups by id, after afterID.
+func (db *DB) FolderGroupsPage(ctx context.Context, afterID int64, limit int) ([]FolderGroupInfo, error) {
+	return scanFolderGroups(db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
+		WHERE folders > 1 AND id > ? ORDER BY id LIMIT ?`, afterID, limit))
+}
+
+// FolderGroupBySig finds a live folder group by its signature.
+func (db *DB) FolderGroupBySig(ctx context.Context, sig []byte) (FolderGroupInfo, error) {
+	return oneFolderGroup(scanFolderGroups(db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
+		WHERE sig = ? AND folders > 1`, sig)))
+}
+
+// FolderGroupByID finds a live folder group by id.
+func (db *DB) FolderGroupByID(ctx context.Context, id int64) (FolderGroupInfo, error) {
+	return oneFolderGroup(scanFolderGroups(db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
+		WHERE id = ? AND folders > 1`, id)))
+}
+
+// FolderMember is a folder of a folder group. First is set when no folder
+// of the group with a lower id has the same basename.
+type FolderMember struct {
+	GroupID  int64
+	FolderID int64
+	Name     string
+	First    bool
+	Path     string
+}
+
+const folderMemberCols = `m.group_id, m.folder_id, m.name,
+	NOT EXISTS (SELECT 1 FROM folder_group_members o WHERE o.group_id = m.group_id AND o.name = m.name
+	              AND o.folder_id < m.folder_id),
+	d.path`
+
+func scanFolderMembers(rows *sql.Rows, err error) ([]FolderMember, error) {
+	if err != nil {
+		return nil, classify("list folders of a group", err)
+	}
+	defer rows.Close()
+	var out []FolderMember
+	for rows.Next() {
+		var m FolderMember
+		if err := rows.Scan(&m.GroupID, &m.FolderID, &m.Name, &m.First, &m.Path); err != nil {
+			return nil, classify("list folders of a group", err)
+		}
+		out = append(out, m)
+	}
+	return out, classify("list folders of a group", rows.Err())
+}
+
+// FolderMembersPage lists a group's folders by name, then id, after the
+// folder afterID (0: from the start).
+func (db *DB) FolderMembersPage(ctx context.Context, groupID, afterID int64, limit int) ([]FolderMember, error) {
+	return scanFolderMembers(db.query(ctx, `SELECT `+folderMemberCols+`
+		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
+		WHERE m.group_id = ?1 AND (?2 = 0 OR (m.name, m.folder_id) >
+		  ((SELECT name FROM folder_group_members WHERE group_id = ?1 AND folder_id = ?2), ?2))
+		ORDER BY m.name, m.folder_id LIMIT ?3`, groupID, afterID, limit))
+}
+
+// FolderMemberByName finds the first folder (lowest id) of a group with
+// that basename.
+func (db *DB) FolderMemberByName(ctx context.Context, groupID int64, name string) (FolderMember, error) {
+	ms, err := scanFolderMembers(db.query(ctx, `SELECT `+folderMemberCols+`
+		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
+		WHERE m.group_id = ? AND m.name = ? ORDER BY m.folder_id LIMIT 1`, groupID, name))
+	if err == nil && len(ms) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return FolderMember{}, err
+	}
+	return ms[0], nil
+}
+
+// FolderMemberByID finds a folder of a group by its id.
+func (db *DB) FolderMemberByID(ctx context.Context, groupID, folderID int64) (FolderMember, error) {
+	ms, err := scanFolderMembers(db.query(ctx, `SELECT `+folderMemberCols+`
+		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
+		WHERE m.group_id = ? AND m.folder_id = ?`, groupID, folderID))
+	if err == nil && len(ms) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return FolderMember{}, err
+	}
+	return ms[0], nil
+}
+
+// FolderMemberOf finds a folder that is in a live group, with its group.
+func (db *DB) FolderMemberOf(ctx context.Context, folderID int64) (FolderMember, error) {
+	ms, err := scanFolderMembers(db.query(ctx, `SELECT `+folderMemberCols+`
+		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
+		WHERE m.folder_id = ? LIMIT 1`, folderID))
+	if err == nil && len(ms) == 0 {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return FolderMember{}, err
+	}
+	return ms[0], nil
+}
+
+// FolderChange is a folder group that appeared, changed or went.
+type FolderChange struct {
+	Seq  int64
+	ID   int64
+	Sig  []byte
+	Live bool
+}
+
+// FolderChangesSince returns the folder groups changed after seq, in order.
+func (db *DB) FolderChangesSince(ctx context.Context, seq int64, limit int) ([]FolderChange, error) {
+	rows, err := db.query(ctx, `SELECT change_seq, id, sig, folders > 1 FROM folder_groups
+		WHERE change_seq > ? ORDER BY change_seq LIMIT ?`, seq, limit)
+	if err != nil {
+		return nil, classify("read folder changes", err)
+	}
+	defer rows.Close()
+	var out []FolderChange
+	for rows.Next() {
+		var c FolderChange
+		if err := rows.Scan(&c.Seq, &c.ID, &c.Sig, &c.Live); err != nil {
+			return nil, classify("read folder changes", err)
+		}
+		out = append(out, c)
+	}
+	return out, classify("read folder changes", rows.Err())
+}
+
+// LastFolderChange returns the latest folder change and when it happened.
+func (db *DB) LastFolderChange(ctx context.Context) (int64, time.Time, error) {
+	var seq, at int64
+	err := db.queryRow(ctx, `SELECT change_seq, changed_at FROM folder_groups ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, time.Time{}, nil
+	}
+	return seq, time.UnixMilli(at), classify("read last folder change", err)
+}
