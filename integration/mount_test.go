@@ -137,6 +137,8 @@ type statusOf struct {
 		Files        int  `json:"files"`
 		Groups       int  `json:"groups"`
 		Queued       int  `json:"queued"`
+		FolderGroups int  `json:"folder_groups"`
+		FolderWasted int  `json:"folder_wasted_bytes"`
 		HashUpToDate bool `json:"hash_up_to_date"`
 	} `json:"totals"`
 	Roots []struct {

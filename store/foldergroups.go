@@ -130,10 +130,13 @@ func applyFolderRules(classes []FolderGroup) []FolderGroup {
 // SubtreeFile is a non-empty file of a folder's subtree, with its content
 // term and its path relative to the folder.
 type SubtreeFile struct {
+	GroupFile
 	Rel  string
 	Size int64
 	Term Sig
-	Hash bool // its full hash is known (else the term is its inode's)
+	Algo string
+	Sum  []byte // its full hash, when known (else Term is its inode's)
+	Hash bool   // Sum is set
 }
 
 // SubtreeContents lists the live non-empty files of a folder's subtree,
@@ -141,7 +144,7 @@ type SubtreeFile struct {
 // content is not settled yet.
 func (db *DB) SubtreeContents(ctx context.Context, dir string) (files []SubtreeFile, known bool, err error) {
 	rows, err := db.query(ctx, `SELECT d.path, f.name, f.size, f.hash_status, coalesce(f.hash_algo, ''), f.content_hash,
-		f.dev, f.ino FROM folders d JOIN files f ON f.folder_id = d.id
+		f.dev, f.ino, f.id, f.root_id, f.nlink, f.mtime_ns FROM folders d JOIN files f ON f.folder_id = d.id
 		WHERE (d.path = ?1 OR (d.path > ?2 AND d.path < ?3)) AND f.missing = 0 AND f.size > 0`,
 		dir, strings.TrimSuffix(dir, "/")+"/", strings.TrimSuffix(dir, "/")+"0")
 	if err != nil {
@@ -150,16 +153,18 @@ func (db *DB) SubtreeContents(ctx context.Context, dir string) (files []SubtreeF
 	defer rows.Close()
 	known = true
 	for rows.Next() {
-		var d, name, status, algo string
-		var size, dev, ino int64
-		var hash []byte
-		if err := rows.Scan(&d, &name, &size, &status, &algo, &hash, &dev, &ino); err != nil {
+		var d, name, status string
+		var f SubtreeFile
+		if err := rows.Scan(&d, &name, &f.Size, &status, &f.Algo, &f.Sum, &f.Dev, &f.Ino, &f.ID, &f.RootID,
+			&f.Nlink, &f.MtimeNS); err != nil {
 			return nil, false, classify("read a folder's files", err)
 		}
-		t, ok := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
+		t, ok := fileTerm(status, f.Algo, f.Size, f.Sum, f.Dev, f.Ino)
 		known = known && ok
-		rel := strings.TrimPrefix(strings.TrimPrefix(JoinPath(d, name), dir), "/")
-		files = append(files, SubtreeFile{Rel: rel, Size: size, Term: t, Hash: hash != nil})
+		f.Path = JoinPath(d, name)
+		f.Rel = strings.TrimPrefix(strings.TrimPrefix(f.Path, dir), "/")
+		f.Term, f.Hash = t, f.Sum != nil
+		files = append(files, f)
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Rel < files[j].Rel })
 	return files, known, classify("read a folder's files", rows.Err())

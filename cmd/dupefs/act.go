@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -33,7 +34,7 @@ func actFlags() []cli.Flag {
 			Usage: "which file of a group stays: " + strings.Join(act.KeepRules, ", ") + " (ties: the lowest file id)"},
 		&cli.StringSliceFlag{Name: "prefer", Usage: "keep a file under `PATH` first (repeatable, in order)"},
 		&cli.Int64Flag{Name: "min-size", Value: 1, Usage: "leave groups of files under `N` bytes alone"},
-		&cli.StringSliceFlag{Name: "group", Usage: "act on the group `KEY` only (<algo>:<hex>; repeatable)"},
+		&cli.StringSliceFlag{Name: "group", Usage: "act on the group `KEY` only: of files (dupefs groups, /by-hash) or of folders (dupefs folders, /by-folder); repeatable"},
 		&cli.StringFlag{Name: "from-report", Usage: "act on the groups and paths of an fclones json or text `FILE` (as dupefs groups writes it; - for stdin)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print what would be done, one line per action, and change nothing"},
 	}
@@ -160,6 +161,9 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 			return err
 		}
 		specs, notes, err := act.Plan(ctx, db, sel, roots)
+		if errors.Is(err, act.ErrNoGroup) {
+			return usageErrorf("--group %v", err)
+		}
 		if err != nil {
 			return err
 		}

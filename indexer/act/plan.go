@@ -38,7 +38,7 @@ type Selection struct {
 	Keep    string   // a keep rule ("": oldest)
 	Prefer  []string // folders whose copies are kept first, in this order
 	MinSize int64    // groups of smaller files are left alone
-	Groups  []string // group keys to act on (nil: every group)
+	Groups  []string // keys of groups of files or of folders to act on (nil: every group of files)
 	// Report, when set, names the groups to act on and the paths in
 	// them (an fclones report, maybe edited): only the listed paths are
 	// touched, and the file kept is one of them.
@@ -75,11 +75,18 @@ func Plan(ctx context.Context, db *store.DB, sel Selection, roots []store.Root) 
 	if sel.Report != nil {
 		return p.specs, p.notes, p.fromReport(ctx, db)
 	}
+	keys, err := p.planFolders(ctx, db, sel.Groups)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(sel.Groups) > 0 && len(keys) == 0 {
+		return p.specs, p.notes, nil // folder groups only
+	}
 	want := map[string]bool{}
-	for _, k := range sel.Groups {
+	for _, k := range keys {
 		want[k] = true
 	}
-	err := db.Report(ctx, store.GroupQuery{MinSize: max(sel.MinSize, 1)}, nil, func(g store.Group, files []store.GroupFile) error {
+	err = db.Report(ctx, store.GroupQuery{MinSize: max(sel.MinSize, 1)}, nil, func(g store.Group, files []store.GroupFile) error {
 		if len(want) > 0 && !want[g.Key()] {
 			return nil
 		}

@@ -1,0 +1,171 @@
+package act
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// Folder groups (seed 003): --group may name an exact folder group, as
+// dupefs folders and /by-folder name it. One folder of the group is kept
+// (under the first --prefer folder that holds one; else by the keep rule:
+// oldest, the folder holding the oldest file; newest, the one holding the
+// newest; first-root and shortest-path on the folders' paths); every file
+// of the other folders is acted on, its counterpart of the same content in
+// the kept folder kept.
+
+// ErrNoGroup: a --group key names no group of the index.
+var ErrNoGroup = errors.New("no such group in the index")
+
+// planFolders plans the folder groups among keys and returns the keys left
+// (content groups). A key that is neither is an error.
+func (p *planner) planFolders(ctx context.Context, db *store.DB, keys []string) ([]string, error) {
+	var rest []string
+	for _, k := range keys {
+		algo, sum, err := store.ParseKey(k)
+		if err != nil {
+			return nil, err
+		}
+		if _, err := db.Group(ctx, algo, sum); err == nil {
+			rest = append(rest, k)
+			continue
+		} else if err != store.ErrNotFound {
+			return nil, err
+		}
+		if algo != db.HashAlgo() {
+			return nil, fmt.Errorf("%s: %w", k, ErrNoGroup)
+		}
+		g, err := db.FolderGroupBySig(ctx, sum)
+		if err == store.ErrNotFound {
+			return nil, fmt.Errorf("%s: %w (of files or of folders)", k, ErrNoGroup)
+		}
+		if err != nil {
+			return nil, err
+		}
+		if err := p.folderGroup(ctx, db, g); err != nil {
+			return nil, err
+		}
+	}
+	return rest, nil
+}
+
+// folderGroup plans one folder group.
+func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderGroupInfo) error {
+	ms, err := db.FolderMembersPage(ctx, g.ID, 0, 1<<20)
+	if err != nil {
+		return err
+	}
+	type folder struct {
+		path           string
+		files          []store.SubtreeFile
+		oldest, newest int64
+		root           int64
+	}
+	var fs []*folder
+	for _, m := range ms {
+		files, known, err := db.SubtreeContents(ctx, m.Path)
+		if err != nil {
+			return err
+		}
+		if !known {
+			return fmt.Errorf("folder %s: some files are not hashed yet (run dupefs index)", store.EscapePath(m.Path))
+		}
+		f := &folder{path: m.Path, files: files}
+		for i, sf := range files {
+			if i == 0 || sf.MtimeNS < f.oldest {
+				f.oldest = sf.MtimeNS
+			}
+			if i == 0 || sf.MtimeNS > f.newest {
+				f.newest = sf.MtimeNS
+			}
+			f.root = sf.RootID
+		}
+		fs = append(fs, f)
+	}
+	if len(fs) < 2 {
+		return nil
+	}
+	// The folder kept.
+	before := func(a, b *folder) bool {
+		switch p.sel.Keep {
+		case KeepNewest:
+			if a.newest != b.newest {
+				return a.newest > b.newest
+			}
+		case KeepFirstRoot:
+			if ra, rb := p.rootOrder[a.root], p.rootOrder[b.root]; ra != rb {
+				return ra < rb
+			}
+		case KeepShortestPath:
+			if len(a.path) != len(b.path) {
+				return len(a.path) < len(b.path)
+			}
+		default:
+			if a.oldest != b.oldest {
+				return a.oldest < b.oldest
+			}
+		}
+		return a.path < b.path
+	}
+	cands := fs
+	for _, pref := range p.sel.Prefer {
+		var under []*folder
+		for _, f := range fs {
+			if store.Within(pref, f.path) {
+				under = append(under, f)
+			}
+		}
+		if len(under) > 0 {
+			cands = under
+			break
+		}
+	}
+	keep := cands[0]
+	for _, f := range cands[1:] {
+		if before(f, keep) {
+			keep = f
+		}
+	}
+	// Each file of another folder is acted on against a file of the same
+	// content in the kept folder.
+	partners := map[store.Sig][]store.SubtreeFile{}
+	for _, f := range keep.files {
+		partners[f.Term] = append(partners[f.Term], f)
+	}
+	done := map[[2]uint64]bool{}
+	for _, f := range fs {
+		if f == keep {
+			continue
+		}
+		for _, c := range f.files {
+			ks := partners[c.Term]
+			if len(ks) == 0 {
+				return fmt.Errorf("folder %s: %s has no counterpart in %s: the folders differ now (run dupefs index)",
+					store.EscapePath(f.path), store.EscapePath(c.Rel), store.EscapePath(keep.path))
+			}
+			k := ks[0]
+			for _, o := range ks {
+				if o.Rel == c.Rel { // the same relative path, when there is one
+					k = o
+				}
+			}
+			ino := [2]uint64{c.Dev, c.Ino}
+			switch {
+			case c.Size < max(p.sel.MinSize, 1):
+				continue
+			case c.Dev == k.Dev && c.Ino == k.Ino:
+				p.notes = append(p.notes, Note{c.Path, "a hard link of the kept file " + store.EscapePath(k.Path)})
+				continue
+			case done[ino]:
+				p.notes = append(p.notes, Note{c.Path, "a hard link of a copy acted on already"})
+				continue
+			}
+			done[ino] = true
+			p.specs = append(p.specs, store.ActionSpec{Op: p.sel.Op, Algo: c.Algo, Hash: c.Sum, Size: c.Size,
+				Copy: ref(c.GroupFile), Keep: ref(k.GroupFile)})
+		}
+	}
+	return nil
+}
