@@ -3,6 +3,7 @@ package indexer
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Progress is updated by the indexer while it works; read it from any
@@ -40,6 +41,8 @@ type Progress struct {
 	mu     sync.Mutex
 	phase  string
 	detail string
+	since  time.Time                // when phase began
+	spent  map[string]time.Duration // time in each phase that ended
 }
 
 // startPass records that hash pass n begins and reads at most bytes.
@@ -50,11 +53,30 @@ func (p *Progress) startPass(n int32, bytes int64) {
 }
 
 // SetPhase records what the indexer does now ("scan", "hash", "wait",
-// "thumbs", "done") and a detail (a root path, who it waits for).
+// "folders", "thumbs", "done") and a detail (a root path, who it waits
+// for), and adds the time since the last call to the phase that ends.
 func (p *Progress) SetPhase(phase, detail string) {
 	p.mu.Lock()
-	p.phase, p.detail = phase, detail
+	now := time.Now()
+	if p.phase != "" {
+		if p.spent == nil {
+			p.spent = map[string]time.Duration{}
+		}
+		p.spent[p.phase] += now.Sub(p.since)
+	}
+	p.phase, p.detail, p.since = phase, detail, now
 	p.mu.Unlock()
+}
+
+// Spent returns the time spent in each phase that ended.
+func (p *Progress) Spent() map[string]time.Duration {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	out := make(map[string]time.Duration, len(p.spent))
+	for k, v := range p.spent {
+		out[k] = v
+	}
+	return out
 }
 
 // Phase returns what SetPhase recorded last.

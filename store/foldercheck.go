@@ -9,8 +9,9 @@ import (
 
 // VerifyFolderSigs sums every folder's signatures again from scratch and
 // lists the folders whose stored sums differ (at most 10), skipping those
-// still waiting in folder_dirty and their ancestors. It reads the whole
-// index: for `index --check` and for tests of the incremental update.
+// still waiting in folder_dirty and their ancestors; when none waits, it
+// also finds the folder groups from scratch and compares them with those
+// stored. It reads the whole index: for tests of the incremental update.
 func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 	var bad []string
 	err := db.read(ctx, func(tx *Tx) error {
@@ -110,5 +111,32 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 		}
 		return nil
 	})
-	return bad, err
+	if err != nil || len(bad) > 0 {
+		return bad, err
+	}
+	var n int64
+	if err := db.queryRow(ctx, "SELECT count(*) FROM folder_dirty").Scan(&n); err != nil || n > 0 {
+		return bad, classify("count changed folders", err)
+	}
+	// The stored groups are those a search from scratch finds.
+	want, err := db.ExactFolderGroups(ctx, false, 1)
+	if err != nil {
+		return nil, err
+	}
+	have, err := db.FolderGroups(ctx, 1)
+	if err != nil {
+		return nil, err
+	}
+	str := func(gs []FolderGroup) string {
+		var out []string
+		for _, g := range gs {
+			out = append(out, fmt.Sprint(g.Files, g.Bytes, folderIDs(g)))
+		}
+		sort.Strings(out)
+		return strings.Join(out, "; ")
+	}
+	if a, b := str(have), str(want); a != b {
+		bad = append(bad, fmt.Sprintf("stored folder groups %s, found %s", a, b))
+	}
+	return bad, nil
 }

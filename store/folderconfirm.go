@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"slices"
 	"sort"
 )
 
@@ -57,53 +56,4 @@ func contentKey(files []SubtreeFile, layout bool) []byte {
 		buf.WriteByte(0)
 	}
 	return buf.Bytes()
-}
-
-// confirmed keeps, of each group, its largest confirmed class of two or
-// more folders (the view shows one group per signature). Groups the view
-// holds already with the same folders were confirmed when they got them.
-func (db *DB) confirmed(ctx context.Context, groups []FolderGroup) ([]FolderGroup, error) {
-	held := map[string][]int64{}
-	rows, err := db.query(ctx, `SELECT g.sig, m.folder_id FROM folder_groups g
-		JOIN folder_group_members m ON m.group_id = g.id ORDER BY g.id, m.folder_id`)
-	if err != nil {
-		return nil, classify("read folder groups", err)
-	}
-	for rows.Next() {
-		var sig []byte
-		var id int64
-		if err := rows.Scan(&sig, &id); err != nil {
-			rows.Close()
-			return nil, classify("read folder groups", err)
-		}
-		held[string(sig)] = append(held[string(sig)], id)
-	}
-	rows.Close()
-	out := groups[:0]
-	for _, g := range groups {
-		ids := make([]int64, len(g.Folders))
-		for i, f := range g.Folders {
-			ids[i] = f.ID
-		}
-		slices.Sort(ids)
-		if slices.Equal(held[string(g.Sig)], ids) {
-			out = append(out, g)
-			continue
-		}
-		classes, err := db.ConfirmFolders(ctx, g, false)
-		if err != nil {
-			return nil, err
-		}
-		var best []FolderRef
-		for _, c := range classes {
-			if len(c) > len(best) {
-				best = c
-			}
-		}
-		if len(best) > 1 {
-			g.Folders = best
-			out = append(out, g)
-		}
-	}
-	return out, nil
 }

@@ -17,28 +17,98 @@ const folderChunk = 2000
 // ancestors, never the tree. It then rebuilds the exact folder groups when
 // any folder was folded in, and returns how many folders' sums it wrote.
 func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
-	folded, written := 0, 0
+	bulk, err := db.startFold(ctx)
+	if err != nil {
+		return 0, err
+	}
+	var all fold
 	for {
-		n, w := 0, 0
+		var f fold
 		err := db.Write(ctx, func(tx *Tx) (err error) {
-			n, w, err = tx.foldFolders()
+			f, err = tx.foldFolders()
 			return err
 		})
 		if err != nil {
-			return written, err
+			return len(all.moves), err
 		}
-		folded += n
-		written += w
-		if n < folderChunk {
+		all.folded += f.folded
+		all.moves = append(all.moves, f.moves...)
+		all.deleted = all.deleted || f.deleted
+		if f.folded < folderChunk {
 			break
 		}
 	}
-	if folded > 0 {
-		if err := db.rebuildFolderGroups(ctx); err != nil {
-			return written, err
+	if bulk {
+		if err := db.Write(ctx, func(tx *Tx) error {
+			_, err := tx.exec("build folders_sig", sigIndexSQL)
+			return err
+		}); err != nil {
+			return len(all.moves), err
 		}
 	}
-	return written, nil
+	switch {
+	case all.folded == 0:
+	case all.deleted || len(all.moves) > maxGroupMoves:
+		err = db.rebuildFolderGroups(ctx)
+	default:
+		err = db.updateFolderGroups(ctx, all.moves)
+	}
+	return len(all.moves), err
+}
+
+// sigIndexSQL is the index by content signature (migration 0005), dropped
+// while a first index folds every folder in: keeping it in step row by row
+// cost a third of that fold (0.8 of 2.5 s on 90k folders), building it
+// after takes a tenth of a second.
+const sigIndexSQL = "CREATE INDEX IF NOT EXISTS folders_sig ON folders (tree_sig) WHERE tree_files > 0 AND missing = 0"
+
+// startFold drops folders_sig when most folders wait to be folded in (a
+// first index), and builds it again if a fold that dropped it was killed.
+func (db *DB) startFold(ctx context.Context) (bulk bool, err error) {
+	err = db.Write(ctx, func(tx *Tx) error {
+		var dirty, all int64
+		err := tx.tx.QueryRowContext(tx.ctx, "SELECT (SELECT count(*) FROM folder_dirty), (SELECT count(*) FROM folders)").Scan(&dirty, &all)
+		if err != nil {
+			return classify("count changed folders", err)
+		}
+		bulk = dirty > 10000 && dirty > all/2
+		q := sigIndexSQL
+		if bulk {
+			q = "DROP INDEX IF EXISTS folders_sig"
+		}
+		_, err = tx.exec("prepare the fold", q)
+		return err
+	})
+	return bulk, err
+}
+
+// maxGroupMoves: past this many folders with new sums, the folder groups
+// are found again in one pass rather than class by class.
+var maxGroupMoves = 5000
+
+// fold is what folding changed folders in did.
+type fold struct {
+	folded  int       // folders of folder_dirty folded in
+	moves   []sigMove // folders whose sums changed
+	deleted bool      // some noted folders were deleted: groups must be found again
+}
+
+// classKey is what folders of one exact group share.
+type classKey struct {
+	sig          [32]byte
+	files, bytes int64
+}
+
+// sigMove is a folder whose sums changed, with its class before and after
+// (ok: it could be in a group: files, all settled).
+type sigMove struct {
+	id           int64
+	old, new     classKey
+	oldOK, newOK bool
+}
+
+func (f *folderSums) key() (classKey, bool) {
+	return classKey{f.treeSig.Bytes(), f.treeFiles, f.treeBytes}, f.treeFiles > 0 && f.treePending == 0
 }
 
 // folderSums are a folder's stored sums.
@@ -60,10 +130,10 @@ func (f *folderSums) term() Sig {
 	return dirLayoutTerm(f.name, f.treeLay)
 }
 
-func (tx *Tx) foldFolders() (folded, written int, err error) {
+func (tx *Tx) foldFolders() (res fold, err error) {
 	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT folder_id, recount FROM folder_dirty LIMIT ?", folderChunk)
 	if err != nil {
-		return 0, 0, classify("read changed folders", err)
+		return res, classify("read changed folders", err)
 	}
 	var dirty []int64
 	recount := map[int64]bool{}
@@ -72,7 +142,7 @@ func (tx *Tx) foldFolders() (folded, written int, err error) {
 		var re bool
 		if err := rows.Scan(&id, &re); err != nil {
 			rows.Close()
-			return 0, 0, classify("read changed folders", err)
+			return res, classify("read changed folders", err)
 		}
 		dirty = append(dirty, id)
 		if re {
@@ -81,15 +151,20 @@ func (tx *Tx) foldFolders() (folded, written int, err error) {
 	}
 	rows.Close()
 	if len(dirty) == 0 {
-		return 0, 0, nil
+		return res, nil
 	}
 	own, err := tx.ownSums(dirty)
 	if err != nil {
-		return 0, 0, err
+		return res, err
 	}
 	fs, err := tx.loadChains(dirty)
 	if err != nil {
-		return 0, 0, err
+		return res, err
+	}
+	for _, id := range dirty {
+		if _, ok := fs[id]; !ok {
+			res.deleted = true // its row went (its root was removed)
+		}
 	}
 	// Deepest first: a folder is done once its changed subfolders are.
 	order := make([]*folderSums, 0, len(fs))
@@ -115,7 +190,7 @@ func (tx *Tx) foldFolders() (folded, written int, err error) {
 		}
 		if recount[f.id] {
 			if err := tx.recountFolder(f, fs); err != nil {
-				return 0, 0, err
+				return res, err
 			}
 		}
 		p, ok := fs[f.parent]
@@ -129,22 +204,29 @@ func (tx *Tx) foldFolders() (folded, written int, err error) {
 		p.treeBytes += f.treeBytes - o.treeBytes
 		p.treePending += f.treePending - o.treePending
 	}
+	// Written in id order: neighbouring rows share B-tree pages.
+	sort.Slice(order, func(i, j int) bool { return order[i].id < order[j].id })
 	for _, f := range order {
 		if old[f.id] == *f {
 			continue
 		}
-		written++
+		m := sigMove{id: f.id}
+		o := old[f.id]
+		m.old, m.oldOK = o.key()
+		m.new, m.newOK = f.key()
+		res.moves = append(res.moves, m)
 		_, err := tx.exec("record folder signatures", `UPDATE folders SET own_sig = ?2, own_layout = ?3, own_files = ?4,
 			own_bytes = ?5, own_pending = ?6, tree_sig = ?7, tree_layout = ?8, tree_files = ?9, tree_bytes = ?10,
 			tree_pending = ?11 WHERE id = ?1`, f.id, f.ownSig.blob(), f.ownLayout.blob(), f.ownFiles, f.ownBytes,
 			f.ownPending, f.treeSig.blob(), f.treeLay.blob(), f.treeFiles, f.treeBytes, f.treePending)
 		if err != nil {
-			return 0, 0, err
+			return res, err
 		}
 	}
 	_, err = tx.exec("forget folded folders", "DELETE FROM folder_dirty WHERE folder_id IN (SELECT value FROM json_each(?))",
 		jsonInts(dirty))
-	return len(dirty), written, err
+	res.folded = len(dirty)
+	return res, err
 }
 
 // recountFolder sums a folder's tree again from its own terms and its live

@@ -188,3 +188,33 @@ func (db *DB) LastFolderChange(ctx context.Context) (int64, time.Time, error) {
 	}
 	return seq, time.UnixMilli(at), classify("read last folder change", err)
 }
+
+// FolderGroups reads the exact folder groups (layout ignored) the last
+// fold confirmed, of folders of at least minBytes, largest first (bytes in
+// all but one folder).
+func (db *DB) FolderGroups(ctx context.Context, minBytes int64) ([]FolderGroup, error) {
+	rows, err := db.query(ctx, `SELECT g.id, g.sig, g.files, g.bytes, d.id, coalesce(d.parent_id, 0), d.path
+		FROM folder_groups g JOIN folder_group_members m ON m.group_id = g.id JOIN folders d ON d.id = m.folder_id
+		WHERE g.folders > 1 AND g.bytes >= ?
+		ORDER BY g.bytes * (g.folders - 1) DESC, g.sig, d.path`, minBytes)
+	if err != nil {
+		return nil, classify("read folder groups", err)
+	}
+	defer rows.Close()
+	var out []FolderGroup
+	last := int64(-1)
+	for rows.Next() {
+		var id int64
+		var g FolderGroup
+		var f FolderRef
+		if err := rows.Scan(&id, &g.Sig, &g.Files, &g.Bytes, &f.ID, &f.Parent, &f.Path); err != nil {
+			return nil, classify("read folder groups", err)
+		}
+		if id != last {
+			out = append(out, g)
+			last = id
+		}
+		out[len(out)-1].Folders = append(out[len(out)-1].Folders, f)
+	}
+	return out, classify("read folder groups", rows.Err())
+}

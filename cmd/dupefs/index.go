@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"io/fs"
 	"os"
@@ -21,6 +22,7 @@ type indexOptions struct {
 	Paths   []string
 	Hash    string // algorithm of a new index ("": sha256)
 	Check   bool   // check the whole index file first
+	Stats   bool   // print the time of each phase
 	Indexer indexerOptions
 }
 
@@ -39,9 +41,10 @@ func indexCommand() *cli.Command {
 		ArgsUsage: "[PATH...]",
 		Flags: append([]cli.Flag{hashFlag(),
 			&cli.BoolFlag{Name: "check", Usage: "check the whole index file for damage first (PRAGMA integrity_check)"},
+			&cli.BoolFlag{Name: "stats", Usage: "print on stderr the time each phase took (scan, hash, folders)"},
 		}, indexerFlags()...),
 		Action: func(c *cli.Context) error {
-			opts := indexOptions{Paths: c.Args().Slice(), Hash: c.String("hash"), Check: c.Bool("check"),
+			opts := indexOptions{Paths: c.Args().Slice(), Hash: c.String("hash"), Check: c.Bool("check"), Stats: c.Bool("stats"),
 				Indexer: indexerOptionsFrom(c)}
 			return runIndex(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
@@ -167,6 +170,9 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		if err != nil {
 			return err
 		}
+		if opts.Stats {
+			printStats(stderr, cfg.Progress)
+		}
 		if con.tty {
 			t, err := db.Totals(ctx)
 			if err != nil {
@@ -177,6 +183,20 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		}
 		return nil
 	})
+}
+
+// printStats prints the time of each phase of a run: one line, for
+// scripts and benchmarks.
+func printStats(w io.Writer, p *indexer.Progress) {
+	spent := p.Spent()
+	var parts []string
+	for _, ph := range []string{"wait", "scan", "hash", "folders"} {
+		if d, ok := spent[ph]; ok {
+			parts = append(parts, fmt.Sprintf("%s %.3fs", ph, d.Seconds()))
+		}
+	}
+	fmt.Fprintf(w, "stats: %s; %d files read, %d bytes; %d folder signatures updated\n", strings.Join(parts, ", "),
+		p.FilesRead.Load(), p.BytesRead.Load(), p.FolderSums.Load())
 }
 
 // Phases of the index display, in the order they come.

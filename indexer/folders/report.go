@@ -109,13 +109,25 @@ func Build(ctx context.Context, db *store.DB, opts Options) (*Report, error) {
 }
 
 // exactGroups reads the groups by signature and confirms each one
-// (store.ConfirmFolders).
+// (store.ConfirmFolders). Those with the layout ignored were confirmed
+// when the indexer last folded changes in, and are read as it kept them.
 func exactGroups(ctx context.Context, db *store.DB, opts Options) ([]Exact, error) {
+	var out []Exact
+	if !opts.Layout {
+		gs, err := db.FolderGroups(ctx, opts.MinSize)
+		for _, g := range gs {
+			e := Exact{Key: g.Key(db.HashAlgo()), Files: g.Files, Bytes: g.Bytes}
+			for _, f := range g.Folders {
+				e.Folders = append(e.Folders, f.Path)
+			}
+			out = append(out, e)
+		}
+		return out, err
+	}
 	gs, err := db.ExactFolderGroups(ctx, opts.Layout, opts.MinSize)
 	if err != nil {
 		return nil, err
 	}
-	var out []Exact
 	for _, g := range gs {
 		classes, err := db.ConfirmFolders(ctx, g, opts.Layout)
 		if err != nil {

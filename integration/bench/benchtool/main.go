@@ -3,6 +3,7 @@
 //
 //	benchtool mktree -dir D -files N [-seed S] [-avg BYTES]
 //	benchtool mkgroups -dir D -groups N [-copies C]
+//	benchtool mkfolders -dir D -folders N
 //	benchtool compare A B      (two reports in the fdupes blank-line format)
 //	benchtool median V...      (median of numbers)
 package main
@@ -32,6 +33,8 @@ func main() {
 		err = mkphotos(os.Args[2:])
 	case "mkgroups":
 		err = mkgroups(os.Args[2:])
+	case "mkfolders":
+		err = mkfolders(os.Args[2:])
 	case "compare":
 		err = compare(os.Args[2:])
 	case "median":
@@ -47,7 +50,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: benchtool mktree -dir D -files N [-seed S] [-avg BYTES] | mkphotos -dir D [-files N] [-edits N] |\n"+
-		"       mkgroups -dir D [-groups N] [-copies N] | compare A B | median V...")
+		"       mkgroups -dir D [-groups N] [-copies N] | mkfolders -dir D [-folders N] | compare A B | median V...")
 	os.Exit(2)
 }
 

@@ -1,0 +1,196 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// updateFolderGroups brings the stored folder groups up to date with the
+// folders whose sums changed, class by class: the classes they left and
+// joined, and the classes of the subfolders of every folder of those
+// (whether a group is hidden depends on its parents' class). The work is
+// that of the classes touched, never of the tree.
+func (db *DB) updateFolderGroups(ctx context.Context, moves []sigMove) error {
+	ev := &classEval{db: db, ctx: ctx, classes: map[classKey]*folderClass{}, keys: map[int64]parentKey{}}
+	keys := map[classKey]bool{}
+	for _, m := range moves {
+		if m.oldOK {
+			keys[m.old] = true
+		}
+		if m.newOK {
+			keys[m.new] = true
+		}
+	}
+	var parents []int64
+	for _, m := range moves {
+		parents = append(parents, m.id)
+	}
+	for k := range keys {
+		c, err := ev.class(k)
+		if err != nil {
+			return err
+		}
+		for _, f := range c.members {
+			parents = append(parents, f.ID)
+		}
+	}
+	children, err := db.childKeys(ctx, parents)
+	if err != nil {
+		return err
+	}
+	for _, k := range children {
+		keys[k] = true
+	}
+	scope := map[string]bool{}
+	var groups []FolderGroup
+	for k := range keys {
+		scope[string(k.sig[:])] = true
+		g, ok, err := ev.group(k)
+		if err != nil {
+			return err
+		}
+		if ok {
+			groups = append(groups, g)
+		}
+	}
+	return db.storeFolderGroups(ctx, groups, scope)
+}
+
+// childKeys reads the classes of the subfolders of the given folders.
+func (db *DB) childKeys(ctx context.Context, parents []int64) ([]classKey, error) {
+	rows, err := db.query(ctx, `SELECT tree_sig, tree_files, tree_bytes FROM folders
+		WHERE parent_id IN (SELECT value FROM json_each(?)) AND tree_files > 0 AND tree_pending = 0 AND missing = 0`,
+		jsonInts(dedupe(parents)))
+	if err != nil {
+		return nil, classify("read subfolders", err)
+	}
+	defer rows.Close()
+	var out []classKey
+	for rows.Next() {
+		var k classKey
+		var sig []byte
+		if err := rows.Scan(&sig, &k.files, &k.bytes); err != nil {
+			return nil, classify("read subfolders", err)
+		}
+		copy(k.sig[:], sig)
+		out = append(out, k)
+	}
+	return out, classify("read subfolders", rows.Err())
+}
+
+// folderClass is the live folders of one class key, and those of them no
+// other folder of the class contains (tops).
+type folderClass struct {
+	members, tops []FolderRef
+	top           map[int64]bool
+}
+
+// kept: the class is a group (before the rule on parents).
+func (c *folderClass) kept() bool { return len(c.tops) > 1 }
+
+type parentKey struct {
+	key classKey
+	ok  bool
+}
+
+// classEval reads classes and parents once each.
+type classEval struct {
+	db      *DB
+	ctx     context.Context
+	classes map[classKey]*folderClass
+	keys    map[int64]parentKey
+}
+
+func (e *classEval) class(k classKey) (*folderClass, error) {
+	if c, ok := e.classes[k]; ok {
+		return c, nil
+	}
+	rows, err := e.db.query(e.ctx, `SELECT id, coalesce(parent_id, 0), path FROM folders
+		WHERE tree_sig = ? AND tree_files = ? AND tree_bytes = ? AND tree_files > 0 AND tree_pending = 0 AND missing = 0
+		ORDER BY path`, k.sig[:], k.files, k.bytes)
+	if err != nil {
+		return nil, classify("read a folder class", err)
+	}
+	defer rows.Close()
+	c := &folderClass{top: map[int64]bool{}}
+	for rows.Next() {
+		var f FolderRef
+		if err := rows.Scan(&f.ID, &f.Parent, &f.Path); err != nil {
+			return nil, classify("read a folder class", err)
+		}
+		c.members = append(c.members, f)
+		inside := false
+		for _, t := range c.tops { // by path: an ancestor comes first
+			if Below(t.Path, f.Path) {
+				inside = true
+				break
+			}
+		}
+		if !inside {
+			c.tops = append(c.tops, f)
+			c.top[f.ID] = true
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("read a folder class", err)
+	}
+	e.classes[k] = c
+	return c, nil
+}
+
+func (e *classEval) keyOf(id int64) (parentKey, error) {
+	if k, ok := e.keys[id]; ok {
+		return k, nil
+	}
+	var pk parentKey
+	var sig []byte
+	var pending int64
+	var missing bool
+	err := e.db.queryRow(e.ctx, `SELECT tree_sig, tree_files, tree_bytes, tree_pending, missing FROM folders WHERE id = ?`,
+		id).Scan(&sig, &pk.key.files, &pk.key.bytes, &pending, &missing)
+	if err != nil && !errors.Is(err, sql.ErrNoRows) {
+		return pk, classify("read a folder", err)
+	}
+	copy(pk.key.sig[:], sig)
+	pk.ok = err == nil && pk.key.files > 0 && pending == 0 && !missing
+	e.keys[id] = pk
+	return pk, nil
+}
+
+// group returns the group of class k, unless the class is no group or its
+// folders' parents all lie in one group (seed 003).
+func (e *classEval) group(k classKey) (FolderGroup, bool, error) {
+	g := FolderGroup{Sig: append([]byte(nil), k.sig[:]...), Files: k.files, Bytes: k.bytes}
+	c, err := e.class(k)
+	if err != nil || !c.kept() {
+		return g, false, err
+	}
+	g.Folders = c.tops
+	var first classKey
+	hidden := true
+	for i, f := range c.tops {
+		if f.Parent == 0 {
+			hidden = false
+			break
+		}
+		pk, err := e.keyOf(f.Parent)
+		if err != nil {
+			return g, false, err
+		}
+		if !pk.ok || (i > 0 && pk.key != first) {
+			hidden = false
+			break
+		}
+		first = pk.key
+		pc, err := e.class(pk.key)
+		if err != nil {
+			return g, false, err
+		}
+		if !pc.kept() || !pc.top[f.Parent] {
+			hidden = false
+			break
+		}
+	}
+	return g, !hidden, nil
+}

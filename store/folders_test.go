@@ -1,0 +1,185 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"path"
+	"sort"
+	"testing"
+)
+
+// The folder groups found class by class after a change must be those a
+// search from scratch finds: two indexes get the same random trees and
+// changes, one updating its groups class by class, one finding them again
+// each time, and both are checked against a search from scratch.
+func TestFolderGroupsByClassEqualFromScratch(t *testing.T) {
+	defer func(n int) { maxGroupMoves = n }(maxGroupMoves)
+	ctx := context.Background()
+	for seed := int64(1); seed <= 8; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		var steps [][]fakeFile
+		var lose [][]string
+		for s := 0; s < 4; s++ {
+			var fs []fakeFile
+			for i := 0; i < 30; i++ {
+				c := 1 + rng.Intn(8)
+				dir := fmt.Sprintf("/r/d%d/s%d", rng.Intn(6), rng.Intn(3))
+				if rng.Intn(3) == 0 {
+					dir = path.Dir(dir)
+				}
+				fs = append(fs, fakeFile{dir, fmt.Sprintf("f%d-%d", s, i), c})
+			}
+			steps = append(steps, fs)
+			lose = append(lose, []string{fmt.Sprintf("/r/d%d", rng.Intn(6)), fmt.Sprintf("/r/d%d/s%d", rng.Intn(6), rng.Intn(3))})
+		}
+		got := map[int][]string{}
+		for _, limit := range []int{0, 1 << 30} {
+			maxGroupMoves = limit
+			db := openTest(t)
+			r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for s := range steps {
+				addFakeFiles(t, db, r.ID, steps[s])
+				if s > 0 {
+					err := db.Write(ctx, func(tx *Tx) error {
+						b, err := tx.ScanBatch(1, HashSHA256)
+						if err != nil {
+							return err
+						}
+						defer b.Close()
+						for _, p := range lose[s] {
+							if err := b.LoseFolder(p); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						t.Fatal(err)
+					}
+				}
+				if _, err := db.UpdateFolderSigs(ctx); err != nil {
+					t.Fatal(err)
+				}
+				bad, err := db.VerifyFolderSigs(ctx)
+				if err != nil || len(bad) > 0 {
+					t.Fatalf("seed %d step %d limit %d: %v %q", seed, s, limit, err, bad)
+				}
+				gs, _ := db.FolderGroups(ctx, 1)
+				for _, g := range gs {
+					var ps []string
+					for _, f := range g.Folders {
+						ps = append(ps, f.Path)
+					}
+					got[limit] = append(got[limit], fmt.Sprint(s, ps))
+				}
+			}
+		}
+		if fmt.Sprint(got[0]) != fmt.Sprint(got[1<<30]) {
+			t.Fatalf("seed %d: from scratch %q, class by class %q", seed, got[0], got[1<<30])
+		}
+	}
+}
+
+type fakeFile struct {
+	dir, name string
+	content   int
+}
+
+// addFakeFiles writes files (hashed) through a scan batch, their folders
+// with their parents under /r.
+func addFakeFiles(tb testing.TB, db *DB, root int64, files []fakeFile) {
+	tb.Helper()
+	ctx := context.Background()
+	err := db.Write(ctx, func(tx *Tx) error {
+		b, err := tx.ScanBatch(1, HashSHA256)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		ids := map[string]int64{}
+		var folder func(p string) (int64, error)
+		folder = func(p string) (int64, error) {
+			if id, ok := ids[p]; ok {
+				return id, nil
+			}
+			var parent int64
+			if p != "/r" {
+				var err error
+				if parent, err = folder(path.Dir(p)); err != nil {
+					return 0, err
+				}
+			}
+			id, err := b.AddFolder(root, parent, p, "", nil)
+			ids[p] = id
+			return id, err
+		}
+		for _, f := range files {
+			id, err := folder(f.dir)
+			if err != nil {
+				return err
+			}
+			sum := make([]byte, 32)
+			binary.BigEndian.PutUint32(sum, uint32(f.content))
+			st := FileStat{Name: f.name, Size: int64(100 + f.content), MtimeNS: 1, Dev: 1, Ino: nextIno(),
+				Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum}}
+			if err := b.AddFile(root, id, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// A change to a folder unhides the groups of its subfolders: a and b are
+// one group, hiding {a/x, b/x} and {a/y, b/y}; once b holds one more file,
+// those two are the groups.
+func TestFolderChangeUnhidesSubfolderGroups(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	groups := func() string {
+		gs, err := db.FolderGroups(ctx, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, g := range gs {
+			var ps []string
+			for _, f := range g.Folders {
+				ps = append(ps, f.Path)
+			}
+			out = append(out, fmt.Sprint(ps))
+		}
+		sort.Strings(out)
+		return fmt.Sprint(out)
+	}
+	addFakeFiles(t, db, r.ID, []fakeFile{{"/r/a/x", "1", 1}, {"/r/a/y", "2", 2}, {"/r/b/x", "1", 1}, {"/r/b/y", "2", 2}})
+	if _, err := db.UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g := groups(); g != "[[/r/a /r/b]]" {
+		t.Fatalf("groups: %s", g)
+	}
+	addFakeFiles(t, db, r.ID, []fakeFile{{"/r/b/z", "3", 3}})
+	if _, err := db.UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if g := groups(); g != "[[/r/a/x /r/b/x] [/r/a/y /r/b/y]]" {
+		t.Fatalf("groups after b changed: %s", g)
+	}
+}
+
+var lastIno uint64
+
+func nextIno() uint64 { lastIno++; return lastIno }
