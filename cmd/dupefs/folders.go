@@ -181,9 +181,9 @@ func writeFoldersText(w io.Writer, rep *folders.Report, opts foldersOptions) err
 	for _, e := range rep.Exact {
 		wasted += e.Bytes * int64(len(e.Folders)-1)
 	}
-	fmt.Fprintf(w, "# %d groups of duplicate folders, %s in extra copies\n", len(rep.Exact), humanBytes(wasted))
+	fmt.Fprintf(w, "# %s of duplicate folders, %s in extra copies\n", counted(int64(len(rep.Exact)), "group", "groups"), humanBytes(wasted))
 	for _, e := range rep.Exact {
-		fmt.Fprintf(w, "\n%d folders of %s files, %s each  %s\n", len(e.Folders), count(e.Files), humanBytes(e.Bytes), e.Key)
+		fmt.Fprintf(w, "\n%d folders of %s, %s each  %s\n", len(e.Folders), counted(e.Files, "file", "files"), humanBytes(e.Bytes), e.Key)
 		for _, f := range e.Folders {
 			fmt.Fprintf(w, "    %s\n", store.EscapePath(f))
 		}
@@ -191,15 +191,15 @@ func writeFoldersText(w io.Writer, rep *folders.Report, opts foldersOptions) err
 	if opts.ExactOnly {
 		return nil
 	}
-	fmt.Fprintf(w, "\n# %d pairs of folders at least %d%% alike\n", len(rep.Partial), opts.MinSimilarity)
+	fmt.Fprintf(w, "\n# %s of folders at least %d%% alike\n", counted(int64(len(rep.Partial)), "pair", "pairs"), opts.MinSimilarity)
 	for _, p := range rep.Partial {
-		fmt.Fprintf(w, "\n%.2f%% alike: %s files (%s) in both\n", 100*round4(p.Similarity), count(p.SharedFiles), humanBytes(p.SharedBytes))
+		fmt.Fprintf(w, "\n%.2f%% alike: %s (%s) in both\n", 100*round4(p.Similarity), counted(p.SharedFiles, "file", "files"), humanBytes(p.SharedBytes))
 		for _, side := range []struct {
 			dir  string
 			only []string
 			n    int64
 		}{{p.A, p.OnlyInA, p.OnlyInACount}, {p.B, p.OnlyInB, p.OnlyInBCount}} {
-			fmt.Fprintf(w, "    %s  (%s files only here)\n", store.EscapePath(side.dir), count(side.n))
+			fmt.Fprintf(w, "    %s  (%s only here)\n", store.EscapePath(side.dir), counted(side.n, "file", "files"))
 			for _, r := range side.only {
 				fmt.Fprintf(w, "        %s\n", store.EscapePath(r))
 			}

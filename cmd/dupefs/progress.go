@@ -234,6 +234,14 @@ func count(n int64) string {
 	return b.String()
 }
 
+// counted is a count and a noun, singular for one: "1 file", "2,048 files".
+func counted(n int64, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return count(n) + " " + many
+}
+
 // humanBytes formats a size with a binary unit.
 func humanBytes(n int64) string {
 	const unit = 1024
