@@ -43,32 +43,8 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 		if err := rows.Err(); err != nil {
 			return classify("read folders", err)
 		}
-		rows, err = tx.tx.QueryContext(tx.ctx, `SELECT folder_id, name, size, hash_status, coalesce(hash_algo, ''),
-			content_hash, dev, ino FROM files WHERE missing = 0 AND size > 0`)
-		if err != nil {
-			return classify("read files", err)
-		}
-		for rows.Next() {
-			var folder, size, dev, ino int64
-			var name, status, algo string
-			var hash []byte
-			if err := rows.Scan(&folder, &name, &size, &status, &algo, &hash, &dev, &ino); err != nil {
-				rows.Close()
-				return classify("read files", err)
-			}
-			f := fs[folder]
-			t, known := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
-			if !known {
-				f.ownPending++
-			}
-			f.ownSig = f.ownSig.Add(t)
-			f.ownLayout = f.ownLayout.Add(fileLayoutTerm(name, t))
-			f.ownFiles++
-			f.ownBytes += size
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return classify("read files", err)
+		if err := tx.addOwnFiles("", fs); err != nil {
+			return err
 		}
 		skip := map[int64]bool{}
 		rows, err = tx.tx.QueryContext(tx.ctx, "SELECT folder_id FROM folder_dirty")

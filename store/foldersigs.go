@@ -267,11 +267,17 @@ func (tx *Tx) ownSums(ids []int64) (map[int64]*folderSums, error) {
 	for _, id := range ids {
 		out[id] = &folderSums{id: id}
 	}
+	err := tx.addOwnFiles("folder_id IN (SELECT value FROM json_each(?)) AND", out, jsonInts(ids))
+	return out, err
+}
+
+// addOwnFiles adds the live non-empty files that match where (a condition
+// ending in AND) to the own sums of their folders in fs.
+func (tx *Tx) addOwnFiles(where string, fs map[int64]*folderSums, args ...any) error {
 	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, name, size, hash_status, coalesce(hash_algo, ''),
-		content_hash, dev, ino FROM files
-		WHERE folder_id IN (SELECT value FROM json_each(?)) AND missing = 0 AND size > 0`, jsonInts(ids))
+		content_hash, dev, ino FROM files WHERE `+where+` missing = 0 AND size > 0`, args...)
 	if err != nil {
-		return nil, classify("read folder files", err)
+		return classify("read folder files", err)
 	}
 	defer rows.Close()
 	for rows.Next() {
@@ -279,9 +285,9 @@ func (tx *Tx) ownSums(ids []int64) (map[int64]*folderSums, error) {
 		var name, status, algo string
 		var hash []byte
 		if err := rows.Scan(&folder, &name, &size, &status, &algo, &hash, &dev, &ino); err != nil {
-			return nil, classify("read folder files", err)
+			return classify("read folder files", err)
 		}
-		f := out[folder]
+		f := fs[folder]
 		t, known := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
 		if !known {
 			f.ownPending++
@@ -291,7 +297,7 @@ func (tx *Tx) ownSums(ids []int64) (map[int64]*folderSums, error) {
 		f.ownFiles++
 		f.ownBytes += size
 	}
-	return out, classify("read folder files", rows.Err())
+	return classify("read folder files", rows.Err())
 }
 
 // fileTerm is a file's content term; known is false while its content is

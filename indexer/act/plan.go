@@ -210,28 +210,50 @@ func (p *planner) keeper(files []store.GroupFile) store.GroupFile {
 
 // before reports whether a comes before b by the keep rule.
 func (p *planner) before(a, b store.GroupFile) bool {
+	return p.ranks(rankOf(a), rankOf(b))
+}
+
+// rank is what the keep rule compares of a file, or of a folder (its
+// oldest and newest files' mtimes; no id).
+type rank struct {
+	oldest, newest int64
+	root           int64
+	path           string
+	id             int64
+}
+
+func rankOf(f store.GroupFile) rank {
+	return rank{oldest: f.MtimeNS, newest: f.MtimeNS, root: f.RootID, path: f.Path, id: f.ID}
+}
+
+// ranks reports whether a comes before b by the keep rule; ties go to the
+// lowest id, then the path.
+func (p *planner) ranks(a, b rank) bool {
 	switch p.sel.Keep {
 	case KeepNewest:
-		if a.MtimeNS != b.MtimeNS {
-			return a.MtimeNS > b.MtimeNS
+		if a.newest != b.newest {
+			return a.newest > b.newest
 		}
 	case KeepFirstRoot:
-		if ra, rb := p.rootOrder[a.RootID], p.rootOrder[b.RootID]; ra != rb {
+		if ra, rb := p.rootOrder[a.root], p.rootOrder[b.root]; ra != rb {
 			return ra < rb
 		}
 	case KeepShortestPath:
-		if len(a.Path) != len(b.Path) {
-			return len(a.Path) < len(b.Path)
+		if len(a.path) != len(b.path) {
+			return len(a.path) < len(b.path)
 		}
-		if a.Path != b.Path {
-			return a.Path < b.Path
+		if a.path != b.path {
+			return a.path < b.path
 		}
 	default: // oldest
-		if a.MtimeNS != b.MtimeNS {
-			return a.MtimeNS < b.MtimeNS
+		if a.oldest != b.oldest {
+			return a.oldest < b.oldest
 		}
 	}
-	return a.ID < b.ID
+	if a.id != b.id {
+		return a.id < b.id
+	}
+	return a.path < b.path
 }
 
 // ValidKeep checks a keep rule.

@@ -58,10 +58,8 @@ func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderG
 		return err
 	}
 	type folder struct {
-		path           string
-		files          []store.SubtreeFile
-		oldest, newest int64
-		root           int64
+		rank
+		files []store.SubtreeFile
 	}
 	var fs []*folder
 	for _, m := range ms {
@@ -72,7 +70,7 @@ func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderG
 		if !known {
 			return fmt.Errorf("folder %s: some files are not hashed yet (run dupefs index)", store.EscapePath(m.Path))
 		}
-		f := &folder{path: m.Path, files: files}
+		f := &folder{rank: rank{path: m.Path}, files: files}
 		for i, sf := range files {
 			if i == 0 || sf.MtimeNS < f.oldest {
 				f.oldest = sf.MtimeNS
@@ -88,27 +86,6 @@ func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderG
 		return nil
 	}
 	// The folder kept.
-	before := func(a, b *folder) bool {
-		switch p.sel.Keep {
-		case KeepNewest:
-			if a.newest != b.newest {
-				return a.newest > b.newest
-			}
-		case KeepFirstRoot:
-			if ra, rb := p.rootOrder[a.root], p.rootOrder[b.root]; ra != rb {
-				return ra < rb
-			}
-		case KeepShortestPath:
-			if len(a.path) != len(b.path) {
-				return len(a.path) < len(b.path)
-			}
-		default:
-			if a.oldest != b.oldest {
-				return a.oldest < b.oldest
-			}
-		}
-		return a.path < b.path
-	}
 	cands := fs
 	for _, pref := range p.sel.Prefer {
 		var under []*folder
@@ -124,7 +101,7 @@ func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderG
 	}
 	keep := cands[0]
 	for _, f := range cands[1:] {
-		if before(f, keep) {
+		if p.ranks(f.rank, keep.rank) {
 			keep = f
 		}
 	}
