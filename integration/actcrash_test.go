@@ -54,8 +54,8 @@ func TestKillActionsAtRandomMoments(t *testing.T) {
 			env := append(os.Environ(), "XDG_DATA_HOME="+filepath.Join(base, "data"))
 			kills := 0
 			for done := false; !done; {
-				if kills > 200 {
-					t.Fatal("200 kills and the plan is still not done")
+				if kills > 300 {
+					t.Fatal("300 kills and the plan is still not done")
 				}
 				cmd := exec.Command(bin, "--db", db, op)
 				cmd.Env = env
@@ -72,7 +72,7 @@ func TestKillActionsAtRandomMoments(t *testing.T) {
 						t.Fatalf("%s exited: %v\n%s", op, err, stderr.String())
 					}
 					done = true
-				case <-time.After(time.Duration(15+rnd.Intn(120)) * time.Millisecond):
+				case <-time.After(time.Duration(5+rnd.Intn(60+2*kills)) * time.Millisecond): // longer as kills add up: every run gets further
 					cmd.Process.Signal(syscall.SIGKILL)
 					<-exited
 					kills++

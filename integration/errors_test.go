@@ -49,9 +49,12 @@ func TestCheckExitCodes(t *testing.T) {
 	if r.code != exitNotFound {
 		t.Errorf("one known, one new: exit %d", r.code)
 	}
+	// A folder is checked file by file: fresh.jpg is new.
+	if r := dupefs(t, db, "check", dl); r.code != exitNotFound || strings.TrimSpace(r.stdout) != filepath.Join(dl, "fresh.jpg") {
+		t.Errorf("a folder: exit %d, stdout %q, want %d and the new file", r.code, r.stdout, exitNotFound)
+	}
 	for name, args := range map[string][]string{
 		"missing file": {"check", filepath.Join(dl, "absent")},
-		"a folder":     {"check", dl},
 		"no file":      {"check"},
 	} {
 		if r := dupefs(t, db, args...); r.code != exitError {

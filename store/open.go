@@ -264,7 +264,12 @@ func createIndex(path string) error {
 			os.Remove(p)
 		}
 	}()
-	w, err := sql.Open("sqlite", "file:"+escapePath(name)+"?_pragma=journal_mode(WAL)&_pragma=foreign_keys(1)&_txlock=immediate")
+	// A rollback journal, not WAL, while it is built: no process but this
+	// one sees the file, a new file's pages need no journal, and a WAL
+	// would double the space the build needs and be copied back at close,
+	// where a full disk would leave the file half written. Open turns WAL
+	// on for good.
+	w, err := sql.Open("sqlite", "file:"+escapePath(name)+"?_pragma=journal_mode(DELETE)&_pragma=foreign_keys(1)&_txlock=immediate")
 	if err != nil {
 		return classify("create index", err)
 	}
