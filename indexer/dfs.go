@@ -67,6 +67,7 @@ type node struct {
 	abs        string
 	dbRow      *store.FolderRow // from the parent's listing; nil if not known
 	mode       nodeMode
+	shallow    bool // a targeted scan's folder: known subfolders are not walked
 	viaSymlink bool
 	parentNew  bool      // the parent has no row in the index
 	parent     *ancestry // (dev, ino) of the folders above, for loop checks

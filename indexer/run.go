@@ -61,7 +61,6 @@ func (ix *Indexer) Owner() string { return ix.owner }
 // root that is not there, say) after the rest is done, or at once for an
 // error of the index itself (disk full, corrupt file) or a cancelled ctx.
 func (ix *Indexer) Run(ctx context.Context) error {
-	ix.sizes = newSizeCache()
 	roots, err := ix.db.Roots(ctx)
 	if err != nil {
 		return err
@@ -71,6 +70,14 @@ func (ix *Indexer) Run(ctx context.Context) error {
 			return err
 		}
 	}
+	return ix.Drain(ctx)
+}
+
+// Drain works the scan and hash jobs queued (by this process or another)
+// until none is left, as Run does after queuing its scans, then folds the
+// changes into the folder signatures.
+func (ix *Indexer) Drain(ctx context.Context) error {
+	ix.sizes = newSizeCache()
 	var jobErr error
 	// hashed: this Run completed a hash run since its last scan. Files a
 	// hash run queued again (they changed under it) start one more run

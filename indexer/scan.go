@@ -25,6 +25,11 @@ type scanCheckpoint struct {
 	HasLast bool             `json:"has_last"`
 	Last    []byte           `json:"last"` // rel path; bytes, names need not be UTF-8
 	Counts  store.ScanCounts `json:"counts"`
+	// Targets, when set, make the scan a targeted one (the watcher's):
+	// only these folders are read, with the folders new below them, and
+	// the root's totals are left as they are. A killed targeted scan
+	// reads them all again.
+	Targets [][]byte `json:"targets,omitempty"`
 }
 
 // scanRun is one attempt at a scan job.
@@ -73,8 +78,11 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 			s.cp = scanCheckpoint{}
 		}
 	}
+	targeted := len(s.cp.Targets) > 0
 	var bulk bool
-	if s.cp.ScanID == 0 {
+	if targeted {
+		ix.cfg.Progress.SetPhase("scan", fmt.Sprintf("%d changed folders of %s", len(s.cp.Targets), root.Path))
+	} else if s.cp.ScanID == 0 {
 		err := ix.db.Write(ctx, func(tx *store.Tx) (err error) {
 			if err := tx.Fence(lease); err != nil {
 				return err
@@ -94,8 +102,8 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		return err
 	}
 	s.w = &walker{ctx: ctx, dbctx: context.WithoutCancel(ctx), ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
-		resume: s.cp.HasLast, checkpoint: string(s.cp.Last), bulk: bulk, warn: ix.cfg.Warn}
-	if !bulk {
+		resume: s.cp.HasLast && !targeted, checkpoint: string(s.cp.Last), bulk: bulk, warn: ix.cfg.Warn}
+	if !bulk && !targeted {
 		if s.w.subfolders, err = ix.db.SubfoldersOfRoot(ctx, root.ID); err != nil {
 			return err
 		}
@@ -115,7 +123,11 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		}
 		return 0, c.FilesSeen
 	})
-	err = s.walk(jobCtx)
+	if targeted {
+		err = s.walkTargets(jobCtx)
+	} else {
+		err = s.walk(jobCtx)
+	}
 	stopKeepalive()
 	if err != nil {
 		if s.tx != nil {
@@ -129,6 +141,9 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		}
 		return ix.abandon(ctx, lease, err)
 	}
+	if targeted {
+		return s.completeTargets(ctx)
+	}
 	return s.complete(ctx)
 }
 
@@ -140,7 +155,12 @@ func (s *scanRun) walk(ctx context.Context) error {
 	if s.w.resume {
 		mode = modePass
 	}
-	rootNode := newNode("", s.root.Path, mode, false, nil)
+	return s.walkFrom(ctx, newNode("", s.root.Path, mode, false, nil), 0)
+}
+
+// walkFrom visits start (a folder whose parent's id is parentID) and the
+// folders below it the walk descends into, in depth-first order.
+func (s *scanRun) walkFrom(ctx context.Context, rootNode *node, parentID int64) error {
 	s.pf = newPrefetcher(s.ix.cfg.Workers, 100000, s.w.read)
 	defer s.pf.close()
 	s.pf.start(rootNode)
@@ -183,7 +203,7 @@ func (s *scanRun) walk(ctx context.Context) error {
 		stack = append(stack, frame{n: n, id: id})
 		return s.maybeCommit()
 	}
-	if err := visit(rootNode, 0); err != nil {
+	if err := visit(rootNode, parentID); err != nil {
 		return err
 	}
 	for len(stack) > 0 {
@@ -315,6 +335,9 @@ func (s *scanRun) diffDirs(res *dirResult) error {
 	for _, c := range res.subdirs {
 		present[c.abs] = true
 	}
+	for _, p := range res.present {
+		present[p] = true
+	}
 	for _, d := range res.dbDirs {
 		if d.Missing || present[d.Path] {
 			continue
@@ -383,12 +406,14 @@ func (s *scanRun) commit() error {
 	if s.tx == nil {
 		return nil
 	}
-	s.cp.HasLast, s.cp.Last = true, []byte(s.lastDone)
+	if len(s.cp.Targets) == 0 {
+		s.cp.HasLast, s.cp.Last = true, []byte(s.lastDone)
+	}
 	cp, err := json.Marshal(s.cp)
 	if err == nil {
 		err = s.tx.SetCheckpoint(s.lease, string(cp), s.cp.Counts.FilesSeen)
 	}
-	if err == nil {
+	if err == nil && s.cp.ScanID != 0 {
 		err = s.tx.UpdateScan(s.cp.ScanID, "running", s.cp.Counts)
 	}
 	s.batch.Close()

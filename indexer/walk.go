@@ -30,6 +30,9 @@ type dirResult struct {
 	dbFolder *store.FolderRow // nil when the index has no row for it
 	dbFiles  []store.FileRow  // by name; not read when same
 	dbDirs   []store.FolderRow
+	// present are subfolders on disk the walk does not descend into (a
+	// targeted scan's known subfolders): not missing, not walked.
+	present []string
 	late     []lateHash // files of earlier folders read on the way
 
 	// sig is the signature of files (nil when some file could not be
@@ -149,6 +152,19 @@ func (w *walker) read(n *node) *dirResult {
 		// The index could not be read: report it as the folder's error,
 		// so the committer leaves the folder alone.
 		res.err = fmt.Errorf("read index: %w", err)
+	}
+	if res.err == nil && n.shallow {
+		// A targeted folder: its known subfolders have watchers of their
+		// own; only new ones (or ones back from missing) are walked.
+		walk := res.subdirs[:0]
+		for _, c := range res.subdirs {
+			if c.dbRow != nil && !c.dbRow.Missing {
+				res.present = append(res.present, c.abs)
+				continue
+			}
+			walk = append(walk, c)
+		}
+		res.subdirs = walk
 	}
 	if res.err == nil && n.mode == modeFull {
 		w.hashAhead(n, res, fd)

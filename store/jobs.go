@@ -249,3 +249,47 @@ func (db *DB) queryJobs(ctx context.Context, q string, args ...any) ([]Job, erro
 	}
 	return js, classify("list jobs", rows.Err())
 }
+
+// ScanMerge says what EnqueueScanWith does with a root's scans.
+type ScanMerge int
+
+const (
+	MergeWrite   ScanMerge = iota // queue a scan with the checkpoint returned, or give the waiting one it
+	MergeCovered                  // the waiting scan covers it already
+	MergeBusy                     // a scan is running: try again once it is done
+)
+
+// EnqueueScanWith queues a scan of a root whose checkpoint fn makes from
+// the root's active scan job, if any: fn gets that job's status ("" when
+// there is none) and checkpoint and returns the checkpoint to write and
+// what to do. A waiting job (pending, or retryable) takes the new
+// checkpoint; a running one is left alone. It returns fn's verdict.
+func (db *DB) EnqueueScanWith(ctx context.Context, rootID int64, fn func(status, checkpoint string) (string, ScanMerge)) (ScanMerge, error) {
+	var verdict ScanMerge
+	err := db.Write(ctx, func(tx *Tx) error {
+		var id int64
+		var status string
+		var cp sql.NullString
+		err := tx.tx.QueryRowContext(tx.ctx, `SELECT id, status, checkpoint FROM jobs WHERE kind = 'scan' AND root_id = ?
+			AND status IN ('pending', 'running', 'retryable')`, rootID).Scan(&id, &status, &cp)
+		if err != nil && !errors.Is(err, sql.ErrNoRows) {
+			return classify("find active scan", err)
+		}
+		next, v := fn(status, cp.String)
+		verdict = v
+		switch {
+		case v != MergeWrite:
+			return nil
+		case errors.Is(err, sql.ErrNoRows):
+			_, err = tx.exec("enqueue scan", `INSERT INTO jobs (kind, root_id, status, checkpoint, created_at, updated_at)
+				VALUES ('scan', ?, 'pending', ?, `+nowSQL+`, `+nowSQL+`)`, rootID, next)
+			return err
+		case status == StatusRunning:
+			verdict = MergeBusy
+			return nil
+		}
+		_, err = tx.exec("update scan", `UPDATE jobs SET checkpoint = ?, updated_at = `+nowSQL+` WHERE id = ?`, next, id)
+		return err
+	})
+	return verdict, err
+}
