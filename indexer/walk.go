@@ -33,7 +33,7 @@ type dirResult struct {
 	// present are subfolders on disk the walk does not descend into (a
 	// targeted scan's known subfolders): not missing, not walked.
 	present []string
-	late     []lateHash // files of earlier folders read on the way
+	late    []lateHash // files of earlier folders read on the way
 
 	// sig is the signature of files (nil when some file could not be
 	// read); same says it equals the one the index holds, so no file of
