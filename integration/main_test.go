@@ -14,6 +14,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -202,4 +203,58 @@ func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// bgProc is a dupefs command running in the background.
+type bgProc struct {
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	done   chan struct{}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
+
+// startBackground runs dupefs --db db args... in the background; cleanup
+// kills it if the test did not end it.
+func startBackground(tb testing.TB, db string, args ...string) *bgProc {
+	tb.Helper()
+	p := &bgProc{stderr: &syncBuffer{}, done: make(chan struct{})}
+	p.cmd = exec.Command(bin, append([]string{"--db", db}, args...)...)
+	p.cmd.Stderr = p.stderr
+	if err := p.cmd.Start(); err != nil {
+		tb.Fatal(err)
+	}
+	go func() { p.cmd.Wait(); close(p.done) }()
+	tb.Cleanup(func() {
+		select {
+		case <-p.done:
+		default:
+			p.cmd.Process.Kill()
+			<-p.done
+		}
+	})
+	return p
+}
+
+// interrupt sends SIGINT and returns the exit code (within 10 s).
+func (p *bgProc) interrupt(tb testing.TB) int {
+	tb.Helper()
+	p.cmd.Process.Signal(os.Interrupt)
+	select {
+	case <-p.done:
+	case <-time.After(10 * time.Second):
+		tb.Fatalf("still running 10 s after SIGINT:\n%s", p.stderr.String())
+	}
+	return p.cmd.ProcessState.ExitCode()
 }

@@ -19,11 +19,13 @@ import (
 
 // indexOptions are the flags of `dupefs index`.
 type indexOptions struct {
-	Paths   []string
-	Hash    string // algorithm of a new index ("": sha256)
-	Check   bool   // check the whole index file first
-	Stats   bool   // print the time of each phase
-	Indexer indexerOptions
+	Paths     []string
+	Hash      string // algorithm of a new index ("": sha256)
+	Check     bool   // check the whole index file first
+	Stats     bool   // print the time of each phase
+	Watch     bool   // keep following the roots after the index
+	Indexer   indexerOptions
+	WatchOpts watchOptions
 }
 
 // indexerOptions are the indexer's flags, shared by index and mount.
@@ -42,9 +44,10 @@ func indexCommand() *cli.Command {
 		Flags: append([]cli.Flag{hashFlag(),
 			&cli.BoolFlag{Name: "check", Usage: "check the whole index file for damage first (PRAGMA integrity_check)"},
 			&cli.BoolFlag{Name: "stats", Usage: "print on stderr the time each phase took (scan, hash, folders)"},
-		}, indexerFlags()...),
+			&cli.BoolFlag{Name: "watch", Usage: "then keep running, following changes on disk, until Ctrl-C or SIGTERM"},
+		}, append(indexerFlags(), watchFlags()...)...),
 		Action: func(c *cli.Context) error {
-			opts := indexOptions{Paths: c.Args().Slice(), Hash: c.String("hash"), Check: c.Bool("check"), Stats: c.Bool("stats"),
+			opts := indexOptions{Paths: c.Args().Slice(), Hash: c.String("hash"), Check: c.Bool("check"), Stats: c.Bool("stats"), Watch: c.Bool("watch"), WatchOpts: watchOptionsFrom(c),
 				Indexer: indexerOptionsFrom(c)}
 			return runIndex(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
@@ -164,7 +167,11 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		start := time.Now()
 		stopMaint := startMaintainer(ctx, db, indexer.MaintainConfig{Warn: con.Warn})
 		stopShow := con.show(indexSampler(cfg.Progress))
-		err = indexer.New(db, cfg).Run(ctx)
+		if opts.Watch {
+			err = indexAndWatch(ctx, con, db, cfg, &opts.WatchOpts, 0, nil, stopShow)
+		} else {
+			err = indexer.New(db, cfg).Run(ctx)
+		}
 		stopShow()
 		stopMaint()
 		if err != nil {

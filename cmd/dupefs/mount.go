@@ -29,9 +29,11 @@ type mountOptions struct {
 	NoIndex     bool
 	RescanEvery time.Duration
 	NoThumbs    bool
+	NoWatch     bool
 	Hash        string
 	Indexer     indexerOptions
 	Thumbs      thumbOptions
+	Watch       watchOptions
 }
 
 func mountCommand() *cli.Command {
@@ -48,12 +50,14 @@ func mountCommand() *cli.Command {
 			&cli.BoolFlag{Name: "no-index", Usage: "only serve the index; do not scan or hash"},
 			&cli.DurationFlag{Name: "rescan-every", Usage: "scan the roots again every `DURATION` (e.g. 1h; 0: once)"},
 			&cli.BoolFlag{Name: "no-thumbs", Usage: "do not make thumbnails (those already made are still served)"},
+			&cli.BoolFlag{Name: "no-watch", Usage: "do not follow changes on disk (then only --rescan-every sees them)"},
 			hashFlag(),
-		}, append(indexerFlags(), thumbFlags()...)...),
+		}, append(append(indexerFlags(), thumbFlags()...), watchFlags()...)...),
 		Action: func(c *cli.Context) error {
 			opts := mountOptions{Mountpoint: c.Args().First(), Paths: c.Args().Tail(), AllowOther: c.Bool("allow-other"),
 				NoIndex: c.Bool("no-index"), RescanEvery: c.Duration("rescan-every"), NoThumbs: c.Bool("no-thumbs"),
-				Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c)}
+				NoWatch: c.Bool("no-watch"), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c),
+				Watch: watchOptionsFrom(c)}
 			return runMount(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
 	}
@@ -139,7 +143,13 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		}
 		con.Printf("dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", store.EscapePath(mnt))
 		bg := background{index: cfg, thumbs: th, maintain: mcfg, noIndex: opts.NoIndex, noThumbs: opts.NoThumbs,
-			rescan: opts.RescanEvery}
+			rescan: opts.RescanEvery, skip: []string{mnt}}
+		if !opts.NoWatch {
+			bg.watch = &opts.Watch
+		}
+		if tcfg.Dir != "" {
+			bg.skip = append(bg.skip, tcfg.Dir)
+		}
 		return serve(ctx, con, db, m, bg)
 	})
 }
@@ -152,6 +162,8 @@ type background struct {
 	noIndex  bool
 	noThumbs bool
 	rescan   time.Duration
+	watch    *watchOptions // nil: no watching
+	skip     []string      // paths whose changes the watcher ignores
 }
 
 // serve runs the indexer beside the mount until a signal or an unmount
@@ -162,7 +174,11 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 	ictx, stopIndex := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	if !bg.noIndex {
-		wg.Go(func() { indexLoop(ictx, con, db, bg.index, bg.rescan) })
+		wg.Go(func() {
+			if err := indexAndWatch(ictx, con, db, bg.index, bg.watch, bg.rescan, bg.skip, nil); err != nil && ictx.Err() == nil {
+				con.Warn(err.Error())
+			}
+		})
 	}
 	if !bg.noThumbs && bg.thumbs != nil {
 		wg.Go(func() {
@@ -220,25 +236,6 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 		return fmt.Errorf("mount ended by a signal: %w", context.Canceled)
 	}
 	return nil
-}
-
-// indexLoop indexes every root, then again every rescan (if set), until
-// ctx ends.
-func indexLoop(ctx context.Context, con *console, db *store.DB, cfg indexer.Config, rescan time.Duration) {
-	ix := indexer.New(db, cfg)
-	for {
-		if err := ix.Run(ctx); err != nil && ctx.Err() == nil {
-			con.Warn(fmt.Sprintf("index: %v", err))
-		}
-		if rescan <= 0 || ctx.Err() != nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(rescan):
-		}
-	}
 }
 
 // indexWritable reports whether this user may write the index file and

@@ -65,7 +65,7 @@ type sample struct {
 // is called. Each phase gets a bar of its own; its percentage only grows
 // (the total may be an estimate that shrinks as the work learns more), and
 // the ETA comes from the rate over the last seconds and what is left. On a
-// pipe it shows nothing.
+// pipe it shows nothing. stop may be called more than once.
 func (c *console) show(sample func() sample) (stop func()) {
 	if !c.tty {
 		return func() {}
@@ -104,13 +104,16 @@ func (c *console) show(sample func() sample) (stop func()) {
 			}
 		}
 	}()
+	var once sync.Once
 	return func() {
-		close(done)
-		<-finished
-		prog.Wait()
-		c.mu.Lock()
-		c.prog = nil
-		c.mu.Unlock()
+		once.Do(func() {
+			close(done)
+			<-finished
+			prog.Wait()
+			c.mu.Lock()
+			c.prog = nil
+			c.mu.Unlock()
+		})
 	}
 }
 

@@ -1,0 +1,26 @@
+package watch
+
+// A backend turns file-system events under the roots into changes: the
+// folder whose listing changed (a file created, written, deleted, moved in
+// or out, or a subfolder likewise), or word that events were lost.
+type change struct {
+	dir string // absolute path of the folder whose entries changed
+	// lost: events were lost (a queue overflowed); root names the root
+	// whose events they were, "" for every root.
+	lost bool
+	root string
+}
+
+// backend watches roots and sends changes on the channel it was made with.
+type backend interface {
+	// add watches a root (idempotent). It returns errUnwatched when the
+	// root cannot be watched whole (the inotify limit, a file system
+	// without fanotify support): it is then rescanned on a timer.
+	add(root string) error
+	// remove stops watching a root.
+	remove(root string)
+	// close stops the backend; no change is sent after it returns.
+	close()
+	// name is "fanotify" or "inotify".
+	name() string
+}

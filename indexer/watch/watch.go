@@ -1,0 +1,372 @@
+// Package watch owns the watcher: it follows the file-system events under
+// every root — fanotify with one mark per file system when running as root,
+// inotify with a watch per folder otherwise — and turns them into
+// targeted scans of the folders that changed (indexer.Rescan), which it
+// then works through with the hash run that follows (indexer.Drain).
+// Changes are gathered until they settle (or for at most MaxDelay), so a
+// file being written is scanned once it is closed. When events are lost
+// (a queue overflowed) or a root cannot be watched whole (the inotify
+// limit), it says so once and rescans that root: the listing signatures
+// make such a rescan cost a walk, no file read.
+package watch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/store"
+)
+
+// Config tunes a Watcher; every zero field takes its default.
+type Config struct {
+	// Backend is "auto" (fanotify when it can, else inotify), "fanotify"
+	// or "inotify".
+	Backend string
+	// Settle is how long changes must be quiet before they are scanned
+	// (default 200ms); MaxDelay is the longest a change waits (default
+	// 1s).
+	Settle, MaxDelay time.Duration
+	// Fallback is how often a root that cannot be watched whole is
+	// rescanned (default 1 minute).
+	Fallback time.Duration
+	// Rescan, when set, rescans every root this often anyway.
+	Rescan time.Duration
+	// Skip are paths whose changes are ignored, with all below them (the
+	// index file, the thumbnail cache).
+	Skip []string
+	// Warn receives what the user should know once. May be nil.
+	Warn func(string)
+}
+
+func (c Config) withDefaults() Config {
+	if c.Backend == "" {
+		c.Backend = "auto"
+	}
+	if c.Settle <= 0 {
+		c.Settle = 200 * time.Millisecond
+	}
+	if c.MaxDelay <= 0 {
+		c.MaxDelay = time.Second
+	}
+	if c.Fallback <= 0 {
+		c.Fallback = time.Minute
+	}
+	if c.Warn == nil {
+		c.Warn = func(string) {}
+	}
+	return c
+}
+
+// Watcher follows the roots of one index.
+type Watcher struct {
+	db  *store.DB
+	ix  *indexer.Indexer
+	cfg Config
+
+	changes chan change
+	fan     *fanotify
+	ino     *inotify
+
+	mu        sync.Mutex
+	roots     map[string]int64   // watched roots by path
+	backends  map[string]backend // the backend of each
+	unwatched map[string]bool    // rescanned on a timer
+}
+
+// ErrBackend: the backend asked for cannot be used here.
+var ErrBackend = errors.New("cannot watch")
+
+// New returns a Watcher that queues its scans through ix.
+func New(db *store.DB, ix *indexer.Indexer, cfg Config) *Watcher {
+	return &Watcher{db: db, ix: ix, cfg: cfg.withDefaults(), changes: make(chan change, 4096),
+		roots: map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{}}
+}
+
+// Start watches every root; changes are gathered from now on, for Run.
+func (w *Watcher) Start(ctx context.Context) error {
+	switch w.cfg.Backend {
+	case "auto", "fanotify":
+		fan, err := newFanotify(w.changes, w.skipped)
+		if err == nil {
+			w.fan = fan
+		} else if w.cfg.Backend == "fanotify" {
+			return fmt.Errorf("%w with fanotify: %v (it needs root)", ErrBackend, err)
+		}
+	case "inotify":
+	default:
+		return fmt.Errorf("%w: no backend %q (auto, fanotify or inotify)", ErrBackend, w.cfg.Backend)
+	}
+	if w.cfg.Backend != "fanotify" {
+		ino, err := newInotify(w.changes, w.skipped)
+		if err != nil && w.fan == nil {
+			return fmt.Errorf("%w: %v", ErrBackend, err)
+		}
+		w.ino = ino
+	}
+	return w.syncRoots(ctx)
+}
+
+// Backends names the backends in use, for the user.
+func (w *Watcher) Backends() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	seen := map[string]bool{}
+	var out []string
+	for _, b := range w.backends {
+		if !seen[b.name()] {
+			seen[b.name()] = true
+			out = append(out, b.name())
+		}
+	}
+	sort.Strings(out)
+	if len(w.unwatched) > 0 {
+		out = append(out, fmt.Sprintf("rescans every %s for %d roots", w.cfg.Fallback, len(w.unwatched)))
+	}
+	if len(out) == 0 {
+		return "nothing"
+	}
+	return strings.Join(out, ", ")
+}
+
+// syncRoots watches the roots added since, and stops watching those gone.
+func (w *Watcher) syncRoots(ctx context.Context) error {
+	roots, err := w.db.Roots(ctx)
+	if err != nil {
+		return err
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	live := map[string]bool{}
+	for _, r := range roots {
+		live[r.Path] = true
+		if _, ok := w.roots[r.Path]; ok {
+			continue
+		}
+		w.roots[r.Path] = r.ID
+		w.watchRoot(r.Path)
+	}
+	for p := range w.roots {
+		if !live[p] {
+			if b := w.backends[p]; b != nil {
+				b.remove(p)
+			}
+			delete(w.roots, p)
+			delete(w.backends, p)
+			delete(w.unwatched, p)
+		}
+	}
+	return nil
+}
+
+// watchRoot watches one root with the first backend that can (mu held).
+func (w *Watcher) watchRoot(root string) {
+	var bs []backend
+	if w.fan != nil {
+		bs = append(bs, w.fan)
+	}
+	if w.ino != nil {
+		bs = append(bs, w.ino)
+	}
+	var errs []string
+	for _, b := range bs {
+		err := b.add(root)
+		if err == nil {
+			w.backends[root] = b
+			delete(w.unwatched, root)
+			return
+		}
+		errs = append(errs, fmt.Sprintf("%s: %v", b.name(), err))
+	}
+	w.unwatched[root] = true
+	w.cfg.Warn(fmt.Sprintf("%s cannot be watched whole (%v): it is rescanned every %s instead",
+		store.EscapePath(root), errs, w.cfg.Fallback))
+}
+
+// skipped reports whether changes at p are ignored.
+func (w *Watcher) skipped(p string) bool {
+	for _, s := range w.cfg.Skip {
+		if store.Within(s, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// rootOf is the id of the watched root holding dir (0: none).
+func (w *Watcher) rootOf(dir string) (string, int64) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	best, id := "", int64(0)
+	for p, rid := range w.roots {
+		if store.Within(p, dir) && len(p) > len(best) {
+			best, id = p, rid
+		}
+	}
+	return best, id
+}
+
+// Close stops the backends.
+func (w *Watcher) Close() {
+	if w.fan != nil {
+		w.fan.close()
+	}
+	if w.ino != nil {
+		w.ino.close()
+	}
+}
+
+// Run scans what changes until ctx ends; then it returns nil.
+func (w *Watcher) Run(ctx context.Context) error {
+	b := newBatch()
+	tick := time.NewTicker(w.cfg.Settle / 2)
+	defer tick.Stop()
+	fallback := time.NewTicker(w.cfg.Fallback)
+	defer fallback.Stop()
+	roots := time.NewTicker(5 * time.Second)
+	defer roots.Stop()
+	var rescan <-chan time.Time
+	if w.cfg.Rescan > 0 {
+		t := time.NewTicker(w.cfg.Rescan)
+		defer t.Stop()
+		rescan = t.C
+	}
+	lostSaid := map[string]bool{}
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case c := <-w.changes:
+			if c.lost {
+				if !lostSaid[c.root] {
+					lostSaid[c.root] = true
+					what := "every root"
+					if c.root != "" {
+						what = store.EscapePath(c.root)
+					}
+					w.cfg.Warn(fmt.Sprintf("file-system events were lost (a queue overflowed or a limit was reached): rescanning %s", what))
+				}
+				w.loseRoot(b, c.root)
+				continue
+			}
+			if _, id := w.rootOf(c.dir); id != 0 {
+				b.add(id, c.dir)
+			}
+		case <-tick.C:
+		case <-fallback.C:
+			w.mu.Lock()
+			for p := range w.unwatched {
+				b.full[w.roots[p]] = true
+			}
+			w.mu.Unlock()
+			b.touch()
+		case <-rescan:
+			w.loseRoot(b, "")
+		case <-roots.C:
+			if err := w.syncRoots(ctx); err != nil && ctx.Err() == nil {
+				w.cfg.Warn(fmt.Sprintf("watch: %v", err))
+			}
+		}
+		if b.due(w.cfg.Settle, w.cfg.MaxDelay) {
+			w.flush(ctx, b)
+		}
+	}
+}
+
+// loseRoot rescans a root whole (every root for "").
+func (w *Watcher) loseRoot(b *batch, root string) {
+	w.mu.Lock()
+	for p, id := range w.roots {
+		if root == "" || p == root {
+			b.full[id] = true
+		}
+	}
+	w.mu.Unlock()
+	b.touch()
+}
+
+// flush queues the scans of a batch and works them through.
+func (w *Watcher) flush(ctx context.Context, b *batch) {
+	for id := range b.full {
+		if _, _, err := w.db.Enqueue(ctx, store.KindScan, id); err != nil {
+			w.warn(ctx, err)
+			return
+		}
+		delete(b.full, id)
+		delete(b.dirs, id)
+	}
+	for id, dirs := range b.dirs {
+		list := make([]string, 0, len(dirs))
+		for d := range dirs {
+			list = append(list, d)
+		}
+		queued, err := w.ix.Rescan(ctx, id, list)
+		if err != nil {
+			w.warn(ctx, err)
+			return
+		}
+		if queued {
+			delete(b.dirs, id)
+		}
+	}
+	b.reset()
+	if err := w.ix.Drain(ctx); err != nil {
+		w.warn(ctx, err)
+	}
+}
+
+func (w *Watcher) warn(ctx context.Context, err error) {
+	if ctx.Err() == nil {
+		w.cfg.Warn(fmt.Sprintf("watch: %v", err))
+	}
+}
+
+// batch gathers changes until they are due.
+type batch struct {
+	dirs        map[int64]map[string]bool
+	full        map[int64]bool
+	first, last time.Time
+}
+
+func newBatch() *batch {
+	return &batch{dirs: map[int64]map[string]bool{}, full: map[int64]bool{}}
+}
+
+func (b *batch) add(root int64, dir string) {
+	if b.dirs[root] == nil {
+		b.dirs[root] = map[string]bool{}
+	}
+	b.dirs[root][dir] = true
+	b.touch()
+}
+
+func (b *batch) touch() {
+	now := time.Now()
+	if b.first.IsZero() {
+		b.first = now
+	}
+	b.last = now
+}
+
+// due: something waits, and it has been quiet for settle or waiting for
+// maxDelay.
+func (b *batch) due(settle, maxDelay time.Duration) bool {
+	if len(b.dirs) == 0 && len(b.full) == 0 {
+		return false
+	}
+	now := time.Now()
+	return now.Sub(b.last) >= settle || now.Sub(b.first) >= maxDelay
+}
+
+// reset starts the clock again for what stays (scans that were busy).
+func (b *batch) reset() {
+	b.first, b.last = time.Time{}, time.Time{}
+	if len(b.dirs) > 0 || len(b.full) > 0 {
+		b.touch()
+	}
+}

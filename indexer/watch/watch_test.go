@@ -1,0 +1,292 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/store"
+)
+
+// fixture is an index of some roots, indexed once, with a watcher
+// running over it.
+type fixture struct {
+	t     *testing.T
+	db    *store.DB
+	roots []string
+	mu    sync.Mutex
+	warns []string
+}
+
+func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixture {
+	t.Helper()
+	if os.Geteuid() != 0 && backend == "fanotify" {
+		t.Fatal("fanotify needs root: run the tests as root (CI does)")
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := &fixture{t: t, db: db, roots: roots}
+	for _, r := range roots {
+		if _, _, err := db.AddRoot(ctx, store.RootSpec{Path: r}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ix := indexer.New(db, indexer.Config{Workers: 2})
+	cfg.Backend = backend
+	cfg.Skip = []string{db.Path()}
+	cfg.Warn = func(s string) { f.mu.Lock(); f.warns = append(f.warns, s); f.mu.Unlock() }
+	w := New(db, ix, cfg)
+	if err := w.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { w.Run(ctx); close(done) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		w.Close()
+		db.Close()
+	})
+	return f
+}
+
+// groups are the duplicate groups, each its sorted paths joined by " ".
+func (f *fixture) groups() []string {
+	var out []string
+	err := f.db.Report(context.Background(), store.GroupQuery{MinSize: 1}, nil, func(g store.Group, files []store.GroupFile) error {
+		var ps []string
+		for _, file := range files {
+			ps = append(ps, file.Path)
+		}
+		sort.Strings(ps)
+		out = append(out, strings.Join(ps, " "))
+		return nil
+	})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// eventually polls cond every 20 ms for up to limit: a bounded poll, no
+// fixed sleep.
+func (f *fixture) eventually(limit time.Duration, what string, cond func() bool) time.Duration {
+	f.t.Helper()
+	start := time.Now()
+	for !cond() {
+		if time.Since(start) > limit {
+			f.t.Fatalf("after %s: %s\ngroups: %q\nwarnings: %q", limit, what, f.groups(), f.warns)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return time.Since(start)
+}
+
+func (f *fixture) hasGroup(paths ...string) func() bool {
+	sort.Strings(paths)
+	want := strings.Join(paths, " ")
+	return func() bool { return slices.Contains(f.groups(), want) }
+}
+
+func write(t *testing.T, p, content string) {
+	t.Helper()
+	os.MkdirAll(filepath.Dir(p), 0o755)
+	if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func photo(i int) string { return fmt.Sprintf("photo %d ", i) + strings.Repeat("x", 5000+i) }
+
+// The README's acceptance: cp, rm and mv of copies show within 2 seconds;
+// so do a new folder of copies, a folder removed, and a copy moved to
+// another root.
+func TestWatchFollowsChanges(t *testing.T) {
+	for _, backend := range []string{"fanotify", "inotify"} {
+		t.Run(backend, func(t *testing.T) {
+			base := t.TempDir()
+			tree, other := filepath.Join(base, "tree"), filepath.Join(base, "other")
+			write(t, filepath.Join(tree, "a.jpg"), photo(1))
+			write(t, filepath.Join(tree, "sub/b.jpg"), photo(2))
+			write(t, filepath.Join(other, "c.jpg"), photo(3))
+			f := newFixture(t, backend, Config{}, tree, other)
+			if g := f.groups(); len(g) != 0 {
+				t.Fatalf("groups before: %q", g)
+			}
+			const limit = 2 * time.Second
+			var lat []time.Duration
+			cp := func(src, dst string) {
+				b, _ := os.ReadFile(src)
+				write(t, dst, string(b))
+			}
+			cp(filepath.Join(tree, "a.jpg"), filepath.Join(tree, "b.jpg"))
+			lat = append(lat, f.eventually(limit, "a new copy", f.hasGroup(filepath.Join(tree, "a.jpg"), filepath.Join(tree, "b.jpg"))))
+			os.Rename(filepath.Join(tree, "b.jpg"), filepath.Join(tree, "c.jpg"))
+			lat = append(lat, f.eventually(limit, "a renamed copy", f.hasGroup(filepath.Join(tree, "a.jpg"), filepath.Join(tree, "c.jpg"))))
+			os.Remove(filepath.Join(tree, "c.jpg"))
+			lat = append(lat, f.eventually(limit, "a deleted copy", func() bool { return len(f.groups()) == 0 }))
+			// A new folder with copies of b.jpg, made in one go.
+			write(t, filepath.Join(tree, "new/deeper/b1.jpg"), photo(2))
+			write(t, filepath.Join(tree, "new/deeper/b2.jpg"), photo(2))
+			lat = append(lat, f.eventually(limit, "a new folder of copies", f.hasGroup(filepath.Join(tree, "sub/b.jpg"),
+				filepath.Join(tree, "new/deeper/b1.jpg"), filepath.Join(tree, "new/deeper/b2.jpg"))))
+			// Appending makes a copy differ.
+			fd, _ := os.OpenFile(filepath.Join(tree, "new/deeper/b2.jpg"), os.O_APPEND|os.O_WRONLY, 0)
+			fd.WriteString("edited")
+			fd.Close()
+			lat = append(lat, f.eventually(limit, "an appended copy", f.hasGroup(filepath.Join(tree, "sub/b.jpg"), filepath.Join(tree, "new/deeper/b1.jpg"))))
+			// The folder goes, then a copy moves in from the other root.
+			os.RemoveAll(filepath.Join(tree, "new"))
+			lat = append(lat, f.eventually(limit, "a folder removed", func() bool { return len(f.groups()) == 0 }))
+			cp(filepath.Join(other, "c.jpg"), filepath.Join(tree, "c-copy.jpg"))
+			lat = append(lat, f.eventually(limit, "a copy across roots", f.hasGroup(filepath.Join(other, "c.jpg"), filepath.Join(tree, "c-copy.jpg"))))
+			if err := os.Rename(filepath.Join(tree, "c-copy.jpg"), filepath.Join(other, "moved.jpg")); err != nil {
+				t.Fatal(err)
+			}
+			lat = append(lat, f.eventually(limit, "a copy moved between roots", f.hasGroup(filepath.Join(other, "c.jpg"), filepath.Join(other, "moved.jpg"))))
+			// A folder moved inside a root.
+			os.Rename(filepath.Join(tree, "sub"), filepath.Join(other, "sub-moved"))
+			write(t, filepath.Join(tree, "b-again.jpg"), photo(2))
+			lat = append(lat, f.eventually(limit, "a folder moved between roots", f.hasGroup(filepath.Join(other, "sub-moved/b.jpg"), filepath.Join(tree, "b-again.jpg"))))
+			t.Logf("%s: latencies %v", backend, lat)
+			if bad, err := f.db.VerifyFolderSigs(context.Background()); err != nil || len(bad) > 0 {
+				t.Errorf("folder signatures: %v %q", err, bad)
+			}
+		})
+	}
+}
+
+// A burst of 10,000 new files is taken in without loss.
+func TestWatchBurst(t *testing.T) {
+	for _, backend := range []string{"fanotify", "inotify"} {
+		t.Run(backend, func(t *testing.T) {
+			tree := filepath.Join(t.TempDir(), "tree")
+			write(t, filepath.Join(tree, "seed"), "x")
+			f := newFixture(t, backend, Config{}, tree)
+			start := time.Now()
+			for i := 0; i < 10000; i++ {
+				write(t, filepath.Join(tree, fmt.Sprintf("d%02d/f%05d", i%50, i)), photo(i%100))
+			}
+			made := time.Since(start)
+			took := f.eventually(60*time.Second, "10,000 new files in the index", func() bool {
+				tot, err := f.db.Totals(context.Background())
+				return err == nil && tot.Files == 10001 && tot.Groups == 100 && tot.State == store.StateUpToDate
+			})
+			t.Logf("%s: 10,000 files written in %s, all indexed %s later; warnings %q", backend, made, took, f.warns)
+		})
+	}
+}
+
+// A root on a second file system (a loop-mounted ext4 image) is watched
+// too.
+func TestWatchSecondFileSystem(t *testing.T) {
+	mnt := loopExt4(t)
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "a.jpg"), photo(1))
+	write(t, filepath.Join(mnt, "b.jpg"), photo(2))
+	f := newFixture(t, "fanotify", Config{}, tree, mnt)
+	write(t, filepath.Join(mnt, "a-copy.jpg"), photo(1))
+	f.eventually(2*time.Second, "a copy on the loop file system", f.hasGroup(filepath.Join(tree, "a.jpg"), filepath.Join(mnt, "a-copy.jpg")))
+	write(t, filepath.Join(tree, "b-copy.jpg"), photo(2))
+	f.eventually(2*time.Second, "a copy of a file on it", f.hasGroup(filepath.Join(mnt, "b.jpg"), filepath.Join(tree, "b-copy.jpg")))
+}
+
+// With the inotify limit set low, the roots that cannot be watched whole
+// are rescanned on a timer, said once, and the index still converges.
+func TestWatchInotifyLimit(t *testing.T) {
+	const knob = "/proc/sys/fs/inotify/max_user_watches"
+	old, err := os.ReadFile(knob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tree := filepath.Join(t.TempDir(), "tree")
+	for i := 0; i < 60; i++ {
+		write(t, filepath.Join(tree, fmt.Sprintf("d%02d/f", i)), fmt.Sprint("file ", i))
+	}
+	// Watches in use by others count too: allow only a few more.
+	inUse := countWatches(t)
+	if err := os.WriteFile(knob, []byte(fmt.Sprint(inUse+10)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(knob, old, 0o644) })
+	f := newFixture(t, "inotify", Config{Fallback: time.Second}, tree)
+	os.WriteFile(knob, old, 0o644) // the watcher met the limit; others need theirs
+	write(t, filepath.Join(tree, "d59/copy"), "file 0")
+	f.eventually(10*time.Second, "a copy in a folder without a watch", f.hasGroup(filepath.Join(tree, "d00/f"), filepath.Join(tree, "d59/copy")))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	said := 0
+	for _, w := range f.warns {
+		if strings.Contains(w, "cannot be watched whole") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("the limit was said %d times: %q", said, f.warns)
+	}
+}
+
+// countWatches counts the inotify watches of every process (root's).
+func countWatches(t *testing.T) int {
+	n := 0
+	fds, _ := filepath.Glob("/proc/[0-9]*/fdinfo/*")
+	for _, p := range fds {
+		b, err := os.ReadFile(p)
+		if err == nil {
+			n += strings.Count(string(b), "inotify wd:")
+		}
+	}
+	return n
+}
+
+// loopExt4 mounts a small ext4 image through a loop device; it goes away
+// when the test ends, even when it fails.
+func loopExt4(t *testing.T) string {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Fatal("this test mounts a file system image: run it as root (CI does)")
+	}
+	dir := t.TempDir()
+	img := filepath.Join(dir, "ext4.img")
+	if err := os.WriteFile(img, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(img, 64<<20); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
+		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
+	}
+	mnt := filepath.Join(dir, "mnt")
+	os.Mkdir(mnt, 0o755)
+	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
+		t.Fatalf("mount: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		if err := syscall.Unmount(mnt, 0); err != nil {
+			syscall.Unmount(mnt, syscall.MNT_DETACH)
+		}
+		if out, _ := exec.Command("losetup", "-j", img).Output(); len(out) > 0 {
+			dev, _, _ := strings.Cut(string(out), ":")
+			exec.Command("losetup", "-d", dev).Run()
+		}
+	})
+	return mnt
+}
