@@ -21,7 +21,9 @@ import (
 type handleTable struct {
 	mu   sync.Mutex
 	next uint64
-	m    map[uint64]any // []byte (a status snapshot) or *os.File (a thumbnail)
+	m    map[uint64]any // []byte (a status snapshot), *os.File (a thumbnail) or *copyHandle
+	// closeCopy closes a copy (set by New).
+	closeCopy func(*copyHandle)
 }
 
 func (t *handleTable) add(v any) uint64 {
@@ -46,8 +48,11 @@ func (t *handleTable) release(fh uint64) {
 	v := t.m[fh]
 	delete(t.m, fh)
 	t.mu.Unlock()
-	if f, ok := v.(*os.File); ok {
-		f.Close()
+	switch h := v.(type) {
+	case *os.File:
+		h.Close()
+	case *copyHandle:
+		t.closeCopy(h)
 	}
 }
 
@@ -128,6 +133,8 @@ func (f *FS) open(in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 		}
 		out.Fh, out.OpenFlags = f.handles.add(file), fuse.FOPEN_KEEP_CACHE
 		return fuse.OK
+	case kind == kindLink:
+		return f.openCopy(id, in.NodeId, out)
 	case kind == kindGroup || kind == kindSizeDir || in.NodeId == inoRoot || in.NodeId == inoByHash ||
 		in.NodeId == inoBySize || in.NodeId == inoThumbs:
 		return fuse.EISDIR
@@ -145,12 +152,19 @@ func (f *FS) read(in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 		end := min(int64(len(v)), off+int64(len(buf)))
 		return fuse.ReadResultData(v[off:end]), fuse.OK
 	case *os.File:
-		n, err := v.ReadAt(buf, int64(in.Offset))
-		if err != nil && !errors.Is(err, io.EOF) {
-			f.logf("dupefs: read thumbnail: %v", err)
-			return nil, fuse.EIO
-		}
-		return fuse.ReadResultData(buf[:n]), fuse.OK
+		return f.pread(v, buf, in.Offset)
+	case *copyHandle:
+		return f.pread(v.file, buf, in.Offset)
 	}
 	return nil, fuse.EBADF
+}
+
+// pread reads an open file at off.
+func (f *FS) pread(file *os.File, buf []byte, off uint64) (fuse.ReadResult, fuse.Status) {
+	n, err := file.ReadAt(buf, int64(off))
+	if err != nil && !errors.Is(err, io.EOF) {
+		f.logf("dupefs: read %s: %v", store.EscapePath(file.Name()), err)
+		return nil, fuse.EIO
+	}
+	return fuse.ReadResultData(buf[:n]), fuse.OK
 }

@@ -49,6 +49,9 @@ type Config struct {
 	PollInterval time.Duration
 	// Strict refuses the fusermount3 fallback when mount(2) fails (tests).
 	Strict bool
+	// ServeFiles shows each copy in /by-hash as a read-only file read
+	// through to the original, instead of a symlink to it.
+	ServeFiles bool
 	// Logf receives problems serving the view. May be nil.
 	Logf func(format string, args ...any)
 }
@@ -74,7 +77,8 @@ type FS struct {
 	statusMu sync.Mutex
 	snap     statusSnap
 
-	handles handleTable
+	handles  handleTable
+	backings backings
 }
 
 // New returns the view over db.
@@ -88,7 +92,9 @@ func New(db Index, cfg Config) *FS {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	return &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
+	f := &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
+	f.handles.closeCopy = f.closeCopy
+	return f
 }
 
 // Node ids, which are also the inode numbers: the root is 1 (FUSE's root

@@ -23,7 +23,7 @@ type Index interface {
 	CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]store.MemberName, error)
 	MemberByName(ctx context.Context, g store.GroupRef, name string) (store.Member, error)
 	MemberByID(ctx context.Context, g store.GroupRef, fileID int64) (store.Member, bool, error)
-	FilePath(ctx context.Context, id int64) (string, int64, error)
+	FileByID(ctx context.Context, id int64) (store.Member, error)
 
 	// Thumbnails.
 	ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]store.Thumb, error)

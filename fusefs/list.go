@@ -199,7 +199,7 @@ func (f *FS) copyLister(contentID int64) fetchFunc {
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
 			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FileID, m.First),
-				Mode: syscall.S_IFLNK, Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)}})
+				Mode: f.copyMode(), Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)}})
 		}
 		return out, err
 	}

@@ -46,6 +46,12 @@ type testFS struct {
 // Cleanup unmounts, even when the test fails or panics.
 func mountTest(tb testing.TB, status func(context.Context) ([]byte, error)) *testFS {
 	tb.Helper()
+	return mountWith(tb, Config{Status: status})
+}
+
+// mountWith is mountTest with a config (its test knobs are set here).
+func mountWith(tb testing.TB, cfg Config) *testFS {
+	tb.Helper()
 	if os.Geteuid() != 0 {
 		tb.Fatal("the FUSE tests mount with mount(2): run them as root (CI does)")
 	}
@@ -61,8 +67,9 @@ func mountTest(tb testing.TB, status func(context.Context) ([]byte, error)) *tes
 	mnt, thumbs := filepath.Join(dir, "mnt"), filepath.Join(dir, "thumbs")
 	os.Mkdir(mnt, 0o755)
 	os.Mkdir(thumbs, 0o700)
-	f := New(db, Config{Status: status, PollInterval: 50 * time.Millisecond, Strict: true, ThumbDir: thumbs,
-		Logf: func(format string, args ...any) { tb.Logf(format, args...) }})
+	cfg.PollInterval, cfg.Strict, cfg.ThumbDir = 50*time.Millisecond, true, thumbs
+	cfg.Logf = func(format string, args ...any) { tb.Logf(format, args...) }
+	f := New(db, cfg)
 	m, err := f.Mount(mnt)
 	if err != nil {
 		tb.Fatal(err)

@@ -116,7 +116,7 @@ func (f *FS) lookupCopy(contentID int64, name string, out *fuse.EntryOut) fuse.S
 		return f.status("look up copy", err)
 	}
 	node := ino(kindLink, m.FileID)
-	f.linkAttr(&out.Attr, node, m.Path(), time.Unix(0, m.MtimeNS))
+	f.copyAttr(&out.Attr, node, m)
 	return entry(out, node, linkTimeout)
 }
 
@@ -215,11 +215,11 @@ func (f *FS) getattr(node uint64, a *fuse.Attr) (time.Duration, fuse.Status) {
 		f.dirAttr(a, node, g.ChangedAt)
 		return rowTimeout, fuse.OK
 	case kind == kindLink:
-		path, mtime, err := f.db.FilePath(ctx, id)
+		m, err := f.db.FileByID(ctx, id)
 		if err != nil {
 			return 0, f.status("read copy", err)
 		}
-		f.linkAttr(a, node, path, time.Unix(0, mtime))
+		f.copyAttr(a, node, m)
 		return linkTimeout, fuse.OK
 	case kind == kindSizeDir:
 		changed, err := f.db.SizeInfo(ctx, id)
@@ -253,11 +253,14 @@ func (f *FS) readlink(node uint64) ([]byte, fuse.Status) {
 	kind, id := split(node)
 	switch kind {
 	case kindLink:
-		path, _, err := f.db.FilePath(dbctx(), id)
+		if f.cfg.ServeFiles {
+			return nil, fuse.EINVAL // a file, not a symlink
+		}
+		m, err := f.db.FileByID(dbctx(), id)
 		if err != nil {
 			return nil, f.status("read copy", err)
 		}
-		return []byte(path), fuse.OK
+		return []byte(m.Path()), fuse.OK
 	case kindSizeLink:
 		g, err := f.db.GroupByID(dbctx(), id)
 		if err != nil {

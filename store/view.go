@@ -130,12 +130,14 @@ type Member struct {
 	Dir     string // its folder's absolute path
 	MtimeNS int64
 	Size    int64
+	Dev     uint64
+	Ino     uint64
 }
 
 // Path is the member's absolute path.
 func (m Member) Path() string { return JoinPath(m.Dir, m.Name) }
 
-const memberCols = `f.id, f.name, d.path, f.mtime_ns, f.size`
+const memberCols = `f.id, f.name, d.path, f.mtime_ns, f.size, f.dev, f.ino`
 
 func scanMembers(rows *sql.Rows, err error) ([]Member, error) {
 	if err != nil {
@@ -145,7 +147,7 @@ func scanMembers(rows *sql.Rows, err error) ([]Member, error) {
 	var out []Member
 	for rows.Next() {
 		var m Member
-		if err := rows.Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size); err != nil {
+		if err := rows.Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino); err != nil {
 			return nil, classify("list copies", err)
 		}
 		out = append(out, m)
@@ -296,14 +298,15 @@ func (w *Watcher) Changed(ctx context.Context) (bool, error) {
 // Close releases the watcher's connection.
 func (w *Watcher) Close() error { return w.conn.Close() }
 
-// FilePath reads a file's absolute path and mtime by id, live or not.
-func (db *DB) FilePath(ctx context.Context, id int64) (string, int64, error) {
-	var dir, name string
-	var mtime int64
-	err := db.queryRow(ctx, `SELECT d.path, f.name, f.mtime_ns FROM files f JOIN folders d ON d.id = f.folder_id
-		WHERE f.id = ?`, id).Scan(&dir, &name, &mtime)
-	if errors.Is(err, sql.ErrNoRows) {
-		return "", 0, ErrNotFound
+// FileByID reads a file row (live or not) by id, with its folder.
+func (db *DB) FileByID(ctx context.Context, id int64) (Member, error) {
+	ms, err := scanMembers(db.query(ctx, `SELECT `+memberCols+` FROM files f JOIN folders d ON d.id = f.folder_id
+		WHERE f.id = ?`, id))
+	if err == nil && len(ms) == 0 {
+		err = ErrNotFound
 	}
-	return JoinPath(dir, name), mtime, classify("read file", err)
+	if err != nil {
+		return Member{}, err
+	}
+	return ms[0], nil
 }

@@ -30,6 +30,7 @@ type mountOptions struct {
 	RescanEvery time.Duration
 	NoThumbs    bool
 	NoWatch     bool
+	Serve       string // links or files
 	Hash        string
 	Indexer     indexerOptions
 	Thumbs      thumbOptions
@@ -51,12 +52,13 @@ func mountCommand() *cli.Command {
 			&cli.DurationFlag{Name: "rescan-every", Usage: "scan the roots again every `DURATION` (e.g. 1h; 0: once)"},
 			&cli.BoolFlag{Name: "no-thumbs", Usage: "do not make thumbnails (those already made are still served)"},
 			&cli.BoolFlag{Name: "no-watch", Usage: "do not follow changes on disk (then only --rescan-every sees them)"},
+			&cli.StringFlag{Name: "serve", Value: "links", Usage: "copies in /by-hash as `links` (symlinks to the originals) or files (read-only files read through to them: for Samba, NFS, containers, rsync -a)"},
 			hashFlag(),
 		}, append(append(indexerFlags(), thumbFlags()...), watchFlags()...)...),
 		Action: func(c *cli.Context) error {
 			opts := mountOptions{Mountpoint: c.Args().First(), Paths: c.Args().Tail(), AllowOther: c.Bool("allow-other"),
 				NoIndex: c.Bool("no-index"), RescanEvery: c.Duration("rescan-every"), NoThumbs: c.Bool("no-thumbs"),
-				NoWatch: c.Bool("no-watch"), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c),
+				NoWatch: c.Bool("no-watch"), Serve: c.String("serve"), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c),
 				Watch: watchOptionsFrom(c)}
 			return runMount(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
@@ -69,6 +71,11 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 	}
 	if opts.RescanEvery < 0 {
 		return usageErrorf("--rescan-every must not be negative")
+	}
+	switch opts.Serve {
+	case "", "links", "files":
+	default:
+		return usageErrorf("--serve %q: want links or files", opts.Serve)
 	}
 	if err := checkHash(opts.Hash); err != nil {
 		return err
@@ -126,6 +133,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		}
 		fsys := fusefs.New(db, fusefs.Config{
 			AllowOther: opts.AllowOther,
+			ServeFiles: opts.Serve == "files",
 			ThumbDir:   absOrEmpty(tcfg.Dir),
 			Status: func(ctx context.Context) ([]byte, error) {
 				s, err := buildStatus(ctx, db)
