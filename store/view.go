@@ -219,7 +219,7 @@ func (db *DB) MemberByID(ctx context.Context, g GroupRef, fileID int64) (Member,
 		              AND g.name = f.name AND g.id < f.id)
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.id = ? AND f.content_hash = ? AND f.missing = 0`,
-		fileID, g.Hash).Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &first)
+		fileID, g.Hash).Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino, &first)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, false, ErrNotFound
 	}
