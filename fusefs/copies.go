@@ -99,7 +99,7 @@ func (f *FS) backingOf(node uint64, fd int) (int32, bool) {
 	b := &f.backings
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	if b.disabled {
+	if b.disabled || f.cfg.NoPassthrough {
 		return 0, false
 	}
 	if e, ok := b.m[node]; ok {
@@ -145,5 +145,5 @@ func (f *FS) closeCopy(h *copyHandle) {
 func (f *FS) PassthroughUsed() bool {
 	f.backings.mu.Lock()
 	defer f.backings.mu.Unlock()
-	return !f.backings.disabled
+	return !f.backings.disabled && !f.cfg.NoPassthrough
 }

@@ -2,6 +2,7 @@
 // through store only.
 //
 //	/by-hash/<algo>:<hex>/<name>   symlink to the absolute path of a copy
+//	                               (ServeFiles: a read-only file read through to it)
 //	/by-size/<bytes>/<algo>:<hex>  symlink to ../../by-hash/<algo>:<hex>
 //	/by-folder/<algo>:<hex>/<name> symlink to a folder of an exact folder group
 //	/thumbs/<algo>:<hex>.jpg       thumbnails of image and video groups
@@ -52,6 +53,9 @@ type Config struct {
 	// ServeFiles shows each copy in /by-hash as a read-only file read
 	// through to the original, instead of a symlink to it.
 	ServeFiles bool
+	// NoPassthrough reads copies through this process even when the
+	// kernel could read them itself (the bench compares the two).
+	NoPassthrough bool
 	// Logf receives problems serving the view. May be nil.
 	Logf func(format string, args ...any)
 }

@@ -23,18 +23,19 @@ import (
 
 // mountOptions are the flags and arguments of `dupefs mount`.
 type mountOptions struct {
-	Mountpoint  string
-	Paths       []string
-	AllowOther  bool
-	NoIndex     bool
-	RescanEvery time.Duration
-	NoThumbs    bool
-	NoWatch     bool
-	Serve       string // links or files
-	Hash        string
-	Indexer     indexerOptions
-	Thumbs      thumbOptions
-	Watch       watchOptions
+	Mountpoint    string
+	Paths         []string
+	AllowOther    bool
+	NoIndex       bool
+	RescanEvery   time.Duration
+	NoThumbs      bool
+	NoWatch       bool
+	Serve         string // links or files
+	NoPassthrough bool   // hidden: read copies through this process (bench)
+	Hash          string
+	Indexer       indexerOptions
+	Thumbs        thumbOptions
+	Watch         watchOptions
 }
 
 func mountCommand() *cli.Command {
@@ -42,23 +43,26 @@ func mountCommand() *cli.Command {
 		Name:      "mount",
 		Usage:     "mount a read-only view of the duplicates, indexing in the background",
 		ArgsUsage: "MOUNTPOINT [PATH...]",
-		Description: "Adds the PATHs as roots, mounts /by-hash, /by-size, /thumbs and /status.json at\n" +
-			"MOUNTPOINT (an existing folder outside every root) and indexes every root while it\n" +
-			"is mounted. It stays in the foreground; Ctrl-C, SIGTERM or umount MOUNTPOINT end it.\n" +
-			"As a user it mounts through fusermount3 (Debian package fuse3).",
+		Description: "Adds the PATHs as roots, mounts /by-hash, /by-size, /by-folder, /thumbs and /status.json\n" +
+			"at MOUNTPOINT (an existing folder outside every root), indexes every root while it is\n" +
+			"mounted and follows changes on disk (fanotify as root, inotify otherwise). Copies are\n" +
+			"symlinks to the originals (writing through one writes the original), or with --serve\n" +
+			"files read-only files read through to them. It stays in the foreground; Ctrl-C, SIGTERM\n" +
+			"or umount MOUNTPOINT end it. As a user it mounts through fusermount3 (Debian package fuse3).",
 		Flags: append([]cli.Flag{
 			&cli.BoolFlag{Name: "allow-other", Usage: "let other users see the mount (needs user_allow_other in /etc/fuse.conf)"},
 			&cli.BoolFlag{Name: "no-index", Usage: "only serve the index; do not scan or hash"},
 			&cli.DurationFlag{Name: "rescan-every", Usage: "scan the roots again every `DURATION` (e.g. 1h; 0: once)"},
 			&cli.BoolFlag{Name: "no-thumbs", Usage: "do not make thumbnails (those already made are still served)"},
 			&cli.BoolFlag{Name: "no-watch", Usage: "do not follow changes on disk (then only --rescan-every sees them)"},
+			&cli.BoolFlag{Name: "no-passthrough", Hidden: true, Usage: "with --serve files, read copies through dupefs even when the kernel could read them itself (bench)"},
 			&cli.StringFlag{Name: "serve", Value: "links", Usage: "copies in /by-hash as `links` (symlinks to the originals) or files (read-only files read through to them: for Samba, NFS, containers, rsync -a)"},
 			hashFlag(),
 		}, append(append(indexerFlags(), thumbFlags()...), watchFlags()...)...),
 		Action: func(c *cli.Context) error {
 			opts := mountOptions{Mountpoint: c.Args().First(), Paths: c.Args().Tail(), AllowOther: c.Bool("allow-other"),
 				NoIndex: c.Bool("no-index"), RescanEvery: c.Duration("rescan-every"), NoThumbs: c.Bool("no-thumbs"),
-				NoWatch: c.Bool("no-watch"), Serve: c.String("serve"), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c),
+				NoWatch: c.Bool("no-watch"), Serve: c.String("serve"), NoPassthrough: c.Bool("no-passthrough"), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c),
 				Watch: watchOptionsFrom(c)}
 			return runMount(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
@@ -132,9 +136,10 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 			tcfg.Dir = th.Dir()
 		}
 		fsys := fusefs.New(db, fusefs.Config{
-			AllowOther: opts.AllowOther,
-			ServeFiles: opts.Serve == "files",
-			ThumbDir:   absOrEmpty(tcfg.Dir),
+			AllowOther:    opts.AllowOther,
+			ServeFiles:    opts.Serve == "files",
+			NoPassthrough: opts.NoPassthrough,
+			ThumbDir:      absOrEmpty(tcfg.Dir),
 			Status: func(ctx context.Context) ([]byte, error) {
 				s, err := buildStatus(ctx, db)
 				if err != nil {

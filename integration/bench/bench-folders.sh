@@ -3,18 +3,7 @@
 # FOLDER_COUNT folders; and the time to update the folder signatures after
 # one file changes (dupefs index --stats: its folders phase and how many
 # folders got new sums).
-FOLDER_COUNT=${FOLDER_COUNT:-100000}
 
-folder_tree() {
-	local dir=$WORK/folders-$FOLDER_COUNT
-	if [ ! -f "$dir.done" ]; then
-		rm -rf "$dir"
-		echo "generating $dir (about $FOLDER_COUNT folders)..." >&2
-		"$TOOL" mkfolders -dir "$dir" -folders "$FOLDER_COUNT" -seed 1
-		touch "$dir.done"
-	fi
-	echo "$dir"
-}
 
 # stat_of LINE KEY: the number before KEY in an --stats line.
 stat_of() { sed -n "s/.*$2 \([0-9.]*\)s.*/\1/p" <<<"$1"; }

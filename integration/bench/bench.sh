@@ -17,8 +17,11 @@
 #                       walks (bench-mount.sh)
 #   THUMB_PHOTOS=300    12-megapixel photos the thumbnail bench makes
 #                       thumbnails of (bench-thumbs.sh)
+#   FOLDER_COUNT=100000 folders of the generated tree of the folder and
+#                       watcher benches (bench-folders.sh, bench-live.sh)
+#   LIVE_N=200          changes whose latency bench-live.sh measures
 #   ONLY=mount          run only the named part (index, cold, photos, scale,
-#                       mount, thumbs, or another bench-NAME.sh)
+#                       or a bench-NAME.sh: act, folders, live, mount, thumbs)
 #   COLD=1              also cold-cache runs (as root: sync and drop caches
 #                       before each; 0 skips them)
 #   BENCH_DIR=/tmp/dupefs-bench   where trees, indexes and results go
@@ -73,6 +76,20 @@ photos() {
 		rm -rf "$dir"
 		echo "generating $dir ($1 photos)..." >&2
 		"$TOOL" mkphotos -dir "$dir" -files "$1" -edits "$EDITS" -seed 1
+		touch "$dir.done"
+	fi
+	echo "$dir"
+}
+
+# folder_tree: the generated tree of about FOLDER_COUNT folders (the
+# folder and watcher benches), made once and kept.
+FOLDER_COUNT=${FOLDER_COUNT:-100000}
+folder_tree() {
+	local dir=$WORK/folders-$FOLDER_COUNT
+	if [ ! -f "$dir.done" ]; then
+		rm -rf "$dir"
+		echo "generating $dir (about $FOLDER_COUNT folders)..." >&2
+		"$TOOL" mkfolders -dir "$dir" -folders "$FOLDER_COUNT" -seed 1
 		touch "$dir.done"
 	fi
 	echo "$dir"

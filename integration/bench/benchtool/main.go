@@ -4,6 +4,7 @@
 //	benchtool mktree -dir D -files N [-seed S] [-avg BYTES]
 //	benchtool mkgroups -dir D -groups N [-copies C]
 //	benchtool mkfolders -dir D -folders N
+//	benchtool latency -mnt M -tree T -seed F -group by-hash/KEY [-n N]
 //	benchtool compare A B      (two reports in the fdupes blank-line format)
 //	benchtool median V...      (median of numbers)
 package main
@@ -35,6 +36,8 @@ func main() {
 		err = mkgroups(os.Args[2:])
 	case "mkfolders":
 		err = mkfolders(os.Args[2:])
+	case "latency":
+		err = latency(os.Args[2:])
 	case "compare":
 		err = compare(os.Args[2:])
 	case "median":
