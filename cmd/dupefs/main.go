@@ -21,8 +21,12 @@ import (
 	"github.com/urfave/cli/v2"
 )
 
-// version is stamped by the Makefile (-ldflags "-X main.version=...").
-var version = "dev"
+// version and commit are stamped by the Makefile (-ldflags "-X
+// main.version=... -X main.commit=...").
+var (
+	version = "dev"
+	commit  = "unknown"
+)
 
 func main() {
 	os.Exit(run(context.Background(), os.Args, os.Stdout, os.Stderr))
@@ -34,6 +38,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app := newApp(stdout, stderr)
+	if isHelperCall(app, args) {
+		return runHelper(args, stderr)
+	}
 	var unknown string
 	app.CommandNotFound = func(_ *cli.Context, name string) { unknown = name }
 	err := app.RunContext(ctx, interspersed(app, args))
@@ -50,7 +57,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 	app := &cli.App{
 		Name:      "dupefs",
 		Usage:     "find duplicate files, report them, and browse them as a file system",
-		Version:   version,
+		Version:   version + " (commit " + commit + ")",
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
@@ -76,6 +83,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 			removeCommand(),
 			undoCommand(),
 			opsCommand(),
+			docsCommand(),
 		},
 		ExitErrHandler: func(*cli.Context, error) {}, // errors are mapped in run
 	}

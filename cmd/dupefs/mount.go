@@ -32,10 +32,14 @@ type mountOptions struct {
 	NoWatch       bool
 	Serve         string // links or files
 	NoPassthrough bool   // hidden: read copies through this process (bench)
-	Hash          string
-	Indexer       indexerOptions
-	Thumbs        thumbOptions
-	Watch         watchOptions
+	// ReadyFD, when set (hidden: the mount helper's daemon), is written
+	// "READY" once the mount answers; stderr then goes to LogFile.
+	ReadyFD int
+	LogFile string
+	Hash    string
+	Indexer indexerOptions
+	Thumbs  thumbOptions
+	Watch   watchOptions
 }
 
 func mountCommand() *cli.Command {
@@ -55,6 +59,8 @@ func mountCommand() *cli.Command {
 			&cli.DurationFlag{Name: "rescan-every", Usage: "scan the roots again every `DURATION` (e.g. 1h; 0: once)"},
 			&cli.BoolFlag{Name: "no-thumbs", Usage: "do not make thumbnails (those already made are still served)"},
 			&cli.BoolFlag{Name: "no-watch", Usage: "do not follow changes on disk (then only --rescan-every sees them)"},
+			&cli.IntFlag{Name: "ready-fd", Hidden: true, Usage: "write READY to this descriptor once mounted (the mount helper)"},
+			&cli.StringFlag{Name: "log-file", Hidden: true, Usage: "after --ready-fd, send messages to this file"},
 			&cli.BoolFlag{Name: "no-passthrough", Hidden: true, Usage: "with --serve files, read copies through dupefs even when the kernel could read them itself (bench)"},
 			&cli.StringFlag{Name: "serve", Value: "links", Usage: "copies in /by-hash as `links` (symlinks to the originals) or files (read-only files read through to them: for Samba, NFS, containers, rsync -a)"},
 			hashFlag(),
@@ -62,7 +68,7 @@ func mountCommand() *cli.Command {
 		Action: func(c *cli.Context) error {
 			opts := mountOptions{Mountpoint: c.Args().First(), Paths: c.Args().Tail(), AllowOther: c.Bool("allow-other"),
 				NoIndex: c.Bool("no-index"), RescanEvery: c.Duration("rescan-every"), NoThumbs: c.Bool("no-thumbs"),
-				NoWatch: c.Bool("no-watch"), Serve: c.String("serve"), NoPassthrough: c.Bool("no-passthrough"), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c),
+				NoWatch: c.Bool("no-watch"), Serve: c.String("serve"), NoPassthrough: c.Bool("no-passthrough"), ReadyFD: c.Int("ready-fd"), LogFile: c.String("log-file"), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c),
 				Watch: watchOptionsFrom(c)}
 			return runMount(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
@@ -155,6 +161,12 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 			return mountErrorf("%s%s", strings.TrimSpace(err.Error()), mountHint(err))
 		}
 		con.Printf("dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", store.EscapePath(mnt))
+		// The mount answers (Mount waited for the kernel's INIT): tell
+		// systemd (Type=notify) and a mount helper's parent.
+		sdNotify("READY=1\nSTATUS=serving " + mnt)
+		if opts.ReadyFD > 0 {
+			signalReady(opts.ReadyFD, opts.LogFile, con)
+		}
 		bg := background{index: cfg, thumbs: th, maintain: mcfg, noIndex: opts.NoIndex, noThumbs: opts.NoThumbs,
 			rescan: opts.RescanEvery, skip: []string{mnt}}
 		if !opts.NoWatch {
@@ -224,6 +236,7 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 	deadline := time.After(5 * time.Second)
 	stopIndex()
 	if signalled {
+		sdNotify("STOPPING=1")
 		lazy, err := m.Unmount()
 		if err != nil {
 			return mountErrorf("unmount %s: %v", store.EscapePath(m.Dir), err)
