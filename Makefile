@@ -62,7 +62,7 @@ install: build
 
 # A Debian package: bin/dupefs_$(VERSION)_$(ARCH).deb.
 deb:
-	rm -rf build/deb
+	rm -rf build/deb bin/dupefs_*.deb
 	$(MAKE) install DESTDIR=$(CURDIR)/build/deb PREFIX=/usr ZSHDIR=/usr/share/zsh/vendor-completions
 	install -D -m 0644 README.md build/deb/usr/share/doc/dupefs/README.md
 	install -D -m 0644 $(DIST)/debian/copyright build/deb/usr/share/doc/dupefs/copyright
