@@ -12,6 +12,11 @@ type Config struct {
 	// Workers is the number of directory readers and of hashers
 	// (default: the number of CPUs).
 	Workers int
+	// IODepth is how many reads the walk asks the kernel for ahead of the
+	// file it hashes (default 32): on a cold disk the reads of a folder's
+	// files then queue together instead of one after the other. It costs
+	// an open file each; CPU work stays bounded by Workers.
+	IODepth int
 	// LeaseTTL is how long a job stays claimed without a heartbeat
 	// (default 30s). Heartbeats run every LeaseTTL/3.
 	LeaseTTL time.Duration
@@ -44,6 +49,9 @@ type Config struct {
 func (c Config) withDefaults() Config {
 	if c.Workers <= 0 {
 		c.Workers = runtime.NumCPU()
+	}
+	if c.IODepth <= 0 {
+		c.IODepth = 32
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = 30 * time.Second

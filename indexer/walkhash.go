@@ -4,6 +4,8 @@ import (
 	"database/sql"
 	"sync"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -73,6 +75,15 @@ func (c *sizeCache) note(size int64, dev, ino uint64, first *pendingFile) (bool,
 	return false, nil
 }
 
+// mayShare reports whether a file of this size and inode may be read: its
+// size is shared already, or another inode showed it first.
+func (c *sizeCache) mayShare(size int64, dev, ino uint64) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	e, ok := c.m[size]
+	return ok && (e.shared || e.key != inodeKey(dev, ino))
+}
+
 // linkCache remembers what the walk read of inodes with several links, so
 // the other links of one inode are not read again.
 type linkCache struct {
@@ -116,7 +127,10 @@ var bufPool = sync.Pool{New: func() any { b := make([]byte, readChunk); return &
 func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 	db := res.dbFiles
 	j := 0
+	ra := &readAhead{w: w, dirfd: dirfd, files: res.files, same: res.same, open: map[int]*rawFile{}}
+	defer ra.close()
 	for i := range res.files {
+		ra.upTo(i + w.ix.cfg.IODepth)
 		f := &res.files[i]
 		for j < len(db) && db[j].Name < f.Name {
 			j++
@@ -135,14 +149,67 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 		shared, late := w.sizes.note(f.Size, f.Dev, f.Ino, first)
 		if late != nil && w.ctx.Err() == nil {
 			lf := late.f
-			if lf.Hash = w.hashOf(-1, late.dir, &lf); lf.Hash != nil {
+			if lf.Hash = w.hashOf(-1, late.dir, &lf, nil); lf.Hash != nil {
 				res.late = append(res.late, lateHash{dir: late.dir, f: lf})
 			}
 		}
 		if f.Size == 0 || !shared || unchanged || w.ctx.Err() != nil {
 			continue // an unchanged pending row is read by the hash job
 		}
-		f.Hash = w.hashOf(dirfd, n.abs, f)
+		f.Hash = w.hashOf(dirfd, n.abs, f, ra.take(i))
+	}
+}
+
+// readAhead opens the files a folder's walk may read next and asks the
+// kernel to start reading them (posix_fadvise WILLNEED: the whole of a
+// small file, the two ends of a large one), a window of IODepth files ahead
+// of the one being hashed. On a cold disk the reads then go to the device
+// together, not one after the other; on a warm one it costs an open and a
+// syscall per file, which the read would have made anyway.
+type readAhead struct {
+	w     *walker
+	dirfd int
+	files []store.FileStat
+	same  bool
+	open  map[int]*rawFile
+	next  int
+}
+
+// upTo advises the candidates before index end.
+func (r *readAhead) upTo(end int) {
+	if r.dirfd < 0 || r.same {
+		return
+	}
+	for ; r.next < end && r.next < len(r.files); r.next++ {
+		f := &r.files[r.next]
+		if f.Size == 0 || !r.w.sizes.mayShare(f.Size, f.Dev, f.Ino) {
+			continue
+		}
+		fh, err := openFileAt(r.dirfd, f.Name, f.Name)
+		if err != nil {
+			continue
+		}
+		if f.Size <= SmallFile {
+			unix.Fadvise(fh.fd, 0, f.Size, unix.FADV_WILLNEED)
+		} else {
+			unix.Fadvise(fh.fd, 0, prefixBlock, unix.FADV_WILLNEED)
+			unix.Fadvise(fh.fd, f.Size-prefixBlock, prefixBlock, unix.FADV_WILLNEED)
+		}
+		r.open[r.next] = fh
+	}
+}
+
+// take hands over the file i opened ahead, if any.
+func (r *readAhead) take(i int) *rawFile {
+	fh := r.open[i]
+	delete(r.open, i)
+	return fh
+}
+
+// close closes what was opened and not read.
+func (r *readAhead) close() {
+	for _, fh := range r.open {
+		fh.Close()
 	}
 }
 
@@ -157,7 +224,15 @@ type lateHash struct {
 // reuse its hash, and so does a file whose inode the index knows with the
 // same size and mtime (it moved, or it is a hard link of a hashed file).
 // dirfd is dir open, or -1.
-func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat) *store.FileHash {
+// pre, when set, is the file opened already (read ahead); hashOf closes it.
+func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat, pre *rawFile) *store.FileHash {
+	if pre != nil {
+		defer func() {
+			if pre != nil {
+				pre.Close()
+			}
+		}()
+	}
 	if f.Nlink > 1 {
 		if h := w.links.get(f); h != nil {
 			return h
@@ -170,7 +245,8 @@ func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat) *store.FileHas
 			return h
 		}
 	}
-	h := w.readHash(dirfd, store.JoinPath(dir, f.Name), f)
+	h := w.readHash(dirfd, store.JoinPath(dir, f.Name), f, pre)
+	pre = nil // readHash closed it
 	if f.Nlink > 1 && h != nil {
 		w.links.put(f, h)
 	}
@@ -180,9 +256,12 @@ func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat) *store.FileHas
 // readHash reads one file: whole when it is small, its first and last 4
 // KiB otherwise. It returns nil when the file changed or could not be read;
 // it then stays pending and the hash job tries it.
-func (w *walker) readHash(dirfd int, path string, f *store.FileStat) *store.FileHash {
+func (w *walker) readHash(dirfd int, path string, f *store.FileStat, pre *rawFile) *store.FileHash {
 	ix := w.ix
 	if ix.hashLimit != nil && ix.hashLimit.Wait(w.ctx) != nil {
+		if pre != nil {
+			pre.Close()
+		}
 		return nil
 	}
 	want := fileID{size: f.Size, mtimeNS: f.MtimeNS, dev: f.Dev, ino: f.Ino}
@@ -192,11 +271,13 @@ func (w *walker) readHash(dirfd int, path string, f *store.FileStat) *store.File
 	} else {
 		ix.logRead("prefix", path)
 	}
-	var fh *rawFile
-	var err error
-	if dirfd >= 0 {
+	fh, err := pre, error(nil)
+	switch {
+	case fh != nil:
+		fh.name = path
+	case dirfd >= 0:
 		fh, err = openFileAt(dirfd, f.Name, path)
-	} else {
+	default:
 		fh, err = openFile(path)
 	}
 	if err != nil {

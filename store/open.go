@@ -40,7 +40,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 		opts.ReadCacheKiB = 4000
 	}
 	if opts.WriteCacheKiB <= 0 {
-		opts.WriteCacheKiB = 16000
+		opts.WriteCacheKiB = 4000
 	}
 	if opts.BusyTimeout <= 0 {
 		opts.BusyTimeout = 10 * time.Second

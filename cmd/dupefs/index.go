@@ -31,6 +31,7 @@ type indexOptions struct {
 // indexerOptions are the indexer's flags, shared by index and mount.
 type indexerOptions struct {
 	Workers         int
+	IODepth         int
 	MaxHashesPerSec float64
 	MaxBytesPerSec  int64
 	ReadLog         string // hidden, for tests
@@ -63,7 +64,8 @@ func hashFlag() cli.Flag {
 // indexerFlags are shared by index and mount.
 func indexerFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.IntFlag{Name: "workers", Usage: "folder readers and hashers", DefaultText: "number of CPUs"},
+		&cli.IntFlag{Name: "workers", Usage: "folder readers and hashers (CPU)", DefaultText: "number of CPUs"},
+		&cli.IntFlag{Name: "io-depth", Usage: "reads asked of the disk ahead of the file being hashed (I/O)", DefaultText: "32"},
 		&cli.Float64Flag{Name: "max-hashes-per-sec", Usage: "open at most N files per second for hashing (0: no limit)"},
 		&cli.Int64Flag{Name: "max-bytes-per-sec", Usage: "read at most N bytes per second for hashing (0: no limit)"},
 		&cli.StringFlag{Name: "read-log", Usage: "append a line per file read for hashing to `FILE` (for tests)", Hidden: true},
@@ -71,7 +73,7 @@ func indexerFlags() []cli.Flag {
 }
 
 func indexerOptionsFrom(c *cli.Context) indexerOptions {
-	return indexerOptions{Workers: c.Int("workers"), MaxHashesPerSec: c.Float64("max-hashes-per-sec"),
+	return indexerOptions{Workers: c.Int("workers"), IODepth: c.Int("io-depth"), MaxHashesPerSec: c.Float64("max-hashes-per-sec"),
 		MaxBytesPerSec: c.Int64("max-bytes-per-sec"), ReadLog: c.String("read-log")}
 }
 
@@ -80,6 +82,8 @@ func (o indexerOptions) validate() error {
 	switch {
 	case o.Workers < 0 || o.Workers > 1024:
 		return usageErrorf("--workers %d: want 1..1024", o.Workers)
+	case o.IODepth < 0 || o.IODepth > 4096:
+		return usageErrorf("--io-depth %d: want 1..4096", o.IODepth)
 	case o.MaxHashesPerSec < 0:
 		return usageErrorf("--max-hashes-per-sec must not be negative")
 	case o.MaxBytesPerSec < 0:
@@ -96,6 +100,7 @@ func (o indexerOptions) config(g globalOptions) (cfg indexer.Config, close func(
 	}
 	cfg = indexer.Config{
 		Workers:         o.Workers,
+		IODepth:         o.IODepth,
 		MaxHashesPerSec: o.MaxHashesPerSec,
 		MaxBytesPerSec:  o.MaxBytesPerSec,
 		SkipPaths:       []string{g.CacheDir},
