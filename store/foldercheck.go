@@ -18,26 +18,25 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 		fs := map[int64]*folderSums{}
 		stored := map[int64]folderSums{}
 		paths := map[int64]string{}
-		rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig, own_layout,
-			own_files, own_bytes, own_pending, tree_sig, tree_layout, tree_files, tree_bytes, tree_pending FROM folders`)
+		rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig,
+			own_files, own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending FROM folders`)
 		if err != nil {
 			return classify("read folders", err)
 		}
 		for rows.Next() {
 			s := folderSums{}
 			var p string
-			var os, ol, ts, tl []byte
-			if err := rows.Scan(&s.id, &s.parent, &p, &s.missing, &os, &ol, &s.ownFiles, &s.ownBytes,
-				&s.ownPending, &ts, &tl, &s.treeFiles, &s.treeBytes, &s.treePending); err != nil {
+			var os, ts []byte
+			if err := rows.Scan(&s.id, &s.parent, &p, &s.missing, &os, &s.ownFiles, &s.ownBytes,
+				&s.ownPending, &ts, &s.treeFiles, &s.treeBytes, &s.treePending); err != nil {
 				rows.Close()
 				return classify("read folders", err)
 			}
-			s.ownSig, s.ownLayout, s.treeSig, s.treeLay = sigFromBytes(os), sigFromBytes(ol), sigFromBytes(ts), sigFromBytes(tl)
-			s.name = p[strings.LastIndexByte(p, '/')+1:]
+			s.ownSig, s.treeSig = sigFromBytes(os), sigFromBytes(ts)
 			s.depth = strings.Count(p, "/")
 			paths[s.id] = p
 			stored[s.id] = s
-			fs[s.id] = &folderSums{id: s.id, parent: s.parent, name: s.name, depth: s.depth, missing: s.missing}
+			fs[s.id] = &folderSums{id: s.id, parent: s.parent, depth: s.depth, missing: s.missing}
 		}
 		rows.Close()
 		if err := rows.Err(); err != nil {
@@ -61,7 +60,7 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 		rows.Close()
 		order := make([]*folderSums, 0, len(fs))
 		for _, f := range fs {
-			f.treeSig, f.treeLay = f.ownSig, f.ownLayout
+			f.treeSig = f.ownSig
 			f.treeFiles, f.treeBytes, f.treePending = f.ownFiles, f.ownBytes, f.ownPending
 			order = append(order, f)
 		}
@@ -69,7 +68,6 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 		for _, f := range order {
 			if p, ok := fs[f.parent]; ok && !f.missing {
 				p.treeSig = p.treeSig.Add(f.treeSig)
-				p.treeLay = p.treeLay.Add(f.term())
 				p.treeFiles += f.treeFiles
 				p.treeBytes += f.treeBytes
 				p.treePending += f.treePending
@@ -83,7 +81,7 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 			s := stored[f.id]
 			bad = append(bad, fmt.Sprintf("%s: stored %d files %d bytes %d pending, summed %d files %d bytes %d pending%s",
 				paths[f.id], s.treeFiles, s.treeBytes, s.treePending, f.treeFiles, f.treeBytes, f.treePending,
-				map[bool]string{true: " (signatures differ)", false: ""}[s.treeSig != f.treeSig || s.treeLay != f.treeLay]))
+				map[bool]string{true: " (signatures differ)", false: ""}[s.treeSig != f.treeSig]))
 		}
 		return nil
 	})

@@ -29,17 +29,14 @@ type FolderGroup struct {
 func (g FolderGroup) Key(algo string) string { return algo + ":" + hex.EncodeToString(g.Sig) }
 
 // ExactFolderGroups reads the exact folder groups as the definitions of
-// seed 003 give them: folders of equal content (by the content or, with
-// layout, the layout signature, with equal file count and bytes) whose
-// content is known; of folders nested in one another only the highest; a
+// seed 003 give them: folders of equal content (by the signature, with
+// equal file count and bytes; with layout, split by their relative paths
+// too, which confirms them) whose content is known; of folders nested in one another only the highest; a
 // group whose folders' parents all belong to one same group is not
 // reported (only the highest level of a duplicated tree is). Largest
 // first. The signatures are not confirmed here: see SubtreeContents.
 func (db *DB) ExactFolderGroups(ctx context.Context, layout bool, minBytes int64) ([]FolderGroup, error) {
-	col := "tree_sig"
-	if layout {
-		col = "tree_layout"
-	}
+	const col = "tree_sig"
 	rows, err := db.query(ctx, `SELECT `+col+`, tree_files, tree_bytes, id, coalesce(parent_id, 0), path, tree_pending
 		FROM folders WHERE tree_files > 0 AND missing = 0 AND tree_bytes >= ?1 AND (`+col+`, tree_files, tree_bytes) IN
 		  (SELECT `+col+`, tree_files, tree_bytes FROM folders WHERE tree_files > 0 AND missing = 0 AND tree_bytes >= ?1
@@ -69,7 +66,48 @@ func (db *DB) ExactFolderGroups(ctx context.Context, layout bool, minBytes int64
 	if err := rows.Err(); err != nil {
 		return nil, classify("read folder groups", err)
 	}
+	if layout {
+		var err error
+		if classes, err = db.splitByLayout(ctx, classes); err != nil {
+			return nil, err
+		}
+	}
 	return applyFolderRules(classes), nil
+}
+
+// splitByLayout splits classes of equal content by their files' relative
+// paths, keeping the parts of two or more folders; a part's Sig is a hash
+// of what its folders hold, paths included.
+func (db *DB) splitByLayout(ctx context.Context, classes []FolderGroup) ([]FolderGroup, error) {
+	var out []FolderGroup
+	for _, c := range classes {
+		byKey := map[string]int{}
+		var parts []FolderGroup
+		for _, f := range c.Folders { // by path, as the rules want them
+			files, known, err := db.SubtreeContents(ctx, f.Path)
+			if err != nil {
+				return nil, err
+			}
+			if !known {
+				continue
+			}
+			k := string(contentKey(files, true))
+			i, ok := byKey[k]
+			if !ok {
+				i = len(parts)
+				byKey[k] = i
+				sig := sigOf([]byte("layout"), []byte(k)).Bytes()
+				parts = append(parts, FolderGroup{Sig: sig[:], Files: c.Files, Bytes: c.Bytes})
+			}
+			parts[i].Folders = append(parts[i].Folders, f)
+		}
+		for _, p := range parts {
+			if len(p.Folders) > 1 {
+				out = append(out, p)
+			}
+		}
+	}
+	return out, nil
 }
 
 // applyFolderRules keeps, in each class, the folders no other folder of

@@ -12,8 +12,7 @@ const folderChunk = 2000
 // UpdateFolderSigs folds the folders whose files changed (folder_dirty)
 // into their own and their ancestors' signatures, a chunk of folders per
 // write: each folder's own terms are summed again from its files, and
-// every ancestor moves by the delta (its layout signature by its changed
-// subfolder's term). The cost is that of the changed folders and their
+// every ancestor moves by the delta. The cost is that of the changed folders and their
 // ancestors, never the tree. It then rebuilds the exact folder groups when
 // any folder was folded in, and returns how many folders' sums it wrote.
 func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
@@ -114,20 +113,11 @@ func (f *folderSums) key() (classKey, bool) {
 // folderSums are a folder's stored sums.
 type folderSums struct {
 	id, parent                          int64
-	name                                string
 	depth                               int
 	missing                             bool
-	ownSig, ownLayout, treeSig, treeLay Sig
+	ownSig, treeSig                     Sig
 	ownFiles, ownBytes, ownPending      int64
 	treeFiles, treeBytes, treePending   int64
-}
-
-// term is the folder's term in its parent's layout signature.
-func (f *folderSums) term() Sig {
-	if f.treeFiles == 0 {
-		return Sig{}
-	}
-	return dirLayoutTerm(f.name, f.treeLay)
 }
 
 func (tx *Tx) foldFolders() (res fold, err error) {
@@ -182,11 +172,10 @@ func (tx *Tx) foldFolders() (res fold, err error) {
 	for _, f := range order {
 		if n, ok := own[f.id]; ok {
 			f.treeSig = f.treeSig.Sub(f.ownSig).Add(n.ownSig)
-			f.treeLay = f.treeLay.Sub(f.ownLayout).Add(n.ownLayout)
 			f.treeFiles += n.ownFiles - f.ownFiles
 			f.treeBytes += n.ownBytes - f.ownBytes
 			f.treePending += n.ownPending - f.ownPending
-			f.ownSig, f.ownLayout, f.ownFiles, f.ownBytes, f.ownPending = n.ownSig, n.ownLayout, n.ownFiles, n.ownBytes, n.ownPending
+			f.ownSig, f.ownFiles, f.ownBytes, f.ownPending = n.ownSig, n.ownFiles, n.ownBytes, n.ownPending
 		}
 		if recount[f.id] {
 			if err := tx.recountFolder(f, fs); err != nil {
@@ -199,7 +188,6 @@ func (tx *Tx) foldFolders() (res fold, err error) {
 		}
 		o := old[f.id]
 		p.treeSig = p.treeSig.Sub(o.treeSig).Add(f.treeSig)
-		p.treeLay = p.treeLay.Sub(o.term()).Add(f.term())
 		p.treeFiles += f.treeFiles - o.treeFiles
 		p.treeBytes += f.treeBytes - o.treeBytes
 		p.treePending += f.treePending - o.treePending
@@ -215,10 +203,10 @@ func (tx *Tx) foldFolders() (res fold, err error) {
 		m.old, m.oldOK = o.key()
 		m.new, m.newOK = f.key()
 		res.moves = append(res.moves, m)
-		_, err := tx.exec("record folder signatures", `UPDATE folders SET own_sig = ?2, own_layout = ?3, own_files = ?4,
-			own_bytes = ?5, own_pending = ?6, tree_sig = ?7, tree_layout = ?8, tree_files = ?9, tree_bytes = ?10,
-			tree_pending = ?11 WHERE id = ?1`, f.id, f.ownSig.blob(), f.ownLayout.blob(), f.ownFiles, f.ownBytes,
-			f.ownPending, f.treeSig.blob(), f.treeLay.blob(), f.treeFiles, f.treeBytes, f.treePending)
+		_, err := tx.exec("record folder signatures", `UPDATE folders SET own_sig = ?2, own_files = ?3,
+			own_bytes = ?4, own_pending = ?5, tree_sig = ?6, tree_files = ?7, tree_bytes = ?8,
+			tree_pending = ?9 WHERE id = ?1`, f.id, f.ownSig.blob(), f.ownFiles, f.ownBytes,
+			f.ownPending, f.treeSig.blob(), f.treeFiles, f.treeBytes, f.treePending)
 		if err != nil {
 			return res, err
 		}
@@ -232,28 +220,25 @@ func (tx *Tx) foldFolders() (res fold, err error) {
 // recountFolder sums a folder's tree again from its own terms and its live
 // subfolders' trees (those of this chunk as they are now in fs).
 func (tx *Tx) recountFolder(f *folderSums, fs map[int64]*folderSums) error {
-	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, path, tree_sig, tree_layout, tree_files, tree_bytes, tree_pending
+	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, tree_sig, tree_files, tree_bytes, tree_pending
 		FROM folders WHERE parent_id = ? AND missing = 0`, f.id)
 	if err != nil {
 		return classify("read subfolders", err)
 	}
 	defer rows.Close()
-	f.treeSig, f.treeLay = f.ownSig, f.ownLayout
+	f.treeSig = f.ownSig
 	f.treeFiles, f.treeBytes, f.treePending = f.ownFiles, f.ownBytes, f.ownPending
 	for rows.Next() {
 		c := &folderSums{}
-		var path string
-		var ts, tl []byte
-		if err := rows.Scan(&c.id, &path, &ts, &tl, &c.treeFiles, &c.treeBytes, &c.treePending); err != nil {
+		var ts []byte
+		if err := rows.Scan(&c.id, &ts, &c.treeFiles, &c.treeBytes, &c.treePending); err != nil {
 			return classify("read subfolders", err)
 		}
-		c.treeSig, c.treeLay = sigFromBytes(ts), sigFromBytes(tl)
-		c.name = path[strings.LastIndexByte(path, '/')+1:]
+		c.treeSig = sigFromBytes(ts)
 		if m, ok := fs[c.id]; ok {
 			c = m
 		}
 		f.treeSig = f.treeSig.Add(c.treeSig)
-		f.treeLay = f.treeLay.Add(c.term())
 		f.treeFiles += c.treeFiles
 		f.treeBytes += c.treeBytes
 		f.treePending += c.treePending
@@ -274,7 +259,7 @@ func (tx *Tx) ownSums(ids []int64) (map[int64]*folderSums, error) {
 // addOwnFiles adds the live non-empty files that match where (a condition
 // ending in AND) to the own sums of their folders in fs.
 func (tx *Tx) addOwnFiles(where string, fs map[int64]*folderSums, args ...any) error {
-	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, name, size, hash_status, coalesce(hash_algo, ''),
+	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, size, hash_status, coalesce(hash_algo, ''),
 		content_hash, dev, ino FROM files WHERE `+where+` missing = 0 AND size > 0`, args...)
 	if err != nil {
 		return classify("read folder files", err)
@@ -282,9 +267,9 @@ func (tx *Tx) addOwnFiles(where string, fs map[int64]*folderSums, args ...any) e
 	defer rows.Close()
 	for rows.Next() {
 		var folder, size, dev, ino int64
-		var name, status, algo string
+		var status, algo string
 		var hash []byte
-		if err := rows.Scan(&folder, &name, &size, &status, &algo, &hash, &dev, &ino); err != nil {
+		if err := rows.Scan(&folder, &size, &status, &algo, &hash, &dev, &ino); err != nil {
 			return classify("read folder files", err)
 		}
 		f := fs[folder]
@@ -293,7 +278,6 @@ func (tx *Tx) addOwnFiles(where string, fs map[int64]*folderSums, args ...any) e
 			f.ownPending++
 		}
 		f.ownSig = f.ownSig.Add(t)
-		f.ownLayout = f.ownLayout.Add(fileLayoutTerm(name, t))
 		f.ownFiles++
 		f.ownBytes += size
 	}
@@ -317,8 +301,8 @@ func (tx *Tx) loadChains(ids []int64) (map[int64]*folderSums, error) {
 	fs := map[int64]*folderSums{}
 	want := ids
 	for len(want) > 0 {
-		rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig, own_layout, own_files,
-			own_bytes, own_pending, tree_sig, tree_layout, tree_files, tree_bytes, tree_pending
+		rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig, own_files,
+			own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending
 			FROM folders WHERE id IN (SELECT value FROM json_each(?))`, jsonInts(want))
 		if err != nil {
 			return nil, classify("read folder signatures", err)
@@ -327,14 +311,13 @@ func (tx *Tx) loadChains(ids []int64) (map[int64]*folderSums, error) {
 		for rows.Next() {
 			f := &folderSums{}
 			var path string
-			var os, ol, ts, tl []byte
-			if err := rows.Scan(&f.id, &f.parent, &path, &f.missing, &os, &ol, &f.ownFiles, &f.ownBytes, &f.ownPending,
-				&ts, &tl, &f.treeFiles, &f.treeBytes, &f.treePending); err != nil {
+			var os, ts []byte
+			if err := rows.Scan(&f.id, &f.parent, &path, &f.missing, &os, &f.ownFiles, &f.ownBytes, &f.ownPending,
+				&ts, &f.treeFiles, &f.treeBytes, &f.treePending); err != nil {
 				rows.Close()
 				return nil, classify("read folder signatures", err)
 			}
-			f.ownSig, f.ownLayout, f.treeSig, f.treeLay = sigFromBytes(os), sigFromBytes(ol), sigFromBytes(ts), sigFromBytes(tl)
-			f.name = path[strings.LastIndexByte(path, '/')+1:]
+			f.ownSig, f.treeSig = sigFromBytes(os), sigFromBytes(ts)
 			f.depth = strings.Count(path, "/")
 			fs[f.id] = f
 			if _, ok := fs[f.parent]; f.parent != 0 && !ok {

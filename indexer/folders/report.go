@@ -108,43 +108,27 @@ func Build(ctx context.Context, db *store.DB, opts Options) (*Report, error) {
 	return rep, nil
 }
 
-// exactGroups reads the groups by signature and confirms each one
-// (store.ConfirmFolders). Those with the layout ignored were confirmed
-// when the indexer last folded changes in, and are read as it kept them.
+// exactGroups reads the exact groups: with the layout ignored, as the
+// indexer kept them when it last folded changes in (confirmed file by file
+// then, store.ConfirmFolders); with the layout, found now by splitting the
+// groups of equal content by their relative paths, which confirms them.
 func exactGroups(ctx context.Context, db *store.DB, opts Options) ([]Exact, error) {
+	var gs []store.FolderGroup
+	var err error
+	if opts.Layout {
+		gs, err = db.ExactFolderGroups(ctx, true, opts.MinSize)
+	} else {
+		gs, err = db.FolderGroups(ctx, opts.MinSize)
+	}
 	var out []Exact
-	if !opts.Layout {
-		gs, err := db.FolderGroups(ctx, opts.MinSize)
-		for _, g := range gs {
-			e := Exact{Key: g.Key(db.HashAlgo()), Files: g.Files, Bytes: g.Bytes}
-			for _, f := range g.Folders {
-				e.Folders = append(e.Folders, f.Path)
-			}
-			out = append(out, e)
-		}
-		return out, err
-	}
-	gs, err := db.ExactFolderGroups(ctx, opts.Layout, opts.MinSize)
-	if err != nil {
-		return nil, err
-	}
 	for _, g := range gs {
-		classes, err := db.ConfirmFolders(ctx, g, opts.Layout)
-		if err != nil {
-			return nil, err
+		e := Exact{Key: g.Key(db.HashAlgo()), Files: g.Files, Bytes: g.Bytes}
+		for _, f := range g.Folders {
+			e.Folders = append(e.Folders, f.Path)
 		}
-		for _, c := range classes {
-			if len(c) < 2 {
-				continue
-			}
-			e := Exact{Key: g.Key(db.HashAlgo()), Files: g.Files, Bytes: g.Bytes}
-			for _, f := range c {
-				e.Folders = append(e.Folders, f.Path)
-			}
-			out = append(out, e)
-		}
+		out = append(out, e)
 	}
-	return out, nil
+	return out, err
 }
 
 // comparePair lists what two folders share and what only one holds, file
