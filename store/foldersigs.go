@@ -112,12 +112,12 @@ func (f *folderSums) key() (classKey, bool) {
 
 // folderSums are a folder's stored sums.
 type folderSums struct {
-	id, parent                          int64
-	depth                               int
-	missing                             bool
-	ownSig, treeSig                     Sig
-	ownFiles, ownBytes, ownPending      int64
-	treeFiles, treeBytes, treePending   int64
+	id, parent                        int64
+	depth                             int
+	missing                           bool
+	ownSig, treeSig                   Sig
+	ownFiles, ownBytes, ownPending    int64
+	treeFiles, treeBytes, treePending int64
 }
 
 func (tx *Tx) foldFolders() (res fold, err error) {
