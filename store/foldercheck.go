@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -15,72 +17,32 @@ import (
 func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 	var bad []string
 	err := db.read(ctx, func(tx *Tx) error {
-		fs := map[int64]*folderSums{}
-		stored := map[int64]folderSums{}
-		paths := map[int64]string{}
-		rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig,
-			own_files, own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending FROM folders`)
+		all, err := tx.sumAll()
 		if err != nil {
-			return classify("read folders", err)
-		}
-		for rows.Next() {
-			s := folderSums{}
-			var p string
-			var os, ts []byte
-			if err := rows.Scan(&s.id, &s.parent, &p, &s.missing, &os, &s.ownFiles, &s.ownBytes,
-				&s.ownPending, &ts, &s.treeFiles, &s.treeBytes, &s.treePending); err != nil {
-				rows.Close()
-				return classify("read folders", err)
-			}
-			s.ownSig, s.treeSig = sigFromBytes(os), sigFromBytes(ts)
-			s.depth = strings.Count(p, "/")
-			paths[s.id] = p
-			stored[s.id] = s
-			fs[s.id] = &folderSums{id: s.id, parent: s.parent, depth: s.depth, missing: s.missing}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return classify("read folders", err)
-		}
-		if err := tx.addOwnFiles("", fs); err != nil {
 			return err
 		}
 		skip := map[int64]bool{}
-		rows, err = tx.tx.QueryContext(tx.ctx, "SELECT folder_id FROM folder_dirty")
+		rows, err := tx.tx.QueryContext(tx.ctx, "SELECT folder_id FROM folder_dirty")
 		if err != nil {
 			return classify("read changed folders", err)
 		}
 		for rows.Next() {
 			var id int64
 			rows.Scan(&id)
-			for ; id != 0 && !skip[id]; id = stored[id].parent {
+			for ; id != 0 && !skip[id]; id = all.stored[id].parent {
 				skip[id] = true
 			}
 		}
 		rows.Close()
-		order := make([]*folderSums, 0, len(fs))
-		for _, f := range fs {
-			f.treeSig = f.ownSig
-			f.treeFiles, f.treeBytes, f.treePending = f.ownFiles, f.ownBytes, f.ownPending
-			order = append(order, f)
-		}
-		sort.Slice(order, func(i, j int) bool { return order[i].depth > order[j].depth })
+		order := slices.Collect(maps.Values(all.summed))
+		sort.Slice(order, func(i, j int) bool { return all.paths[order[i].id] < all.paths[order[j].id] })
 		for _, f := range order {
-			if p, ok := fs[f.parent]; ok && !f.missing {
-				p.treeSig = p.treeSig.Add(f.treeSig)
-				p.treeFiles += f.treeFiles
-				p.treeBytes += f.treeBytes
-				p.treePending += f.treePending
-			}
-		}
-		sort.Slice(order, func(i, j int) bool { return paths[order[i].id] < paths[order[j].id] })
-		for _, f := range order {
-			if skip[f.id] || *f == stored[f.id] || len(bad) >= 10 {
+			if skip[f.id] || *f == all.stored[f.id] || len(bad) >= 10 {
 				continue
 			}
-			s := stored[f.id]
+			s := all.stored[f.id]
 			bad = append(bad, fmt.Sprintf("%s: stored %d files %d bytes %d pending, summed %d files %d bytes %d pending%s",
-				paths[f.id], s.treeFiles, s.treeBytes, s.treePending, f.treeFiles, f.treeBytes, f.treePending,
+				all.paths[f.id], s.treeFiles, s.treeBytes, s.treePending, f.treeFiles, f.treeBytes, f.treePending,
 				map[bool]string{true: " (signatures differ)", false: ""}[s.treeSig != f.treeSig]))
 		}
 		return nil
@@ -113,4 +75,61 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 		bad = append(bad, fmt.Sprintf("stored folder groups %s, found %s", a, b))
 	}
 	return bad, nil
+}
+
+// allSums are every folder's sums as stored and as summed again from the
+// files.
+type allSums struct {
+	stored map[int64]folderSums
+	summed map[int64]*folderSums
+	paths  map[int64]string
+}
+
+// sumAll sums every folder's signatures from scratch in one pass over the
+// folders and one over the files (in table order, no index), then the
+// trees bottom up.
+func (tx *Tx) sumAll() (allSums, error) {
+	all := allSums{stored: map[int64]folderSums{}, summed: map[int64]*folderSums{}, paths: map[int64]string{}}
+	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig,
+		own_files, own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending FROM folders`)
+	if err != nil {
+		return all, classify("read folders", err)
+	}
+	for rows.Next() {
+		s := folderSums{}
+		var p string
+		var os, ts []byte
+		if err := rows.Scan(&s.id, &s.parent, &p, &s.missing, &os, &s.ownFiles, &s.ownBytes,
+			&s.ownPending, &ts, &s.treeFiles, &s.treeBytes, &s.treePending); err != nil {
+			rows.Close()
+			return all, classify("read folders", err)
+		}
+		s.ownSig, s.treeSig = sigFromBytes(os), sigFromBytes(ts)
+		s.depth = strings.Count(p, "/")
+		all.paths[s.id] = p
+		all.stored[s.id] = s
+		all.summed[s.id] = &folderSums{id: s.id, parent: s.parent, depth: s.depth, missing: s.missing}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return all, classify("read folders", err)
+	}
+	if err := tx.addOwnFiles("", all.summed); err != nil {
+		return all, err
+	}
+	order := slices.Collect(maps.Values(all.summed))
+	for _, f := range order {
+		f.treeSig = f.ownSig
+		f.treeFiles, f.treeBytes, f.treePending = f.ownFiles, f.ownBytes, f.ownPending
+	}
+	sort.Slice(order, func(i, j int) bool { return order[i].depth > order[j].depth })
+	for _, f := range order {
+		if p, ok := all.summed[f.parent]; ok && !f.missing {
+			p.treeSig = p.treeSig.Add(f.treeSig)
+			p.treeFiles += f.treeFiles
+			p.treeBytes += f.treeBytes
+			p.treePending += f.treePending
+		}
+	}
+	return all, nil
 }

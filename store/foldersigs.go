@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -21,7 +23,17 @@ func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
 		return 0, err
 	}
 	var all fold
-	for {
+	if bulk {
+		// Every folder waits: sum them all in one pass, in one write.
+		err := db.Write(ctx, func(tx *Tx) (err error) {
+			all, err = tx.foldAll()
+			return err
+		})
+		if err != nil {
+			return 0, err
+		}
+	}
+	for !bulk {
 		var f fold
 		err := db.Write(ctx, func(tx *Tx) (err error) {
 			f, err = tx.foldFolders()
@@ -79,6 +91,39 @@ func (db *DB) startFold(ctx context.Context) (bulk bool, err error) {
 		return err
 	})
 	return bulk, err
+}
+
+// foldAll sums every folder from scratch (sumAll) and writes the sums that
+// changed: cheaper than delta by delta when every folder waits, as after a
+// first index.
+func (tx *Tx) foldAll() (fold, error) {
+	var res fold
+	all, err := tx.sumAll()
+	if err != nil {
+		return res, err
+	}
+	ids := slices.Sorted(maps.Keys(all.summed))
+	for _, id := range ids {
+		f, o := all.summed[id], all.stored[id]
+		if *f == o {
+			continue
+		}
+		if err := tx.writeSums(f); err != nil {
+			return res, err
+		}
+		m := sigMove{id: id}
+		m.old, m.oldOK = o.key()
+		m.new, m.newOK = f.key()
+		res.moves = append(res.moves, m)
+	}
+	n, err := tx.exec("forget folded folders", "DELETE FROM folder_dirty")
+	if err != nil {
+		return res, err
+	}
+	c, _ := n.RowsAffected()
+	res.folded = int(c)
+	res.deleted = true // groups are found again whole
+	return res, nil
 }
 
 // maxGroupMoves: past this many folders with new sums, the folder groups
@@ -203,11 +248,7 @@ func (tx *Tx) foldFolders() (res fold, err error) {
 		m.old, m.oldOK = o.key()
 		m.new, m.newOK = f.key()
 		res.moves = append(res.moves, m)
-		_, err := tx.exec("record folder signatures", `UPDATE folders SET own_sig = ?2, own_files = ?3,
-			own_bytes = ?4, own_pending = ?5, tree_sig = ?6, tree_files = ?7, tree_bytes = ?8,
-			tree_pending = ?9 WHERE id = ?1`, f.id, f.ownSig.blob(), f.ownFiles, f.ownBytes,
-			f.ownPending, f.treeSig.blob(), f.treeFiles, f.treeBytes, f.treePending)
-		if err != nil {
+		if err := tx.writeSums(f); err != nil {
 			return res, err
 		}
 	}
@@ -215,6 +256,15 @@ func (tx *Tx) foldFolders() (res fold, err error) {
 		jsonInts(dirty))
 	res.folded = len(dirty)
 	return res, err
+}
+
+// writeSums records a folder's sums.
+func (tx *Tx) writeSums(f *folderSums) error {
+	_, err := tx.exec("record folder signatures", `UPDATE folders SET own_sig = ?2, own_files = ?3,
+		own_bytes = ?4, own_pending = ?5, tree_sig = ?6, tree_files = ?7, tree_bytes = ?8,
+		tree_pending = ?9 WHERE id = ?1`, f.id, f.ownSig.blob(), f.ownFiles, f.ownBytes,
+		f.ownPending, f.treeSig.blob(), f.treeFiles, f.treeBytes, f.treePending)
+	return err
 }
 
 // recountFolder sums a folder's tree again from its own terms and its live
@@ -259,8 +309,12 @@ func (tx *Tx) ownSums(ids []int64) (map[int64]*folderSums, error) {
 // addOwnFiles adds the live non-empty files that match where (a condition
 // ending in AND) to the own sums of their folders in fs.
 func (tx *Tx) addOwnFiles(where string, fs map[int64]*folderSums, args ...any) error {
+	from := "files"
+	if where == "" {
+		from = "files NOT INDEXED" // every file: one pass in table order
+	}
 	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, size, hash_status, coalesce(hash_algo, ''),
-		content_hash, dev, ino FROM files WHERE `+where+` missing = 0 AND size > 0`, args...)
+		content_hash, dev, ino FROM `+from+` WHERE `+where+` missing = 0 AND size > 0`, args...)
 	if err != nil {
 		return classify("read folder files", err)
 	}

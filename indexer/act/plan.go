@@ -182,35 +182,42 @@ func ref(f store.GroupFile) store.FileRef {
 	return store.FileRef{FileID: f.ID, Path: f.Path, Dev: f.Dev, Ino: f.Ino, MtimeNS: f.MtimeNS}
 }
 
-// keeper chooses the file a group keeps: among the files under the first
-// preferred folder that holds any (or all files), the first by the keep
-// rule, ties broken by file id.
+// keeper chooses the file a group keeps (choose).
 func (p *planner) keeper(files []store.GroupFile) store.GroupFile {
-	cands := files
+	ranks := make([]rank, len(files))
+	for i, f := range files {
+		ranks[i] = rankOf(f)
+	}
+	return files[p.choose(ranks)]
+}
+
+// choose returns which of the candidates is kept: among those under the
+// first preferred folder that holds any (or all), the first by the keep
+// rule.
+func (p *planner) choose(ranks []rank) int {
+	var cands []int
 	for _, pref := range p.sel.Prefer {
-		var under []store.GroupFile
-		for _, f := range files {
-			if store.Within(pref, f.Path) {
-				under = append(under, f)
+		for i, r := range ranks {
+			if store.Within(pref, r.path) {
+				cands = append(cands, i)
 			}
 		}
-		if len(under) > 0 {
-			cands = under
+		if len(cands) > 0 {
 			break
 		}
 	}
+	if len(cands) == 0 {
+		for i := range ranks {
+			cands = append(cands, i)
+		}
+	}
 	best := cands[0]
-	for _, f := range cands[1:] {
-		if p.before(f, best) {
-			best = f
+	for _, i := range cands[1:] {
+		if p.ranks(ranks[i], ranks[best]) {
+			best = i
 		}
 	}
 	return best
-}
-
-// before reports whether a comes before b by the keep rule.
-func (p *planner) before(a, b store.GroupFile) bool {
-	return p.ranks(rankOf(a), rankOf(b))
 }
 
 // rank is what the keep rule compares of a file, or of a folder (its

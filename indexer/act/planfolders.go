@@ -86,25 +86,11 @@ func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderG
 		return nil
 	}
 	// The folder kept.
-	cands := fs
-	for _, pref := range p.sel.Prefer {
-		var under []*folder
-		for _, f := range fs {
-			if store.Within(pref, f.path) {
-				under = append(under, f)
-			}
-		}
-		if len(under) > 0 {
-			cands = under
-			break
-		}
+	ranks := make([]rank, len(fs))
+	for i, f := range fs {
+		ranks[i] = f.rank
 	}
-	keep := cands[0]
-	for _, f := range cands[1:] {
-		if p.ranks(f.rank, keep.rank) {
-			keep = f
-		}
-	}
+	keep := fs[p.choose(ranks)]
 	// Each file of another folder is acted on against a file of the same
 	// content in the kept folder.
 	partners := map[store.Sig][]store.SubtreeFile{}
