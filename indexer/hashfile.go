@@ -10,7 +10,6 @@ import (
 	"os"
 	"strconv"
 
-	"github.com/zeebo/blake3"
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
@@ -144,14 +143,14 @@ func prefixHash(f *rawFile, size int64, buf []byte) (int64, error) {
 	if _, err := f.ReadAt(b[prefixBlock:], size-prefixBlock); err != nil {
 		return 0, shortRead(f, err)
 	}
-	h := blake3.New()
+	h := store.GetHash(store.HashBLAKE3)
+	defer store.PutHash(store.HashBLAKE3, h)
 	var sz [8]byte
 	binary.LittleEndian.PutUint64(sz[:], uint64(size))
 	h.Write(sz[:])
 	h.Write(b)
-	var out [8]byte
-	h.Digest().Read(out[:])
-	return int64(binary.LittleEndian.Uint64(out[:]) >> 1), nil
+	sum := h.Sum(nil)
+	return int64(binary.LittleEndian.Uint64(sum[:8]) >> 1), nil
 }
 
 func shortRead(f *rawFile, err error) error {
@@ -180,7 +179,8 @@ func contentHash(ctx context.Context, f *rawFile, size int64, algo string, buf [
 	if size > readChunk {
 		_ = unix.Fadvise(f.fd, 0, 0, unix.FADV_SEQUENTIAL)
 	}
-	h := store.NewHash(algo)
+	h := store.GetHash(algo)
+	defer store.PutHash(algo, h)
 	var n int64
 	// A read of a regular file returns what is left, up to the buffer: once
 	// size bytes came, there is no need to read again to see EOF (a file

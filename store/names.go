@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"hash"
 	"strings"
+	"sync"
 
 	"github.com/zeebo/blake3"
 )
@@ -35,6 +36,32 @@ func NewHash(algo string) hash.Hash {
 		return blake3.New()
 	}
 	return sha256.New()
+}
+
+// hashPools keep hashers between files: a BLAKE3 hasher is 8 KiB or so,
+// and making one per file of a tree of small files cost more than hashing
+// them.
+var hashPools = map[string]*sync.Pool{
+	HashSHA256: {New: func() any { return sha256.New() }},
+	HashBLAKE3: {New: func() any { return blake3.New() }},
+}
+
+// GetHash returns a reset hasher of algo from a pool; PutHash gives it back.
+func GetHash(algo string) hash.Hash {
+	p, ok := hashPools[algo]
+	if !ok {
+		return NewHash(algo)
+	}
+	h := p.Get().(hash.Hash)
+	h.Reset()
+	return h
+}
+
+// PutHash returns a hasher GetHash gave.
+func PutHash(algo string, h hash.Hash) {
+	if p, ok := hashPools[algo]; ok {
+		p.Put(h)
+	}
 }
 
 // GroupKey is a content's name: <algo>:<64 lowercase hex> (seed 000 §6.2).
