@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -183,24 +184,34 @@ func waitIndexed(tb testing.TB, mnt string) statusOf {
 // relative to base.
 func mountedGroups(tb testing.TB, mnt, base string) [][]string {
 	tb.Helper()
-	keys, err := os.ReadDir(filepath.Join(mnt, "by-hash"))
+	g, err := readGroups(mnt, base)
 	if err != nil {
 		tb.Fatal(err)
+	}
+	return g
+}
+
+// readGroups is mountedGroups for a poll: while the view changes, an entry
+// listed a moment ago may be gone (ENOENT), and the poll reads again.
+func readGroups(mnt, base string) ([][]string, error) {
+	keys, err := os.ReadDir(filepath.Join(mnt, "by-hash"))
+	if err != nil {
+		return nil, err
 	}
 	var out [][]string
 	for _, k := range keys {
 		links, err := os.ReadDir(filepath.Join(mnt, "by-hash", k.Name()))
 		if err != nil {
-			tb.Fatal(err)
+			return nil, err
 		}
 		var g []string
 		for _, l := range links {
 			if l.Type()&os.ModeSymlink == 0 {
-				tb.Errorf("%s/%s is not a symlink", k.Name(), l.Name())
+				return nil, fmt.Errorf("%s/%s is not a symlink", k.Name(), l.Name())
 			}
 			target, err := os.Readlink(filepath.Join(mnt, "by-hash", k.Name(), l.Name()))
 			if err != nil {
-				tb.Fatal(err)
+				return nil, err
 			}
 			rel, _ := filepath.Rel(base, target)
 			g = append(g, rel)
@@ -208,7 +219,7 @@ func mountedGroups(tb testing.TB, mnt, base string) [][]string {
 		out = append(out, g)
 	}
 	sortGroups(out)
-	return out
+	return out, nil
 }
 
 // sh runs a shell command (a real client) and returns its output.
