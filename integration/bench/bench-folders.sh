@@ -19,6 +19,7 @@ bench_folders() {
 	for ((r = 0; r < RUNS; r++)); do
 		timed "fold.dupefs" "$BIN" --db "$db" folders --format json
 		timed "fold.exact" "$BIN" --db "$db" folders --exact-only --format json
+		rm -f "$WORK/rmlint-D.json"
 		timed "fold.rmlint" sh -c "cd '$WORK' && rmlint -D -o json:'$WORK/rmlint-D.json' '$T' >/dev/null 2>&1"
 	done
 	"$BIN" --db "$db" folders --format json >"$WORK/folders.json"

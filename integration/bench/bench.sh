@@ -116,7 +116,8 @@ run_tool() {
 	jdupes) timed "$tool" sh -c "jdupes -r -q '$T' >'$WORK/jdupes.out'" ;;
 	rdfind) timed "$tool" rdfind -outputname "$WORK/rdfind.out" "$T" ;;
 	fdupes) timed "$tool" sh -c "fdupes -r -q '$T' >'$WORK/fdupes.out'" ;;
-	rmlint) timed "$tool" rmlint -T df -o "fdupes:$WORK/rmlint.out" "$T" ;;
+	# rmlint keeps an output it would overwrite under a dated name.
+	rmlint) rm -f "$WORK/rmlint.out"; timed "$tool" rmlint -T df -o "fdupes:$WORK/rmlint.out" "$T" ;;
 	esac
 }
 
