@@ -137,7 +137,12 @@ func (b *ScanBatch) hashCols(h *FileHash) (status string, prefix sql.NullInt64, 
 		return HashPending, prefix, algo, nil
 	}
 	if h.Status == HashDone {
-		b.tx.noteContent(b.algo, h.Content)
+		if !b.bulk {
+			// A bulk load counts every group when it ends: noting the
+			// contents of a first index's million rows would only fill
+			// a map the commit throws away.
+			b.tx.noteContent(b.algo, h.Content)
+		}
 		return HashDone, h.Prefix, sql.NullString{String: b.algo, Valid: true}, h.Content
 	}
 	return HashPartial, h.Prefix, algo, nil
@@ -149,6 +154,7 @@ type ScanBatch struct {
 	tx                                          *Tx
 	now                                         int64
 	algo                                        string
+	bulk                                        bool // a bulk load was under way when the batch began
 	insFolder, updFolder, insFile, updChanged   *sql.Stmt
 	newFolder                                   *sql.Stmt // bulk load: plain insert
 	updSeen, missFile, missFolders, missFilesIn *sql.Stmt
@@ -210,6 +216,7 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 	if err != nil {
 		return nil, err
 	}
+	b.bulk = bulk
 	if bulk {
 		stmts = append(stmts, struct {
 			dst **sql.Stmt
