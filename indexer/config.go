@@ -17,6 +17,10 @@ type Config struct {
 	// files then queue together instead of one after the other. It costs
 	// an open file each; CPU work stays bounded by Workers.
 	IODepth int
+	// Rotational says which disks rotate: on those the hash run reads
+	// one large file at a time (default RotationalAuto: as /sys says,
+	// virtual disks excepted; see spindle.go).
+	Rotational Rotational
 	// LeaseTTL is how long a job stays claimed without a heartbeat
 	// (default 30s). Heartbeats run every LeaseTTL/3.
 	LeaseTTL time.Duration
@@ -44,6 +48,11 @@ type Config struct {
 	// Warn receives problems that do not stop the run (unreadable
 	// folders, files that changed while they were hashed). May be nil.
 	Warn func(msg string)
+	// Notice receives facts worth telling that are not problems (a disk
+	// read one file at a time). May be nil.
+	Notice func(msg string)
+
+	sysfs string // where /sys is ("" is /sys); for tests
 }
 
 func (c Config) withDefaults() Config {
@@ -67,6 +76,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.Warn == nil {
 		c.Warn = func(string) {}
+	}
+	if c.Notice == nil {
+		c.Notice = func(string) {}
+	}
+	if c.sysfs == "" {
+		c.sysfs = "/sys"
 	}
 	return c
 }

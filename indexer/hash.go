@@ -460,6 +460,13 @@ func (h *hashRun) readPath(ctx context.Context, kind taskKind, r *store.HashRow,
 	res.read = true
 	h.ix.cfg.Progress.FilesRead.Add(1)
 	if whole {
+		if r.Size > SmallFile {
+			release, err := h.ix.spindles.acquire(ctx, r.Dev)
+			if err != nil {
+				return res, err
+			}
+			defer release()
+		}
 		sum, err := h.ix.fullHash(ctx, f, r.Size, h.algo, buf)
 		if err != nil {
 			return res, err

@@ -20,6 +20,7 @@ type Indexer struct {
 
 	hashLimit  *rate.Limiter // files per second, nil: none
 	bytesLimit *rate.Limiter // bytes per second, nil: none
+	spindles   *spindles     // one large read at a time per rotating disk
 
 	logMu sync.Mutex
 
@@ -36,6 +37,9 @@ type Indexer struct {
 func New(db *store.DB, cfg Config) *Indexer {
 	cfg = cfg.withDefaults()
 	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID()}
+	ix.spindles = &spindles{mode: cfg.Rotational, sysfs: cfg.sysfs, notice: func(_ uint64, name string) {
+		cfg.Notice(fmt.Sprintf("%s rotates: its large files are read one at a time (--rotational no reads several)", name))
+	}}
 	if cfg.MaxHashesPerSec > 0 {
 		ix.hashLimit = rate.NewLimiter(rate.Limit(cfg.MaxHashesPerSec), 1)
 	}

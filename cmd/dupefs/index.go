@@ -32,6 +32,7 @@ type indexOptions struct {
 type indexerOptions struct {
 	Workers         int
 	IODepth         int
+	Rotational      string // auto, yes or no
 	MaxHashesPerSec float64
 	MaxBytesPerSec  int64
 	ReadLog         string // hidden, for tests
@@ -66,6 +67,7 @@ func indexerFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "workers", Usage: "folder readers and hashers (CPU)", DefaultText: "number of CPUs"},
 		&cli.IntFlag{Name: "io-depth", Usage: "reads asked of the disk ahead of the file being hashed (I/O)", DefaultText: "32"},
+		&cli.StringFlag{Name: "rotational", Usage: "which disks spin, so their large files are read one at a time: auto (as /sys says; virtual disks do not), yes (all) or no (none)", Value: "auto"},
 		&cli.Float64Flag{Name: "max-hashes-per-sec", Usage: "open at most N files per second for hashing (0: no limit)"},
 		&cli.Int64Flag{Name: "max-bytes-per-sec", Usage: "read at most N bytes per second for hashing (0: no limit)"},
 		&cli.StringFlag{Name: "read-log", Usage: "append a line per file read for hashing to `FILE` (for tests)", Hidden: true},
@@ -73,7 +75,7 @@ func indexerFlags() []cli.Flag {
 }
 
 func indexerOptionsFrom(c *cli.Context) indexerOptions {
-	return indexerOptions{Workers: c.Int("workers"), IODepth: c.Int("io-depth"), MaxHashesPerSec: c.Float64("max-hashes-per-sec"),
+	return indexerOptions{Workers: c.Int("workers"), IODepth: c.Int("io-depth"), Rotational: c.String("rotational"), MaxHashesPerSec: c.Float64("max-hashes-per-sec"),
 		MaxBytesPerSec: c.Int64("max-bytes-per-sec"), ReadLog: c.String("read-log")}
 }
 
@@ -89,6 +91,9 @@ func (o indexerOptions) validate() error {
 	case o.MaxBytesPerSec < 0:
 		return usageErrorf("--max-bytes-per-sec must not be negative")
 	}
+	if _, err := indexer.ParseRotational(o.Rotational); err != nil {
+		return usageErrorf("--rotational: %v", err)
+	}
 	return nil
 }
 
@@ -98,9 +103,11 @@ func (o indexerOptions) config(g globalOptions) (cfg indexer.Config, close func(
 	if err := o.validate(); err != nil {
 		return cfg, nil, err
 	}
+	rot, _ := indexer.ParseRotational(o.Rotational)
 	cfg = indexer.Config{
 		Workers:         o.Workers,
 		IODepth:         o.IODepth,
+		Rotational:      rot,
 		MaxHashesPerSec: o.MaxHashesPerSec,
 		MaxBytesPerSec:  o.MaxBytesPerSec,
 		SkipPaths:       []string{g.CacheDir},
@@ -168,7 +175,7 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 			return err
 		}
 		defer closeLog()
-		cfg.Warn = con.Warn
+		cfg.Warn, cfg.Notice = con.Warn, con.Warn
 		start := time.Now()
 		stopMaint := startMaintainer(ctx, db, indexer.MaintainConfig{Warn: con.Warn})
 		stopShow := con.show(indexSampler(cfg.Progress))

@@ -125,7 +125,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 			return err
 		}
 		defer closeLog()
-		cfg.Warn = con.Warn
+		cfg.Warn, cfg.Notice = con.Warn, con.Warn
 		tcfg, err := opts.Thumbs.config(g, false, con.Warn)
 		if err != nil {
 			return err
