@@ -125,7 +125,7 @@ finds dupefs on PATH). The source holds the roots, separated by ':' (none: the
 index's roots as they are; a root holding ':' goes in a root= option). Options:
 db=, cache-dir=, log= (default: dupefs-mount.log beside the index), root=,
 allow_other, no-index, no-watch, no-thumbs, serve=links|files, hash=, workers=,
-rescan-every=, max-hashes-per-sec=, max-bytes-per-sec=; ro, dev, suid, auto,
+io-depth=, rotational=, rescan-every=, max-hashes-per-sec=, max-bytes-per-sec=; ro, dev, suid, auto,
 noauto, user, nofail, defaults, _netdev, the atime options and x-* are ignored
 (the view is always ro,nosuid,nodev; rw is ignored with a warning). dupefs
 returns once the view answers and serves it in the background until umount.

@@ -39,7 +39,7 @@ var helperOptions = map[string]string{
 	"allow_other": "--allow-other", "allow-other": "--allow-other",
 	"no-index": "--no-index", "no_index": "--no-index", "no-watch": "--no-watch", "no_watch": "--no-watch",
 	"no-thumbs": "--no-thumbs", "no_thumbs": "--no-thumbs", "serve": "--serve", "hash": "--hash",
-	"workers": "--workers", "rescan-every": "--rescan-every", "rescan_every": "--rescan-every",
+	"workers": "--workers", "io-depth": "--io-depth", "io_depth": "--io-depth", "rotational": "--rotational", "rescan-every": "--rescan-every", "rescan_every": "--rescan-every",
 	"max-hashes-per-sec": "--max-hashes-per-sec", "max-bytes-per-sec": "--max-bytes-per-sec",
 	"thumb-workers": "--thumb-workers", "ffmpeg": "--ffmpeg",
 }
