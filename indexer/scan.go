@@ -161,7 +161,7 @@ func (s *scanRun) walk(ctx context.Context) error {
 // walkFrom visits start (a folder whose parent's id is parentID) and the
 // folders below it the walk descends into, in depth-first order.
 func (s *scanRun) walkFrom(ctx context.Context, rootNode *node, parentID int64) error {
-	s.pf = newPrefetcher(s.ix.cfg.Workers, 100000, s.w.read)
+	s.pf = newPrefetcher(s.ix.walkers(), 100000, s.w.read)
 	defer s.pf.close()
 	s.pf.start(rootNode)
 

@@ -120,8 +120,9 @@ func (c *linkCache) put(f *store.FileStat, h *store.FileHash) {
 	}
 }
 
-// bufPool holds read buffers for the walkers.
-var bufPool = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
+// walkBufs holds the walkers' read buffers: a walker reads small files
+// whole and the two ends of large ones, never more than SmallFile bytes.
+var walkBufs = sync.Pool{New: func() any { b := make([]byte, SmallFile); return &b }}
 
 // hashAhead notes the size of every file of a folder and reads the files
 // that need a hash and whose size is known to be shared, plus the first
@@ -306,8 +307,8 @@ func (w *walker) readHash(dirfd int, path string, f *store.FileStat, pre *rawFil
 	}
 	defer fh.Close()
 	ix.cfg.Progress.FilesRead.Add(1)
-	bp := bufPool.Get().(*[]byte)
-	defer bufPool.Put(bp)
+	bp := walkBufs.Get().(*[]byte)
+	defer walkBufs.Put(bp)
 	var h *store.FileHash
 	if whole {
 		sum, err := ix.fullHash(w.ctx, fh, f.Size, w.algo, *bp)
