@@ -161,7 +161,10 @@ func (s *scanRun) walk(ctx context.Context) error {
 // walkFrom visits start (a folder whose parent's id is parentID) and the
 // folders below it the walk descends into, in depth-first order.
 func (s *scanRun) walkFrom(ctx context.Context, rootNode *node, parentID int64) error {
-	s.pf = newPrefetcher(s.ix.walkers(), 100000, s.w.read)
+	// 16k files and rows read ahead are enough to keep the committer
+	// busy; with eight walkers a re-index of 1M files filled a buffer of
+	// 100k to 66 MB of peak memory (16k: 42 MB, as fast).
+	s.pf = newPrefetcher(s.ix.walkers(), 16384, s.w.read)
 	defer s.pf.close()
 	s.pf.start(rootNode)
 
