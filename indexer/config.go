@@ -46,10 +46,11 @@ type Config struct {
 	// Progress, when set, is updated as work goes on.
 	Progress *Progress
 	// Warn receives problems that do not stop the run (unreadable
-	// folders, files that changed while they were hashed). May be nil.
+	// folders, files that changed while they were hashed). It is called
+	// from several goroutines at once. May be nil.
 	Warn func(msg string)
 	// Notice receives facts worth telling that are not problems (a disk
-	// read one file at a time). May be nil.
+	// read one file at a time), from any goroutine. May be nil.
 	Notice func(msg string)
 
 	sysfs string // where /sys is ("" is /sys); for tests

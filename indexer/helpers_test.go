@@ -78,7 +78,15 @@ type env struct {
 	dir  string // the tree
 	db   *store.DB
 	log  *readLog
+	mu   sync.Mutex // guards warn: hash readers warn at once
 	warn []string
+}
+
+// warned records a warning; Config.Warn is called from several goroutines.
+func (e *env) warned(s string) {
+	e.mu.Lock()
+	e.warn = append(e.warn, s)
+	e.mu.Unlock()
 }
 
 func newEnv(tb testing.TB) *env {
@@ -105,7 +113,7 @@ func (e *env) addRoot(spec store.RootSpec) {
 }
 
 func (e *env) config() Config {
-	return Config{Workers: 2, ReadLog: e.log, Warn: func(s string) { e.warn = append(e.warn, s) }}
+	return Config{Workers: 2, ReadLog: e.log, Warn: e.warned}
 }
 
 // run indexes to completion.

@@ -123,7 +123,7 @@ func sameFingerprint(tb testing.TB, before, after map[string]string) {
 func (e *env) thumbConfig() ThumbConfig {
 	return ThumbConfig{
 		Dir: filepath.Join(filepath.Dir(e.dir), "cache"), Workers: 2, LeaseTTL: 5 * time.Second,
-		Warn: func(s string) { e.warn = append(e.warn, s) },
+		Warn: e.warned,
 	}
 }
 
