@@ -111,6 +111,16 @@ func (h *nodeHeap) Pop() any {
 	return n
 }
 
+// walkers is how many folders a scan reads at once: each reads the files
+// of its folder IODepth ahead, but a folder of /usr holds eight files on
+// average, so on a cold disk the depth comes from reading several folders
+// at once (IODepth/4, at least Workers, at most 16). Measured on /usr,
+// cold: 2 walkers 6.54 s, 8 walkers 5.58 s (medians of 3); warm, the same
+// 2.4 s (the committer's writes are the slow part).
+func (ix *Indexer) walkers() int {
+	return max(ix.cfg.Workers, min(ix.cfg.IODepth/4, 16))
+}
+
 // prefetcher reads folders ahead of the committer. Readers and the
 // committer share cpu tokens: a reader holds one while it reads a folder,
 // the committer while it has a write batch open. On a first scan the

@@ -180,16 +180,6 @@ func (ix *Indexer) readers() int {
 	return max(ix.cfg.Workers, min(ix.cfg.IODepth/8, 16))
 }
 
-// walkers is how many folders a scan reads at once: each reads the files
-// of its folder IODepth ahead, but a folder of /usr holds eight files on
-// average, so on a cold disk the depth comes from reading several folders
-// at once (IODepth/4, at least Workers, at most 16). Measured on /usr,
-// cold: 2 walkers 6.54 s, 8 walkers 5.58 s (medians of 3); warm, the same
-// 2.4 s (the committer's writes are the slow part).
-func (ix *Indexer) walkers() int {
-	return max(ix.cfg.Workers, min(ix.cfg.IODepth/4, 16))
-}
-
 // pass runs one pass over the buckets: a loader turns pages of bucket
 // members into tasks (or into results at once, when a hash can be reused),
 // workers read files, and one writer records results in fenced batches.
