@@ -1,0 +1,142 @@
+package indexer
+
+// The hash run's writer: results are recorded in fenced batches while the
+// readers go on.
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"time"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// write records results in fenced batches. It never stops receiving: while
+// one batch is being written, the next one gathers, so the readers never
+// wait for the disk holding the index. A batch is written once it is
+// BatchDuration old or maxHashBatch long, or when the previous write ends.
+func (h *hashRun) write(ctx context.Context, results <-chan result) error {
+	var pending []result
+	var first time.Time
+	busy := false
+	done := make(chan error, 1)
+	start := func() {
+		b := pending
+		pending, busy = nil, true
+		go func() { done <- h.flush(ctx, b) }()
+	}
+	timer := time.NewTimer(time.Hour)
+	defer timer.Stop()
+	var failed error
+	for results != nil || busy {
+		select {
+		case r, ok := <-results:
+			if !ok {
+				results = nil
+				continue
+			}
+			if failed != nil {
+				continue // drain
+			}
+			if len(pending) == 0 {
+				first = time.Now()
+				timer.Reset(h.ix.cfg.BatchDuration)
+			}
+			pending = append(pending, r)
+			if !busy && len(pending) >= maxHashBatch {
+				start()
+			}
+		case err := <-done:
+			busy = false
+			if err != nil && failed == nil {
+				failed = err
+			}
+			if failed == nil && len(pending) > 0 && time.Since(first) >= h.ix.cfg.BatchDuration {
+				start()
+			}
+		case <-timer.C:
+			if !busy && failed == nil && len(pending) > 0 {
+				start()
+			}
+		}
+	}
+	if failed != nil {
+		return failed
+	}
+	return h.flush(ctx, pending)
+}
+
+// maxHashBatch bounds the results one write transaction records.
+const maxHashBatch = 20000
+
+// flush records a batch of results in one fenced write, in row order: the
+// B-tree pages are then visited once each, not at random.
+func (h *hashRun) flush(ctx context.Context, batch []result) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	type one struct {
+		row *store.HashRow
+		r   *result
+	}
+	var all []one
+	for i := range batch {
+		for _, row := range batch[i].rows {
+			all = append(all, one{row, &batch[i]})
+		}
+	}
+	slices.SortFunc(all, func(a, b one) int { return cmp.Compare(a.row.ID, b.row.ID) })
+	err := h.ix.db.Write(ctx, func(tx *store.Tx) error {
+		if err := tx.Fence(h.lease); err != nil {
+			return err
+		}
+		b, err := tx.HashBatch(h.algo)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		for _, o := range all {
+			if err := h.record(b, o.r, o.row); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, r := range batch {
+		h.credit(r)
+	}
+	return nil
+}
+
+func (h *hashRun) record(b *store.HashBatch, r *result, row *store.HashRow) error {
+	var err error
+	switch r.outcome {
+	case gotPrefix:
+		_, err = b.Prefix(row, r.prefix.Int64)
+	case gotContent:
+		_, err = b.Content(row, r.prefix, r.sum)
+	case gotFailure:
+		_, err = b.Fail(row, r.msg)
+	case gotChange:
+		_, err = b.Requeue(row, r.msg)
+	}
+	return err
+}
+
+// credit counts a recorded result in the progress and per-root metrics.
+func (h *hashRun) credit(r result) {
+	h.ix.cfg.Progress.HashFilesDone.Add(int64(len(r.rows)))
+	if !r.read || len(r.rows) == 0 {
+		return
+	}
+	h.mu.Lock()
+	c := h.perRoot[r.rows[0].RootID]
+	c.Files++
+	c.Bytes += r.bytes
+	h.perRoot[r.rows[0].RootID] = c
+	h.mu.Unlock()
+}
