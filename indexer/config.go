@@ -53,7 +53,8 @@ type Config struct {
 	// read one file at a time), from any goroutine. May be nil.
 	Notice func(msg string)
 
-	sysfs string // where /sys is ("" is /sys); for tests
+	sysfs     string // where /sys is ("" is /sys); for tests
+	mountinfo string // the mount table ("" is /proc/self/mountinfo); for tests
 }
 
 func (c Config) withDefaults() Config {
@@ -83,6 +84,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.sysfs == "" {
 		c.sysfs = "/sys"
+	}
+	if c.mountinfo == "" {
+		c.mountinfo = "/proc/self/mountinfo"
 	}
 	return c
 }

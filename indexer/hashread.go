@@ -80,7 +80,7 @@ func (h *hashRun) readPath(ctx context.Context, kind taskKind, r *store.HashRow,
 	h.ix.cfg.Progress.FilesRead.Add(1)
 	if whole {
 		if r.Size > SmallFile {
-			release, err := h.ix.spindles.acquire(ctx, r.Dev)
+			release, err := h.ix.spindles.acquire(ctx, r.Dev, r.Path)
 			if err != nil {
 				return res, err
 			}

@@ -37,7 +37,7 @@ type Indexer struct {
 func New(db *store.DB, cfg Config) *Indexer {
 	cfg = cfg.withDefaults()
 	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID()}
-	ix.spindles = &spindles{mode: cfg.Rotational, sysfs: cfg.sysfs, notice: func(_ uint64, name string) {
+	ix.spindles = &spindles{mode: cfg.Rotational, sysfs: cfg.sysfs, mountinfo: cfg.mountinfo, notice: func(_ uint64, name string) {
 		cfg.Notice(fmt.Sprintf("%s rotates: its large files are read one at a time (--rotational no reads several)", name))
 	}}
 	if cfg.MaxHashesPerSec > 0 {

@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store"
 )
 
 // On a spinning disk two large files read at once make the head seek
@@ -44,20 +48,23 @@ func ParseRotational(s string) (Rotational, error) {
 	return 0, fmt.Errorf("want auto, yes or no, not %q", s)
 }
 
-// spindles hands out one read token per rotating device.
+// spindles hands out one read token per rotating disk.
 type spindles struct {
-	mode   Rotational
-	sysfs  string                        // "/sys"; tests use a tree of their own
-	notice func(dev uint64, name string) // told once per disk found rotating
+	mode      Rotational
+	sysfs     string                        // "/sys"; tests use a tree of their own
+	mountinfo string                        // "/proc/self/mountinfo"
+	notice    func(dev uint64, name string) // told once per disk found rotating
 
 	mu    sync.Mutex
-	gates map[uint64]chan struct{} // nil: reads on the device are not limited
+	gates map[uint64]chan struct{} // by st_dev; nil: reads are not limited
+	disks map[string]chan struct{} // by disk: devices on one disk share its token
 }
 
-// acquire waits for the device's token when it rotates and returns the
-// function that gives it back.
-func (s *spindles) acquire(ctx context.Context, dev uint64) (func(), error) {
-	g := s.gate(dev)
+// acquire waits for the token of the device of the file at path (its
+// st_dev is dev) when it rotates, and returns the function that gives it
+// back.
+func (s *spindles) acquire(ctx context.Context, dev uint64, path string) (func(), error) {
+	g := s.gate(dev, path)
 	if g == nil {
 		return func() {}, nil
 	}
@@ -69,44 +76,105 @@ func (s *spindles) acquire(ctx context.Context, dev uint64) (func(), error) {
 	}
 }
 
-func (s *spindles) gate(dev uint64) chan struct{} {
+func (s *spindles) gate(dev uint64, path string) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if g, ok := s.gates[dev]; ok {
 		return g
 	}
 	if s.gates == nil {
-		s.gates = map[uint64]chan struct{}{}
+		s.gates, s.disks = map[uint64]chan struct{}{}, map[string]chan struct{}{}
 	}
 	var g chan struct{}
 	name, spins := "", s.mode == RotationalYes
 	if s.mode == RotationalAuto {
-		name, spins = rotates(s.sysfs, dev)
+		name, spins = rotates(s.sysfs, s.mountinfo, dev, path)
 	}
 	if spins {
-		g = make(chan struct{}, 1)
-		if s.mode == RotationalAuto && s.notice != nil {
-			s.notice(dev, name)
+		disk := name
+		if disk == "" {
+			disk = fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev))
+		}
+		if g = s.disks[disk]; g == nil {
+			g = make(chan struct{}, 1)
+			s.disks[disk] = g
+			if s.mode == RotationalAuto && s.notice != nil {
+				s.notice(dev, name)
+			}
 		}
 	}
 	s.gates[dev] = g
 	return g
 }
 
-// rotates reports whether the block device dev (a file's st_dev) is a
-// spinning disk, and its name. A device /sys does not know (btrfs and
-// other file systems with an anonymous st_dev, network file systems) does
-// not rotate as far as dupefs can tell.
-func rotates(sysfs string, dev uint64) (string, bool) {
+// rotates reports whether the block device dev (the st_dev of the file at
+// path) is a spinning disk, and its name. btrfs gives its files an
+// anonymous device of its own (not even the one the mount table shows);
+// then the mount that holds path names, in the mount table (mountinfo, ""
+// not to look), the block device the file system was mounted from. A
+// device neither knows (network file systems, tmpfs) does not rotate as
+// far as dupefs can tell.
+func rotates(sysfs, mountinfo string, dev uint64, path string) (string, bool) {
 	link := filepath.Join(sysfs, "dev", "block", fmt.Sprintf("%d:%d", unix.Major(dev), unix.Minor(dev)))
 	dir, err := filepath.EvalSymlinks(link)
 	if err != nil {
+		var st unix.Stat_t
+		src := mountSource(mountinfo, path)
+		if src != "" && unix.Stat(src, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFBLK && st.Rdev != dev {
+			return rotates(sysfs, "", st.Rdev, "")
+		}
 		return "", false
 	}
 	if _, err := os.Stat(filepath.Join(dir, "partition")); err == nil {
 		dir = filepath.Dir(dir) // a partition's queue is its disk's
 	}
 	return filepath.Base(dir), diskRotates(sysfs, dir, 0)
+}
+
+// mountSource returns the source of the innermost mount holding path in
+// the mountinfo file (proc(5): "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS
+// [FIELDS...] - FSTYPE SOURCE SUPER-OPTIONS", with spaces and such in the
+// mount point written \ooo), or "".
+func mountSource(mountinfo, path string) string {
+	if mountinfo == "" || path == "" {
+		return ""
+	}
+	b, err := os.ReadFile(mountinfo)
+	if err != nil {
+		return ""
+	}
+	best, src := "", ""
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		i := slices.Index(f, "-")
+		if len(f) < 5 || i < 5 || i+2 >= len(f) {
+			continue
+		}
+		// The later of two mounts on one point hides the earlier.
+		if mp := unescapeMount(f[4]); store.Within(mp, path) && len(mp) >= len(best) {
+			best, src = mp, f[i+2]
+		}
+	}
+	return src
+}
+
+// unescapeMount undoes the kernel's \ooo escapes of a mount table field.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, "\\") {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // diskRotates reads the rotational flag of the disk whose /sys folder is

@@ -90,9 +90,41 @@ func TestRotatesReadsSysLikeTheKernelWritesIt(t *testing.T) {
 	} {
 		var maj, min uint32
 		fmt.Sscanf(c.dev, "%d:%d", &maj, &min)
-		name, got := rotates(sys, unix.Mkdev(maj, min))
+		name, got := rotates(sys, "", unix.Mkdev(maj, min), "")
 		if got != c.want || name != c.name {
 			t.Errorf("%s: rotates = %q %v, want %q %v", c.dev, name, got, c.name, c.want)
+		}
+	}
+}
+
+// A btrfs file's device is anonymous (0:N, and not the one the mount
+// table shows): the mount holding the file's path names the block device
+// the file system was mounted from, and that one's flag counts.
+func TestRotatesFollowsTheMountTableForAnonymousDevices(t *testing.T) {
+	sata := "pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sdb"
+	sys := fakeSys(t, map[string]fakeDev{"8:16": {path: sata, rot: "1"}, "8:17": {path: sata + "/sdb1"}})
+	node := filepath.Join(t.TempDir(), "sdb1")
+	if err := unix.Mknod(node, unix.S_IFBLK|0o600, int(unix.Mkdev(8, 17))); err != nil {
+		t.Fatal(err)
+	}
+	mountinfo := filepath.Join(t.TempDir(), "mountinfo")
+	os.WriteFile(mountinfo, []byte("22 27 0:21 / /proc rw,relatime - proc proc rw\n"+
+		"91 27 0:45 / /mnt/photos rw,relatime shared:40 - btrfs "+node+" rw,space_cache=v2,subvolid=5,subvol=/\n"+
+		"92 91 0:46 / /mnt/photos/nas rw,relatime - nfs4 nas:/export rw\n"+
+		"93 27 0:47 / /mnt/my\\040disk rw,relatime - btrfs "+node+" rw\n"), 0o644)
+	for _, c := range []struct {
+		path string
+		name string
+		want bool
+	}{
+		{"/mnt/photos/2024/a.jpg", "sdb", true},
+		{"/mnt/photos/nas/a.jpg", "", false}, // the innermost mount: NFS
+		{"/mnt/my disk/a.jpg", "sdb", true},  // a mount point with a space
+		{"/srv/a.jpg", "", false},            // not on any of those
+	} {
+		// The file's own device is one /sys does not know.
+		if name, got := rotates(sys, mountinfo, unix.Mkdev(0, 48), c.path); got != c.want || name != c.name {
+			t.Errorf("%s: rotates = %q %v, want %q %v", c.path, name, got, c.name, c.want)
 		}
 	}
 }
@@ -160,5 +192,25 @@ func TestHashRunReadsOneLargeFileAtATimePerRotatingDisk(t *testing.T) {
 				t.Errorf("notice %q does not name the disk", notices[0])
 			}
 		})
+	}
+}
+
+// Two partitions of one spinning disk share its token, and the disk is
+// named once; another disk has a token of its own.
+func TestPartitionsOfOneDiskShareItsToken(t *testing.T) {
+	sata := "pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sdb"
+	sata2 := "pci0000:00/0000:00:1f.2/ata2/host1/target1:0:0/1:0:0:0/block/sdc"
+	sys := fakeSys(t, map[string]fakeDev{
+		"8:16": {path: sata, rot: "1"}, "8:17": {path: sata + "/sdb1"}, "8:18": {path: sata + "/sdb2"},
+		"8:32": {path: sata2, rot: "1"},
+	})
+	var named []string
+	s := &spindles{mode: RotationalAuto, sysfs: sys, notice: func(_ uint64, name string) { named = append(named, name) }}
+	b1, b2, c := s.gate(unix.Mkdev(8, 17), ""), s.gate(unix.Mkdev(8, 18), ""), s.gate(unix.Mkdev(8, 32), "")
+	if b1 == nil || b1 != b2 || c == nil || c == b1 {
+		t.Errorf("gates sdb1 %p, sdb2 %p, sdc %p: want sdb's shared, sdc's its own", b1, b2, c)
+	}
+	if len(named) != 2 || named[0] != "sdb" || named[1] != "sdc" {
+		t.Errorf("named %q, want sdb then sdc", named)
 	}
 }

@@ -4,27 +4,31 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // On a real loop device whose queue says it rotates, `dupefs index` says
 // so and still finds the duplicates; when the queue says it does not, or
 // with --rotational no, it says nothing of the kind.
 func TestIndexTellsWhichDiskRotates(t *testing.T) {
-	mnt := loopImage(t, "ext4")
-	var st syscall.Stat_t
-	if err := syscall.Stat(mnt, &st); err != nil {
-		t.Fatal(err)
+	for _, kind := range []string{"ext4", "btrfs"} {
+		t.Run(kind, func(t *testing.T) { testRotatingDisk(t, kind) })
 	}
-	dev, err := filepath.EvalSymlinks(fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)))
+}
+
+// testRotatingDisk runs the test on a file system of kind (btrfs gives its
+// files an anonymous device: dupefs finds the loop device in the mount
+// table).
+func testRotatingDisk(t *testing.T, kind string) {
+	mnt := loopImage(t, kind)
+	out, err := exec.Command("findmnt", "-n", "-o", "SOURCE", mnt).Output()
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("findmnt %s: %v", mnt, err)
 	}
+	dev := filepath.Join("/sys/class/block", filepath.Base(strings.TrimSpace(string(out))))
 	name := filepath.Base(dev)
 	flag := filepath.Join(dev, "queue", "rotational")
 	setFlag := func(v string) {
