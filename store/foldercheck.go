@@ -17,7 +17,7 @@ import (
 func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 	var bad []string
 	err := db.read(ctx, func(tx *Tx) error {
-		all, err := tx.sumAll()
+		all, err := tx.sumAll(true)
 		if err != nil {
 			return err
 		}
@@ -82,14 +82,17 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 type allSums struct {
 	stored map[int64]folderSums
 	summed map[int64]*folderSums
-	paths  map[int64]string
+	paths  map[int64]string // nil unless asked for
 }
 
 // sumAll sums every folder's signatures from scratch in one pass over the
 // folders and one over the files (in table order, no index), then the
-// trees bottom up.
-func (tx *Tx) sumAll() (allSums, error) {
-	all := allSums{stored: map[int64]folderSums{}, summed: map[int64]*folderSums{}, paths: map[int64]string{}}
+// trees bottom up. withPaths keeps every folder's path too (for messages).
+func (tx *Tx) sumAll(withPaths bool) (allSums, error) {
+	all := allSums{stored: map[int64]folderSums{}, summed: map[int64]*folderSums{}}
+	if withPaths {
+		all.paths = map[int64]string{}
+	}
 	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig,
 		own_files, own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending FROM folders`)
 	if err != nil {
@@ -106,7 +109,9 @@ func (tx *Tx) sumAll() (allSums, error) {
 		}
 		s.ownSig, s.treeSig = sigFromBytes(os), sigFromBytes(ts)
 		s.depth = strings.Count(p, "/")
-		all.paths[s.id] = p
+		if withPaths {
+			all.paths[s.id] = p
+		}
 		all.stored[s.id] = s
 		all.summed[s.id] = &folderSums{id: s.id, parent: s.parent, depth: s.depth, missing: s.missing}
 	}

@@ -98,7 +98,7 @@ func (db *DB) startFold(ctx context.Context) (bulk bool, err error) {
 // first index.
 func (tx *Tx) foldAll() (fold, error) {
 	var res fold
-	all, err := tx.sumAll()
+	all, err := tx.sumAll(false)
 	if err != nil {
 		return res, err
 	}
