@@ -125,10 +125,17 @@ func rotates(sysfs, mountinfo string, dev uint64, path string) (string, bool) {
 		}
 		return "", false
 	}
-	if _, err := os.Stat(filepath.Join(dir, "partition")); err == nil {
-		dir = filepath.Dir(dir) // a partition's queue is its disk's
-	}
+	dir = diskOf(dir)
 	return filepath.Base(dir), diskRotates(sysfs, dir, 0)
+}
+
+// diskOf returns the /sys folder of the disk of the block device whose
+// folder is dir: a partition's queue is its disk's.
+func diskOf(dir string) string {
+	if _, err := os.Stat(filepath.Join(dir, "partition")); err == nil {
+		return filepath.Dir(dir)
+	}
+	return dir
 }
 
 // mountSource returns the source of the innermost mount holding path in
@@ -189,10 +196,7 @@ func diskRotates(sysfs, dir string, depth int) bool {
 			if err != nil {
 				continue
 			}
-			if _, err := os.Stat(filepath.Join(d, "partition")); err == nil {
-				d = filepath.Dir(d)
-			}
-			if diskRotates(sysfs, d, depth+1) {
+			if diskRotates(sysfs, diskOf(d), depth+1) {
 				return true
 			}
 		}
