@@ -128,15 +128,18 @@ func (tx *Tx) EndBulkLoad() error {
 			WHERE hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`},
 		{"forget settled sizes", `DELETE FROM dirty_sizes WHERE size NOT IN (SELECT size FROM temp.bulk_shared)`},
 		{"", "files_content"},
-		// A content two inodes hold has two distinct devices or inodes;
-		// one sorted pass finds them, the index counts their files.
+		// Contents of two or more live files come off files_content in
+		// its order, without a sort or a row read; only their rows are
+		// read, and those of two or more inodes are groups. (A sorted
+		// pass over the whole table for min/max inode took twice as long
+		// on /usr: ~0.3 s against ~0.15 s.)
 		{"count groups", `WITH candidates AS (
-			SELECT content_hash FROM files NOT INDEXED WHERE content_hash IS NOT NULL AND missing = 0
-			 GROUP BY content_hash HAVING min(ino) <> max(ino) OR min(dev) <> max(dev))
+			SELECT content_hash FROM files INDEXED BY files_content WHERE content_hash IS NOT NULL AND missing = 0
+			 GROUP BY content_hash HAVING count(*) > 1)
 			INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
 			SELECT f.hash_algo, f.content_hash, max(f.size), count(*), count(DISTINCT f.dev || ',' || f.ino), ` + nowSQL + `, ?1
 			  FROM candidates c JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
-			 GROUP BY f.content_hash
+			 GROUP BY f.content_hash HAVING count(DISTINCT f.dev || ',' || f.ino) > 1
 			ON CONFLICT (hash_algo, content_hash) DO UPDATE SET
 			       file_count = excluded.file_count, inode_count = excluded.inode_count,
 			       changed_at = excluded.changed_at, change_seq = excluded.change_seq

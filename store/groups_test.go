@@ -136,3 +136,45 @@ func TestParseKey(t *testing.T) {
 		}
 	}
 }
+
+// The groups a bulk load counts when it ends are those the row-by-row
+// recount finds: two or more inodes per content, hard links counted once.
+func TestBulkLoadCountsGroupsByInode(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	err := db.Write(ctx, func(tx *Tx) error {
+		on, err := tx.StartBulkLoad()
+		if err == nil && !on {
+			t.Fatal("no bulk load on an empty index")
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := func(name string, dev, ino uint64, h byte) FileStat {
+		return FileStat{Name: name, Size: 10, Dev: dev, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(h)}}
+	}
+	addFiles(t, db, r.ID, "/r",
+		done("links-a", 1, 5, 1), done("links-b", 1, 5, 1), // one inode: no group
+		done("two-links-a", 1, 6, 2), done("two-links-b", 1, 6, 2), done("and-a-copy", 1, 7, 2), // 3 files, 2 inodes
+		done("same-ino-other-dev-a", 1, 8, 3), done("same-ino-other-dev-b", 2, 8, 3), // 2 inodes
+		done("alone", 1, 9, 4))
+	err = db.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoad() })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[byte][2]int64{2: {3, 2}, 3: {2, 2}}
+	var n int
+	db.r.QueryRow("SELECT count(*) FROM contents").Scan(&n)
+	if n != len(want) {
+		t.Fatalf("%d content rows, want %d", n, len(want))
+	}
+	for h, w := range want {
+		g, err := db.GroupByKey(ctx, "sha256", sum(h))
+		if err != nil || g.FileCount != w[0] || g.InodeCount != w[1] {
+			t.Fatalf("content %d: %+v %v, want %d files, %d inodes", h, g, err, w[0], w[1])
+		}
+	}
+}
