@@ -166,7 +166,10 @@ func (w *walker) read(n *node) *dirResult {
 		}
 		res.subdirs = walk
 	}
-	if res.err == nil && n.mode == modeFull {
+	// A folder whose listing the index holds has nothing to read: its
+	// sizes go unnoted, and a file elsewhere that shares only its sizes is
+	// left to the hash job, which plans the size anyway.
+	if res.err == nil && n.mode == modeFull && !res.same {
 		w.hashAhead(n, res, fd)
 	}
 	return res
