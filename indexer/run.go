@@ -245,7 +245,7 @@ func (ix *Indexer) runClaimable(ctx context.Context, kind string) (bool, error) 
 // called. When the lease is lost it cancels the job with ErrLeaseLost.
 func (ix *Indexer) keepalive(ctx context.Context, l store.Lease, cancel context.CancelCauseFunc,
 	progress func() (float64, int64)) (stop func()) {
-	return keepLease(ctx, l.TTL/3, cancel, func(ctx context.Context) error {
+	return store.KeepLease(ctx, l.TTL/3, cancel, func(ctx context.Context) error {
 		p, n := progress()
 		err := ix.db.Heartbeat(ctx, l, p, n)
 		if err != nil && !errors.Is(err, store.ErrLeaseLost) && ctx.Err() == nil {
@@ -253,33 +253,6 @@ func (ix *Indexer) keepalive(ctx context.Context, l store.Lease, cancel context.
 		}
 		return err
 	})
-}
-
-// keepLease calls beat every interval until the returned stop is called or
-// ctx ends. When beat reports ErrLeaseLost it cancels ctx with it and stops.
-func keepLease(ctx context.Context, every time.Duration, cancel context.CancelCauseFunc,
-	beat func(context.Context) error) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if err := beat(ctx); errors.Is(err, store.ErrLeaseLost) {
-				cancel(err)
-				return
-			}
-		}
-	})
-	var once sync.Once
-	return func() { once.Do(func() { close(done) }); wg.Wait() }
 }
 
 // finish ends a job; a lost lease is not an error here (the job is someone

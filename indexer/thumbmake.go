@@ -81,7 +81,7 @@ func (t *Thumbnailer) backoff(code string, failures int) time.Duration {
 // heartbeat extends the lease every TTL/3 until the returned stop is
 // called; it cancels ctx with ErrLeaseLost when the lease is gone.
 func (t *Thumbnailer) heartbeat(ctx context.Context, l store.Lease, cancel context.CancelCauseFunc) (stop func()) {
-	return keepLease(ctx, t.cfg.LeaseTTL/3, cancel, func(ctx context.Context) error {
+	return store.KeepLease(ctx, t.cfg.LeaseTTL/3, cancel, func(ctx context.Context) error {
 		err := t.db.Renew(ctx, l)
 		if err != nil && !errors.Is(err, store.ErrLeaseLost) && ctx.Err() == nil {
 			t.cfg.Warn(fmt.Sprintf("thumbnail heartbeat: %v", err))

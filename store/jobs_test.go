@@ -142,6 +142,63 @@ func TestHeartbeatKeepsTheLease(t *testing.T) {
 	}
 }
 
+// KeepLease keeps a short lease held for longer than its TTL, and cancels
+// the work with ErrLeaseLost once another worker has taken the row.
+func TestKeepLeaseHoldsAndCancelsOnLoss(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	db.Enqueue(ctx, KindScan, r.ID)
+	ttl := 150 * time.Millisecond
+	_, l, err := db.Claim(ctx, KindScan, "w1", ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	work, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	var mu sync.Mutex
+	n := 0
+	stop := KeepLease(work, ttl/3, cancel, func(ctx context.Context) error {
+		mu.Lock()
+		n++
+		mu.Unlock()
+		return db.Renew(ctx, l)
+	})
+	time.Sleep(3 * ttl)
+	if _, _, err := db.Claim(ctx, KindScan, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a kept lease was taken over after 3 TTLs: %v", err)
+	}
+	stop()
+	stop() // twice is fine
+	mu.Lock()
+	if n < 4 {
+		t.Errorf("%d heartbeats in 3 TTLs at TTL/3, want at least 4", n)
+	}
+	mu.Unlock()
+	if work.Err() != nil {
+		t.Fatalf("stopping cancelled the work: %v", context.Cause(work))
+	}
+
+	// Stopped, the lease expires and w2 takes the row: the next beat of a
+	// new keeper finds it lost and cancels.
+	time.Sleep(2 * ttl)
+	if _, _, err := db.Claim(ctx, KindScan, "w2", time.Minute); err != nil {
+		t.Fatalf("expired lease not taken over: %v", err)
+	}
+	stop = KeepLease(work, 10*time.Millisecond, cancel, func(ctx context.Context) error {
+		return db.Renew(ctx, l)
+	})
+	defer stop()
+	select {
+	case <-work.Done():
+	case <-time.After(5 * time.Second):
+		t.Fatal("a lost lease did not cancel the work")
+	}
+	if !errors.Is(context.Cause(work), ErrLeaseLost) {
+		t.Fatalf("cause %v, want ErrLeaseLost", context.Cause(work))
+	}
+}
+
 func TestRecoverDeadWorker(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)

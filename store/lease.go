@@ -3,8 +3,10 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -19,7 +21,8 @@ import (
 // nothing. A held row whose lease expired, or whose worker is known to be
 // dead, is recovered the queue's own way (back to pending, retryable with
 // a backoff, failed after its last attempt, or left for the next claim to
-// take over) before the next claim.
+// take over) before the next claim. Holders renew their leases on the
+// one schedule of KeepLease, which cancels their work when a lease is lost.
 
 // Lease is what a worker holds on one row of a queue.
 type Lease struct {
@@ -173,6 +176,36 @@ func (tx *Tx) end(l Lease, set string, args ...any) error {
 // owns the row now: stop working on it.
 func (db *DB) Renew(ctx context.Context, l Lease) error {
 	return db.Write(ctx, func(tx *Tx) error { return tx.Fence(l) })
+}
+
+// KeepLease calls beat (a heartbeat: Renew, or a write that fences the
+// leases it holds) every interval until the returned stop is called or ctx
+// ends. When beat reports ErrLeaseLost it cancels ctx with it and stops:
+// the work is another worker's now. Other errors are beat's to report; the
+// next tick tries again.
+func KeepLease(ctx context.Context, every time.Duration, cancel context.CancelCauseFunc,
+	beat func(context.Context) error) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if err := beat(ctx); errors.Is(err, ErrLeaseLost) {
+				cancel(err)
+				return
+			}
+		}
+	})
+	var once sync.Once
+	return func() { once.Do(func() { close(done) }); wg.Wait() }
 }
 
 // Queues lists every queue of the index, for recovery.

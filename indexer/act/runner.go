@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -223,35 +222,16 @@ func (r *Runner) work(ctx context.Context, a store.Action, fn func(context.Conte
 // heartbeat renews the leases every TTL/3 until stopped; a lost lease
 // cancels the context with ErrLeaseLost.
 func (r *Runner) heartbeat(ctx context.Context, ls []store.Lease, cancel context.CancelCauseFunc) (stop func()) {
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		t := time.NewTicker(r.cfg.LeaseTTL / 3)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			err := r.db.Write(ctx, func(tx *store.Tx) error {
-				for _, l := range ls {
-					if err := tx.Fence(l); err != nil {
-						return err
-					}
+	return store.KeepLease(ctx, r.cfg.LeaseTTL/3, cancel, func(ctx context.Context) error {
+		return r.db.Write(ctx, func(tx *store.Tx) error {
+			for _, l := range ls {
+				if err := tx.Fence(l); err != nil {
+					return err
 				}
-				return nil
-			})
-			if errors.Is(err, store.ErrLeaseLost) {
-				cancel(err)
-				return
 			}
-		}
+			return nil
+		})
 	})
-	var once sync.Once
-	return func() { once.Do(func() { close(done) }); wg.Wait() }
 }
 
 // fatal reports whether an error of a step stops the run rather than
