@@ -64,7 +64,11 @@ func scanRoot(r rowScanner) (Root, error) {
 
 // Roots lists every root, by path.
 func (db *DB) Roots(ctx context.Context) ([]Root, error) {
-	rows, err := db.query(ctx, "SELECT "+rootCols+" FROM roots ORDER BY path")
+	return scanRoots(db.query(ctx, "SELECT "+rootCols+" FROM roots ORDER BY path"))
+}
+
+// scanRoots reads the rows of a query of rootCols.
+func scanRoots(rows *sql.Rows, err error) ([]Root, error) {
 	if err != nil {
 		return nil, classify("list roots", err)
 	}
@@ -167,20 +171,7 @@ func (db *DB) rootW(ctx context.Context, id int64) (Root, error) {
 }
 
 func (tx *Tx) roots() ([]Root, error) {
-	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT "+rootCols+" FROM roots")
-	if err != nil {
-		return nil, classify("list roots", err)
-	}
-	defer rows.Close()
-	var rs []Root
-	for rows.Next() {
-		r, err := scanRoot(rows)
-		if err != nil {
-			return nil, classify("list roots", err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, classify("list roots", rows.Err())
+	return scanRoots(tx.tx.QueryContext(tx.ctx, "SELECT "+rootCols+" FROM roots"))
 }
 
 // absorbRoot moves everything of root old under root new and deletes old.
