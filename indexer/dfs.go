@@ -136,6 +136,7 @@ type prefetcher struct {
 	cond     *sync.Cond
 	queue    nodeHeap
 	buffered int
+	waiting  int // readers in cond.Wait
 	closed   bool
 	wg       sync.WaitGroup
 }
@@ -155,7 +156,9 @@ func (p *prefetcher) work() {
 	for {
 		p.mu.Lock()
 		for !p.closed && (len(p.queue) == 0 || p.buffered >= p.limit) {
+			p.waiting++
 			p.cond.Wait()
+			p.waiting--
 		}
 		if p.closed {
 			p.mu.Unlock()
@@ -180,7 +183,14 @@ func (p *prefetcher) run(n *node) {
 	for _, c := range res.subdirs {
 		heap.Push(&p.queue, c)
 	}
-	p.cond.Broadcast()
+	// Wake a reader per new folder, and none while the buffer is full:
+	// waking every reader for each folder made most of the process's
+	// futex calls on a first index (each went back to sleep).
+	if p.buffered < p.limit {
+		for range min(len(res.subdirs), p.waiting) {
+			p.cond.Signal()
+		}
+	}
 	p.mu.Unlock()
 	n.state.Store(2)
 	close(n.done)
@@ -209,8 +219,14 @@ func (p *prefetcher) ready(n *node) bool { return n.state.Load() == 2 }
 // consumed releases the buffer space of a result the committer is done with.
 func (p *prefetcher) consumed(res *dirResult) {
 	p.mu.Lock()
+	full := p.buffered >= p.limit
 	p.buffered -= res.weight()
-	p.cond.Broadcast()
+	if full && p.buffered < p.limit && len(p.queue) > 0 {
+		// Room again: as many readers as there are folders to read.
+		for range min(len(p.queue), p.waiting) {
+			p.cond.Signal()
+		}
+	}
 	p.mu.Unlock()
 }
 
