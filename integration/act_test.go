@@ -10,6 +10,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/dupefs/dupefs/integration/loopfs"
 )
 
 // actTree writes three groups: a/x with copies b/x and c/x, a/y with copy
@@ -149,7 +151,7 @@ func TestFromAnEditedReport(t *testing.T) {
 // The README's flow on btrfs: dedupe frees the space of every copy (df
 // shows it), each copy reads back byte for byte with its own inode.
 func TestDedupeOnBtrfsThroughTheCommand(t *testing.T) {
-	mnt := loopImage(t, "btrfs")
+	mnt := loopfs.Mount(t, "btrfs", 0)
 	dir := filepath.Join(mnt, "photos")
 	data := bytes.Repeat([]byte("a photo, 1 MiB of it. "), 48000)
 	for _, p := range []string{"2019/a.jpg", "backup/a.jpg", "backup/old/a.jpg"} {
@@ -191,34 +193,4 @@ func dfFree(t *testing.T, dir string) int64 {
 		t.Fatal(err)
 	}
 	return int64(st.Bavail) * st.Bsize
-}
-
-// loopImage makes a file system of kind in a sparse image and mounts it
-// through a loop device until the test ends (even when it fails).
-func loopImage(t *testing.T, kind string) string {
-	t.Helper()
-	dir := t.TempDir()
-	img := filepath.Join(dir, kind+".img")
-	f, _ := os.Create(img)
-	f.Truncate(320 << 20)
-	f.Close()
-	args := map[string][]string{"btrfs": {"mkfs.btrfs", "-q"}, "xfs": {"mkfs.xfs", "-q"}, "ext4": {"mkfs.ext4", "-q", "-F"}}[kind]
-	if out, err := exec.Command(args[0], append(args[1:], img)...).CombinedOutput(); err != nil {
-		t.Fatalf("%v: %v\n%s", args, err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	os.Mkdir(mnt, 0o755)
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if syscall.Unmount(mnt, 0) != nil {
-			syscall.Unmount(mnt, syscall.MNT_DETACH)
-		}
-		if out, _ := exec.Command("losetup", "-j", img).Output(); len(out) > 0 {
-			dev, _, _ := strings.Cut(string(out), ":")
-			exec.Command("losetup", "-d", dev).Run()
-		}
-	})
-	return mnt
 }

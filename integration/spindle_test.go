@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/dupefs/dupefs/integration/loopfs"
 )
 
 // On a real loop device whose queue says it rotates, `dupefs index` says
@@ -23,7 +25,7 @@ func TestIndexTellsWhichDiskRotates(t *testing.T) {
 // files an anonymous device: dupefs finds the loop device in the mount
 // table).
 func testRotatingDisk(t *testing.T, kind string) {
-	mnt := loopImage(t, kind)
+	mnt := loopfs.Mount(t, kind, 0)
 	out, err := exec.Command("findmnt", "-n", "-o", "SOURCE", mnt).Output()
 	if err != nil {
 		t.Fatalf("findmnt %s: %v", mnt, err)

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dupefs/dupefs/integration/loopfs"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -50,7 +51,7 @@ func freeBytes(t *testing.T, dir string) int64 {
 func TestDedupeSharesExtents(t *testing.T) {
 	for _, kind := range []string{"btrfs", "xfs"} {
 		t.Run(kind, func(t *testing.T) {
-			fx := newFixture(t, filepath.Join(loopFS(t, kind), "tree"))
+			fx := newFixture(t, filepath.Join(loopfs.Mount(t, kind, 0), "tree"))
 			keep, copies, data := threeCopies(fx, 8<<20)
 			fx.index()
 			before := map[string]unix.Stat_t{}
@@ -87,7 +88,7 @@ func TestDedupeSharesExtents(t *testing.T) {
 }
 
 func TestDedupeFailsClearlyOnExt4(t *testing.T) {
-	fx := newFixture(t, filepath.Join(loopFS(t, "ext4"), "tree"))
+	fx := newFixture(t, filepath.Join(loopfs.Mount(t, "ext4", 0), "tree"))
 	_, copies, data := threeCopies(fx, 1<<20)
 	fx.index()
 	id, p := fx.act(Selection{Op: store.OpDedupe}, Config{Progress: &Progress{}})
@@ -108,7 +109,7 @@ func TestDedupeFailsClearlyOnExt4(t *testing.T) {
 }
 
 func TestLinkLeavesOneInode(t *testing.T) {
-	fx := newFixture(t, filepath.Join(loopFS(t, "ext4"), "tree"))
+	fx := newFixture(t, filepath.Join(loopfs.Mount(t, "ext4", 0), "tree"))
 	keep, copies, data := threeCopies(fx, 300000)
 	fx.index()
 	_, p := fx.act(Selection{Op: store.OpLink}, Config{Progress: &Progress{}})
@@ -150,7 +151,7 @@ func leftovers(t *testing.T, dir string) {
 func TestRemoveToTheTrashAndUndo(t *testing.T) {
 	for _, where := range []string{"topdir", "home"} {
 		t.Run(where, func(t *testing.T) {
-			mnt := loopFS(t, "ext4")
+			mnt := loopfs.Mount(t, "ext4", 0)
 			fx := newFixture(t, filepath.Join(mnt, "tree"))
 			_, copies, data := threeCopies(fx, 200000)
 			fx.index()
@@ -223,7 +224,7 @@ func contains(ss []string, s string) bool {
 }
 
 func TestUndoOfALinkRestoresTheFile(t *testing.T) {
-	fx := newFixture(t, filepath.Join(loopFS(t, "ext4"), "tree"))
+	fx := newFixture(t, filepath.Join(loopfs.Mount(t, "ext4", 0), "tree"))
 	keep, copies, data := threeCopies(fx, 150000)
 	c := copies[0]
 	os.Chmod(c, 0o640)

@@ -3,10 +3,7 @@ package act
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"testing"
 	"unsafe"
 
@@ -15,51 +12,6 @@ import (
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
 )
-
-// loopFS makes a file system of kind (btrfs, xfs, ext4) in a sparse image,
-// mounts it through a loop device and returns the mount point. The mount
-// and the loop device go away when the test ends, even when it fails.
-func loopFS(t *testing.T, kind string) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test mounts file system images: run it as root (CI does)")
-	}
-	dir := t.TempDir()
-	img := filepath.Join(dir, kind+".img")
-	f, err := os.Create(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// xfs wants 300 MB at least; the image is sparse.
-	if err := f.Truncate(320 << 20); err != nil {
-		t.Fatal(err)
-	}
-	f.Close()
-	mkfs := map[string][]string{
-		"btrfs": {"mkfs.btrfs", "-q", img},
-		"xfs":   {"mkfs.xfs", "-q", img},
-		"ext4":  {"mkfs.ext4", "-q", "-F", img},
-	}[kind]
-	if out, err := exec.Command(mkfs[0], mkfs[1:]...).CombinedOutput(); err != nil {
-		t.Fatalf("%v: %v\n%s (install btrfs-progs and xfsprogs)", mkfs, err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	os.Mkdir(mnt, 0o755)
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount %s: %v\n%s", kind, err, out)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			syscall.Unmount(mnt, syscall.MNT_DETACH)
-		}
-		// mount -o loop detaches the device on unmount; make sure.
-		if out, _ := exec.Command("losetup", "-j", img).Output(); len(out) > 0 {
-			dev, _, _ := strings.Cut(string(out), ":")
-			exec.Command("losetup", "-d", dev).Run()
-		}
-	})
-	return mnt
-}
 
 // fixture is an index over a tree on some file system.
 type fixture struct {

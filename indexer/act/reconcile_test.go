@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dupefs/dupefs/integration/loopfs"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -26,7 +27,7 @@ func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 			t.Run(op+" "+step, func(t *testing.T) {
 				root := t.TempDir()
 				if op == store.OpDedupe {
-					root = filepath.Join(loopFS(t, "btrfs"), "tree")
+					root = filepath.Join(loopfs.Mount(t, "btrfs", 0), "tree")
 				}
 				fx := newFixture(t, root)
 				keep, copies, data := threeCopies(fx, 70000)

@@ -4,17 +4,16 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/integration/loopfs"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -197,7 +196,7 @@ func TestWatchBurst(t *testing.T) {
 // A root on a second file system (a loop-mounted ext4 image) is watched
 // too.
 func TestWatchSecondFileSystem(t *testing.T) {
-	mnt := loopExt4(t)
+	mnt := loopfs.Mount(t, "ext4", 64<<20)
 	tree := filepath.Join(t.TempDir(), "tree")
 	write(t, filepath.Join(tree, "a.jpg"), photo(1))
 	write(t, filepath.Join(mnt, "b.jpg"), photo(2))
@@ -254,39 +253,4 @@ func countWatches(t *testing.T) int {
 		}
 	}
 	return n
-}
-
-// loopExt4 mounts a small ext4 image through a loop device; it goes away
-// when the test ends, even when it fails.
-func loopExt4(t *testing.T) string {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test mounts a file system image: run it as root (CI does)")
-	}
-	dir := t.TempDir()
-	img := filepath.Join(dir, "ext4.img")
-	if err := os.WriteFile(img, nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.Truncate(img, 64<<20); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := exec.Command("mkfs.ext4", "-q", "-F", img).CombinedOutput(); err != nil {
-		t.Fatalf("mkfs.ext4: %v\n%s", err, out)
-	}
-	mnt := filepath.Join(dir, "mnt")
-	os.Mkdir(mnt, 0o755)
-	if out, err := exec.Command("mount", "-o", "loop", img, mnt).CombinedOutput(); err != nil {
-		t.Fatalf("mount: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		if err := syscall.Unmount(mnt, 0); err != nil {
-			syscall.Unmount(mnt, syscall.MNT_DETACH)
-		}
-		if out, _ := exec.Command("losetup", "-j", img).Output(); len(out) > 0 {
-			dev, _, _ := strings.Cut(string(out), ":")
-			exec.Command("losetup", "-d", dev).Run()
-		}
-	})
-	return mnt
 }
