@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"slices"
 	"sync"
+	"sync/atomic"
 
 	"golang.org/x/sys/unix"
 
@@ -129,7 +130,10 @@ var walkBufs = sync.Pool{New: func() any { b := make([]byte, SmallFile); return 
 // file of a size that just became shared (res.late). It reads them in
 // inode order: on ext4, XFS and btrfs files made together get neighbouring
 // inode numbers and neighbouring blocks, while name order jumps across
-// the disk, so a cold disk gets requests that are near each other.
+// the disk, so a cold disk gets requests that are near each other. A
+// folder with many files to read is read by several readers at once, each
+// taking the next file in that order (cold /usr: 11.4 → 10.6 s in
+// alternating runs here; warm, no change).
 func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 	// In name order, the order of the index's rows: which files changed.
 	db := res.dbFiles
@@ -155,28 +159,90 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 	}
 	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(res.files[a].Ino, res.files[b].Ino) })
 
-	ra := &readAhead{w: w, dirfd: dirfd, files: res.files, order: order, unchanged: unchanged, same: res.same, open: map[int]*rawFile{}}
-	defer ra.close()
+	// First every size is noted, in inode order: that decides what is
+	// read. Then the reads, a window of read-ahead before them.
+	var reads []walkRead
 	for k, i := range order {
-		ra.upTo(k + w.ix.cfg.IODepth)
 		f := &res.files[i]
 		var first *pendingFile
 		if needs[i] && f.Size > 0 {
 			first = &pendingFile{dir: n.abs, f: *f}
 		}
 		shared, late := w.sizes.note(f.Size, f.Dev, f.Ino, first)
-		if late != nil && w.ctx.Err() == nil {
-			lf := late.f
-			if lf.Hash = w.hashOf(-1, late.dir, &lf, nil); lf.Hash != nil {
-				res.late = append(res.late, lateHash{dir: late.dir, f: lf})
-			}
+		if late != nil {
+			reads = append(reads, walkRead{k: k, i: -1, late: late})
 		}
-		if f.Size == 0 || !shared || unchanged[i] || w.ctx.Err() != nil {
+		if f.Size == 0 || !shared || unchanged[i] {
 			continue // an unchanged pending row is read by the hash job
 		}
-		f.Hash = w.hashOf(dirfd, n.abs, f, ra.take(i))
+		reads = append(reads, walkRead{k: k, i: i})
 	}
+	if len(reads) == 0 {
+		return
+	}
+	ra := &readAhead{w: w, dirfd: dirfd, files: res.files, order: order, unchanged: unchanged, same: res.same, open: map[int]*rawFile{}}
+	defer ra.close()
+	var mu sync.Mutex // ra and res.late, when readers share the folder
+	read := func(r walkRead) {
+		if w.ctx.Err() != nil {
+			return
+		}
+		mu.Lock()
+		ra.upTo(r.k + w.ix.cfg.IODepth)
+		var pre *rawFile
+		if r.i >= 0 {
+			pre = ra.take(r.i)
+		}
+		mu.Unlock()
+		if r.i >= 0 {
+			f := &res.files[r.i]
+			f.Hash = w.hashOf(dirfd, n.abs, f, pre)
+			return
+		}
+		lf := r.late.f
+		if lf.Hash = w.hashOf(-1, r.late.dir, &lf, nil); lf.Hash != nil {
+			mu.Lock()
+			res.late = append(res.late, lateHash{dir: r.late.dir, f: lf})
+			mu.Unlock()
+		}
+	}
+	// One reader would read a folder of thousands of files (man1 of /usr
+	// holds 17k) while the committer, which takes folders in order, waits
+	// for it and the other walkers wait for room in the buffer.
+	readers := min(w.ix.walkers(), len(reads)/sharedFolderReads)
+	if readers < 2 {
+		for _, r := range reads {
+			read(r)
+		}
+		return
+	}
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	for range readers {
+		wg.Go(func() {
+			for {
+				j := int(next.Add(1)) - 1
+				if j >= len(reads) {
+					return
+				}
+				read(reads[j])
+			}
+		})
+	}
+	wg.Wait()
 }
+
+// walkRead is one read of a folder's walk: the file at index i of the
+// folder (at position k of the inode order), or an earlier file of a size
+// the folder's file at k made shared (late, i -1).
+type walkRead struct {
+	k, i int
+	late *pendingFile
+}
+
+// sharedFolderReads is how many reads a folder needs for each walker that
+// reads it: a folder of fewer than twice this is read by its walker alone.
+const sharedFolderReads = 64
 
 // readAhead opens the files a folder's walk may read next and asks the
 // kernel to start reading them (posix_fadvise WILLNEED: the whole of a
