@@ -184,7 +184,7 @@ func (h *hashRun) pass(ctx context.Context, kind taskKind, buckets []store.SizeC
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	readers := h.ix.readers()
-	tasks := make(chan task, 4*readers)
+	tasks := make(chan []task, 4*readers)
 	results := make(chan result, 256)
 
 	var writerErr error
@@ -202,8 +202,12 @@ func (h *hashRun) pass(ctx context.Context, kind taskKind, buckets []store.SizeC
 		go func() {
 			defer workers.Done()
 			buf := make([]byte, readChunk)
-			for t := range tasks {
-				results <- h.read(ctx, t, buf)
+			for ts := range tasks {
+				if len(ts) == 1 {
+					results <- h.read(ctx, ts[0], buf)
+				} else {
+					h.readSet(ctx, ts, buf, results)
+				}
 			}
 		}()
 	}
@@ -224,10 +228,14 @@ func (h *hashRun) pass(ctx context.Context, kind taskKind, buckets []store.SizeC
 	return ctx.Err()
 }
 
-// load pages through the buckets and emits tasks and reuse results.
+// load pages through the buckets and emits tasks and reuse results. In
+// pass 2 the tasks of a page that share a size and a prefix hash go as one
+// set (hashcompare.go), at most maxSetMembers at a time.
 func (h *hashRun) load(ctx context.Context, kind taskKind, buckets []store.SizeCount,
-	shared map[store.SizePrefix]bool, tasks chan<- task, results chan<- result) error {
+	shared map[store.SizePrefix]bool, tasks chan<- []task, results chan<- result) error {
 	emit := func(rows []store.HashRow) error {
+		sets := map[store.SizePrefix][]task{}
+		var order []store.SizePrefix
 		for _, g := range inodeGroups(rows) {
 			t, r, settled := h.plan(kind, g, shared)
 			h.ix.cfg.Progress.HashFilesDone.Add(int64(settled))
@@ -241,10 +249,24 @@ func (h *hashRun) load(ctx context.Context, kind taskKind, buckets []store.SizeC
 				return context.Cause(ctx)
 			default:
 			}
-			if r != nil {
+			switch {
+			case r != nil:
 				results <- *r
-			} else if t != nil {
-				tasks <- *t
+			case t != nil && kind == taskFull:
+				k := store.SizePrefix{Size: t.rep.Size, Prefix: t.rep.Prefix.Int64}
+				if _, ok := sets[k]; !ok {
+					order = append(order, k)
+				}
+				sets[k] = append(sets[k], *t)
+			case t != nil:
+				tasks <- []task{*t}
+			}
+		}
+		for _, k := range order {
+			for ts := sets[k]; len(ts) > 0; {
+				n := min(len(ts), maxSetMembers)
+				tasks <- ts[:n:n]
+				ts = ts[n:]
 			}
 		}
 		return nil

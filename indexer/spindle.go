@@ -76,6 +76,10 @@ func (s *spindles) acquire(ctx context.Context, dev uint64, path string) (func()
 	}
 }
 
+// rotating reports whether the file at path (its st_dev is dev) is on a
+// rotating disk, whose reads acquire takes one at a time.
+func (s *spindles) rotating(dev uint64, path string) bool { return s.gate(dev, path) != nil }
+
 func (s *spindles) gate(dev uint64, path string) chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()

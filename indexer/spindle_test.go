@@ -154,10 +154,12 @@ func TestHashRunReadsOneLargeFileAtATimePerRotatingDisk(t *testing.T) {
 			sys := fakeSys(t, map[string]fakeDev{
 				fmt.Sprintf("%d:%d", unix.Major(st.Dev), unix.Minor(st.Dev)): {path: "pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sdz", rot: c.rot},
 			})
-			// Eight files of one size, equal at both ends: every one
-			// needs a full read.
+			// Eight files, pairs of four sizes, each pair equal at both
+			// ends: every one needs a full read, and the pairs are read
+			// as four sets (side by side within a set, and sets at once
+			// unless the disk rotates).
 			for i := range 8 {
-				b := bytes.Repeat([]byte{'x'}, 3*SmallFile)
+				b := bytes.Repeat([]byte{'x'}, 3*SmallFile+i/2)
 				b[SmallFile+i] = 'y'
 				os.WriteFile(filepath.Join(e.dir, fmt.Sprintf("f%d", i)), b, 0o644)
 			}

@@ -3,6 +3,7 @@ package store
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"strings"
@@ -62,6 +63,23 @@ func PutHash(algo string, h hash.Hash) {
 	if p, ok := hashPools[algo]; ok {
 		p.Put(h)
 	}
+}
+
+// CloneHash returns an independent copy of a hasher's state (one of
+// NewHash's or GetHash's): files that agree up to a point are hashed that
+// far once, then each goes on from its own copy.
+func CloneHash(h hash.Hash) (hash.Hash, error) {
+	switch c := h.(type) {
+	case *blake3.Hasher:
+		return c.Clone(), nil
+	case hash.Cloner:
+		x, err := c.Clone()
+		if err != nil {
+			return nil, fmt.Errorf("copy hash state: %w", err)
+		}
+		return x, nil
+	}
+	return nil, fmt.Errorf("copy hash state of %T: %w", h, errors.ErrUnsupported)
 }
 
 // GroupKey is a content's name: <algo>:<64 lowercase hex> (seed 000 §6.2).
