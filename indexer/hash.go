@@ -201,10 +201,14 @@ func (h *hashRun) pass(ctx context.Context, kind taskKind, buckets []store.SizeC
 		workers.Add(1)
 		go func() {
 			defer workers.Done()
-			buf := make([]byte, readChunk)
+			// Pass 1 reads 8 KiB at most; pass 2 reads sets.
+			buf := make([]byte, SmallFile)
+			if kind == taskFull {
+				buf = make([]byte, setBuffer)
+			}
 			for ts := range tasks {
 				if len(ts) == 1 {
-					results <- h.read(ctx, ts[0], buf)
+					results <- h.read(ctx, ts[0], buf[:min(len(buf), readChunk)])
 				} else {
 					h.readSet(ctx, ts, buf, results)
 				}

@@ -16,7 +16,6 @@ import (
 	"context"
 	"fmt"
 	"hash"
-	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -33,15 +32,13 @@ const (
 	minSetChunk = 128 << 10
 )
 
-var chunkBufs = sync.Pool{New: func() any { b := make([]byte, readChunk); return &b }}
-
 // setMember is one inode of a set being read.
 type setMember struct {
 	t   task
 	row *store.HashRow // the row whose path is open
 	f   *rawFile
-	buf *[]byte
-	err error // its read failed: the result says why
+	buf []byte // its chunk
+	err error  // its read failed: the result says why
 }
 
 // class is the members whose bytes agreed so far, and the hash of those
@@ -52,23 +49,23 @@ type class struct {
 }
 
 // readSet performs the tasks of one set (inodes of one size whose prefix
-// hashes agree) and sends a result for each.
+// hashes agree, at most maxSetMembers) and sends a result for each. buf,
+// the reader's, holds setBuffer bytes: each member reads into a slice.
 func (h *hashRun) readSet(ctx context.Context, ts []task, buf []byte, out chan<- result) {
 	for _, t := range ts {
 		if h.ix.spindles.rotating(t.rep.Dev, t.rep.Path) {
 			for _, t := range ts {
-				out <- h.read(ctx, t, buf)
+				out <- h.read(ctx, t, buf[:readChunk])
 			}
 			return
 		}
 	}
 	size := ts[0].rep.Size
-	chunk := min(max(setBuffer/len(ts), minSetChunk), readChunk)
+	chunk := min(max(setBuffer/len(ts), minSetChunk), readChunk, int(size))
 	var live []*setMember
 	defer func() {
 		for _, m := range live {
 			m.f.Close()
-			chunkBufs.Put(m.buf)
 		}
 	}()
 	for _, t := range ts {
@@ -77,7 +74,7 @@ func (h *hashRun) readSet(ctx context.Context, ts []task, buf []byte, out chan<-
 			out <- h.failed(res, err)
 			continue
 		}
-		m.buf = chunkBufs.Get().(*[]byte)
+		m.buf = buf[len(live)*chunk : (len(live)+1)*chunk]
 		live = append(live, m)
 		if size > readChunk {
 			_ = unix.Fadvise(m.f.fd, 0, 0, unix.FADV_SEQUENTIAL)
@@ -91,7 +88,7 @@ func (h *hashRun) readSet(ctx context.Context, ts []task, buf []byte, out chan<-
 		n := min(int64(chunk), size-off)
 		for _, c := range classes {
 			for _, m := range c.members {
-				h.readChunk(ctx, m, (*m.buf)[:n], off)
+				h.readChunk(ctx, m, m.buf[:n], off)
 			}
 		}
 		var next []*class
@@ -159,7 +156,7 @@ func (h *hashRun) split(c *class, n int, off int64) ([]*class, error) {
 		}
 		placed := false
 		for _, p := range parts {
-			if bytes.Equal((*p.members[0].buf)[:n], (*m.buf)[:n]) {
+			if bytes.Equal(p.members[0].buf[:n], m.buf[:n]) {
 				p.members = append(p.members, m)
 				placed = true
 				break
@@ -188,7 +185,7 @@ func (h *hashRun) split(c *class, n int, off int64) ([]*class, error) {
 	}
 	parts[0].h = c.h
 	for _, p := range parts {
-		p.h.Write((*p.members[0].buf)[:n])
+		p.h.Write(p.members[0].buf[:n])
 	}
 	return parts, nil
 }
