@@ -114,16 +114,22 @@ func (tx *Tx) EndBulkLoad() error {
 	}
 	// Every size changed in a bulk load. Those no two inodes share are
 	// settled here in one grouped pass, before files_unsettled exists to be
-	// kept up to date, so the hash job plans the shared sizes only. Groups
-	// are found by a sorted scan of the table, cheaper than walking an
-	// index with a lookup per row.
+	// kept up to date, so the hash job plans the shared sizes only. The
+	// shared sizes come off files_size in its order, reading no row but
+	// for the sizes whose rows all have one inode number (hard links, or
+	// one number on two devices): 0.17 -> 0.03 s on /usr against a sorted
+	// pass over the table. Rows a resumed scan marked missing count as
+	// live there: a size taken as shared only leaves its files pending,
+	// for the hash job to settle.
 	steps := []struct{ op, q string }{
 		{"", "files_size"},
 		{"find shared sizes", `CREATE TEMP TABLE IF NOT EXISTS bulk_shared (size INTEGER PRIMARY KEY);
 			DELETE FROM temp.bulk_shared;
 			INSERT INTO temp.bulk_shared (size)
-			SELECT size FROM files NOT INDEXED WHERE missing = 0 AND size > 0
-			 GROUP BY size HAVING min(ino) <> max(ino) OR min(dev) <> max(dev)`},
+			SELECT s.size FROM files AS s INDEXED BY files_size WHERE s.size > 0
+			 GROUP BY s.size
+			HAVING min(s.ino) <> max(s.ino)
+			    OR count(*) > 1 AND (SELECT min(d.dev) <> max(d.dev) FROM files d WHERE d.size = s.size)`},
 		{"settle unique sizes", `UPDATE files SET hash_status = 'unique'
 			WHERE hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`},
 		{"forget settled sizes", `DELETE FROM dirty_sizes WHERE size NOT IN (SELECT size FROM temp.bulk_shared)`},

@@ -178,3 +178,43 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 		}
 	}
 }
+
+// A bulk load settles as unique the pending files whose size no other
+// inode shares, and only those: hard links of one inode share nothing,
+// the same inode number on two devices is two inodes.
+func TestBulkLoadSettlesUniqueSizesByInode(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	err := db.Write(ctx, func(tx *Tx) error {
+		_, err := tx.StartBulkLoad()
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pending := func(name string, size int64, dev, ino uint64) FileStat {
+		return FileStat{Name: name, Size: size, Dev: dev, Ino: ino, Nlink: 1}
+	}
+	folder := addFiles(t, db, r.ID, "/r",
+		pending("alone", 10, 1, 1),
+		pending("link-a", 20, 1, 2), pending("link-b", 20, 1, 2),
+		pending("two-a", 30, 1, 3), pending("two-b", 30, 1, 4),
+		pending("dev-a", 40, 1, 5), pending("dev-b", 40, 2, 5),
+		pending("links-and-dev-a", 50, 1, 6), pending("links-and-dev-b", 50, 1, 6), pending("links-and-dev-c", 50, 3, 6))
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoad() }); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"alone": HashUnique, "link-a": HashUnique, "link-b": HashUnique,
+		"two-a": HashPending, "two-b": HashPending, "dev-a": HashPending, "dev-b": HashPending,
+		"links-and-dev-a": HashPending, "links-and-dev-b": HashPending, "links-and-dev-c": HashPending}
+	for name, st := range want {
+		var got string
+		if err := db.r.QueryRow("SELECT hash_status FROM files WHERE folder_id = ? AND name = ?", folder, name).Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		if got != st {
+			t.Errorf("%s: %s, want %s", name, got, st)
+		}
+	}
+}
