@@ -46,6 +46,9 @@ func (f fileID) matches(st *unix.Stat_t) bool {
 type rawFile struct {
 	fd   int
 	name string // for messages
+	// probe: the first read is tried with RWF_NOWAIT, and cold tells
+	// whether it found the data outside the page cache (readahead.go).
+	probe, cold bool
 }
 
 // openFile opens a file for reading; O_NOATIME spares the inode a write
@@ -74,6 +77,11 @@ func (f *rawFile) Close() error { return unix.Close(f.fd) }
 
 // Read reads from the current offset; io.EOF at the end.
 func (f *rawFile) Read(b []byte) (int, error) {
+	if f.probe {
+		if n, ok := f.readNoWait(b, -1); ok {
+			return n, nil
+		}
+	}
 	for {
 		n, err := unix.Read(f.fd, b)
 		switch {
@@ -91,6 +99,9 @@ func (f *rawFile) Read(b []byte) (int, error) {
 // ReadAt fills b from off, as io.ReaderAt: fewer bytes come with an error.
 func (f *rawFile) ReadAt(b []byte, off int64) (int, error) {
 	done := 0
+	if f.probe {
+		done, _ = f.readNoWait(b, off)
+	}
 	for done < len(b) {
 		n, err := unix.Pread(f.fd, b[done:], off+int64(done))
 		switch {

@@ -53,6 +53,7 @@ type walker struct {
 	algo       string
 	sizes      *sizeCache
 	links      linkCache
+	ahead      aheadGate // whether the walk reads ahead (readahead.go)
 	db         *store.DB
 	root       store.Root
 	rootDev    uint64

@@ -7,8 +7,6 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -243,62 +241,6 @@ type walkRead struct {
 // reads it: a folder of fewer than twice this is read by its walker alone.
 const sharedFolderReads = 64
 
-// readAhead opens the files a folder's walk may read next and asks the
-// kernel to start reading them (posix_fadvise WILLNEED: the whole of a
-// small file, the two ends of a large one), a window of IODepth files ahead
-// of the one being hashed, in the order they are read. On a cold disk the
-// reads then go to the device together, not one after the other; on a warm
-// one it costs an open and a syscall per file, which the read would have
-// made anyway.
-type readAhead struct {
-	w         *walker
-	dirfd     int
-	files     []store.FileStat
-	order     []int            // indexes of files in the order they are read
-	unchanged []bool           // by index: the index has the file as it is (not read)
-	open      map[int]*rawFile // by index in files
-	next      int              // position in order
-}
-
-// upTo advises the candidates before index end.
-func (r *readAhead) upTo(end int) {
-	if r.dirfd < 0 {
-		return
-	}
-	for ; r.next < end && r.next < len(r.order); r.next++ {
-		i := r.order[r.next]
-		f := &r.files[i]
-		if f.Size == 0 || r.unchanged[i] || !r.w.sizes.mayShare(f.Size, f.Dev, f.Ino) {
-			continue
-		}
-		fh, err := openFileAt(r.dirfd, f.Name, f.Name)
-		if err != nil {
-			continue
-		}
-		if f.Size <= SmallFile {
-			unix.Fadvise(fh.fd, 0, f.Size, unix.FADV_WILLNEED)
-		} else {
-			unix.Fadvise(fh.fd, 0, prefixBlock, unix.FADV_WILLNEED)
-			unix.Fadvise(fh.fd, f.Size-prefixBlock, prefixBlock, unix.FADV_WILLNEED)
-		}
-		r.open[i] = fh
-	}
-}
-
-// take hands over the file i opened ahead, if any.
-func (r *readAhead) take(i int) *rawFile {
-	fh := r.open[i]
-	delete(r.open, i)
-	return fh
-}
-
-// close closes what was opened and not read.
-func (r *readAhead) close() {
-	for _, fh := range r.open {
-		fh.Close()
-	}
-}
-
 // lateHash is the hash of a file of an earlier folder, read when its size
 // became shared.
 type lateHash struct {
@@ -357,6 +299,7 @@ func (w *walker) readHash(dirfd int, path string, f *store.FileStat, pre *rawFil
 	} else {
 		ix.logRead("prefix", path)
 	}
+	ahead := pre != nil
 	fh, err := pre, error(nil)
 	switch {
 	case fh != nil:
@@ -370,6 +313,14 @@ func (w *walker) readHash(dirfd int, path string, f *store.FileStat, pre *rawFil
 		return nil
 	}
 	defer fh.Close()
+	// A file read ahead says nothing of the page cache: only the others
+	// are probes.
+	fh.probe = !ahead
+	defer func() {
+		if !ahead && !fh.probe { // a read was made
+			w.ahead.saw(fh.cold)
+		}
+	}()
 	ix.cfg.Progress.FilesRead.Add(1)
 	bp := walkBufs.Get().(*[]byte)
 	defer walkBufs.Put(bp)
