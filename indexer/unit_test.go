@@ -91,6 +91,32 @@ func TestSizeCache(t *testing.T) {
 	}
 }
 
+// The link cache hands an inode's hash to its other links and forgets
+// the inode once all its links were seen.
+func TestLinkCacheForgetsAnInodeAllOfWhoseLinksWereSeen(t *testing.T) {
+	var c linkCache
+	h := &store.FileHash{Status: store.HashDone}
+	f := store.FileStat{Name: "a", Size: 10, MtimeNS: 5, Dev: 1, Ino: 7, Nlink: 3}
+	c.put(&f, h)
+	for i := range 2 {
+		if got := c.get(&f); got != h {
+			t.Fatalf("link %d: hash %v, want the first link's", i+2, got)
+		}
+	}
+	if len(c.m) != 0 {
+		t.Fatalf("all 3 links seen, the inode is still held: %v", c.m)
+	}
+	if c.get(&f) != nil {
+		t.Fatal("a fourth link found a hash")
+	}
+	changed := f
+	changed.MtimeNS = 6
+	c.put(&f, h)
+	if c.get(&changed) != nil {
+		t.Fatal("a link with another mtime got the hash")
+	}
+}
+
 func TestWorkerDead(t *testing.T) {
 	me := NewWorkerID()
 	if WorkerDead(me) {

@@ -86,7 +86,9 @@ func (c *sizeCache) mayShare(size int64, dev, ino uint64) bool {
 }
 
 // linkCache remembers what the walk read of inodes with several links, so
-// the other links of one inode are not read again.
+// the other links of one inode are not read again. An inode is forgotten
+// once as many of its links as it has were seen (links elsewhere on its
+// file system, outside the roots, keep it until the bound).
 type linkCache struct {
 	mu sync.Mutex
 	m  map[[2]uint64]linkHash
@@ -95,6 +97,7 @@ type linkCache struct {
 type linkHash struct {
 	size, mtimeNS int64
 	h             *store.FileHash
+	left          uint64 // links not seen yet
 }
 
 const linkCacheMax = 64 << 10
@@ -102,10 +105,18 @@ const linkCacheMax = 64 << 10
 func (c *linkCache) get(f *store.FileStat) *store.FileHash {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if l, ok := c.m[[2]uint64{f.Dev, f.Ino}]; ok && l.size == f.Size && l.mtimeNS == f.MtimeNS {
-		return l.h
+	k := [2]uint64{f.Dev, f.Ino}
+	l, ok := c.m[k]
+	if !ok || l.size != f.Size || l.mtimeNS != f.MtimeNS {
+		return nil
 	}
-	return nil
+	if l.left <= 1 {
+		delete(c.m, k)
+	} else {
+		l.left--
+		c.m[k] = l
+	}
+	return l.h
 }
 
 func (c *linkCache) put(f *store.FileStat, h *store.FileHash) {
@@ -114,8 +125,8 @@ func (c *linkCache) put(f *store.FileStat, h *store.FileHash) {
 	if c.m == nil {
 		c.m = map[[2]uint64]linkHash{}
 	}
-	if len(c.m) < linkCacheMax {
-		c.m[[2]uint64{f.Dev, f.Ino}] = linkHash{size: f.Size, mtimeNS: f.MtimeNS, h: h}
+	if len(c.m) < linkCacheMax && f.Nlink > 1 {
+		c.m[[2]uint64{f.Dev, f.Ino}] = linkHash{size: f.Size, mtimeNS: f.MtimeNS, h: h, left: f.Nlink - 1}
 	}
 }
 

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"sort"
 	"strings"
@@ -29,20 +28,28 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 		for rows.Next() {
 			var id int64
 			rows.Scan(&id)
-			for ; id != 0 && !skip[id]; id = all.stored[id].parent {
+			for id != 0 && !skip[id] {
 				skip[id] = true
+				i, ok := all.pos[id]
+				if !ok {
+					break
+				}
+				id = all.stored[i].parent
 			}
 		}
 		rows.Close()
-		order := slices.Collect(maps.Values(all.summed))
-		sort.Slice(order, func(i, j int) bool { return all.paths[order[i].id] < all.paths[order[j].id] })
-		for _, f := range order {
-			if skip[f.id] || *f == all.stored[f.id] || len(bad) >= 10 {
+		order := make([]int, len(all.summed))
+		for i := range order {
+			order[i] = i
+		}
+		sort.Slice(order, func(i, j int) bool { return all.paths[order[i]] < all.paths[order[j]] })
+		for _, i := range order {
+			f, s := all.summed[i], all.stored[i]
+			if skip[f.id] || f == s || len(bad) >= 10 {
 				continue
 			}
-			s := all.stored[f.id]
 			bad = append(bad, fmt.Sprintf("%s: stored %d files %d bytes %d pending, summed %d files %d bytes %d pending%s",
-				all.paths[f.id], s.treeFiles, s.treeBytes, s.treePending, f.treeFiles, f.treeBytes, f.treePending,
+				all.paths[i], s.treeFiles, s.treeBytes, s.treePending, f.treeFiles, f.treeBytes, f.treePending,
 				map[bool]string{true: " (signatures differ)", false: ""}[s.treeSig != f.treeSig]))
 		}
 		return nil
@@ -77,59 +84,82 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 	return bad, nil
 }
 
-// allSums are every folder's sums as stored and as summed again from the
-// files.
+// allSums are every folder's sums summed again from the files, in id
+// order, and (for VerifyFolderSigs) as stored and with their paths. A
+// slice, not a map of pointers: a first index of 1M files sums 11k
+// folders, and this is the peak of its memory.
 type allSums struct {
-	stored map[int64]folderSums
-	summed map[int64]*folderSums
-	paths  map[int64]string // nil unless asked for
+	summed []folderSums
+	pos    map[int64]int32 // index in summed by id
+	stored []folderSums    // nil unless asked for
+	paths  []string        // nil unless asked for
+}
+
+// get returns the sums of folder id, nil for none.
+func (a *allSums) get(id int64) *folderSums {
+	if i, ok := a.pos[id]; ok {
+		return &a.summed[i]
+	}
+	return nil
 }
 
 // sumAll sums every folder's signatures from scratch in one pass over the
 // folders and one over the files (in table order, no index), then the
-// trees bottom up. withPaths keeps every folder's path too (for messages).
-func (tx *Tx) sumAll(withPaths bool) (allSums, error) {
-	all := allSums{stored: map[int64]folderSums{}, summed: map[int64]*folderSums{}}
-	if withPaths {
-		all.paths = map[int64]string{}
+// trees bottom up. check keeps every folder's stored sums and path too.
+func (tx *Tx) sumAll(check bool) (allSums, error) {
+	var all allSums
+	cols := "id, coalesce(parent_id, 0), path, missing"
+	if check {
+		cols += ", own_sig, own_files, own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending"
 	}
-	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig,
-		own_files, own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending FROM folders`)
+	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT "+cols+" FROM folders ORDER BY id")
 	if err != nil {
 		return all, classify("read folders", err)
 	}
 	for rows.Next() {
-		s := folderSums{}
+		f := folderSums{}
 		var p string
+		dst := []any{&f.id, &f.parent, &p, &f.missing}
+		s := folderSums{}
 		var os, ts []byte
-		if err := rows.Scan(&s.id, &s.parent, &p, &s.missing, &os, &s.ownFiles, &s.ownBytes,
-			&s.ownPending, &ts, &s.treeFiles, &s.treeBytes, &s.treePending); err != nil {
+		if check {
+			dst = append(dst, &os, &s.ownFiles, &s.ownBytes, &s.ownPending, &ts, &s.treeFiles, &s.treeBytes, &s.treePending)
+		}
+		if err := rows.Scan(dst...); err != nil {
 			rows.Close()
 			return all, classify("read folders", err)
 		}
-		s.ownSig, s.treeSig = sigFromBytes(os), sigFromBytes(ts)
-		s.depth = strings.Count(p, "/")
-		if withPaths {
-			all.paths[s.id] = p
+		f.depth = strings.Count(p, "/")
+		all.summed = append(all.summed, f)
+		if check {
+			s.id, s.parent, s.depth, s.missing = f.id, f.parent, f.depth, f.missing
+			s.ownSig, s.treeSig = sigFromBytes(os), sigFromBytes(ts)
+			all.stored = append(all.stored, s)
+			all.paths = append(all.paths, p)
 		}
-		all.stored[s.id] = s
-		all.summed[s.id] = &folderSums{id: s.id, parent: s.parent, depth: s.depth, missing: s.missing}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return all, classify("read folders", err)
 	}
-	if err := tx.addOwnFiles("", all.summed); err != nil {
+	all.pos = make(map[int64]int32, len(all.summed))
+	for i := range all.summed {
+		all.pos[all.summed[i].id] = int32(i)
+	}
+	if err := tx.addOwnFiles("", all.get); err != nil {
 		return all, err
 	}
-	order := slices.Collect(maps.Values(all.summed))
-	for _, f := range order {
+	order := make([]int32, len(all.summed))
+	for i := range all.summed {
+		f := &all.summed[i]
 		f.treeSig = f.ownSig
 		f.treeFiles, f.treeBytes, f.treePending = f.ownFiles, f.ownBytes, f.ownPending
+		order[i] = int32(i)
 	}
-	sort.Slice(order, func(i, j int) bool { return order[i].depth > order[j].depth })
-	for _, f := range order {
-		if p, ok := all.summed[f.parent]; ok && !f.missing {
+	slices.SortFunc(order, func(a, b int32) int { return all.summed[b].depth - all.summed[a].depth })
+	for _, i := range order {
+		f := &all.summed[i]
+		if p := all.get(f.parent); p != nil && !f.missing {
 			p.treeSig = p.treeSig.Add(f.treeSig)
 			p.treeFiles += f.treeFiles
 			p.treeBytes += f.treeBytes

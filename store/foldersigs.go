@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"maps"
-	"slices"
 	"sort"
 	"strings"
 )
@@ -40,9 +38,10 @@ func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
 			return err
 		})
 		if err != nil {
-			return len(all.moves), err
+			return all.written + len(all.moves), err
 		}
 		all.folded += f.folded
+		all.written += f.written
 		all.moves = append(all.moves, f.moves...)
 		all.deleted = all.deleted || f.deleted
 		if f.folded < folderChunk {
@@ -54,7 +53,7 @@ func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
 			_, err := tx.exec("build folders_sig", sigIndexSQL)
 			return err
 		}); err != nil {
-			return len(all.moves), err
+			return all.written + len(all.moves), err
 		}
 	}
 	switch {
@@ -64,7 +63,7 @@ func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
 	default:
 		err = db.updateFolderGroups(ctx, all.moves)
 	}
-	return len(all.moves), err
+	return all.written + len(all.moves), err
 }
 
 // sigIndexSQL is the index by content signature (migration 0005), dropped
@@ -93,29 +92,21 @@ func (db *DB) startFold(ctx context.Context) (bulk bool, err error) {
 	return bulk, err
 }
 
-// foldAll sums every folder from scratch (sumAll) and writes the sums that
-// changed: cheaper than delta by delta when every folder waits, as after a
-// first index.
+// foldAll sums every folder from scratch (sumAll) and writes every sum:
+// cheaper than delta by delta when every folder waits, as after a first
+// index (when nearly every sum changes).
 func (tx *Tx) foldAll() (fold, error) {
 	var res fold
 	all, err := tx.sumAll(false)
 	if err != nil {
 		return res, err
 	}
-	ids := slices.Sorted(maps.Keys(all.summed))
-	for _, id := range ids {
-		f, o := all.summed[id], all.stored[id]
-		if *f == o {
-			continue
-		}
-		if err := tx.writeSums(f); err != nil {
+	for i := range all.summed {
+		if err := tx.writeSums(&all.summed[i]); err != nil {
 			return res, err
 		}
-		m := sigMove{id: id}
-		m.old, m.oldOK = o.key()
-		m.new, m.newOK = f.key()
-		res.moves = append(res.moves, m)
 	}
+	res.written = len(all.summed)
 	n, err := tx.exec("forget folded folders", "DELETE FROM folder_dirty")
 	if err != nil {
 		return res, err
@@ -133,7 +124,8 @@ var maxGroupMoves = 5000
 // fold is what folding changed folders in did.
 type fold struct {
 	folded  int       // folders of folder_dirty folded in
-	moves   []sigMove // folders whose sums changed
+	moves   []sigMove // folders whose sums changed (delta by delta)
+	written int       // folders whose sums were written whole (foldAll)
 	deleted bool      // some noted folders were deleted: groups must be found again
 }
 
@@ -302,13 +294,14 @@ func (tx *Tx) ownSums(ids []int64) (map[int64]*folderSums, error) {
 	for _, id := range ids {
 		out[id] = &folderSums{id: id}
 	}
-	err := tx.addOwnFiles("folder_id IN (SELECT value FROM json_each(?)) AND", out, jsonInts(ids))
+	get := func(id int64) *folderSums { return out[id] }
+	err := tx.addOwnFiles("folder_id IN (SELECT value FROM json_each(?)) AND", get, jsonInts(ids))
 	return out, err
 }
 
 // addOwnFiles adds the live non-empty files that match where (a condition
 // ending in AND) to the own sums of their folders in fs.
-func (tx *Tx) addOwnFiles(where string, fs map[int64]*folderSums, args ...any) error {
+func (tx *Tx) addOwnFiles(where string, sums func(id int64) *folderSums, args ...any) error {
 	from := "files"
 	if where == "" {
 		from = "files NOT INDEXED" // every file: one pass in table order
@@ -326,7 +319,10 @@ func (tx *Tx) addOwnFiles(where string, fs map[int64]*folderSums, args ...any) e
 		if err := rows.Scan(&folder, &size, &status, &algo, &hash, &dev, &ino); err != nil {
 			return classify("read folder files", err)
 		}
-		f := fs[folder]
+		f := sums(folder)
+		if f == nil {
+			continue // a folder row the files' snapshot has and the folders' had not
+		}
 		t, known := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
 		if !known {
 			f.ownPending++
