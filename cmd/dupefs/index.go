@@ -66,7 +66,7 @@ func hashFlag() cli.Flag {
 func indexerFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.IntFlag{Name: "workers", Usage: "folder readers and hashers (CPU)", DefaultText: "number of CPUs"},
-		&cli.IntFlag{Name: "io-depth", Usage: "reads asked of the disk ahead of the file being hashed (I/O)", DefaultText: "32"},
+		&cli.IntFlag{Name: "io-depth", Usage: "reads asked of the disk ahead of the file being hashed, while its data is not in the page cache (I/O)", DefaultText: "32"},
 		&cli.StringFlag{Name: "rotational", Usage: "which disks spin, so their large files are read one at a time: auto (as /sys says; virtual disks do not), yes (all) or no (none)", Value: "auto"},
 		&cli.Float64Flag{Name: "max-hashes-per-sec", Usage: "open at most N files per second for hashing (0: no limit)"},
 		&cli.Int64Flag{Name: "max-bytes-per-sec", Usage: "read at most N bytes per second for hashing (0: no limit)"},
