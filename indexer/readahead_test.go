@@ -12,11 +12,32 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
+// diskDir is a temporary folder on a file system whose pages can be
+// dropped from the page cache: the test's temporary folder unless that is
+// in memory (tmpfs, ramfs), else one beside the package.
+func diskDir(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	var st unix.Statfs_t
+	if err := unix.Statfs(dir, &st); err != nil {
+		t.Fatal(err)
+	}
+	if st.Type != unix.TMPFS_MAGIC && st.Type != unix.RAMFS_MAGIC {
+		return dir
+	}
+	dir, err := os.MkdirTemp(".", ".probe-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	return dir
+}
+
 // uncache writes content to a new file, syncs it and drops its pages from
 // the page cache from off on, then opens it for a probing read.
 func uncache(t *testing.T, content []byte, off int64) *rawFile {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "f")
+	p := filepath.Join(diskDir(t), "f")
 	if err := os.WriteFile(p, content, 0o644); err != nil {
 		t.Fatal(err)
 	}
