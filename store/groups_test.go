@@ -137,13 +137,12 @@ func TestParseKey(t *testing.T) {
 	}
 }
 
-// The groups a bulk load counts when it ends are those the row-by-row
-// recount finds: two or more inodes per content, hard links counted once.
-func TestBulkLoadCountsGroupsByInode(t *testing.T) {
-	ctx := context.Background()
+// bulkIndex opens a new index with a root /r and starts a bulk load in it.
+func bulkIndex(t *testing.T) (*DB, Root) {
+	t.Helper()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
-	err := db.Write(ctx, func(tx *Tx) error {
+	r, _, _ := db.AddRoot(context.Background(), RootSpec{Path: "/r"}, false)
+	err := db.Write(context.Background(), func(tx *Tx) error {
 		on, err := tx.StartBulkLoad()
 		if err == nil && !on {
 			t.Fatal("no bulk load on an empty index")
@@ -153,6 +152,14 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return db, r
+}
+
+// The groups a bulk load counts when it ends are those the row-by-row
+// recount finds: two or more inodes per content, hard links counted once.
+func TestBulkLoadCountsGroupsByInode(t *testing.T) {
+	ctx := context.Background()
+	db, r := bulkIndex(t)
 	done := func(name string, dev, ino uint64, h byte) FileStat {
 		return FileStat{Name: name, Size: 10, Dev: dev, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(h)}}
 	}
@@ -161,7 +168,7 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 		done("two-links-a", 1, 6, 2), done("two-links-b", 1, 6, 2), done("and-a-copy", 1, 7, 2), // 3 files, 2 inodes
 		done("same-ino-other-dev-a", 1, 8, 3), done("same-ino-other-dev-b", 2, 8, 3), // 2 inodes
 		done("alone", 1, 9, 4))
-	err = db.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoad() })
+	err := db.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoad() })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,15 +191,7 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 // the same inode number on two devices is two inodes.
 func TestBulkLoadSettlesUniqueSizesByInode(t *testing.T) {
 	ctx := context.Background()
-	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
-	err := db.Write(ctx, func(tx *Tx) error {
-		_, err := tx.StartBulkLoad()
-		return err
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	db, r := bulkIndex(t)
 	pending := func(name string, size int64, dev, ino uint64) FileStat {
 		return FileStat{Name: name, Size: size, Dev: dev, Ino: ino, Nlink: 1}
 	}
