@@ -14,6 +14,7 @@ package indexer
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"hash"
 
@@ -221,19 +222,15 @@ func (h *hashRun) openTask(ctx context.Context, t task) (*setMember, result, err
 	}
 	var err error
 	for _, r := range t.rows {
-		h.ix.logRead("full", r.Path)
-		h.ix.testHook("open", r.Path)
 		var f *rawFile
-		f, err = openFile(r.Path)
+		f, err = h.openRow(r, true)
+		if errors.Is(err, errNotThere) {
+			continue
+		}
 		if err != nil {
-			if isNotExist(err) {
-				err = fmt.Errorf("%w: %w", errNotThere, err)
-				continue
-			}
 			return nil, res, err
 		}
 		res.read = true
-		h.ix.cfg.Progress.FilesRead.Add(1)
 		var st unix.Stat_t
 		if err = unix.Fstat(f.fd, &st); err == nil && (st.Dev != r.Dev || st.Ino != r.Ino) {
 			err = fmt.Errorf("%s: %w", r.Path, errOtherFile)
@@ -248,9 +245,4 @@ func (h *hashRun) openTask(ctx context.Context, t task) (*setMember, result, err
 		return &setMember{t: t, row: r, f: f}, res, nil
 	}
 	return nil, res, err
-}
-
-// rowID is what the index says of a row's file.
-func rowID(r *store.HashRow) fileID {
-	return fileID{size: r.Size, mtimeNS: r.MtimeNS, dev: r.Dev, ino: r.Ino}
 }

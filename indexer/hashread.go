@@ -57,11 +57,10 @@ func (h *hashRun) failed(res result, err error) result {
 	return res
 }
 
-// readPath reads the file of row r for a task of kind.
-func (h *hashRun) readPath(ctx context.Context, kind taskKind, r *store.HashRow, buf []byte) (result, error) {
-	var res result
-	want := fileID{size: r.Size, mtimeNS: r.MtimeNS, dev: r.Dev, ino: r.Ino}
-	whole := kind == taskFull || r.Size <= SmallFile
+// openRow opens the file of row r to read it whole or its ends, noting the
+// read in the read log and the progress; a file that is gone is
+// errNotThere.
+func (h *hashRun) openRow(r *store.HashRow, whole bool) (*rawFile, error) {
 	if whole {
 		h.ix.logRead("full", r.Path)
 	} else {
@@ -73,11 +72,28 @@ func (h *hashRun) readPath(ctx context.Context, kind taskKind, r *store.HashRow,
 		if isNotExist(err) {
 			err = fmt.Errorf("%w: %w", errNotThere, err)
 		}
+		return nil, err
+	}
+	h.ix.cfg.Progress.FilesRead.Add(1)
+	return f, nil
+}
+
+// rowID is what the index says of a row's file.
+func rowID(r *store.HashRow) fileID {
+	return fileID{size: r.Size, mtimeNS: r.MtimeNS, dev: r.Dev, ino: r.Ino}
+}
+
+// readPath reads the file of row r for a task of kind.
+func (h *hashRun) readPath(ctx context.Context, kind taskKind, r *store.HashRow, buf []byte) (result, error) {
+	var res result
+	want := rowID(r)
+	whole := kind == taskFull || r.Size <= SmallFile
+	f, err := h.openRow(r, whole)
+	if err != nil {
 		return res, err
 	}
 	defer f.Close()
 	res.read = true
-	h.ix.cfg.Progress.FilesRead.Add(1)
 	if whole {
 		if r.Size > SmallFile {
 			release, err := h.ix.spindles.acquire(ctx, r.Dev, r.Path)

@@ -125,8 +125,13 @@ func (f *rawFile) readNoWait(b []byte, off int64) (n int, ok bool) {
 	}
 	iov := unix.Iovec{Base: &b[0]}
 	iov.SetLen(len(b))
+	// The offset goes as two words (as x/sys's Preadv2 splits it, without
+	// its allocation): on 64 bits the high one is 0, and on 32 bits -1 must
+	// be all ones in both.
+	const wordBits = 8 * unsafe.Sizeof(uintptr(0))
+	lo, hi := uintptr(off), uintptr(uint64(off)>>(wordBits-1)>>1)
 	r, _, errno := unix.Syscall6(unix.SYS_PREADV2, uintptr(f.fd), uintptr(unsafe.Pointer(&iov)), 1,
-		uintptr(off), 0, unix.RWF_NOWAIT)
+		lo, hi, unix.RWF_NOWAIT)
 	switch {
 	case errno == unix.EAGAIN:
 		f.cold = true

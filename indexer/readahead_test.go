@@ -22,7 +22,7 @@ func diskDir(t *testing.T) string {
 	if err := unix.Statfs(dir, &st); err != nil {
 		t.Fatal(err)
 	}
-	if st.Type != unix.TMPFS_MAGIC && st.Type != unix.RAMFS_MAGIC {
+	if typ := uint32(st.Type); typ != unix.TMPFS_MAGIC && typ != unix.RAMFS_MAGIC {
 		return dir
 	}
 	dir, err := os.MkdirTemp(".", ".probe-test-")

@@ -321,7 +321,7 @@ func (tx *Tx) addOwnFiles(where string, sums func(id int64) *folderSums, args ..
 		}
 		f := sums(folder)
 		if f == nil {
-			continue // a folder row the files' snapshot has and the folders' had not
+			continue // not one of the folders asked for (cannot happen in one transaction)
 		}
 		t, known := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
 		if !known {
