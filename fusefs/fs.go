@@ -83,6 +83,7 @@ type FS struct {
 
 	handles  handleTable
 	backings backings
+	ends     listEnds
 }
 
 // New returns the view over db.

@@ -69,8 +69,13 @@ func (f *FS) readdir(node uint64, off uint64, out *fuse.DirEntryList, plus bool)
 	if off < 2 && !add(listed{DirEntry: fuse.DirEntry{Name: "..", Mode: syscall.S_IFDIR, Ino: parent, Off: 2}}) {
 		return fuse.OK
 	}
+	off = max(off, 2)
+	if f.ends.atEnd(node, off) {
+		return fuse.OK
+	}
+	gen := f.ends.stamp()
 	for {
-		page, err := fetch(dbctx(), max(off, 2))
+		page, err := fetch(dbctx(), off)
 		if err != nil {
 			return f.status("list "+what, err)
 		}
@@ -81,6 +86,7 @@ func (f *FS) readdir(node uint64, off uint64, out *fuse.DirEntryList, plus bool)
 			off = e.Off
 		}
 		if len(page) < pageSize {
+			f.ends.ended(node, off, gen)
 			return fuse.OK
 		}
 	}

@@ -52,6 +52,13 @@ func mountTest(tb testing.TB, status func(context.Context) ([]byte, error)) *tes
 // mountWith is mountTest with a config (its test knobs are set here).
 func mountWith(tb testing.TB, cfg Config) *testFS {
 	tb.Helper()
+	return mountWrapped(tb, cfg, nil)
+}
+
+// mountWrapped is mountWith serving the index through wrap (nil: as is),
+// for a test that watches what the view reads.
+func mountWrapped(tb testing.TB, cfg Config, wrap func(Index) Index) *testFS {
+	tb.Helper()
 	if os.Geteuid() != 0 {
 		tb.Fatal("the FUSE tests mount with mount(2): run them as root (CI does)")
 	}
@@ -69,7 +76,11 @@ func mountWith(tb testing.TB, cfg Config) *testFS {
 	os.Mkdir(thumbs, 0o700)
 	cfg.PollInterval, cfg.Strict, cfg.ThumbDir = 50*time.Millisecond, true, thumbs
 	cfg.Logf = func(format string, args ...any) { tb.Logf(format, args...) }
-	f := New(db, cfg)
+	var idx Index = db
+	if wrap != nil {
+		idx = wrap(db)
+	}
+	f := New(idx, cfg)
 	m, err := f.Mount(mnt)
 	if err != nil {
 		tb.Fatal(err)

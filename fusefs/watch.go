@@ -34,6 +34,7 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 		if !changed {
 			continue
 		}
+		f.ends.changed()
 		f.statusChanged()
 		s.groups = f.applyChanges(ctx, s.groups)
 		f.appliedSeq.Store(s.groups)
