@@ -116,6 +116,10 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 		// what it finds changes the plan anyway.
 		need := false
 		if !scanning(active) {
+			// What the walks learnt of sizes is in the index now; the
+			// first file of every size seen once would stay in memory
+			// to the end (a next scan starts afresh, as a first does).
+			ix.sizes = newSizeCache()
 			// A scan that failed for good may have left a bulk load.
 			if err := ix.db.FinishStrandedBulkLoad(ctx); err != nil {
 				return err

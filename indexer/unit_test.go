@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"context"
 	"math/rand"
 
 	"github.com/dupefs/dupefs/store"
@@ -129,5 +130,21 @@ func TestWorkerDead(t *testing.T) {
 	}
 	if WorkerDead("otherhost/1/2/3") || WorkerDead("nonsense") {
 		t.Error("ids of other hosts, or unparsable ones, are never called dead")
+	}
+}
+
+// The walk remembers the first file of every size it saw once; a run
+// forgets them once its scans are done, not at its end.
+func TestSizesForgottenAfterTheScans(t *testing.T) {
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"a": "1", "b": "22", "c": "333", "d": "333"})
+	e.addRoot(store.RootSpec{})
+	ix := New(e.db, e.config())
+	if err := ix.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	e.wantGroups([]string{"c", "d"})
+	if n := len(ix.sizes.m); n != 0 {
+		t.Fatalf("after the run, %d sizes are still held", n)
 	}
 }

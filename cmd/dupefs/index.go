@@ -153,7 +153,7 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		}
 	}
 	tuneGC()
-	return withIndex(ctx, g, openOpts{hashAlgo: opts.Hash}, func(db *store.DB) error {
+	return withIndex(ctx, g, openOpts{hashAlgo: opts.Hash, batch: true}, func(db *store.DB) error {
 		// A damaged index fails here as it fails status: the tables every
 		// run relies on are checked each time (microseconds), the whole
 		// file with --check.
