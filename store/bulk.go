@@ -130,7 +130,9 @@ func (tx *Tx) EndBulkLoad() error {
 			 GROUP BY s.size
 			HAVING min(s.ino) <> max(s.ino)
 			    OR count(*) > 1 AND (SELECT min(d.dev) <> max(d.dev) FROM files d WHERE d.size = s.size)`},
-		{"settle unique sizes", `UPDATE files SET hash_status = 'unique'
+		// OR IGNORE (no statement journal, see HashBatch): a constant
+		// value breaks no CHECK.
+		{"settle unique sizes", `UPDATE OR IGNORE files SET hash_status = 'unique'
 			WHERE hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`},
 		{"forget settled sizes", `DELETE FROM dirty_sizes WHERE size NOT IN (SELECT size FROM temp.bulk_shared)`},
 		{"", "files_content"},

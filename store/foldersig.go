@@ -95,7 +95,7 @@ func (s Sig) Bytes() [32]byte {
 
 func sigFromBytes(b []byte) Sig {
 	var s Sig
-	if len(b) != 32 {
+	if len(b) != SumSize {
 		return s
 	}
 	for i := 0; i < 4; i++ {

@@ -71,10 +71,11 @@ func (tx *Tx) PlanHash(minSize int64) (Plan, error) {
 			 WHERE EXISTS (SELECT 1 FROM files a WHERE a.size = l.size AND a.missing = 0
 			         AND EXISTS (SELECT 1 FROM files b WHERE b.size = l.size AND b.missing = 0
 			                       AND (b.ino <> a.ino OR b.dev <> a.dev)))`, nil},
-		{"requeue bucket members", `UPDATE files SET hash_status = 'pending', error = NULL
+		// OR IGNORE as in HashBatch: constant values break no CHECK.
+		{"requeue bucket members", `UPDATE OR IGNORE files SET hash_status = 'pending', error = NULL
 			WHERE ` + unsettled + ` AND hash_status IN ('unique', 'failed') AND missing = 0
 			  AND size IN (SELECT size FROM temp.plan_sizes)`, nil},
-		{"mark unique sizes", `UPDATE files SET hash_status = 'unique'
+		{"mark unique sizes", `UPDATE OR IGNORE files SET hash_status = 'unique'
 			WHERE ` + unsettled + ` AND hash_status = 'pending' AND missing = 0
 			  AND size NOT IN (SELECT size FROM temp.plan_sizes)`, nil},
 	}
@@ -290,19 +291,25 @@ type HashBatch struct {
 // HashBatch prepares the statements of a batch of results.
 func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
 	b := &HashBatch{tx: tx, algo: algo}
+	// OR IGNORE: a statement that may abort half done needs a statement
+	// journal, which SQLite spills to a temp file past 64 KiB and keeps on
+	// disk for the rest of the transaction; these were 12k of the 105k
+	// page writes of a first index of /usr (3% of its time). The values
+	// they write cannot break a CHECK (checkSum); OR FAIL would do too, but
+	// it overrides the OR IGNORE of the triggers' folder_dirty inserts.
 	const guard = ` WHERE id = ?1 AND size = ?3 AND mtime_ns = ?4 AND dev = ?5 AND ino = ?6 AND missing = 0`
 	stmts := []struct {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&b.prefix, `UPDATE files SET hash_status = 'partial', prefix_hash = ?2, error = NULL` +
+		{&b.prefix, `UPDATE OR IGNORE files SET hash_status = 'partial', prefix_hash = ?2, error = NULL` +
 			guard + ` AND hash_status = 'pending'`},
-		{&b.content, `UPDATE files SET hash_status = 'done', prefix_hash = coalesce(?2, prefix_hash),
+		{&b.content, `UPDATE OR IGNORE files SET hash_status = 'done', prefix_hash = coalesce(?2, prefix_hash),
 			hash_algo = ?7, content_hash = ?8, error = NULL` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
-		{&b.fail, `UPDATE files SET hash_status = 'failed', error = ?2` +
+		{&b.fail, `UPDATE OR IGNORE files SET hash_status = 'failed', error = ?2` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
-		{&b.requeue, `UPDATE files SET hash_status = 'pending', prefix_hash = NULL, error = ?2` +
+		{&b.requeue, `UPDATE OR IGNORE files SET hash_status = 'pending', prefix_hash = NULL, error = ?2` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
 	}
 	for _, s := range stmts {
@@ -337,6 +344,9 @@ func (b *HashBatch) Prefix(r *HashRow, prefix int64) (bool, error) {
 
 // Content records the full content hash (and the prefix hash when known).
 func (b *HashBatch) Content(r *HashRow, prefix sql.NullInt64, sum []byte) (bool, error) {
+	if err := checkSum(b.algo, sum); err != nil {
+		return false, err
+	}
 	ok, err := affected(b.content.ExecContext(b.tx.ctx, append(b.args(r, prefix), b.algo, sum)...))
 	if ok {
 		b.tx.noteContent(b.algo, sum)

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"testing"
 	"time"
 )
@@ -111,5 +112,44 @@ func TestLoseFolderMarksSubtree(t *testing.T) {
 	}
 	if missing(sib, "z") {
 		t.Error("a sibling folder sharing the name prefix was marked missing")
+	}
+}
+
+// The hash writes say OR IGNORE (no statement journal), so a sum the table
+// would refuse must fail loudly before it reaches the table, and a good
+// one lands.
+func TestHashWriteRefusesABadSumLoudly(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	f := addFiles(t, db, r.ID, "/r", FileStat{Name: "a", Size: 100, Dev: 1, Ino: 1})
+	row := &HashRow{ID: fileID(t, db, f, "a"), Size: 100, Dev: 1, Ino: 1}
+	write := func(algo string, sum []byte) (bool, error) {
+		var ok bool
+		err := db.Write(ctx, func(tx *Tx) error {
+			b, err := tx.HashBatch(algo)
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			ok, err = b.Content(row, sql.NullInt64{}, sum)
+			return err
+		})
+		return ok, err
+	}
+	if _, err := write(HashSHA256, make([]byte, 31)); err == nil {
+		t.Fatal("a 31-byte sum was recorded without an error")
+	}
+	if _, err := write("md5", make([]byte, SumSize)); err == nil {
+		t.Fatal("a sum of an unknown algorithm was recorded without an error")
+	}
+	if got := status(t, db, row.ID); got != HashPending {
+		t.Fatalf("after refused writes the file is %q", got)
+	}
+	if ok, err := write(HashSHA256, make([]byte, SumSize)); err != nil || !ok {
+		t.Fatalf("a good sum: %v, %v", ok, err)
+	}
+	if got := status(t, db, row.ID); got != HashDone {
+		t.Fatalf("after a good write the file is %q", got)
 	}
 }

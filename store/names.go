@@ -31,6 +31,20 @@ var HashAlgos = []string{HashSHA256, HashBLAKE3}
 // ValidHashAlgo reports whether algo names an algorithm an index may use.
 func ValidHashAlgo(algo string) bool { return algo == HashSHA256 || algo == HashBLAKE3 }
 
+// SumSize is the length of a content hash of either algorithm (the CHECK
+// on files.content_hash).
+const SumSize = 32
+
+// checkSum refuses a content hash the files table would refuse. The writes
+// that record hashes say UPDATE OR IGNORE (see HashBatch), under which the
+// table's CHECKs would skip the row silently: they are made here, loudly.
+func checkSum(algo string, sum []byte) error {
+	if !ValidHashAlgo(algo) || len(sum) != SumSize {
+		return fmt.Errorf("record hash: a %d-byte %q sum is no content hash", len(sum), algo)
+	}
+	return nil
+}
+
 // NewHash returns a hash of the algorithm (sha256 for any name but blake3).
 func NewHash(algo string) hash.Hash {
 	if algo == HashBLAKE3 {

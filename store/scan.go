@@ -207,7 +207,7 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 			WHERE (path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0')) AND missing = 0`},
 		{&b.missFilesIn, `UPDATE files SET missing = 1 WHERE missing = 0 AND folder_id IN
 			(SELECT id FROM folders WHERE path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0'))`},
-		{&b.late, `UPDATE files SET hash_status = ?7, prefix_hash = ?8, hash_algo = ?9, content_hash = ?10, error = NULL
+		{&b.late, `UPDATE OR IGNORE files SET hash_status = ?7, prefix_hash = ?8, hash_algo = ?9, content_hash = ?10, error = NULL
 			WHERE folder_id = (SELECT id FROM folders WHERE path = ?1) AND name = ?2
 			  AND size = ?3 AND mtime_ns = ?4 AND dev = ?5 AND ino = ?6 AND missing = 0
 			  AND hash_status IN ('pending', 'unique')`},
@@ -378,6 +378,12 @@ func (b *ScanBatch) SeeFile(id, rootID int64, f FileStat, wasMissing bool) error
 // is not there (its folder comes later) is left to the hash job.
 func (b *ScanBatch) LateHash(dir string, f FileStat) error {
 	st, prefix, algo, content := b.hashCols(f.Hash)
+	if content != nil {
+		// The update says OR IGNORE, as the hash writes do (HashBatch).
+		if err := checkSum(algo.String, content); err != nil {
+			return err
+		}
+	}
 	b.lateQ = append(b.lateQ, []any{dir, f.Name, f.Size, f.MtimeNS, int64(f.Dev), int64(f.Ino),
 		st, prefix, algo, content})
 	return nil
