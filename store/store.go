@@ -55,6 +55,7 @@ type DB struct {
 	maintOnce sync.Once
 	maint     *sql.DB // WAL checkpoints: one connection, short busy timeout
 	maintErr  error
+	ckpt      *checkpointer // the writer's checkpoints (checkpoint.go)
 }
 
 // readStmt returns the read pool's prepared statement for q, preparing it
@@ -105,6 +106,7 @@ func (db *DB) HashAlgo() string { return db.hashAlgo }
 // Close closes both pools.
 func (db *DB) Close() error {
 	var errs []error
+	db.ckpt.stop()
 	db.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true

@@ -25,6 +25,7 @@ type Tx struct {
 	ctx    context.Context // statements: never cancelled
 	parent context.Context // the caller's, checked at Commit
 	tx     *sql.Tx
+	ckpt   *checkpointer // told of a commit (nil: none)
 	// groups is set by writes that may change duplicate groups; Write then
 	// recounts the touched contents before it commits.
 	groups bool
@@ -108,7 +109,7 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{ctx: bg, parent: ctx, tx: sqltx}, nil
+	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt}, nil
 }
 
 // busyRetry bounds how long Begin keeps trying when another process held
@@ -179,6 +180,7 @@ func (tx *Tx) Commit() error {
 		tx.Rollback()
 		return classify("commit", err)
 	}
+	tx.ckpt.kicked()
 	return nil
 }
 

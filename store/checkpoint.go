@@ -1,0 +1,85 @@
+package store
+
+import (
+	"context"
+	"time"
+)
+
+// The writer does not copy the WAL into the database file itself: SQLite's
+// automatic checkpoint runs inside the commit that crosses its threshold,
+// so the one connection every write of the process waits on would stop to
+// write pages back and fsync twice. A checkpointer does it on the
+// maintenance connection instead, a PASSIVE checkpoint shortly after
+// commits, on another CPU while the writer goes on. A first index of /usr:
+// 2.90 -> 2.70 s (medians of 11 alternating runs, 2 CPUs); the commit after
+// the bulk load's index builds went from ~80 to ~20 ms.
+//
+// The writer keeps an automatic checkpoint as a backstop, at a threshold
+// the checkpointer never lets the WAL reach while it keeps up.
+
+// writerAutoCheckpoint is the writer's own threshold, in pages (32 MiB of
+// 4 KiB pages; SQLite's default is 1000).
+const writerAutoCheckpoint = 8192
+
+// checkpointGap is the least time between two background checkpoints:
+// a checkpoint that has frames to copy syncs the WAL and the database
+// file, so a stream of small commits does not cost two fsyncs each.
+const checkpointGap = 100 * time.Millisecond
+
+// checkpointer runs PASSIVE checkpoints after commits (kick), at most one
+// per checkpointGap, until stop.
+type checkpointer struct {
+	kick   chan struct{}
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// startCheckpointer starts db's checkpointer; Close stops it.
+func (db *DB) startCheckpointer() {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &checkpointer{kick: make(chan struct{}, 1), cancel: cancel, done: make(chan struct{})}
+	db.ckpt = c
+	go func() {
+		defer close(c.done)
+		var last time.Time
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-c.kick:
+			}
+			if wait := checkpointGap - time.Since(last); wait > 0 {
+				select {
+				case <-ctx.Done():
+					return
+				case <-time.After(wait):
+				}
+			}
+			last = time.Now()
+			// Errors are those a later checkpoint meets again (or the
+			// writer's own at its threshold); none loses a commit, which
+			// is in the WAL already.
+			_, _ = db.RunCheckpoint(ctx, WALPassive)
+		}
+	}()
+}
+
+// kicked tells the checkpointer that a commit added frames to the WAL.
+func (c *checkpointer) kicked() {
+	if c == nil {
+		return
+	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
+}
+
+// stop ends the checkpointer and waits for a checkpoint under way.
+func (c *checkpointer) stop() {
+	if c == nil {
+		return
+	}
+	c.cancel()
+	<-c.done
+}
