@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # make bench: dupefs side by side with jdupes, rdfind, fdupes and rmlint, in
 # one run, on the same trees, warm cache, alternating runs; medians, ratios
-# to the fastest peer and peak RSS (/usr/bin/time). It also checks that
-# dupefs finds the same duplicate set as jdupes -r.
+# to the fastest peer, CPU time and peak RSS (/usr/bin/time). It also checks
+# that dupefs finds the same duplicate set as jdupes -r. Beside the peers
+# runs floor-statwalk (benchtool statwalk): only the system calls any
+# re-index must make, the measured floor of dupefs' re-index.
 #
 # Knobs (environment):
 #   RUNS=5              timed runs per tool (after one untimed warm-up run)
@@ -95,11 +97,11 @@ folder_tree() {
 	echo "$dir"
 }
 
-# timed LABEL CMD...: runs CMD under /usr/bin/time, appends "seconds maxrss_kb"
-# to $WORK/t.LABEL.
+# timed LABEL CMD...: runs CMD under /usr/bin/time, appends "seconds
+# maxrss_kb user_s sys_s" to $WORK/t.LABEL.
 timed() {
 	local label=$1; shift
-	/usr/bin/time -f "%e %M" -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/stderr.out" || {
+	/usr/bin/time -f "%e %M %U %S" -o "$WORK/time.out" "$@" >/dev/null 2>"$WORK/stderr.out" || {
 		echo "bench: $label failed:" >&2; cat "$WORK/stderr.out" >&2; exit 1; }
 	tail -n1 "$WORK/time.out" >>"$WORK/t.$label"
 }
@@ -118,6 +120,9 @@ run_tool() {
 	fdupes) timed "$tool" sh -c "fdupes -r -q '$T' >'$WORK/fdupes.out'" ;;
 	# rmlint keeps an output it would overwrite under a dated name.
 	rmlint) rm -f "$WORK/rmlint.out"; timed "$tool" rmlint -T df -o "fdupes:$WORK/rmlint.out" "$T" ;;
+	# Not a peer: the system calls any re-index must make (benchtool
+	# statwalk), the measured floor of dupefs-reindex.
+	floor-statwalk) timed "$tool" "$TOOL" statwalk -dir "$T" ;;
 	esac
 }
 
@@ -133,7 +138,7 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # round then).
 bench() {
 	local name=$1 T=$2 cold=${3:-}
-	local tools=(dupefs-index dupefs-reindex jdupes rdfind fdupes rmlint)
+	local tools=(dupefs-index dupefs-reindex jdupes rdfind fdupes rmlint floor-statwalk)
 	local label="$name"
 	[ -n "$cold" ] && label="$name, cold cache"
 	rm -f "$WORK"/t.*
@@ -144,8 +149,8 @@ bench() {
 	fi
 	for ((r = 0; r < RUNS; r++)); do
 		# dupefs-reindex must follow dupefs-index; rotate the rest.
-		local peers=(jdupes rdfind fdupes rmlint)
-		local k=$((r % 4))
+		local peers=(jdupes rdfind fdupes rmlint floor-statwalk)
+		local k=$((r % 5))
 		local order=("${peers[@]:k}" "${peers[@]:0:k}")
 		if ((r % 2)); then order=(dupefs-index dupefs-reindex "${order[@]}"); else order=("${order[@]}" dupefs-index dupefs-reindex); fi
 		for tool in "${order[@]}"; do
@@ -155,11 +160,12 @@ bench() {
 		echo "   round $((r + 1))/$RUNS done" >&2
 	done
 	local best=999999 bestname=
-	declare -A med rss
+	declare -A med rss cpu
 	for tool in "${tools[@]}"; do
 		med[$tool]=$("$TOOL" median $(col 1 "$WORK/t.$tool"))
+		cpu[$tool]=$("$TOOL" median $(awk '{print $3 + $4}' "$WORK/t.$tool"))
 		rss[$tool]=$(sort -n <(col 2 "$WORK/t.$tool" | tr ' ' '\n' | grep .) | tail -n1)
-		case $tool in dupefs-*) ;; *)
+		case $tool in dupefs-* | floor-*) ;; *)
 			if awk -v a="${med[$tool]}" -v b="$best" 'BEGIN{exit !(a<b)}'; then best=${med[$tool]}; bestname=$tool; fi ;;
 		esac
 	done
@@ -167,15 +173,17 @@ bench() {
 		echo
 		echo "### $label: $T"
 		echo
-		echo "| tool | median s | × fastest peer ($bestname) | × jdupes | peak RSS MB | runs (s) |"
-		echo "|---|---|---|---|---|---|"
+		echo "| tool | median s | × fastest peer ($bestname) | × jdupes | CPU s (user+sys) | CPU s / $(nproc) CPUs × jdupes | peak RSS MB | runs (s) |"
+		echo "|---|---|---|---|---|---|---|---|"
 		for tool in "${tools[@]}"; do
-			printf '| %s | %.3f | %.2f | %.2f | %.1f | %s|\n' "$tool" "${med[$tool]}" \
+			printf '| %s | %.3f | %.2f | %.2f | %.2f | %.2f | %.1f | %s|\n' "$tool" "${med[$tool]}" \
 				"$(awk -v a="${med[$tool]}" -v b="$best" 'BEGIN{print a/b}')" \
 				"$(awk -v a="${med[$tool]}" -v b="${med[jdupes]}" 'BEGIN{print a/b}')" \
+				"${cpu[$tool]}" "$(awk -v a="${cpu[$tool]}" -v n="$(nproc)" -v b="${med[jdupes]}" 'BEGIN{print a/n/b}')" \
 				"$(awk -v k="${rss[$tool]}" 'BEGIN{print k/1024}')" "$(col 1 "$WORK/t.$tool")"
 		done
 		echo
+		echo "floor-statwalk is not a peer: it makes only the system calls every re-index must make (open, getdents, close of each folder, fstatat of each entry) on $((4 * $(nproc))) threads; its × jdupes is the floor of dupefs-reindex's. CPU s / CPUs is the wall time the same work would take spread perfectly over every CPU."
 		"$BIN" --db "$WORK/bench.db" groups --format fdupes >"$WORK/dupefs.out"
 		echo "same duplicate set as jdupes -r: $("$TOOL" compare "$WORK/dupefs.out" "$WORK/jdupes.out" 2>&1)"
 	} | tee -a "$RESULTS"

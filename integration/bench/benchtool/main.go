@@ -7,6 +7,7 @@
 //	benchtool latency -mnt M -tree T -seed F -group by-hash/KEY [-n N]
 //	benchtool compare A B      (two reports in the fdupes blank-line format)
 //	benchtool median V...      (median of numbers)
+//	benchtool statwalk -dir D  (the system calls a re-index cannot skip)
 package main
 
 import (
@@ -42,6 +43,8 @@ func main() {
 		err = compare(os.Args[2:])
 	case "median":
 		err = median(os.Args[2:])
+	case "statwalk":
+		err = statwalk(os.Args[2:])
 	default:
 		usage()
 	}
@@ -53,7 +56,8 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: benchtool mktree -dir D -files N [-seed S] [-avg BYTES] | mkphotos -dir D [-files N] [-edits N] |\n"+
-		"       mkgroups -dir D [-groups N] [-copies N] | mkfolders -dir D [-folders N] | compare A B | median V...")
+		"       mkgroups -dir D [-groups N] [-copies N] | mkfolders -dir D [-folders N] | compare A B | median V... |\n"+
+		"       statwalk -dir D [-workers N]")
 	os.Exit(2)
 }
 
