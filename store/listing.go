@@ -1,0 +1,109 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+)
+
+// FolderRow is a folder as the index knows it.
+type FolderRow struct {
+	ID       int64
+	RootID   int64
+	ParentID int64 // 0 for a root's top folder
+	Path     string
+	Missing  bool
+	Error    string
+	// ListingSig is the signature of the folder's files at the last scan
+	// that read them all (nil: unknown).
+	ListingSig []byte
+}
+
+// FileRow is the part of a file row the scanner compares with the disk.
+type FileRow struct {
+	ID         int64
+	RootID     int64
+	HashStatus string
+	Name       string
+	Size       int64
+	MtimeNS    int64
+	Dev        uint64
+	Ino        uint64
+	Nlink      uint64
+	Missing    bool
+}
+
+// FolderByPath finds a folder by its absolute path.
+func (db *DB) FolderByPath(ctx context.Context, path string) (FolderRow, error) {
+	var f FolderRow
+	var parent sql.NullInt64
+	var errText sql.NullString
+	err := db.queryRow(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
+		FROM folders WHERE path = ?`, path).Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText, &f.ListingSig)
+	if errors.Is(err, sql.ErrNoRows) {
+		return f, ErrNotFound
+	}
+	f.ParentID, f.Error = parent.Int64, errText.String
+	return f, classify("read folder", err)
+}
+
+// SubfoldersOfRoot returns every folder row of a root (missing ones too),
+// grouped by parent folder id: one query instead of one per folder for a
+// rescan whose folders are mostly unchanged.
+func (db *DB) SubfoldersOfRoot(ctx context.Context, rootID int64) (map[int64][]FolderRow, error) {
+	rows, err := db.query(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
+		FROM folders WHERE root_id = ?`, rootID)
+	if err != nil {
+		return nil, classify("read folders", err)
+	}
+	defer rows.Close()
+	out := map[int64][]FolderRow{}
+	for rows.Next() {
+		var f FolderRow
+		var parent sql.NullInt64
+		var errText sql.NullString
+		if err := rows.Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText, &f.ListingSig); err != nil {
+			return nil, classify("read folders", err)
+		}
+		f.ParentID, f.Error = parent.Int64, errText.String
+		out[f.ParentID] = append(out[f.ParentID], f)
+	}
+	return out, classify("read folders", rows.Err())
+}
+
+// FolderListing returns the files (by name) and the subfolders (by path) the
+// index holds for a folder, missing ones included. With filesToo false it
+// returns the subfolders only.
+func (db *DB) FolderListing(ctx context.Context, folderID int64, filesToo bool) ([]FileRow, []FolderRow, error) {
+	q := `SELECT 1, id, root_id, path, 0, 0, 0, 0, 0, missing, error, listing_sig FROM folders WHERE parent_id = ?1`
+	if filesToo {
+		q = `SELECT 0, id, root_id, name, size, mtime_ns, dev, ino, nlink, missing, hash_status, NULL
+			FROM files WHERE folder_id = ?1 UNION ALL ` + q
+	}
+	rows, err := db.query(ctx, q, folderID)
+	if err != nil {
+		return nil, nil, classify("read folder listing", err)
+	}
+	defer rows.Close()
+	var files []FileRow
+	var dirs []FolderRow
+	for rows.Next() {
+		var kind int
+		var r FileRow
+		var dev, ino, nlink int64
+		var errText sql.NullString
+		var sig []byte
+		if err := rows.Scan(&kind, &r.ID, &r.RootID, &r.Name, &r.Size, &r.MtimeNS, &dev, &ino, &nlink, &r.Missing, &errText, &sig); err != nil {
+			return nil, nil, classify("read folder listing", err)
+		}
+		if kind == 1 {
+			dirs = append(dirs, FolderRow{ID: r.ID, RootID: r.RootID, Path: r.Name, ParentID: folderID,
+				Missing: r.Missing, Error: errText.String, ListingSig: sig})
+			continue
+		}
+		r.HashStatus = errText.String
+		r.Dev, r.Ino, r.Nlink = uint64(dev), uint64(ino), uint64(nlink)
+		files = append(files, r)
+	}
+	return files, dirs, classify("read folder listing", rows.Err())
+}
