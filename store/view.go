@@ -168,12 +168,16 @@ type MemberName struct {
 // (name, id), after the copy afterID (0: from the first), in one indexed
 // query: a listing of the view costs one query per page. A content that is
 // no group (any more) has none.
+//
+// In (name, id) order the copies of one name follow each other, so a copy
+// is the first of its name (MemberName.First) when the row before it has
+// another name; only a page after afterID asks the index about its first
+// row. (A NOT EXISTS per row did the same in the query: a third of its
+// cost.)
 func (db *DB) CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]MemberName, error) {
 	// Covered by files_content (content_hash, missing, name, id): the
 	// algorithm need not be checked, one index has one.
-	rows, err := db.query(ctx, `SELECT f.id, f.name,
-		NOT EXISTS (SELECT 1 FROM files g WHERE g.content_hash = f.content_hash AND g.missing = 0
-		              AND g.name = f.name AND g.id < f.id)
+	rows, err := db.query(ctx, `SELECT f.id, f.name
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash
 		WHERE c.id = ?1 AND c.inode_count >= 2 AND f.missing = 0
 		  AND (?2 = 0 OR (f.name, f.id) > ((SELECT name FROM files WHERE id = ?2), ?2))
@@ -185,12 +189,26 @@ func (db *DB) CopiesPage(ctx context.Context, contentID, afterID int64, limit in
 	var out []MemberName
 	for rows.Next() {
 		var m MemberName
-		if err := rows.Scan(&m.FileID, &m.Name, &m.First); err != nil {
+		if err := rows.Scan(&m.FileID, &m.Name); err != nil {
 			return nil, classify("list copies", err)
 		}
+		m.First = len(out) == 0 || out[len(out)-1].Name != m.Name
 		out = append(out, m)
 	}
-	return out, classify("list copies", rows.Err())
+	if err := rows.Err(); err != nil {
+		return nil, classify("list copies", err)
+	}
+	if afterID != 0 && len(out) > 0 {
+		// The copy before this page's first is not on it, and it may
+		// have gone since the page before was read.
+		err := db.queryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM files g
+			WHERE g.content_hash = (SELECT content_hash FROM files WHERE id = ?1) AND g.missing = 0
+			  AND g.name = ?2 AND g.id < ?1)`, out[0].FileID, out[0].Name).Scan(&out[0].First)
+		if err != nil {
+			return nil, classify("list copies", err)
+		}
+	}
+	return out, nil
 }
 
 // MemberByName finds the first live copy (lowest id) of a group with that
