@@ -1,7 +1,9 @@
 // Package store owns every SQL statement of dupefs. It opens the index (one
 // SQLite file in WAL mode) with a single writer connection, through which
 // every write of the process goes, and a bounded pool of read-only
-// connections; it applies the embedded migrations; and it offers typed
+// connections, and copies the writer's WAL back into the file on a
+// connection of its own (checkpoint.go); it applies the embedded
+// migrations; and it offers typed
 // queries for roots, folders and files, the job queue with its leases, the
 // hash pipeline, duplicate groups and status, the thumbnail and cleanup jobs,
 // the global I/O limiter and the WAL maintenance jobs, with keyset pagination
