@@ -27,20 +27,30 @@ func statwalk(args []string) error {
 	if *dir == "" {
 		return fmt.Errorf("statwalk: -dir is required")
 	}
-	var root unix.Stat_t
-	if err := unix.Stat(*dir, &root); err != nil {
+	folders, entries, errs, err := walkStats(*dir, *workers)
+	if err != nil {
 		return fmt.Errorf("statwalk: %w", err)
 	}
-	w := &statWalker{dev: root.Dev, todo: []string{*dir}}
+	fmt.Printf("%d folders, %d other entries, %d errors\n", folders, entries, errs)
+	return nil
+}
+
+// walkStats walks dir on workers goroutines and counts its folders (dir
+// included), its other entries and the calls that failed.
+func walkStats(dir string, workers int) (folders, entries, errs int64, err error) {
+	var root unix.Stat_t
+	if err := unix.Stat(dir, &root); err != nil {
+		return 0, 0, 0, err
+	}
+	w := &statWalker{dev: root.Dev, todo: []string{dir}}
 	w.cond = sync.NewCond(&w.mu)
 	w.pending = 1
 	var wg sync.WaitGroup
-	for range max(1, *workers) {
+	for range max(1, workers) {
 		wg.Go(w.run)
 	}
 	wg.Wait()
-	fmt.Printf("%d folders, %d other entries, %d errors\n", w.folders.Load(), w.entries.Load(), w.errors.Load())
-	return nil
+	return w.folders.Load(), w.entries.Load(), w.errors.Load(), nil
 }
 
 // statWalker shares a stack of folders to list among its goroutines;
