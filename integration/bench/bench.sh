@@ -4,7 +4,8 @@
 # to the fastest peer, CPU time and peak RSS (/usr/bin/time). It also checks
 # that dupefs finds the same duplicate set as jdupes -r. Beside the peers
 # runs floor-statwalk (benchtool statwalk): only the system calls any
-# re-index must make, the measured floor of dupefs' re-index.
+# re-index must make, the measured floor of dupefs' re-index. The results
+# end with the speed targets (issue 12) this run met and missed.
 #
 # Knobs (environment):
 #   RUNS=5              timed runs per tool (after one untimed warm-up run)
@@ -40,6 +41,11 @@ PHOTOS=${PHOTOS:-2200}
 EDITS=${EDITS:-200}
 mkdir -p "$WORK"
 RESULTS=$WORK/results.md
+# target LABEL VALUE LIMIT: a figure the speed targets bound (VALUE <= LIMIT),
+# summed up at the end of the results.
+TARGETS=$WORK/targets.txt
+rm -f "$TARGETS"
+target() { printf '%s|%s|%s\n' "$1" "$2" "$3" >>"$TARGETS"; }
 
 need() { command -v "$1" >/dev/null 2>&1; }
 install_peers() {
@@ -187,6 +193,18 @@ bench() {
 		"$BIN" --db "$WORK/bench.db" groups --format fdupes >"$WORK/dupefs.out"
 		echo "same duplicate set as jdupes -r: $("$TOOL" compare "$WORK/dupefs.out" "$WORK/jdupes.out" 2>&1)"
 	} | tee -a "$RESULTS"
+	local x=${cold:+cold}
+	x=${x:-warm}
+	ratio() { awk -v a="${med[$1]}" -v b="${med[jdupes]}" 'BEGIN{printf "%.2f", a/b}'; }
+	case $name in
+	real)
+		target "$T $x, first index × jdupes" "$(ratio dupefs-index)" "$([ -n "$cold" ] && echo 0.5 || echo 1.0)"
+		if [ -z "$cold" ]; then
+			target "$T warm, re-index × jdupes (floor-statwalk: $(ratio floor-statwalk))" "$(ratio dupefs-reindex)" 0.1
+			target "$T warm, first index peak RSS MB" "$(awk -v k="${rss[dupefs-index]}" 'BEGIN{printf "%.1f", k/1024}')" 100
+		fi ;;
+	photos) target "photos $x, first index × jdupes" "$(ratio dupefs-index)" "$([ -n "$cold" ] && echo 0.85 || echo 1.0)" ;;
+	esac
 }
 
 # scale: peak RSS of dupefs index at N/10 and N files.
@@ -213,6 +231,8 @@ scale() {
 				"$(awk -v k="$(col 2 "$WORK/t.$b-again")" 'BEGIN{print k/1024}')"
 		done
 	} | tee -a "$RESULTS"
+	target "first index peak RSS at $n files / at $((n / 10))" \
+		"$(awk -v a="$(col 2 "$WORK/t.scale-$(basename "$big")")" -v b="$(col 2 "$WORK/t.scale-$(basename "$small")")" 'BEGIN{printf "%.2f", a/b}')" 1.0
 }
 
 {
@@ -246,5 +266,18 @@ for extra in "$ROOT"/integration/bench/bench-*.sh; do
 	part=${part#bench-}
 	if [ -z "$ONLY" ] || [ "$ONLY" = "$part" ]; then . "$extra"; fi
 done
+if [ -f "$TARGETS" ]; then
+	{
+		echo
+		echo "### the speed targets (issue 12) in this run"
+		echo
+		echo "| figure | this run | target | |"
+		echo "|---|---|---|---|"
+		while IFS='|' read -r label value limit; do
+			printf '| %s | %s | ≤ %s | %s |\n' "$label" "$value" "$limit" \
+				"$(awk -v v="$value" -v l="$limit" 'BEGIN{print (v <= l) ? "met" : "not met"}')"
+		done <"$TARGETS"
+	} | tee -a "$RESULTS"
+fi
 echo >&2
 echo "results: $RESULTS" >&2

@@ -152,14 +152,19 @@ func mkgroups(args []string) error {
 		return fmt.Errorf("mkgroups: -dir is required")
 	}
 	n := 0
+	made := ""
 	for c := 0; c < *copies; c++ {
 		for g := 0; g < *groups; g++ {
-			if n%1000 == 0 {
-				if err := os.MkdirAll(filepath.Join(*dir, fmt.Sprintf("c%d", c), fmt.Sprintf("d%05d", n/1000)), 0o755); err != nil {
+			// Folders of 1000 files, numbered across the copies: a copy's
+			// first folder may start mid-thousand.
+			d := filepath.Join(*dir, fmt.Sprintf("c%d", c), fmt.Sprintf("d%05d", n/1000))
+			if d != made {
+				if err := os.MkdirAll(d, 0o755); err != nil {
 					return err
 				}
+				made = d
 			}
-			p := filepath.Join(*dir, fmt.Sprintf("c%d", c), fmt.Sprintf("d%05d", n/1000), fmt.Sprintf("photo-%06d.jpg", g))
+			p := filepath.Join(d, fmt.Sprintf("photo-%06d.jpg", g))
 			body := fmt.Sprintf("group %d\n%s", g, strings.Repeat("x", g%4000))
 			if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
 				return err
