@@ -201,15 +201,20 @@ func (db *DB) CopiesPage(ctx context.Context, contentID, afterID int64, limit in
 	if afterID != 0 && len(out) > 0 {
 		// The copy before this page's first is not on it, and it may
 		// have gone since the page before was read.
-		err := db.queryRow(ctx, `SELECT NOT EXISTS (SELECT 1 FROM files g
-			WHERE g.content_hash = (SELECT content_hash FROM files WHERE id = ?1) AND g.missing = 0
-			  AND g.name = ?2 AND g.id < ?1)`, out[0].FileID, out[0].Name).Scan(&out[0].First)
+		err := db.queryRow(ctx, `SELECT `+firstOfName+` FROM files f WHERE f.id = ?`,
+			out[0].FileID).Scan(&out[0].First)
 		if err != nil {
 			return nil, classify("list copies", err)
 		}
 	}
 	return out, nil
 }
+
+// firstOfName says of the copy f whether it is the first live copy (lowest
+// id) of its content with its basename: the one whose link in the view
+// keeps the bare name.
+const firstOfName = `NOT EXISTS (SELECT 1 FROM files g WHERE g.content_hash = f.content_hash
+	AND g.missing = 0 AND g.name = f.name AND g.id < f.id)`
 
 // MemberByName finds the first live copy (lowest id) of a group with that
 // basename.
@@ -232,9 +237,7 @@ func (db *DB) MemberByName(ctx context.Context, g GroupRef, name string) (Member
 func (db *DB) MemberByID(ctx context.Context, g GroupRef, fileID int64) (Member, bool, error) {
 	var m Member
 	var first bool
-	err := db.queryRow(ctx, `SELECT `+memberCols+`,
-		NOT EXISTS (SELECT 1 FROM files g WHERE g.content_hash = f.content_hash AND g.missing = 0
-		              AND g.name = f.name AND g.id < f.id)
+	err := db.queryRow(ctx, `SELECT `+memberCols+`, `+firstOfName+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.id = ? AND f.content_hash = ? AND f.missing = 0`,
 		fileID, g.Hash).Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino, &first)

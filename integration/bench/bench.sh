@@ -46,6 +46,8 @@ RESULTS=$WORK/results.md
 TARGETS=$WORK/targets.txt
 rm -f "$TARGETS"
 target() { printf '%s|%s|%s\n' "$1" "$2" "$3" >>"$TARGETS"; }
+# floor-statwalk's threads: more than CPUs, a listing waits on the disk at times.
+FLOOR_THREADS=$((4 * $(nproc)))
 
 need() { command -v "$1" >/dev/null 2>&1; }
 install_peers() {
@@ -128,7 +130,7 @@ run_tool() {
 	rmlint) rm -f "$WORK/rmlint.out"; timed "$tool" rmlint -T df -o "fdupes:$WORK/rmlint.out" "$T" ;;
 	# Not a peer: the system calls any re-index must make (benchtool
 	# statwalk), the measured floor of dupefs-reindex.
-	floor-statwalk) timed "$tool" "$TOOL" statwalk -dir "$T" ;;
+	floor-statwalk) timed "$tool" "$TOOL" statwalk -dir "$T" -workers "$FLOOR_THREADS" ;;
 	esac
 }
 
@@ -189,7 +191,7 @@ bench() {
 				"$(awk -v k="${rss[$tool]}" 'BEGIN{print k/1024}')" "$(col 1 "$WORK/t.$tool")"
 		done
 		echo
-		echo "floor-statwalk is not a peer: it makes only the system calls every re-index must make (open, getdents, close of each folder, fstatat of each entry) on $((4 * $(nproc))) threads; its × jdupes is the floor of dupefs-reindex's. CPU s / CPUs is the wall time the same work would take spread perfectly over every CPU."
+		echo "floor-statwalk is not a peer: it makes only the system calls every re-index must make (open, getdents, close of each folder, fstatat of each entry) on $FLOOR_THREADS threads; its × jdupes is the floor of dupefs-reindex's. CPU s / CPUs is the wall time the same work would take spread perfectly over every CPU."
 		"$BIN" --db "$WORK/bench.db" groups --format fdupes >"$WORK/dupefs.out"
 		echo "same duplicate set as jdupes -r: $("$TOOL" compare "$WORK/dupefs.out" "$WORK/jdupes.out" 2>&1)"
 	} | tee -a "$RESULTS"

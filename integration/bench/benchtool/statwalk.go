@@ -14,8 +14,9 @@ import (
 // statwalk walks a tree making only the system calls that any re-index of
 // it must make to notice every change: open, getdents and close of each
 // folder and fstatat of each entry (a file rewritten in place changes
-// nothing in its folder, so every file is looked at). It runs on as many
-// goroutines as CPUs, stays on the tree's file system, reads no file and
+// nothing in its folder, so every file is looked at). It runs on -workers
+// goroutines (4 per CPU unless told: on /usr, 1 took 0.48 s, 2 0.29 s, 4
+// and more 0.23 s), stays on the tree's file system, reads no file and
 // keeps nothing: its time is the floor of a re-index on this machine.
 //
 //	benchtool statwalk -dir D [-workers N]
