@@ -166,6 +166,24 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 }
 
 // scanning reports whether a scan job is among the active ones.
+// forgetSizes drops what the walks learnt of sizes when a walk is done and
+// no other scan waits to use it, before the scan's last writes rather than
+// after them: a first index of a tree whose files all have sizes of their
+// own kept 8 MB live through its index builds. The cache only spares the
+// hash job reads, so dropping it early is never wrong.
+func (ix *Indexer) forgetSizes(ctx context.Context, done int64) {
+	active, err := ix.db.ActiveJobs(ctx)
+	if err != nil {
+		return // kept: Drain drops it when the scans are over
+	}
+	for _, j := range active {
+		if j.Kind == store.KindScan && j.ID != done {
+			return
+		}
+	}
+	ix.sizes = newSizeCache()
+}
+
 func scanning(active []store.Job) bool {
 	for _, j := range active {
 		if j.Kind == store.KindScan {

@@ -141,6 +141,8 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		}
 		return ix.abandon(ctx, lease, err)
 	}
+	ix.forgetSizes(ctx, job.ID)
+	s.w.sizes, s.w.links = nil, linkCache{}
 	if targeted {
 		return s.completeTargets(ctx)
 	}

@@ -2,12 +2,14 @@ package indexer
 
 import (
 	"context"
+	"fmt"
 	"math/rand"
-
-	"github.com/dupefs/dupefs/store"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+
+	"github.com/dupefs/dupefs/store"
 )
 
 func TestDFSCompareIsPreOrder(t *testing.T) {
@@ -70,25 +72,66 @@ func TestParseMountinfo(t *testing.T) {
 
 func TestSizeCache(t *testing.T) {
 	c := newSizeCache()
-	first := &pendingFile{dir: "/d", f: store.FileStat{Name: "a", Size: 10, Dev: 1, Ino: 1}}
-	if shared, late := c.note(10, 1, 1, first); shared || late != nil {
+	d := &folderRef{path: "/d"}
+	file := func(size int64, dev, ino uint64) *store.FileStat {
+		return &store.FileStat{Name: "a", Size: size, MtimeNS: 7, Dev: dev, Ino: ino, Nlink: 1}
+	}
+	first := file(10, 1, 1)
+	if shared, late := c.note(first, d, true); shared || late != nil {
 		t.Fatal("first inode of a size reported shared")
 	}
-	if shared, _ := c.note(10, 1, 1, nil); shared {
+	if shared, _ := c.note(file(10, 1, 1), d, true); shared {
 		t.Fatal("a hard link (same inode) reported shared")
 	}
-	shared, late := c.note(10, 1, 2, nil)
-	if !shared || late != first {
-		t.Fatalf("a second inode: shared=%v late=%v, want the first file back", shared, late)
+	shared, late := c.note(file(10, 1, 2), &folderRef{path: "/e"}, true)
+	if !shared || late == nil || late.dir != "/d" || late.f != *first {
+		t.Fatalf("a second inode: shared=%v late=%+v, want the first file back", shared, late)
 	}
-	if shared, late := c.note(10, 1, 3, nil); !shared || late != nil {
+	if shared, late := c.note(file(10, 1, 3), d, true); !shared || late != nil {
 		t.Fatal("the first file is handed back once only")
 	}
-	if shared, _ := c.note(11, 2, 2, nil); shared {
+	if shared, _ := c.note(file(11, 2, 2), d, false); shared {
 		t.Fatal("another size reported shared")
 	}
-	if shared, _ := c.note(11, 3, 2, nil); !shared {
-		t.Fatal("same ino on another device is another inode")
+	if shared, late := c.note(file(11, 3, 2), d, true); !shared || late != nil {
+		t.Fatalf("same ino on another device is another inode (shared %v); a first file not kept is not handed back (%+v)", shared, late)
+	}
+	// A held slot handed back is used again, with the right name.
+	g := &store.FileStat{Name: "longer name", Size: 12, MtimeNS: 9, Dev: 1, Ino: 5, Nlink: 2}
+	c.note(g, &folderRef{path: "/f"}, true)
+	if len(c.held) != 1 {
+		t.Fatalf("%d held slots, want the freed one used again", len(c.held))
+	}
+	if _, late := c.note(file(12, 1, 6), d, true); late == nil || late.dir != "/f" || late.f != *g {
+		t.Fatalf("late %+v, want %+v in /f", late, g)
+	}
+}
+
+// The size cache stops noting sizes at its bound: memory stays flat
+// however many sizes a tree has, and what it could not note is left to
+// the hash job (note reports the size unshared).
+func TestSizeCacheBound(t *testing.T) {
+	c := newSizeCache()
+	d := &folderRef{path: "/d"}
+	n := int64(0)
+	for ; c.bytes <= sizeCacheBytes-sizeEntryBytes-64; n++ {
+		c.note(&store.FileStat{Name: "a file", Size: n, Dev: 1, Ino: uint64(n + 1)}, d, true)
+	}
+	if len(c.m) < sizeCacheBytes/(2*sizeEntryBytes) {
+		t.Fatalf("%d sizes noted within %d bytes", len(c.m), sizeCacheBytes)
+	}
+	for i := int64(0); i < 1000; i++ {
+		c.note(&store.FileStat{Name: "a file", Size: n + i, Dev: 1, Ino: uint64(n + i + 1)}, d, true)
+	}
+	if c.bytes > sizeCacheBytes {
+		t.Fatalf("%d bytes noted, bound %d", c.bytes, sizeCacheBytes)
+	}
+	if shared, late := c.note(&store.FileStat{Name: "b", Size: n + 5, Dev: 1, Ino: 1 << 40}, d, true); shared || late != nil {
+		t.Fatal("a size past the bound reported shared")
+	}
+	// Sizes noted before the bound still work.
+	if shared, late := c.note(&store.FileStat{Name: "b", Size: 3, Dev: 1, Ino: 1 << 41}, d, true); !shared || late == nil || late.f.Ino != 4 {
+		t.Fatalf("a noted size: shared %v, late %+v", shared, late)
 	}
 }
 
@@ -146,5 +189,48 @@ func TestSizesForgottenAfterTheScans(t *testing.T) {
 	e.wantGroups([]string{"c", "d"})
 	if n := len(ix.sizes.m); n != 0 {
 		t.Fatalf("after the run, %d sizes are still held", n)
+	}
+}
+
+// The walk reads the first file of a size late, from the folder where a
+// second inode showed the size, so the hash job has nothing to open; past
+// the size cache's bound the hash job finds the sizes the walk could not
+// note, and the groups are the same.
+func TestWalkReadsTheFirstFileOfASizeLate(t *testing.T) {
+	for _, bound := range []int{sizeCacheBytes, 0} {
+		t.Run(fmt.Sprintf("bound %d", bound), func(t *testing.T) {
+			defer func(b int) { sizeCacheBytes = b }(sizeCacheBytes)
+			sizeCacheBytes = bound
+			e := newEnv(t)
+			tree(t, e.dir, map[string]string{
+				"a/first":       "same content\n",
+				"b/other size":  "another file",
+				"c/d/e/deep":    "deep and alone",
+				"z/second":      "same content\n",
+				"z/third":       "same content\n",
+				"z/same length": "SAME CONTENT\n",
+			})
+			e.addRoot(store.RootSpec{})
+			var mu sync.Mutex
+			var opened []string
+			ix := New(e.db, e.config())
+			ix.hook = func(stage, path string) {
+				if stage == "open" {
+					mu.Lock()
+					opened = append(opened, path)
+					mu.Unlock()
+				}
+			}
+			if err := ix.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			e.wantGroups([]string{"a/first", "z/second", "z/third"})
+			switch {
+			case bound > 0 && len(opened) > 0:
+				t.Errorf("the hash job opened %q: the walk should have read them", opened)
+			case bound == 0 && len(opened) != 4:
+				t.Errorf("with no room to note sizes the hash job opened %q, want the four files of one size", opened)
+			}
+		})
 	}
 }

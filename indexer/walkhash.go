@@ -10,126 +10,6 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
-// While a scan reads folders it learns every file's size. A file whose size
-// another inode already showed is a hash candidate for sure, so the walker
-// reads it at once, in parallel with the writes, and the scan inserts its
-// row with the hash: one write instead of two, and no second pass over it.
-// The first file of a size is remembered until a second inode shows the
-// size; then it is read too and its hash sent along as a late hash. What
-// the walk cannot see (sizes shared with other roots, or past the cache
-// bound) is left pending for the hash job.
-
-// sizeCacheMax bounds the sizes remembered (a hundred bytes or so each),
-// so memory stays flat however many files a tree holds.
-const sizeCacheMax = 256 << 10
-
-// sizeEntry is what the walk knows of one size.
-type sizeEntry struct {
-	key    uint64       // fingerprint of the first inode seen
-	shared bool         // a second inode showed this size
-	first  *pendingFile // the first file, while it may still need a read
-}
-
-// pendingFile is a file the walk saw that may need a late read.
-type pendingFile struct {
-	dir string
-	f   store.FileStat
-}
-
-type sizeCache struct {
-	mu sync.Mutex
-	m  map[int64]*sizeEntry
-}
-
-func newSizeCache() *sizeCache { return &sizeCache{m: make(map[int64]*sizeEntry)} }
-
-// inodeKey mixes dev and ino into a fingerprint.
-func inodeKey(dev, ino uint64) uint64 {
-	x := dev*0x9e3779b97f4a7c15 ^ ino
-	x ^= x >> 31
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 29
-	return x
-}
-
-// note records an inode of a size. It reports whether another inode had
-// the size before, and, the first time that happens, the first file seen
-// with it (first, as given when it was noted: nil when it needed no read).
-func (c *sizeCache) note(size int64, dev, ino uint64, first *pendingFile) (bool, *pendingFile) {
-	k := inodeKey(dev, ino)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[size]
-	switch {
-	case !ok:
-		if len(c.m) < sizeCacheMax {
-			c.m[size] = &sizeEntry{key: k, first: first}
-		}
-		return false, nil
-	case e.shared:
-		return true, nil
-	case e.key != k:
-		late := e.first
-		e.shared, e.first = true, nil
-		return true, late
-	}
-	return false, nil
-}
-
-// mayShare reports whether a file of this size and inode may be read: its
-// size is shared already, or another inode showed it first.
-func (c *sizeCache) mayShare(size int64, dev, ino uint64) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	e, ok := c.m[size]
-	return ok && (e.shared || e.key != inodeKey(dev, ino))
-}
-
-// linkCache remembers what the walk read of inodes with several links, so
-// the other links of one inode are not read again. An inode is forgotten
-// once as many of its links as it has were seen (links elsewhere on its
-// file system, outside the roots, keep it until the bound).
-type linkCache struct {
-	mu sync.Mutex
-	m  map[[2]uint64]linkHash
-}
-
-type linkHash struct {
-	size, mtimeNS int64
-	h             *store.FileHash
-	left          uint64 // links not seen yet
-}
-
-const linkCacheMax = 64 << 10
-
-func (c *linkCache) get(f *store.FileStat) *store.FileHash {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	k := [2]uint64{f.Dev, f.Ino}
-	l, ok := c.m[k]
-	if !ok || l.size != f.Size || l.mtimeNS != f.MtimeNS {
-		return nil
-	}
-	if l.left <= 1 {
-		delete(c.m, k)
-	} else {
-		l.left--
-		c.m[k] = l
-	}
-	return l.h
-}
-
-func (c *linkCache) put(f *store.FileStat, h *store.FileHash) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.m == nil {
-		c.m = map[[2]uint64]linkHash{}
-	}
-	if len(c.m) < linkCacheMax && f.Nlink > 1 {
-		c.m[[2]uint64{f.Dev, f.Ino}] = linkHash{size: f.Size, mtimeNS: f.MtimeNS, h: h, left: f.Nlink - 1}
-	}
-}
-
 // walkBufs holds the walkers' read buffers: a walker reads small files
 // whole and the two ends of large ones, never more than SmallFile bytes.
 var walkBufs = sync.Pool{New: func() any { b := make([]byte, SmallFile); return &b }}
@@ -170,13 +50,10 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 	// First every size is noted, in inode order: that decides what is
 	// read. Then the reads, a window of read-ahead before them.
 	var reads []walkRead
+	dir := &folderRef{path: n.abs}
 	for k, i := range order {
 		f := &res.files[i]
-		var first *pendingFile
-		if needs[i] && f.Size > 0 {
-			first = &pendingFile{dir: n.abs, f: *f}
-		}
-		shared, late := w.sizes.note(f.Size, f.Dev, f.Ino, first)
+		shared, late := w.sizes.note(f, dir, needs[i] && f.Size > 0)
 		if late != nil {
 			reads = append(reads, walkRead{k: k, i: -1, late: late})
 		}
