@@ -131,10 +131,21 @@ func (tx *Tx) EndBulkLoad() error {
 			HAVING min(s.ino) <> max(s.ino)
 			    OR count(*) > 1 AND (SELECT min(d.dev) <> max(d.dev) FROM files d WHERE d.size = s.size)`},
 		// OR IGNORE (no statement journal, see HashBatch): a constant
-		// value breaks no CHECK.
+		// value breaks no CHECK. In ranges of rowids (?2, ?3]: in one
+		// statement SQLite's memory grew by 7.6 MB over 1M rows.
 		{"settle unique sizes", `UPDATE OR IGNORE files SET hash_status = 'unique'
-			WHERE hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`},
-		{"forget settled sizes", `DELETE FROM dirty_sizes WHERE size NOT IN (SELECT size FROM temp.bulk_shared)`},
+			WHERE rowid > ?2 AND rowid <= ?3
+			  AND hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`},
+		// Kept through a temp table and put back after a whole-table
+		// DELETE: a DELETE of the unique sizes row by row took 0.7 s and
+		// 23 MB of SQLite's memory for 1M sizes.
+		{"forget settled sizes", `CREATE TEMP TABLE IF NOT EXISTS bulk_dirty (size INTEGER PRIMARY KEY, epoch INTEGER NOT NULL);
+			DELETE FROM temp.bulk_dirty;
+			INSERT INTO temp.bulk_dirty (size, epoch)
+			SELECT d.size, d.epoch FROM temp.bulk_shared s JOIN dirty_sizes d ON d.size = s.size;
+			DELETE FROM dirty_sizes;
+			INSERT INTO dirty_sizes (size, epoch) SELECT size, epoch FROM temp.bulk_dirty;
+			DELETE FROM temp.bulk_dirty`},
 		{"", "files_content"},
 		// Contents of two or more live files come off files_content in
 		// its order, without a sort or a row read; only their rows are
@@ -169,6 +180,12 @@ func (tx *Tx) EndBulkLoad() error {
 			}
 			continue
 		}
+		if strings.Contains(s.q, "?3") {
+			if err := tx.execRanges(s.op, s.q, seq); err != nil {
+				return err
+			}
+			continue
+		}
 		args := []any{}
 		if strings.Contains(s.q, "?1") {
 			args = append(args, seq)
@@ -178,6 +195,25 @@ func (tx *Tx) EndBulkLoad() error {
 		}
 	}
 	tx.added = nil
+	return nil
+}
+
+// bulkRange is how many rowids of files one statement of a bulk load's
+// end covers.
+var bulkRange int64 = 1 << 16 // a variable for tests
+
+// execRanges runs q, a statement over files, once for each range of
+// rowids (?2, ?3], with ?1 the change sequence.
+func (tx *Tx) execRanges(op, q string, seq int64) error {
+	var last int64
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT coalesce(max(rowid), 0) FROM files").Scan(&last); err != nil {
+		return classify(op, err)
+	}
+	for lo := int64(0); lo < last; lo += bulkRange {
+		if _, err := tx.exec(op, q, seq, lo, lo+bulkRange); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
 )
 
@@ -188,9 +189,13 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 
 // A bulk load settles as unique the pending files whose size no other
 // inode shares, and only those: hard links of one inode share nothing,
-// the same inode number on two devices is two inodes.
+// the same inode number on two devices is two inodes. It settles them a
+// range of rows at a time (three here), and forgets their sizes: the
+// hash job plans the shared ones only.
 func TestBulkLoadSettlesUniqueSizesByInode(t *testing.T) {
 	ctx := context.Background()
+	defer func(r int64) { bulkRange = r }(bulkRange)
+	bulkRange = 3
 	db, r := bulkIndex(t)
 	pending := func(name string, size int64, dev, ino uint64) FileStat {
 		return FileStat{Name: name, Size: size, Dev: dev, Ino: ino, Nlink: 1}
@@ -200,13 +205,15 @@ func TestBulkLoadSettlesUniqueSizesByInode(t *testing.T) {
 		pending("link-a", 20, 1, 2), pending("link-b", 20, 1, 2),
 		pending("two-a", 30, 1, 3), pending("two-b", 30, 1, 4),
 		pending("dev-a", 40, 1, 5), pending("dev-b", 40, 2, 5),
-		pending("links-and-dev-a", 50, 1, 6), pending("links-and-dev-b", 50, 1, 6), pending("links-and-dev-c", 50, 3, 6))
+		pending("links-and-dev-a", 50, 1, 6), pending("links-and-dev-b", 50, 1, 6), pending("links-and-dev-c", 50, 3, 6),
+		pending("u1", 61, 1, 11), pending("u2", 62, 1, 12), pending("u3", 63, 1, 13), pending("u4", 64, 1, 14))
 	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoad() }); err != nil {
 		t.Fatal(err)
 	}
 	want := map[string]string{"alone": HashUnique, "link-a": HashUnique, "link-b": HashUnique,
 		"two-a": HashPending, "two-b": HashPending, "dev-a": HashPending, "dev-b": HashPending,
-		"links-and-dev-a": HashPending, "links-and-dev-b": HashPending, "links-and-dev-c": HashPending}
+		"links-and-dev-a": HashPending, "links-and-dev-b": HashPending, "links-and-dev-c": HashPending,
+		"u1": HashUnique, "u2": HashUnique, "u3": HashUnique, "u4": HashUnique}
 	for name, st := range want {
 		var got string
 		if err := db.r.QueryRow("SELECT hash_status FROM files WHERE folder_id = ? AND name = ?", folder, name).Scan(&got); err != nil {
@@ -215,5 +222,19 @@ func TestBulkLoadSettlesUniqueSizesByInode(t *testing.T) {
 		if got != st {
 			t.Errorf("%s: %s, want %s", name, got, st)
 		}
+	}
+	rows, err := db.r.Query("SELECT size FROM dirty_sizes ORDER BY size")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rows.Close()
+	var sizes []int64
+	for rows.Next() {
+		var s int64
+		rows.Scan(&s)
+		sizes = append(sizes, s)
+	}
+	if !slices.Equal(sizes, []int64{30, 40, 50}) {
+		t.Errorf("sizes left to plan: %v, want the shared ones (30, 40, 50)", sizes)
 	}
 }
