@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -379,4 +380,32 @@ func TestFolderSignatureSeesEveryChange(t *testing.T) {
 	os.Chtimes(filepath.Join(e.dir, "keep/b"), time.Now().Add(time.Hour), time.Now().Add(time.Hour))
 	e.run()
 	e.wantGroups([]string{"gone/c", "keep/b", "other/d"})
+}
+
+// A rescan finds the same changes whether it read the root's folder rows
+// in one query first or reads them folder by folder (a root of more
+// folders than preloadFolders).
+func TestRescanWithAndWithoutPreloadedFolders(t *testing.T) {
+	for _, preload := range []int64{preloadFolders, 0} {
+		t.Run(fmt.Sprintf("preload %d", preload), func(t *testing.T) {
+			defer func(p int64) { preloadFolders = p }(preloadFolders)
+			preloadFolders = preload
+			e := newEnv(t)
+			tree(t, e.dir, map[string]string{"a/x": "same", "a/b/y": "same", "c/d/z": "same", "c/e": "other"})
+			e.addRoot(store.RootSpec{})
+			e.run()
+			e.wantGroups([]string{"a/b/y", "a/x", "c/d/z"})
+			e.log.reset()
+			e.run()
+			if l := e.log.lines(); len(l) != 0 {
+				t.Fatalf("a rescan of an unchanged tree read %v", l)
+			}
+			if err := os.RemoveAll(filepath.Join(e.dir, "c/d")); err != nil {
+				t.Fatal(err)
+			}
+			tree(t, e.dir, map[string]string{"f/g/w": "same", "a/b/h/v": "other"})
+			e.run()
+			e.wantGroups([]string{"a/b/y", "a/x", "f/g/w"}, []string{"a/b/h/v", "c/e"})
+		})
+	}
 }
