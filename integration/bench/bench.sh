@@ -15,7 +15,8 @@
 #                       a fifth copies, EDITS same-size edits that differ
 #                       only in the middle (EDITS=200); about 9 GB
 #   SCALE=1000000       also index a tree of SCALE small files and a tenth of
-#                       it, to show the peak memory of dupefs index is flat
+#                       it, to show the peak memory of dupefs index is flat;
+#                       and SCALE sparse files of distinct sizes and a tenth
 #   MOUNT_GROUPS=100000 groups (of 3 copies) in the index the mount bench
 #                       walks (bench-mount.sh)
 #   THUMB_PHOTOS=300    12-megapixel photos the thumbnail bench makes
@@ -209,13 +210,27 @@ bench() {
 	esac
 }
 
-# scale: peak RSS of dupefs index at N/10 and N files.
+# sizes N: the tree of N sparse files of distinct sizes, made once and kept.
+sizes() {
+	local dir=$WORK/sizes-$1
+	if [ ! -f "$dir.done" ]; then
+		rm -rf "$dir"
+		echo "generating $dir ($1 files of distinct sizes)..." >&2
+		"$TOOL" mksizes -dir "$dir" -files "$1"
+		touch "$dir.done"
+	fi
+	echo "$dir"
+}
+
+# scale: peak RSS of dupefs index at N/10 and N files, on the generated tree
+# (a few thousand sizes) and on files whose sizes are all different (what
+# the index keeps per size).
 scale() {
-	local n=$1 small big
-	small=$(tree "scale-$((n / 10))" $((n / 10)) 512)
-	big=$(tree "scale-$n" "$n" 512)
+	local n=$1 t b trees=()
+	trees+=("$(tree "scale-$((n / 10))" $((n / 10)) 512)" "$(tree "scale-$n" "$n" 512)")
+	trees+=("$(sizes $((n / 10)))" "$(sizes "$n")")
 	rm -f "$WORK"/t.*
-	for t in "$small" "$big"; do
+	for t in "${trees[@]}"; do
 		rm -f "$WORK"/bench.db*
 		timed "scale-$(basename "$t")" "$BIN" --db "$WORK/bench.db" index "$t"
 		timed "scale-$(basename "$t")-again" "$BIN" --db "$WORK/bench.db" index "$t"
@@ -226,15 +241,16 @@ scale() {
 		echo
 		echo "| tree | first index s | peak RSS MB | re-index s | peak RSS MB |"
 		echo "|---|---|---|---|---|"
-		for t in "$small" "$big"; do
-			local b=scale-$(basename "$t")
+		for t in "${trees[@]}"; do
+			b=scale-$(basename "$t")
 			printf '| %s | %s | %.1f | %s | %.1f |\n' "$(basename "$t")" "$(col 1 "$WORK/t.$b")" \
 				"$(awk -v k="$(col 2 "$WORK/t.$b")" 'BEGIN{print k/1024}')" "$(col 1 "$WORK/t.$b-again")" \
 				"$(awk -v k="$(col 2 "$WORK/t.$b-again")" 'BEGIN{print k/1024}')"
 		done
 	} | tee -a "$RESULTS"
-	target "first index peak RSS at $n files / at $((n / 10))" \
-		"$(awk -v a="$(col 2 "$WORK/t.scale-$(basename "$big")")" -v b="$(col 2 "$WORK/t.scale-$(basename "$small")")" 'BEGIN{printf "%.2f", a/b}')" 1.0
+	peaks() { awk -v a="$(col 2 "$WORK/t.scale-$1")" -v b="$(col 2 "$WORK/t.scale-$2")" 'BEGIN{printf "%.2f", a/b}'; }
+	target "first index peak RSS at $n files / at $((n / 10))" "$(peaks "tree-scale-$n" "tree-scale-$((n / 10))")" 1.0
+	target "the same, files of distinct sizes" "$(peaks "sizes-$n" "sizes-$((n / 10))")" 1.0
 }
 
 {

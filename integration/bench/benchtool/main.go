@@ -3,6 +3,7 @@
 //
 //	benchtool mktree -dir D -files N [-seed S] [-avg BYTES]
 //	benchtool mkgroups -dir D -groups N [-copies C]
+//	benchtool mksizes -dir D -files N  (sparse files of distinct sizes)
 //	benchtool mkfolders -dir D -folders N
 //	benchtool latency -mnt M -tree T -seed F -group by-hash/KEY [-n N]
 //	benchtool compare A B      (two reports in the fdupes blank-line format)
@@ -35,6 +36,8 @@ func main() {
 		err = mkphotos(os.Args[2:])
 	case "mkgroups":
 		err = mkgroups(os.Args[2:])
+	case "mksizes":
+		err = mksizes(os.Args[2:])
 	case "mkfolders":
 		err = mkfolders(os.Args[2:])
 	case "latency":
@@ -56,7 +59,7 @@ func main() {
 
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: benchtool mktree -dir D -files N [-seed S] [-avg BYTES] | mkphotos -dir D [-files N] [-edits N] |\n"+
-		"       mkgroups -dir D [-groups N] [-copies N] | mkfolders -dir D [-folders N] | compare A B | median V... |\n"+
+		"       mkgroups -dir D [-groups N] [-copies N] | mksizes -dir D [-files N] | mkfolders -dir D [-folders N] | compare A B | median V... |\n"+
 		"       statwalk -dir D [-workers N]")
 	os.Exit(2)
 }

@@ -24,3 +24,37 @@ func TestMkgroupsSmall(t *testing.T) {
 		t.Fatalf("%d files (%v), want 900", n, err)
 	}
 }
+
+// TestMksizes makes files of as many sizes as files but for every
+// hundredth, which takes one of ten small sizes.
+func TestMksizes(t *testing.T) {
+	dir := t.TempDir()
+	if err := mksizes([]string{"-dir", dir, "-files", "2000"}); err != nil {
+		t.Fatal(err)
+	}
+	sizes := map[int64]int{}
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.Type().IsRegular() {
+			info, ierr := d.Info()
+			if ierr != nil {
+				return ierr
+			}
+			sizes[info.Size()]++
+			n++
+		}
+		return err
+	})
+	if err != nil || n != 2000 {
+		t.Fatalf("%d files (%v), want 2000", n, err)
+	}
+	shared := 0
+	for _, c := range sizes {
+		if c > 1 {
+			shared++
+		}
+	}
+	if len(sizes) != 1990 || shared != 10 {
+		t.Fatalf("%d sizes, %d shared, want 1990 and the ten small ones", len(sizes), shared)
+	}
+}

@@ -1,0 +1,50 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// mksizes writes files whose sizes are all different, as in a folder of
+// photos or videos, in folders of 100: sparse files (a size and no
+// blocks), so a million of them fit anywhere. Every hundredth file takes
+// instead one of ten sizes of 4 KiB or so, so some sizes are shared (their
+// files read the same: all zeros). It measures the memory of what
+// an index keeps per size, which the generated tree (a few thousand
+// sizes) does not.
+func mksizes(args []string) error {
+	fs := flag.NewFlagSet("mksizes", flag.ExitOnError)
+	dir := fs.String("dir", "", "where to write the tree")
+	files := fs.Int("files", 100000, "how many files")
+	fs.Parse(args)
+	if *dir == "" {
+		return fmt.Errorf("mksizes: -dir is required")
+	}
+	cur := ""
+	for i := 1; i <= *files; i++ {
+		if (i-1)%100 == 0 {
+			cur = filepath.Join(*dir, fmt.Sprintf("d%06d", (i-1)/100))
+			if err := os.MkdirAll(cur, 0o755); err != nil {
+				return err
+			}
+		}
+		size := int64(8192 + i)
+		if i%100 == 0 {
+			size = int64(4096 + (i/100)%10)
+		}
+		f, err := os.Create(filepath.Join(cur, fmt.Sprintf("f%03d", (i-1)%100)))
+		if err != nil {
+			return err
+		}
+		err = f.Truncate(size)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
