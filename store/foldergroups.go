@@ -91,7 +91,7 @@ func (db *DB) splitByLayout(ctx context.Context, classes []FolderGroup) ([]Folde
 			if !known {
 				continue
 			}
-			k := string(contentKey(files, true))
+			k := string(layoutKey(files))
 			i, ok := byKey[k]
 			if !ok {
 				i = len(parts)
@@ -176,14 +176,23 @@ type SubtreeFile struct {
 	Hash bool   // Sum is set
 }
 
+// subtreeFilesSQL is the live non-empty files of a folder's subtree (d its
+// folders, f their files), with subtreeArgs.
+const subtreeFilesSQL = `folders d JOIN files f ON f.folder_id = d.id
+	WHERE (d.path = ?1 OR (d.path > ?2 AND d.path < ?3)) AND f.missing = 0 AND f.size > 0`
+
+// subtreeArgs are the arguments of subtreeFilesSQL for the folder dir: its
+// path, and the bounds of the paths below it ('0' follows '/').
+func subtreeArgs(dir string) []any {
+	return []any{dir, strings.TrimSuffix(dir, "/") + "/", strings.TrimSuffix(dir, "/") + "0"}
+}
+
 // SubtreeContents lists the live non-empty files of a folder's subtree,
 // with their content terms, by relative path; known is false when some
 // content is not settled yet.
 func (db *DB) SubtreeContents(ctx context.Context, dir string) (files []SubtreeFile, known bool, err error) {
 	rows, err := db.query(ctx, `SELECT d.path, f.name, f.size, f.hash_status, coalesce(f.hash_algo, ''), f.content_hash,
-		f.dev, f.ino, f.id, f.root_id, f.nlink, f.mtime_ns FROM folders d JOIN files f ON f.folder_id = d.id
-		WHERE (d.path = ?1 OR (d.path > ?2 AND d.path < ?3)) AND f.missing = 0 AND f.size > 0`,
-		dir, strings.TrimSuffix(dir, "/")+"/", strings.TrimSuffix(dir, "/")+"0")
+		f.dev, f.ino, f.id, f.root_id, f.nlink, f.mtime_ns FROM `+subtreeFilesSQL, subtreeArgs(dir)...)
 	if err != nil {
 		return nil, false, classify("read a folder's files", err)
 	}

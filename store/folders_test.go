@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"math/rand"
 	"path"
+	"slices"
 	"sort"
+	"strings"
 	"testing"
 )
 
@@ -183,3 +185,53 @@ func TestFolderChangeUnhidesSubfolderGroups(t *testing.T) {
 var lastIno uint64
 
 func nextIno() uint64 { lastIno++; return lastIno }
+
+// ConfirmFolders splits a group whose folders do not hold the same files,
+// whatever signature they were given (here one made up, as a collision
+// would): by content alone, then by content and relative paths.
+func TestConfirmFoldersSplitsByWhatFoldersHold(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addFakeFiles(t, db, r.ID, []fakeFile{
+		{"/r/a", "x", 1}, {"/r/a/sub", "y", 2}, // 1 and 2, one of them below
+		{"/r/b", "x", 1}, {"/r/b", "y", 2}, // the same, side by side
+		{"/r/c", "x", 1}, {"/r/c/sub", "z", 2}, // a's layout, another name
+		{"/r/d", "x", 1}, {"/r/d/sub", "y", 3}, // another content
+		{"/r/e", "x", 1}, {"/r/e/sub", "y", 2}, // a's twin
+	})
+	g := FolderGroup{Sig: []byte("forged")}
+	for _, p := range []string{"/r/a", "/r/b", "/r/c", "/r/d", "/r/e"} {
+		f, err := db.FolderByPath(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Folders = append(g.Folders, FolderRef{ID: f.ID, Parent: f.ParentID, Path: p})
+	}
+	paths := func(classes [][]FolderRef) []string {
+		var out []string
+		for _, c := range classes {
+			var ps []string
+			for _, f := range c {
+				ps = append(ps, f.Path[len("/r/"):])
+			}
+			out = append(out, strings.Join(ps, ""))
+		}
+		return out
+	}
+	for _, tc := range []struct {
+		layout bool
+		want   []string
+	}{{false, []string{"abce", "d"}}, {true, []string{"ae", "b", "c", "d"}}} {
+		classes, err := db.ConfirmFolders(ctx, g, tc.layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := paths(classes); !slices.Equal(got, tc.want) {
+			t.Errorf("layout %v: classes %q, want %q", tc.layout, got, tc.want)
+		}
+	}
+}
