@@ -1,9 +1,12 @@
 package indexer
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"math/rand"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -139,12 +142,12 @@ func TestSizeCacheBound(t *testing.T) {
 // the inode once all its links were seen.
 func TestLinkCacheForgetsAnInodeAllOfWhoseLinksWereSeen(t *testing.T) {
 	var c linkCache
-	h := &store.FileHash{Status: store.HashDone}
+	h := &store.FileHash{Status: store.HashDone, Prefix: sql.NullInt64{Int64: 42, Valid: true}, Content: bytes.Repeat([]byte{7}, 32)}
 	f := store.FileStat{Name: "a", Size: 10, MtimeNS: 5, Dev: 1, Ino: 7, Nlink: 3}
 	c.put(&f, h)
 	for i := range 2 {
-		if got := c.get(&f); got != h {
-			t.Fatalf("link %d: hash %v, want the first link's", i+2, got)
+		if got := c.get(&f); got == nil || !reflect.DeepEqual(*got, *h) {
+			t.Fatalf("link %d: hash %+v, want the first link's %+v", i+2, got, h)
 		}
 	}
 	if len(c.m) != 0 {
@@ -158,6 +161,17 @@ func TestLinkCacheForgetsAnInodeAllOfWhoseLinksWereSeen(t *testing.T) {
 	c.put(&f, h)
 	if c.get(&changed) != nil {
 		t.Fatal("a link with another mtime got the hash")
+	}
+	// A prefix hash is handed on as one; what the walk never makes is not held.
+	p := &store.FileHash{Status: store.HashPartial, Prefix: sql.NullInt64{Int64: -3, Valid: true}}
+	g := store.FileStat{Name: "b", Size: 9000, MtimeNS: 5, Dev: 1, Ino: 8, Nlink: 2}
+	c.put(&g, p)
+	if got := c.get(&g); got == nil || !reflect.DeepEqual(*got, *p) {
+		t.Fatalf("prefix: %+v, want %+v", got, p)
+	}
+	c.put(&g, &store.FileHash{Status: store.HashDone, Content: []byte{1, 2, 3}})
+	if got := c.get(&g); got != nil {
+		t.Fatalf("a hash of 3 bytes was held: %+v", got)
 	}
 }
 
