@@ -16,7 +16,8 @@
 #                       only in the middle (EDITS=200); about 9 GB
 #   SCALE=1000000       also index a tree of SCALE small files and a tenth of
 #                       it, to show the peak memory of dupefs index is flat;
-#                       and SCALE sparse files of distinct sizes and a tenth
+#                       and SCALE sparse files of distinct sizes and a tenth,
+#                       and four hard-linked snapshots of a tenth
 #   MOUNT_GROUPS=100000 groups (of 3 copies) in the index the mount bench
 #                       walks (bench-mount.sh)
 #   THUMB_PHOTOS=300    12-megapixel photos the thumbnail bench makes
@@ -222,13 +223,28 @@ sizes() {
 	echo "$dir"
 }
 
+# snapshots N: four hard-linked copies (cp -al) of the generated tree of N
+# files, as a backup tool makes them, made once and kept.
+snapshots() {
+	local src dir=$WORK/snapshots-4x$1
+	src=$(tree "gen-$1" "$1" 8192)
+	if [ ! -f "$dir.done" ]; then
+		rm -rf "$dir"
+		mkdir -p "$dir"
+		for i in 1 2 3 4; do cp -al "$src" "$dir/s$i"; done
+		touch "$dir.done"
+	fi
+	echo "$dir"
+}
+
 # scale: peak RSS of dupefs index at N/10 and N files, on the generated tree
 # (a few thousand sizes) and on files whose sizes are all different (what
-# the index keeps per size).
+# the index keeps per size); and on four hard-linked snapshots of N/10
+# files (what it keeps per inode, and folder groups down to the leaves).
 scale() {
 	local n=$1 t b trees=()
 	trees+=("$(tree "scale-$((n / 10))" $((n / 10)) 512)" "$(tree "scale-$n" "$n" 512)")
-	trees+=("$(sizes $((n / 10)))" "$(sizes "$n")")
+	trees+=("$(sizes $((n / 10)))" "$(sizes "$n")" "$(snapshots $((n / 10)))")
 	rm -f "$WORK"/t.*
 	for t in "${trees[@]}"; do
 		rm -f "$WORK"/bench.db*
