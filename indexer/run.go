@@ -165,7 +165,6 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 	}
 }
 
-// scanning reports whether a scan job is among the active ones.
 // forgetSizes drops what the walks learnt of sizes when a walk is done and
 // no other scan waits to use it, before the scan's last writes rather than
 // after them: a first index of a tree whose files all have sizes of their
@@ -184,6 +183,7 @@ func (ix *Indexer) forgetSizes(ctx context.Context, done int64) {
 	ix.sizes = newSizeCache()
 }
 
+// scanning reports whether a scan job is among the active ones.
 func scanning(active []store.Job) bool {
 	for _, j := range active {
 		if j.Kind == store.KindScan {
