@@ -54,32 +54,33 @@ func isAncestorOrSelf(a, b string) bool {
 	return len(b) > len(a) && b[:len(a)] == a && b[len(a)] == '/'
 }
 
-type nodeMode int
+type nodeMode uint8
 
 const (
 	modeFull nodeMode = iota // read, stat and diff against the index
 	modePass                 // committed by an earlier attempt: only descend
 )
 
-// node is one folder of the walk.
+// node is one folder of the walk. A folder's subfolders are all nodes
+// from the time it is read until the committer passes them, so a node is
+// kept small: 64 bytes, and rel shares abs's bytes (a root of 10k folders
+// held 2.5 MB of nodes with a channel and a path each).
 type node struct {
-	rel        string // relative to the root, "" for the root
-	abs        string
-	dbRow      *store.FolderRow // from the parent's listing; nil if not known
+	rel    string    // relative to the root, "" for the root; a suffix of abs when it can be
+	abs    string
+	dbRow  *store.FolderRow // from the parent's listing; nil if not known
+	parent *ancestry        // (dev, ino) of the folders above, for loop checks
+	res    *dirResult
+
+	state      atomic.Int32 // 0 queued, 1 taken, 2 done
 	mode       nodeMode
 	shallow    bool // a targeted scan's folder: known subfolders are not walked
 	viaSymlink bool
-	parentNew  bool      // the parent has no row in the index
-	parent     *ancestry // (dev, ino) of the folders above, for loop checks
-
-	state atomic.Int32 // 0 queued, 1 taken, 2 done
-	done  chan struct{}
-	res   *dirResult
+	parentNew  bool // the parent has no row in the index
 }
 
 func newNode(rel, abs string, mode nodeMode, via bool, parent *ancestry) *node {
-	return &node{rel: rel, abs: abs, mode: mode, viaSymlink: via, parent: parent,
-		done: make(chan struct{})}
+	return &node{rel: rel, abs: abs, mode: mode, viaSymlink: via, parent: parent}
 }
 
 // ancestry is a linked list of the folders above a node.
@@ -131,6 +132,9 @@ type prefetcher struct {
 	read  func(*node) *dirResult
 	limit int // entries held in read but unconsumed results
 	cpu   chan struct{}
+	// done wakes the committer, the one caller of wait, when a folder's
+	// result is published (a token may be stale: wait checks the state).
+	done chan struct{}
 
 	mu       sync.Mutex
 	cond     *sync.Cond
@@ -142,7 +146,7 @@ type prefetcher struct {
 }
 
 func newPrefetcher(workers, limit int, read func(*node) *dirResult) *prefetcher {
-	p := &prefetcher{read: read, limit: limit, cpu: make(chan struct{}, workers)}
+	p := &prefetcher{read: read, limit: limit, cpu: make(chan struct{}, workers), done: make(chan struct{}, 1)}
 	p.cond = sync.NewCond(&p.mu)
 	p.wg.Add(workers)
 	for i := 0; i < workers; i++ {
@@ -193,20 +197,26 @@ func (p *prefetcher) run(n *node) {
 	}
 	p.mu.Unlock()
 	n.state.Store(2)
-	close(n.done)
+	select {
+	case p.done <- struct{}{}:
+	default: // a token is there already
+	}
 }
 
-// wait returns n's result, reading it here if no worker took it yet.
+// wait returns n's result, reading it here if no worker took it yet. Only
+// the committer calls it.
 func (p *prefetcher) wait(ctx context.Context, n *node) (*dirResult, error) {
 	if n.state.CompareAndSwap(0, 1) {
 		p.run(n)
 	}
-	select {
-	case <-n.done:
-		return n.res, nil
-	case <-ctx.Done():
-		return nil, ctx.Err()
+	for n.state.Load() != 2 {
+		select {
+		case <-p.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
 	}
+	return n.res, nil
 }
 
 // hold takes a cpu token for the committer; release gives it back.

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"unsafe"
 
 	"github.com/dupefs/dupefs/store"
 )
@@ -55,6 +56,31 @@ func TestIsAncestorOrSelf(t *testing.T) {
 	for _, c := range no {
 		if isAncestorOrSelf(c[0], c[1]) {
 			t.Errorf("%q is not an ancestor of %q", c[0], c[1])
+		}
+	}
+}
+
+func TestSubRelIsTheTailOfAbs(t *testing.T) {
+	cases := []struct {
+		parentRel, parentAbs, name, want string
+		shared                           bool
+	}{
+		{"", "/", "usr", "usr", true},
+		{"", "/data", "a", "a", true},
+		{"a", "/data/a", "b", "a/b", true},
+		{"a/b", "/data/a/b", "c\nd", "a/b/c\nd", true},
+		{"x", "/elsewhere/y", "b", "x/b", false}, // rel is not abs's tail: joined
+	}
+	for _, c := range cases {
+		n := &node{rel: c.parentRel, abs: c.parentAbs}
+		abs := store.JoinPath(c.parentAbs, c.name)
+		got := subRel(abs, n, c.name)
+		if got != c.want {
+			t.Errorf("subRel(%q, {%q, %q}, %q) = %q, want %q", abs, c.parentRel, c.parentAbs, c.name, got, c.want)
+		}
+		// Sharing: the result's bytes are abs's own.
+		if shared := len(got) > 0 && unsafe.StringData(got) == unsafe.StringData(abs[len(abs)-len(got):]); shared != c.shared {
+			t.Errorf("subRel(%q, %q): shares abs's bytes %v, want %v", abs, c.name, shared, c.shared)
 		}
 	}
 }

@@ -88,6 +88,20 @@ func joinRel(rel, name string) string {
 	return rel + "/" + name
 }
 
+// subRel is the path relative to the root of n's subfolder name, whose
+// absolute path is abs: the tail of abs, sharing its bytes, when n's rel
+// is the tail of n's abs (as the walk builds them).
+func subRel(abs string, n *node, name string) string {
+	k := len(name)
+	if n.rel != "" {
+		k += len(n.rel) + 1
+	}
+	if !strings.HasSuffix(n.abs, n.rel) || k > len(abs) {
+		return joinRel(n.rel, name)
+	}
+	return abs[len(abs)-k:]
+}
+
 // excluded reports whether an entry matches an exclude pattern: a pattern
 // without '/' is matched against the name, one with '/' against the path
 // relative to the root (a leading '/' anchors it there).
@@ -308,7 +322,7 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ u
 			res.skipped++
 			return
 		}
-		rel := joinRel(n.rel, name)
+		rel := subRel(abs, n, name)
 		mode, ok := w.childMode(rel)
 		if !ok {
 			return
