@@ -66,7 +66,7 @@ const (
 // kept small: 64 bytes, and rel shares abs's bytes (a root of 10k folders
 // held 2.5 MB of nodes with a channel and a path each).
 type node struct {
-	rel    string    // relative to the root, "" for the root; a suffix of abs when it can be
+	rel    string // relative to the root, "" for the root; a suffix of abs when it can be
 	abs    string
 	dbRow  *store.FolderRow // from the parent's listing; nil if not known
 	parent *ancestry        // (dev, ino) of the folders above, for loop checks
