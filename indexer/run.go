@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime/debug"
+	"runtime/metrics"
 	"sync"
 	"time"
 
@@ -181,6 +183,34 @@ func (ix *Indexer) forgetSizes(ctx context.Context, done int64) {
 		}
 	}
 	ix.sizes = newSizeCache()
+}
+
+// freeHeapWorthReturning is how much free heap a finished walk must leave
+// for returnWalkHeap to give it back at once.
+const freeHeapWorthReturning = 8 << 20
+
+// returnWalkHeap gives the heap a walk used and no longer needs back to
+// the system when there is much of it, and reports whether it did. The
+// walk's garbage grows the heap to three times what it holds (GOGC 200),
+// and the runtime returns free pages only gradually: after the walk of 1M
+// files of distinct sizes it still held 26 MB of free heap while SQLite
+// built the indexes (and a mount or --watch keeps running after).
+func returnWalkHeap() bool {
+	if freeHeap() < freeHeapWorthReturning {
+		return false
+	}
+	debug.FreeOSMemory()
+	return true
+}
+
+// freeHeap is the heap the runtime holds free and has not returned.
+func freeHeap() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		return 0
+	}
+	return s[0].Value.Uint64()
 }
 
 // scanning reports whether a scan job is among the active ones.

@@ -150,6 +150,7 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	}
 	ix.forgetSizes(ctx, job.ID)
 	s.w.sizes, s.w.links = nil, linkCache{}
+	returnWalkHeap()
 	if targeted {
 		return s.completeTargets(ctx)
 	}

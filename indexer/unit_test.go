@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -82,6 +83,32 @@ func TestSubRelIsTheTailOfAbs(t *testing.T) {
 		if shared := len(got) > 0 && unsafe.StringData(got) == unsafe.StringData(abs[len(abs)-len(got):]); shared != c.shared {
 			t.Errorf("subRel(%q, %q): shares abs's bytes %v, want %v", abs, c.name, shared, c.shared)
 		}
+	}
+}
+
+var heapSink []byte
+
+func TestReturnWalkHeap(t *testing.T) {
+	// Leave much free heap behind, as a walk does.
+	for i := 0; i < 10 && freeHeap() < freeHeapWorthReturning; i++ {
+		heapSink = make([]byte, 4*freeHeapWorthReturning)
+		for j := range heapSink {
+			heapSink[j] = 1
+		}
+		heapSink = nil
+		runtime.GC()
+	}
+	if before := freeHeap(); before < freeHeapWorthReturning {
+		t.Fatalf("could not leave free heap behind: %d bytes free", before)
+	}
+	if !returnWalkHeap() {
+		t.Fatal("returnWalkHeap kept the free heap")
+	}
+	if after := freeHeap(); after >= freeHeapWorthReturning {
+		t.Errorf("after returnWalkHeap, %d bytes of heap are still free", after)
+	}
+	if returnWalkHeap() {
+		t.Error("returnWalkHeap ran again with little free heap")
 	}
 }
 
