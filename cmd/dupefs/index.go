@@ -7,7 +7,6 @@ import (
 	"io"
 	"io/fs"
 	"os"
-	"runtime/debug"
 	"strings"
 	"time"
 
@@ -266,20 +265,6 @@ func indexSampler(p *indexer.Progress) func() sample {
 			return sample{phase: phaseWait, label: "waiting for " + detail}
 		}
 		return sample{} // not started
-	}
-}
-
-// tuneGC lets the heap of an index run grow to three times what is live
-// before a collection, not twice (GOGC 100): a walk allocates a little per
-// entry, and a re-index of /usr collected 41 times, a fifth of its CPU
-// time. A soft limit of 192 MiB keeps the peak bounded on large trees. The
-// GOGC and GOMEMLIMIT environment variables, when set, win.
-func tuneGC() {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(200)
-	}
-	if os.Getenv("GOMEMLIMIT") == "" {
-		debug.SetMemoryLimit(192 << 20)
 	}
 }
 
