@@ -17,7 +17,8 @@
 #   SCALE=1000000       also index a tree of SCALE small files and a tenth of
 #                       it, to show the peak memory of dupefs index is flat;
 #                       and SCALE sparse files of distinct sizes and a tenth,
-#                       and four hard-linked snapshots of a tenth
+#                       four hard-linked snapshots of a tenth, and a tenth
+#                       in one folder (with jdupes' peak beside it)
 #   MOUNT_GROUPS=100000 groups (of 3 copies) in the index the mount bench
 #                       walks (bench-mount.sh)
 #   THUMB_PHOTOS=300    12-megapixel photos the thumbnail bench makes
@@ -211,13 +212,15 @@ bench() {
 	esac
 }
 
-# sizes N: the tree of N sparse files of distinct sizes, made once and kept.
+# sizes N [flat]: the tree of N sparse files of distinct sizes, in folders
+# of 100 or (flat) all in one, made once and kept.
 sizes() {
-	local dir=$WORK/sizes-$1
+	local dir=$WORK/sizes-$1 per=100
+	if [ -n "${2:-}" ]; then dir=$WORK/flat-$1 per=0; fi
 	if [ ! -f "$dir.done" ]; then
 		rm -rf "$dir"
 		echo "generating $dir ($1 files of distinct sizes)..." >&2
-		"$TOOL" mksizes -dir "$dir" -files "$1"
+		"$TOOL" mksizes -dir "$dir" -files "$1" -per-folder "$per"
 		touch "$dir.done"
 	fi
 	echo "$dir"
@@ -239,18 +242,22 @@ snapshots() {
 
 # scale: peak RSS of dupefs index at N/10 and N files, on the generated tree
 # (a few thousand sizes) and on files whose sizes are all different (what
-# the index keeps per size); and on four hard-linked snapshots of N/10
-# files (what it keeps per inode, and folder groups down to the leaves).
+# the index keeps per size); on four hard-linked snapshots of N/10 files
+# (what it keeps per inode, and folder groups down to the leaves); and on
+# N/10 files of distinct sizes in one folder (a folder is read whole).
 scale() {
-	local n=$1 t b trees=()
+	local n=$1 t b flat trees=()
 	trees+=("$(tree "scale-$((n / 10))" $((n / 10)) 512)" "$(tree "scale-$n" "$n" 512)")
 	trees+=("$(sizes $((n / 10)))" "$(sizes "$n")" "$(snapshots $((n / 10)))")
+	flat=$(sizes $((n / 10)) flat)
+	trees+=("$flat")
 	rm -f "$WORK"/t.*
 	for t in "${trees[@]}"; do
 		rm -f "$WORK"/bench.db*
 		timed "scale-$(basename "$t")" "$BIN" --db "$WORK/bench.db" index "$t"
 		timed "scale-$(basename "$t")-again" "$BIN" --db "$WORK/bench.db" index "$t"
 	done
+	timed "scale-jdupes-flat" jdupes -r "$flat"
 	{
 		echo
 		echo "### memory: dupefs index at $((n / 10)) and $n files"
@@ -263,6 +270,8 @@ scale() {
 				"$(awk -v k="$(col 2 "$WORK/t.$b")" 'BEGIN{print k/1024}')" "$(col 1 "$WORK/t.$b-again")" \
 				"$(awk -v k="$(col 2 "$WORK/t.$b-again")" 'BEGIN{print k/1024}')"
 		done
+		printf '| %s, jdupes -r | %s | %.1f | | |\n' "$(basename "$flat")" "$(col 1 "$WORK/t.scale-jdupes-flat")" \
+			"$(awk -v k="$(col 2 "$WORK/t.scale-jdupes-flat")" 'BEGIN{print k/1024}')"
 	} | tee -a "$RESULTS"
 	peaks() { awk -v a="$(col 2 "$WORK/t.scale-$1")" -v b="$(col 2 "$WORK/t.scale-$2")" 'BEGIN{printf "%.2f", a/b}'; }
 	target "first index peak RSS at $n files / at $((n / 10))" "$(peaks "tree-scale-$n" "tree-scale-$((n / 10))")" 1.0

@@ -26,12 +26,36 @@ func TestMkgroupsSmall(t *testing.T) {
 }
 
 // TestMksizes makes files of as many sizes as files but for every
-// hundredth, which takes one of ten small sizes.
+// hundredth, which takes one of ten small sizes, in folders of 100 or in
+// one.
 func TestMksizes(t *testing.T) {
-	dir := t.TempDir()
-	if err := mksizes([]string{"-dir", dir, "-files", "2000"}); err != nil {
-		t.Fatal(err)
+	for _, c := range []struct {
+		per     string
+		folders int
+	}{{"100", 20}, {"0", 0}, {"300", 7}} {
+		dir := t.TempDir()
+		if err := mksizes([]string{"-dir", dir, "-files", "2000", "-per-folder", c.per}); err != nil {
+			t.Fatal(err)
+		}
+		checkSizes(t, dir)
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folders := 0
+		for _, e := range ents {
+			if e.IsDir() {
+				folders++
+			}
+		}
+		if folders != c.folders {
+			t.Errorf("-per-folder %s: %d folders, want %d", c.per, folders, c.folders)
+		}
 	}
+}
+
+func checkSizes(t *testing.T, dir string) {
+	t.Helper()
 	sizes := map[int64]int{}
 	n := 0
 	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
