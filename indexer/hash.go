@@ -108,7 +108,7 @@ func (h *hashRun) run(ctx context.Context) error {
 		if err := tx.Fence(h.lease); err != nil {
 			return err
 		}
-		pl, err = tx.PlanHash(1)
+		pl, err = tx.PlanHash(1, SmallFile)
 		return err
 	})
 	if err != nil {

@@ -321,7 +321,7 @@ func TestHashRunKilledMidwayIsPlannedAgain(t *testing.T) {
 	}
 	h := &hashRun{ix: ix, lease: lease, algo: e.db.HashAlgo(), started: time.Now(), perRoot: map[int64]store.RootHashCounts{}}
 	var pl store.Plan
-	e.db.Write(ctx, func(tx *store.Tx) (err error) { pl, err = tx.PlanHash(1); return err })
+	e.db.Write(ctx, func(tx *store.Tx) (err error) { pl, err = tx.PlanHash(1, SmallFile); return err })
 	if err := h.pass(ctx, taskPrefix, pl.Sizes, nil); err != nil {
 		t.Fatal(err)
 	}

@@ -43,8 +43,12 @@ type Plan struct {
 // pending or failed files. A bucket among them is a candidate when two or
 // more distinct live inodes hold its size; its unique and failed files go
 // back to pending. Pending files in no candidate bucket become unique: they
-// are never read. Sizes below minSize (empty files) never group.
-func (tx *Tx) PlanHash(minSize int64) (Plan, error) {
+// are never read. Sizes below minSize (empty files) never group. Files of
+// wholeUpTo bytes or fewer are only ever hashed whole, never in part, so a
+// bucket of such files none of which is unsettled has nothing to plan
+// (larger buckets are planned even then: their files hashed in part wait
+// for the full pass, which the plan feeds).
+func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 	var p Plan
 	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT value FROM counters WHERE name = 'scan_epoch'").Scan(&p.Epoch); err != nil {
 		return p, classify("read scan epoch", err)
@@ -63,14 +67,20 @@ func (tx *Tx) PlanHash(minSize int64) (Plan, error) {
 			 WHERE ` + unsettled + ` AND hash_status IN ('pending', 'failed') AND missing = 0 AND size >= ?1`, []any{minSize}},
 		// A bucket is shared when some live row has another live row of
 		// another inode beside it; the (size, ino) index finds one at
-		// once in all but buckets of hard links.
-		{"plan sizes", `INSERT INTO temp.plan_sizes (size, n)
+		// once in all but buckets of hard links. Buckets with nothing to
+		// do are left out first: after a first index of /usr, 12k changed
+		// sizes whose small files the walk had hashed took 88 of this
+		// statement's 0.1 s.
+		{"plan sizes", `WITH counted AS MATERIALIZED (
 			SELECT l.size, (SELECT count(*) FROM files u
-			                 WHERE ` + unsettled + ` AND u.size = l.size AND u.missing = 0)
-			  FROM temp.plan_look l
-			 WHERE EXISTS (SELECT 1 FROM files a WHERE a.size = l.size AND a.missing = 0
-			         AND EXISTS (SELECT 1 FROM files b WHERE b.size = l.size AND b.missing = 0
-			                       AND (b.ino <> a.ino OR b.dev <> a.dev)))`, nil},
+			                 WHERE ` + unsettled + ` AND u.size = l.size AND u.missing = 0) AS n
+			  FROM temp.plan_look l)
+			INSERT INTO temp.plan_sizes (size, n)
+			SELECT c.size, c.n FROM counted c
+			 WHERE (c.n > 0 OR c.size > ?1)
+			   AND EXISTS (SELECT 1 FROM files a WHERE a.size = c.size AND a.missing = 0
+			         AND EXISTS (SELECT 1 FROM files b WHERE b.size = c.size AND b.missing = 0
+			                       AND (b.ino <> a.ino OR b.dev <> a.dev)))`, []any{wholeUpTo}},
 		// OR IGNORE as in HashBatch: constant values break no CHECK.
 		{"requeue bucket members", `UPDATE OR IGNORE files SET hash_status = 'pending', error = NULL
 			WHERE ` + unsettled + ` AND hash_status IN ('unique', 'failed') AND missing = 0

@@ -1,8 +1,10 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
+	"reflect"
 	"testing"
 	"time"
 )
@@ -18,6 +20,13 @@ func status(tb testing.TB, db *DB, id int64) string {
 
 func planFenced(tb testing.TB, db *DB) []SizeCount {
 	tb.Helper()
+	return planFencedWhole(tb, db, 0)
+}
+
+// planFencedWhole plans a hash run with files of up to whole bytes hashed
+// only whole.
+func planFencedWhole(tb testing.TB, db *DB, whole int64) []SizeCount {
+	tb.Helper()
 	ctx := context.Background()
 	db.Enqueue(ctx, KindHash, 0)
 	_, l, err := db.Claim(ctx, KindHash, "w", time.Minute)
@@ -29,7 +38,7 @@ func planFenced(tb testing.TB, db *DB) []SizeCount {
 		if err := tx.Fence(l); err != nil {
 			return err
 		}
-		if plan, err = tx.PlanHash(1); err != nil {
+		if plan, err = tx.PlanHash(1, whole); err != nil {
 			return err
 		}
 		return tx.FinishHashRun(plan.Epoch)
@@ -39,6 +48,32 @@ func planFenced(tb testing.TB, db *DB) []SizeCount {
 	}
 	db.Finish(ctx, l, StatusCompleted, "", "", 0)
 	return plan.Sizes
+}
+
+// A bucket of small files (hashed only whole) none of which waits has
+// nothing to plan; a bucket of large ones is planned all the same, for the
+// full pass of the files hashed in part.
+func TestPlanHashLeavesOutSettledSmallBuckets(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	done := func(b byte) *FileHash {
+		return &FileHash{Status: HashDone, Content: bytes.Repeat([]byte{b}, 32)}
+	}
+	part := &FileHash{Status: HashPartial, Prefix: sql.NullInt64{Int64: 7, Valid: true}}
+	addFiles(t, db, r.ID, "/r",
+		FileStat{Name: "s1", Size: 100, Dev: 1, Ino: 1, Hash: done(1)}, // small, hashed whole:
+		FileStat{Name: "s2", Size: 100, Dev: 1, Ino: 2, Hash: done(2)}, //   nothing to plan
+		FileStat{Name: "m1", Size: 200, Dev: 1, Ino: 3, Hash: done(3)}, // small, one
+		FileStat{Name: "m2", Size: 200, Dev: 1, Ino: 4},                //   pending: planned
+		FileStat{Name: "l1", Size: 9000, Dev: 1, Ino: 5, Hash: part},   // large, in part:
+		FileStat{Name: "l2", Size: 9000, Dev: 1, Ino: 6, Hash: part},   //   planned
+	)
+	plan := planFencedWhole(t, db, 8192)
+	want := []SizeCount{{Size: 9000, Files: 0}, {Size: 200, Files: 1}}
+	if !reflect.DeepEqual(plan, want) {
+		t.Fatalf("plan %+v, want %+v", plan, want)
+	}
 }
 
 func TestPlanHashPicksSharedSizesOnly(t *testing.T) {
