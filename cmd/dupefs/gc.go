@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 	"sync/atomic"
 )
 
@@ -24,11 +25,19 @@ const (
 	gcHeadroom   = 32 << 20
 )
 
+// liveHeapTuner sets GOGC from the live heap while on: one for the
+// process, started by the first index run (tests run many in one process).
+var liveHeapTuner struct {
+	on   atomic.Bool
+	once sync.Once
+}
+
 // tuneGC sets the collector up for an index run.
 func tuneGC() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcMaxPercent)
-		followLiveHeap(gcMaxPercent)
+		liveHeapTuner.on.Store(true)
+		liveHeapTuner.once.Do(func() { followLiveHeap(&liveHeapTuner.on) })
 	}
 	if os.Getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(192 << 20)
@@ -50,26 +59,22 @@ func gcPercentFor(live uint64) int {
 type gcSentinel struct{ _ *int }
 
 // followLiveHeap sets GOGC from the live heap after every collection
-// until stop is called; percent is the GOGC in effect now.
-func followLiveHeap(percent int) (stop func()) {
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	var stopped atomic.Bool
+// while on is set, for as long as the process runs.
+func followLiveHeap(on *atomic.Bool) {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/gogc:percent"}}
 	var arm func()
 	arm = func() {
 		runtime.SetFinalizer(&gcSentinel{}, func(*gcSentinel) {
-			if stopped.Load() {
-				return
-			}
-			metrics.Read(live)
-			if live[0].Value.Kind() == metrics.KindUint64 {
-				if p := gcPercentFor(live[0].Value.Uint64()); p != percent {
-					percent = p
-					debug.SetGCPercent(p)
+			if on.Load() {
+				metrics.Read(s)
+				if s[0].Value.Kind() == metrics.KindUint64 && s[1].Value.Kind() == metrics.KindUint64 {
+					if p := gcPercentFor(s[0].Value.Uint64()); uint64(p) != s[1].Value.Uint64() {
+						debug.SetGCPercent(p)
+					}
 				}
 			}
 			arm()
 		})
 	}
 	arm()
-	return func() { stopped.Store(true) }
 }

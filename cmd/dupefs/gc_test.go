@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync/atomic"
 	"testing"
 	"time"
 )
@@ -49,13 +50,20 @@ func waitGOGC(t *testing.T, want int) {
 }
 
 func TestFollowLiveHeap(t *testing.T) {
+	// The tuner of the index runs other tests made stays out of this one.
+	was := liveHeapTuner.on.Swap(false)
+	runtime.GC()
+	time.Sleep(10 * time.Millisecond)
 	old := debug.SetGCPercent(gcMaxPercent)
-	stop := followLiveHeap(gcMaxPercent)
-	defer func() {
-		stop()
+	var on atomic.Bool
+	on.Store(true)
+	followLiveHeap(&on)
+	t.Cleanup(func() {
+		on.Store(false)
 		liveSink = nil
 		debug.SetGCPercent(old)
-	}()
+		liveHeapTuner.on.Store(was)
+	})
 	// 96 MiB live: the growth is held near gcHeadroom, at the floor.
 	for i := 0; i < 96; i++ {
 		liveSink = append(liveSink, make([]byte, 1<<20))
@@ -64,8 +72,8 @@ func TestFollowLiveHeap(t *testing.T) {
 	// Little live again: back to gcMaxPercent.
 	liveSink = nil
 	waitGOGC(t, gcMaxPercent)
-	// Stopped: GOGC is left alone.
-	stop()
+	// Off: GOGC is left alone.
+	on.Store(false)
 	runtime.GC()
 	time.Sleep(10 * time.Millisecond)
 	debug.SetGCPercent(123)
@@ -76,6 +84,6 @@ func TestFollowLiveHeap(t *testing.T) {
 	runtime.GC()
 	time.Sleep(50 * time.Millisecond)
 	if got := gogc(); got != 123 {
-		t.Errorf("after stop, GOGC was changed to %d", got)
+		t.Errorf("with the tuner off, GOGC was changed to %d", got)
 	}
 }
