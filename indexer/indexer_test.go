@@ -2,6 +2,7 @@ package indexer
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -244,6 +245,39 @@ func TestScanResumesFromItsCheckpoint(t *testing.T) {
 	tot, _ := e.db.Totals(context.Background())
 	if tot.Files != 1200 {
 		t.Fatalf("%d files indexed, want 1200", tot.Files)
+	}
+}
+
+// A scan interrupted after its walk, before the write that completes it,
+// is let go as retryable (not left running until its lease expires), and
+// the next run completes it.
+func TestScanInterruptedAfterItsWalkIsRetryable(t *testing.T) {
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"a/x": "same", "b/y": "same", "c/z": "other"})
+	e.addRoot(store.RootSpec{})
+	ctx, cancel := context.WithCancel(context.Background())
+	ix := New(e.db, e.config())
+	walked := 0
+	ix.hook = func(stage, path string) {
+		if stage == "walked" {
+			walked++
+			cancel()
+		}
+	}
+	if err := ix.Run(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("run cancelled after the walk: %v", err)
+	}
+	if walked != 1 {
+		t.Fatalf("the walk ended %d times", walked)
+	}
+	jobs, _ := e.db.ActiveJobs(context.Background())
+	if len(jobs) != 1 || jobs[0].Kind != store.KindScan || jobs[0].Status != store.StatusRetryable {
+		t.Fatalf("scan interrupted after its walk left %+v", jobs)
+	}
+	e.run()
+	e.wantGroups([]string{"a/x", "b/y"})
+	if jobs, _ := e.db.ActiveJobs(context.Background()); len(jobs) != 0 {
+		t.Fatalf("jobs left after the next run: %+v", jobs)
 	}
 }
 

@@ -28,7 +28,8 @@ type Indexer struct {
 
 	// hook, when set (tests), is called at each stage of a hash read:
 	// "open" before a file is opened, "read" once its bytes are read and
-	// before they are checked against the index.
+	// before they are checked against the index; and with "walked" (and
+	// the root) when a scan's walk is done, before its last write.
 	hook func(stage, path string)
 
 	// sizes is what the walks of this run learnt of file sizes.

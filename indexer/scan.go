@@ -151,10 +151,19 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	ix.forgetSizes(ctx, job.ID)
 	s.w.sizes, s.w.links = nil, linkCache{}
 	returnWalkHeap()
+	ix.testHook("walked", root.Path)
 	if targeted {
-		return s.completeTargets(ctx)
+		err = s.completeTargets(ctx)
+	} else {
+		err = s.complete(ctx)
 	}
-	return s.complete(ctx)
+	if err != nil {
+		// Interrupted (or failed) after the walk: the job is let go as
+		// retryable, as in the walk, not left running until its lease
+		// expires; a resumed attempt passes over the walked folders.
+		return ix.abandon(ctx, lease, err)
+	}
+	return nil
 }
 
 func (s *scanRun) counts() store.ScanCounts { return s.cp.Counts }
