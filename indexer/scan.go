@@ -150,16 +150,14 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	}
 	ix.forgetSizes(ctx, job.ID)
 	s.w.sizes, s.w.links = nil, linkCache{}
-	if !targeted {
-		// Not after the watcher's scans of a few folders: a forced
-		// collection each would cost a mount CPU under a stream of
-		// changes.
-		returnWalkHeap()
-	}
 	ix.testHook("walked", root.Path)
 	if targeted {
 		err = s.completeTargets(ctx)
 	} else {
+		// Not after the watcher's scans of a few folders: a forced
+		// collection each would cost a mount CPU under a stream of
+		// changes.
+		returnWalkHeap()
 		err = s.complete(ctx)
 	}
 	if err != nil {
