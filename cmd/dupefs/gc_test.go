@@ -15,9 +15,13 @@ func TestGCPercentFor(t *testing.T) {
 		want int
 	}{
 		{0, 200},
-		{8 << 20, 200},
-		{16 << 20, 200},
+		{2 << 20, 200},
+		{4 << 20, 200},
+		{6 << 20, 133},
+		{8 << 20, 100},
+		{16 << 20, 100},
 		{32 << 20, 100},
+		{48 << 20, 66},
 		{64 << 20, 50},
 		{1 << 30, 50},
 	} {
@@ -64,7 +68,7 @@ func TestFollowLiveHeap(t *testing.T) {
 		debug.SetGCPercent(old)
 		liveHeapTuner.on.Store(was)
 	})
-	// 96 MiB live: the growth is held near gcHeadroom, at the floor.
+	// 96 MiB live: the growth is held near gcMaxGrowth, at the floor.
 	for i := 0; i < 96; i++ {
 		liveSink = append(liveSink, make([]byte, 1<<20))
 	}
