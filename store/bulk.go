@@ -20,7 +20,8 @@ import (
 // The dropped definitions are kept in settings ('bulk_indexes'), so the
 // load survives a crash: a later scan finishes it, and so does Open when
 // no job holds a live lease. While it lasts, writes skip the group
-// recount (it needs files_content); groups appear when it ends.
+// recount (it needs files_content) and note no changed size; groups and
+// the shared sizes for the hash job appear when it ends.
 
 // bulkIndexes are the indexes a bulk load drops: those of files, and
 // those of folders by parent and by root, which a first scan never reads;
@@ -136,16 +137,14 @@ func (tx *Tx) EndBulkLoad() error {
 		{"settle unique sizes", `UPDATE OR IGNORE files SET hash_status = 'unique'
 			WHERE rowid > ?2 AND rowid <= ?3
 			  AND hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`},
-		// Kept through a temp table and put back after a whole-table
-		// DELETE: a DELETE of the unique sizes row by row took 0.7 s and
-		// 23 MB of SQLite's memory for 1M sizes.
-		{"forget settled sizes", `CREATE TEMP TABLE IF NOT EXISTS bulk_dirty (size INTEGER PRIMARY KEY, epoch INTEGER NOT NULL);
-			DELETE FROM temp.bulk_dirty;
-			INSERT INTO temp.bulk_dirty (size, epoch)
-			SELECT d.size, d.epoch FROM temp.bulk_shared s JOIN dirty_sizes d ON d.size = s.size;
+		// The load noted no size as it went (ScanBatch.noteSize): the
+		// shared ones are noted now, under an epoch of their own (bumped
+		// here), so no hash run planned before forgets them. Sizes noted
+		// before the load belonged to files that are gone.
+		{"note shared sizes", `UPDATE counters SET value = value + 1 WHERE name = 'scan_epoch';
 			DELETE FROM dirty_sizes;
-			INSERT INTO dirty_sizes (size, epoch) SELECT size, epoch FROM temp.bulk_dirty;
-			DELETE FROM temp.bulk_dirty`},
+			INSERT INTO dirty_sizes (size, epoch)
+			SELECT size, (SELECT value FROM counters WHERE name = 'scan_epoch') FROM temp.bulk_shared`},
 		{"", "files_content"},
 		// Contents of two or more live files come off files_content in
 		// its order, without a sort or a row read; only their rows are

@@ -190,8 +190,8 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 // A bulk load settles as unique the pending files whose size no other
 // inode shares, and only those: hard links of one inode share nothing,
 // the same inode number on two devices is two inodes. It settles them a
-// range of rows at a time (three here), and forgets their sizes: the
-// hash job plans the shared ones only.
+// range of rows at a time (three here), and notes only the shared sizes
+// for the hash job to plan.
 func TestBulkLoadSettlesUniqueSizesByInode(t *testing.T) {
 	ctx := context.Background()
 	defer func(r int64) { bulkRange = r }(bulkRange)
@@ -207,8 +207,22 @@ func TestBulkLoadSettlesUniqueSizesByInode(t *testing.T) {
 		pending("dev-a", 40, 1, 5), pending("dev-b", 40, 2, 5),
 		pending("links-and-dev-a", 50, 1, 6), pending("links-and-dev-b", 50, 1, 6), pending("links-and-dev-c", 50, 3, 6),
 		pending("u1", 61, 1, 11), pending("u2", 62, 1, 12), pending("u3", 63, 1, 13), pending("u4", 64, 1, 14))
+	// The load's own writes note no size: its end notes the shared ones,
+	// under an epoch later than any a hash run could have planned.
+	var noted, before int64
+	db.r.QueryRow("SELECT count(*) FROM dirty_sizes").Scan(&noted)
+	db.r.QueryRow("SELECT value FROM counters WHERE name = 'scan_epoch'").Scan(&before)
+	if noted != 0 {
+		t.Errorf("%d sizes noted during the load, want none", noted)
+	}
 	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoad() }); err != nil {
 		t.Fatal(err)
+	}
+	var stale int64
+	db.r.QueryRow(`SELECT count(*) FROM dirty_sizes WHERE epoch <> ?
+		OR epoch <> (SELECT value FROM counters WHERE name = 'scan_epoch')`, before+1).Scan(&stale)
+	if stale != 0 {
+		t.Errorf("%d sizes noted under another epoch than the bumped one (%d)", stale, before+1)
 	}
 	want := map[string]string{"alone": HashUnique, "link-a": HashUnique, "link-b": HashUnique,
 		"two-a": HashPending, "two-b": HashPending, "dev-a": HashPending, "dev-b": HashPending,

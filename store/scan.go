@@ -46,6 +46,17 @@ func (b *ScanBatch) hashCols(h *FileHash) (status string, prefix sql.NullInt64, 
 	return HashPartial, h.Prefix, algo, nil
 }
 
+// noteSize marks a size the batch changed, for the hash job to plan. A
+// bulk load notes none: every size of the load changed, and its end notes
+// the shared ones (EndBulkLoad). A first index of /usr noted 40k sizes
+// through a map, a JSON array and an upsert per commit, for the end to
+// throw away the unique ones.
+func (b *ScanBatch) noteSize(size int64) {
+	if !b.bulk {
+		b.tx.noteSize(size)
+	}
+}
+
 // ScanBatch writes the changes one scan found, inside one write transaction.
 // Its statements are prepared once per batch.
 type ScanBatch struct {
@@ -230,7 +241,7 @@ func (b *ScanBatch) SeeFolder(id, rootID, parentID int64, errText string, sig []
 // AddFile inserts a new file: pending a hash, or with what f.Hash says. The
 // row is written with the next chunk, at the latest when the batch closes.
 func (b *ScanBatch) AddFile(rootID, folderID int64, f FileStat) error {
-	b.tx.noteSize(f.Size)
+	b.noteSize(f.Size)
 	st, prefix, algo, content := b.hashCols(f.Hash)
 	b.pending = append(b.pending, rootID, folderID, f.Name, f.Size, f.MtimeNS,
 		int64(f.Dev), int64(f.Ino), int64(f.Nlink), st, prefix, algo, content, b.now, b.now)
@@ -247,7 +258,7 @@ func (b *ScanBatch) ChangeFile(id, rootID int64, f FileStat) error {
 	if err := b.flush(); err != nil {
 		return err
 	}
-	b.tx.noteSize(f.Size)
+	b.noteSize(f.Size)
 	b.tx.groups = true
 	st, prefix, algo, content := b.hashCols(f.Hash)
 	_, err := b.updChanged.ExecContext(b.tx.ctx, id, rootID, f.Size, f.MtimeNS,
@@ -260,7 +271,7 @@ func (b *ScanBatch) ChangeFile(id, rootID int64, f FileStat) error {
 func (b *ScanBatch) SeeFile(id, rootID int64, f FileStat, wasMissing bool) error {
 	if wasMissing {
 		// It may share its size with another file again.
-		b.tx.noteSize(f.Size)
+		b.noteSize(f.Size)
 		b.tx.groups = true
 	}
 	if err := b.flush(); err != nil {
