@@ -107,11 +107,9 @@ func (tx *Tx) EndBulkLoad() error {
 		_, err := tx.exec("build "+name, q)
 		return err
 	}
-	var seq int64
-	err = tx.tx.QueryRowContext(tx.ctx,
-		"UPDATE counters SET value = value + 1 WHERE name = 'change_seq' RETURNING value").Scan(&seq)
-	if err != nil {
-		return classify("bump change sequence", err)
+	// The groups counted below change under a change sequence of their own.
+	if _, err := tx.exec("bump change sequence", "UPDATE counters SET value = value + 1 WHERE name = 'change_seq'"); err != nil {
+		return err
 	}
 	// Every size changed in a bulk load. Those no two inodes share are
 	// settled here in one grouped pass, before files_unsettled exists to be
@@ -122,21 +120,26 @@ func (tx *Tx) EndBulkLoad() error {
 	// pass over the table. Rows a resumed scan marked missing count as
 	// live there: a size taken as shared only leaves its files pending,
 	// for the hash job to settle.
-	steps := []struct{ op, q string }{
-		{"", "files_size"},
+	// A step with no op builds the index q names; a ranged one runs q over
+	// ranges of rowids (?1, ?2] (execRanges).
+	steps := []struct {
+		op, q  string
+		ranged bool
+	}{
+		{"", "files_size", false},
 		{"find shared sizes", `CREATE TEMP TABLE IF NOT EXISTS bulk_shared (size INTEGER PRIMARY KEY);
 			DELETE FROM temp.bulk_shared;
 			INSERT INTO temp.bulk_shared (size)
 			SELECT s.size FROM files AS s INDEXED BY files_size WHERE s.size > 0
 			 GROUP BY s.size
 			HAVING min(s.ino) <> max(s.ino)
-			    OR count(*) > 1 AND (SELECT min(d.dev) <> max(d.dev) FROM files d WHERE d.size = s.size)`},
+			    OR count(*) > 1 AND (SELECT min(d.dev) <> max(d.dev) FROM files d WHERE d.size = s.size)`, false},
 		// OR IGNORE (no statement journal, see HashBatch): a constant
-		// value breaks no CHECK. In ranges of rowids (?2, ?3]: in one
+		// value breaks no CHECK. In ranges of rowids (?1, ?2]: in one
 		// statement SQLite's memory grew by 7.6 MB over 1M rows.
 		{"settle unique sizes", `UPDATE OR IGNORE files SET hash_status = 'unique'
-			WHERE rowid > ?2 AND rowid <= ?3
-			  AND hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`},
+			WHERE rowid > ?1 AND rowid <= ?2
+			  AND hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`, true},
 		// The load noted no size as it went (ScanBatch.noteSize): the
 		// shared ones are noted now, under an epoch of their own (bumped
 		// here), so no hash run planned before forgets them. Sizes noted
@@ -144,8 +147,8 @@ func (tx *Tx) EndBulkLoad() error {
 		{"note shared sizes", `UPDATE counters SET value = value + 1 WHERE name = 'scan_epoch';
 			DELETE FROM dirty_sizes;
 			INSERT INTO dirty_sizes (size, epoch)
-			SELECT size, (SELECT value FROM counters WHERE name = 'scan_epoch') FROM temp.bulk_shared`},
-		{"", "files_content"},
+			SELECT size, (SELECT value FROM counters WHERE name = 'scan_epoch') FROM temp.bulk_shared`, false},
+		{"", "files_content", false},
 		// Contents of two or more live files come off files_content in
 		// its order, without a sort or a row read; only their rows are
 		// read, and those of two or more inodes are groups. (A sorted
@@ -155,22 +158,23 @@ func (tx *Tx) EndBulkLoad() error {
 			SELECT content_hash FROM files INDEXED BY files_content WHERE content_hash IS NOT NULL AND missing = 0
 			 GROUP BY content_hash HAVING count(*) > 1)
 			INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
-			SELECT f.hash_algo, f.content_hash, max(f.size), count(*), count(DISTINCT f.dev || ',' || f.ino), ` + nowSQL + `, ?1
+			SELECT f.hash_algo, f.content_hash, max(f.size), count(*), count(DISTINCT f.dev || ',' || f.ino), ` + nowSQL + `,
+			       (SELECT value FROM counters WHERE name = 'change_seq')
 			  FROM candidates c JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
 			 GROUP BY f.content_hash HAVING count(DISTINCT f.dev || ',' || f.ino) > 1
 			ON CONFLICT (hash_algo, content_hash) DO UPDATE SET
 			       file_count = excluded.file_count, inode_count = excluded.inode_count,
 			       changed_at = excluded.changed_at, change_seq = excluded.change_seq
-			 WHERE file_count <> excluded.file_count OR inode_count <> excluded.inode_count`},
-		{"", "files_unsettled"},
-		{"", "folders_parent"},
-		{"", "folders_root"},
-		{"", "files_folder_insert"},
-		{"", "files_folder_update"},
-		{"", "files_folder_delete"},
-		{"note every folder", "INSERT OR IGNORE INTO folder_dirty (folder_id) SELECT id FROM folders"},
-		{"clear touched groups", "DELETE FROM content_dirty"},
-		{"end bulk load", "DELETE FROM settings WHERE key = '" + bulkKey + "'"},
+			 WHERE file_count <> excluded.file_count OR inode_count <> excluded.inode_count`, false},
+		{"", "files_unsettled", false},
+		{"", "folders_parent", false},
+		{"", "folders_root", false},
+		{"", "files_folder_insert", false},
+		{"", "files_folder_update", false},
+		{"", "files_folder_delete", false},
+		{"note every folder", "INSERT OR IGNORE INTO folder_dirty (folder_id) SELECT id FROM folders", false},
+		{"clear touched groups", "DELETE FROM content_dirty", false},
+		{"end bulk load", "DELETE FROM settings WHERE key = '" + bulkKey + "'", false},
 	}
 	for _, s := range steps {
 		if s.op == "" {
@@ -179,17 +183,13 @@ func (tx *Tx) EndBulkLoad() error {
 			}
 			continue
 		}
-		if strings.Contains(s.q, "?3") {
-			if err := tx.execRanges(s.op, s.q, seq); err != nil {
+		if s.ranged {
+			if err := tx.execRanges(s.op, s.q); err != nil {
 				return err
 			}
 			continue
 		}
-		args := []any{}
-		if strings.Contains(s.q, "?1") {
-			args = append(args, seq)
-		}
-		if _, err := tx.exec(s.op, s.q, args...); err != nil {
+		if _, err := tx.exec(s.op, s.q); err != nil {
 			return err
 		}
 	}
@@ -202,14 +202,14 @@ func (tx *Tx) EndBulkLoad() error {
 var bulkRange int64 = 1 << 16 // a variable for tests
 
 // execRanges runs q, a statement over files, once for each range of
-// rowids (?2, ?3], with ?1 the change sequence.
-func (tx *Tx) execRanges(op, q string, seq int64) error {
+// rowids (?1, ?2].
+func (tx *Tx) execRanges(op, q string) error {
 	var last int64
 	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT coalesce(max(rowid), 0) FROM files").Scan(&last); err != nil {
 		return classify(op, err)
 	}
 	for lo := int64(0); lo < last; lo += bulkRange {
-		if _, err := tx.exec(op, q, seq, lo, lo+bulkRange); err != nil {
+		if _, err := tx.exec(op, q, lo, lo+bulkRange); err != nil {
 			return err
 		}
 	}
