@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"database/sql"
 	"slices"
 	"sort"
 )
@@ -58,22 +57,20 @@ func (db *DB) folderKey(ctx context.Context, dir string, layout bool) ([]byte, b
 // snapshots of 100k files held 30 MB at once, and a first index of them
 // peaked at 160 MB.
 func (db *DB) contentDigest(ctx context.Context, dir string) (d [32]byte, known bool, err error) {
-	rows, err := db.query(ctx, `SELECT f.size, f.hash_status, coalesce(f.hash_algo, ''), f.content_hash, f.dev, f.ino
-		FROM `+subtreeFilesSQL, subtreeArgs(dir)...)
+	rows, err := db.query(ctx, `SELECT `+termCols("f")+` FROM `+subtreeFilesSQL, subtreeArgs(dir)...)
 	if err != nil {
 		return d, false, classify("read a folder's files", err)
 	}
 	defer rows.Close()
 	known = true
 	var terms [][32]byte
+	var r termRow
+	dst := r.dest()
 	for rows.Next() {
-		var size, dev, ino int64
-		var status, algo string
-		var hash sql.RawBytes
-		if err := rows.Scan(&size, &status, &algo, &hash, &dev, &ino); err != nil {
+		if err := rows.Scan(dst...); err != nil {
 			return d, false, classify("read a folder's files", err)
 		}
-		t, ok := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
+		t, ok := r.term()
 		known = known && ok
 		terms = append(terms, t.Bytes())
 	}

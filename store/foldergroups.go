@@ -191,22 +191,24 @@ func subtreeArgs(dir string) []any {
 // with their content terms, by relative path; known is false when some
 // content is not settled yet.
 func (db *DB) SubtreeContents(ctx context.Context, dir string) (files []SubtreeFile, known bool, err error) {
-	rows, err := db.query(ctx, `SELECT d.path, f.name, f.size, f.hash_status, coalesce(f.hash_algo, ''), f.content_hash,
-		f.dev, f.ino, f.id, f.root_id, f.nlink, f.mtime_ns FROM `+subtreeFilesSQL, subtreeArgs(dir)...)
+	rows, err := db.query(ctx, `SELECT d.path, f.name, f.id, f.root_id, f.nlink, f.mtime_ns, `+termCols("f")+`
+		FROM `+subtreeFilesSQL, subtreeArgs(dir)...)
 	if err != nil {
 		return nil, false, classify("read a folder's files", err)
 	}
 	defer rows.Close()
 	known = true
+	var d, name string
+	var f SubtreeFile
+	var r termRow
+	dst := append([]any{&d, &name, &f.ID, &f.RootID, &f.Nlink, &f.MtimeNS}, r.dest()...)
 	for rows.Next() {
-		var d, name, status string
-		var f SubtreeFile
-		if err := rows.Scan(&d, &name, &f.Size, &status, &f.Algo, &f.Sum, &f.Dev, &f.Ino, &f.ID, &f.RootID,
-			&f.Nlink, &f.MtimeNS); err != nil {
+		if err := rows.Scan(dst...); err != nil {
 			return nil, false, classify("read a folder's files", err)
 		}
-		t, ok := fileTerm(status, f.Algo, f.Size, f.Sum, f.Dev, f.Ino)
+		t, ok := r.term()
 		known = known && ok
+		f.Size, f.Algo, f.Sum, f.Dev, f.Ino = r.size, r.algo, bytes.Clone(r.hash), uint64(r.dev), uint64(r.ino)
 		f.Path = JoinPath(d, name)
 		f.Rel = strings.TrimPrefix(strings.TrimPrefix(f.Path, dir), "/")
 		f.Term, f.Hash = t, f.Sum != nil

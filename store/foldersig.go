@@ -1,6 +1,7 @@
 package store
 
 import (
+	"database/sql"
 	"encoding/binary"
 	"math/bits"
 	"sync"
@@ -64,6 +65,46 @@ func UniqueTerm(dev, ino uint64) Sig {
 	binary.LittleEndian.PutUint64(b[:8], dev)
 	binary.LittleEndian.PutUint64(b[8:], ino)
 	return sigOf([]byte("u"), b[:])
+}
+
+// termCols are the columns of files (of alias, "" for none) a content
+// term is made of, in the order of termRow.dest.
+func termCols(alias string) string {
+	if alias != "" {
+		alias += "."
+	}
+	return alias + "size, " + alias + "hash_status, coalesce(" + alias + "hash_algo, ''), " +
+		alias + "content_hash, " + alias + "dev, " + alias + "ino"
+}
+
+// termRow is what a content term is made of, as scanned from termCols.
+// hash holds the row's bytes only until the next row is read.
+type termRow struct {
+	size, dev, ino int64
+	status, algo   string
+	hash           sql.RawBytes
+}
+
+// dest are the scan destinations of termCols.
+func (r *termRow) dest() []any {
+	return []any{&r.size, &r.status, &r.algo, &r.hash, &r.dev, &r.ino}
+}
+
+// term is the row's content term (fileTerm).
+func (r *termRow) term() (Sig, bool) {
+	return fileTerm(r.status, r.algo, r.size, r.hash, uint64(r.dev), uint64(r.ino))
+}
+
+// fileTerm is a file's content term; known is false while its content is
+// not settled (pending, failed).
+func fileTerm(status, algo string, size int64, hash []byte, dev, ino uint64) (Sig, bool) {
+	switch {
+	case hash != nil:
+		return ContentTerm(algo, size, hash), true
+	case status == HashUnique || status == HashPartial:
+		return UniqueTerm(dev, ino), true
+	}
+	return UniqueTerm(dev, ino), false
 }
 
 func (s Sig) Add(t Sig) Sig {

@@ -306,44 +306,32 @@ func (tx *Tx) addOwnFiles(where string, sums func(id int64) *folderSums, args ..
 	if where == "" {
 		from = "files NOT INDEXED" // every file: one pass in table order
 	}
-	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, size, hash_status, coalesce(hash_algo, ''),
-		content_hash, dev, ino FROM `+from+` WHERE `+where+` missing = 0 AND size > 0`, args...)
+	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, `+termCols("")+` FROM `+from+`
+		WHERE `+where+` missing = 0 AND size > 0`, args...)
 	if err != nil {
 		return classify("read folder files", err)
 	}
 	defer rows.Close()
+	var folder int64
+	var r termRow
+	dst := append([]any{&folder}, r.dest()...)
 	for rows.Next() {
-		var folder, size, dev, ino int64
-		var status, algo string
-		var hash []byte
-		if err := rows.Scan(&folder, &size, &status, &algo, &hash, &dev, &ino); err != nil {
+		if err := rows.Scan(dst...); err != nil {
 			return classify("read folder files", err)
 		}
 		f := sums(folder)
 		if f == nil {
 			continue // not one of the folders asked for (cannot happen in one transaction)
 		}
-		t, known := fileTerm(status, algo, size, hash, uint64(dev), uint64(ino))
+		t, known := r.term()
 		if !known {
 			f.ownPending++
 		}
 		f.ownSig = f.ownSig.Add(t)
 		f.ownFiles++
-		f.ownBytes += size
+		f.ownBytes += r.size
 	}
 	return classify("read folder files", rows.Err())
-}
-
-// fileTerm is a file's content term; known is false while its content is
-// not settled (pending, failed).
-func fileTerm(status, algo string, size int64, hash []byte, dev, ino uint64) (Sig, bool) {
-	switch {
-	case hash != nil:
-		return ContentTerm(algo, size, hash), true
-	case status == HashUnique || status == HashPartial:
-		return UniqueTerm(dev, ino), true
-	}
-	return UniqueTerm(dev, ino), false
 }
 
 // loadChains loads the folders and every ancestor of them.
