@@ -186,32 +186,48 @@ func (ix *Indexer) forgetSizes(ctx context.Context, done int64) {
 	ix.sizes = newSizeCache()
 }
 
-// freeHeapWorthReturning is how much free heap a finished walk must leave
-// for returnWalkHeap to give it back at once.
-const freeHeapWorthReturning = 8 << 20
+// heapWorthReturning is how much heap a finished walk must leave
+// reclaimable for returnWalkHeap to give it back at once.
+const heapWorthReturning = 8 << 20
 
 // returnWalkHeap gives the heap a walk used and no longer needs back to
 // the system when there is much of it, and reports whether it did. The
-// walk's garbage grows the heap to three times what it holds (GOGC 200),
-// and the runtime returns free pages only gradually: after the walk of 1M
-// files of distinct sizes it still held 26 MB of free heap while SQLite
-// built the indexes (and a mount or --watch keeps running after).
+// walk's garbage grows the heap by as much as it holds, 8 MiB at least
+// (cmd/dupefs/gc.go), and the runtime returns free pages only gradually:
+// after the walk of 1M files of distinct sizes it still held 26 MB of
+// free heap while SQLite built the indexes (and a mount or --watch keeps
+// running after).
 func returnWalkHeap() bool {
-	if freeHeap() < freeHeapWorthReturning {
+	if reclaimableHeap() < heapWorthReturning {
 		return false
 	}
 	debug.FreeOSMemory()
 	return true
 }
 
-// freeHeap is the heap the runtime holds free and has not returned.
-func freeHeap() uint64 {
-	s := []metrics.Sample{{Name: "/memory/classes/heap/free:bytes"}}
-	metrics.Read(s)
-	if s[0].Value.Kind() != metrics.KindUint64 {
-		return 0
+// reclaimableHeap is the heap a collection would leave free and the
+// runtime could return: the free heap and the dead objects, that is every
+// object and free byte but those live at the last collection. (The free
+// heap alone missed the garbage of a walk's last cycle: 1M files of
+// distinct sizes left 5 MB free and as much dead, and kept both while the
+// indexes were built.)
+func reclaimableHeap() uint64 {
+	s := []metrics.Sample{
+		{Name: "/memory/classes/heap/objects:bytes"},
+		{Name: "/memory/classes/heap/free:bytes"},
+		{Name: "/gc/heap/live:bytes"},
 	}
-	return s[0].Value.Uint64()
+	metrics.Read(s)
+	for _, x := range s {
+		if x.Value.Kind() != metrics.KindUint64 {
+			return 0
+		}
+	}
+	held := s[0].Value.Uint64() + s[1].Value.Uint64()
+	if live := s[2].Value.Uint64(); held > live {
+		return held - live
+	}
+	return 0
 }
 
 // scanning reports whether a scan job is among the active ones.

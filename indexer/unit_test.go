@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"math/rand"
 	"reflect"
-	"runtime"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"sync"
@@ -89,26 +89,24 @@ func TestSubRelIsTheTailOfAbs(t *testing.T) {
 var heapSink []byte
 
 func TestReturnWalkHeap(t *testing.T) {
-	// Leave much free heap behind, as a walk does.
-	for i := 0; i < 10 && freeHeap() < freeHeapWorthReturning; i++ {
-		heapSink = make([]byte, 4*freeHeapWorthReturning)
-		for j := range heapSink {
-			heapSink[j] = 1
-		}
-		heapSink = nil
-		runtime.GC()
+	// Leave much garbage behind, as a walk does: small objects, dead but
+	// not collected (no collection runs meanwhile to free them first).
+	defer debug.SetGCPercent(debug.SetGCPercent(-1))
+	for i := 0; i < 4*heapWorthReturning/1024; i++ {
+		heapSink = make([]byte, 1024)
 	}
-	if before := freeHeap(); before < freeHeapWorthReturning {
-		t.Fatalf("could not leave free heap behind: %d bytes free", before)
+	heapSink = nil
+	if before := reclaimableHeap(); before < heapWorthReturning {
+		t.Fatalf("could not leave garbage behind: %d bytes reclaimable", before)
 	}
 	if !returnWalkHeap() {
-		t.Fatal("returnWalkHeap kept the free heap")
+		t.Fatal("returnWalkHeap kept the garbage")
 	}
-	if after := freeHeap(); after >= freeHeapWorthReturning {
-		t.Errorf("after returnWalkHeap, %d bytes of heap are still free", after)
+	if after := reclaimableHeap(); after >= heapWorthReturning {
+		t.Errorf("after returnWalkHeap, %d bytes of heap are still reclaimable", after)
 	}
 	if returnWalkHeap() {
-		t.Error("returnWalkHeap ran again with little free heap")
+		t.Error("returnWalkHeap ran again with little to return")
 	}
 }
 
