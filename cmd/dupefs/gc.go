@@ -28,7 +28,9 @@ import (
 //     less memory.)
 //
 // A soft limit of 192 MiB bounds the peak on large trees. The GOGC and
-// GOMEMLIMIT environment variables, when set, win.
+// GOMEMLIMIT environment variables, when set, win. The other half of the
+// policy is the indexer's, which alone knows when a walk ends: it gives
+// the walk's heap back then (returnWalkHeap in indexer/run.go).
 
 const (
 	gcMaxPercent = 200
