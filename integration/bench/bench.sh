@@ -266,8 +266,9 @@ scale() {
 		done
 	done
 	timed "scale-jdupes-flat" jdupes -r "$flat"
-	# mb FILE: the median peak RSS of the runs in FILE, in MB.
-	mb() { awk -v k="$("$TOOL" median $(col 2 "$1"))" 'BEGIN{printf "%.1f", k/1024}'; }
+	# peakkb FILE: the median peak RSS of the runs in FILE, in KB; mb: in MB.
+	peakkb() { "$TOOL" median $(col 2 "$1"); }
+	mb() { awk -v k="$(peakkb "$1")" 'BEGIN{printf "%.1f", k/1024}'; }
 	{
 		echo
 		echo "### memory: dupefs index at $((n / 10)) and $n files"
@@ -286,8 +287,7 @@ scale() {
 			"$(mb "$WORK/t.scale-jdupes-flat")"
 	} | tee -a "$RESULTS"
 	peaks() {
-		awk -v a="$("$TOOL" median $(col 2 "$WORK/t.scale-$1"))" -v b="$("$TOOL" median $(col 2 "$WORK/t.scale-$2"))" \
-			'BEGIN{printf "%.2f", a/b}'
+		awk -v a="$(peakkb "$WORK/t.scale-$1")" -v b="$(peakkb "$WORK/t.scale-$2")" 'BEGIN{printf "%.2f", a/b}'
 	}
 	target "first index peak RSS at $n files / at $((n / 10))" "$(peaks "tree-scale-$n" "tree-scale-$((n / 10))")" 1.0
 	target "the same, files of distinct sizes" "$(peaks "sizes-$n" "sizes-$((n / 10))")" 1.0
