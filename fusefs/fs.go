@@ -84,6 +84,7 @@ type FS struct {
 	handles  handleTable
 	backings backings
 	ends     listEnds
+	ahead    copiesAhead // group listings read ahead (listahead.go)
 }
 
 // New returns the view over db.
@@ -234,10 +235,10 @@ func (f *FS) mountOptions() *fuse.MountOptions {
 		DisableXAttrs:    true,
 		// READDIRPLUS, always (not AUTO: find reads a whole folder before
 		// it enters any, so AUTO would stop after the first page): the
-		// group folders of /by-hash come with their attributes, so a cold
-		// walk makes no LOOKUP per group. Entries without cheap attributes
-		// (copies, sizes) go without, as in a plain READDIR; no node is
-		// kept either way.
+		// group folders of /by-hash and the size folders of /by-size come
+		// with their attributes, so a cold walk makes no LOOKUP per
+		// folder. Entries without cheap attributes (copies, links) go
+		// without, as in a plain READDIR; no node is kept either way.
 		DisableReadDirPlus: false,
 		MaxReadAhead:       128 << 10,
 		MaxBackground:      64,

@@ -14,13 +14,14 @@ type Index interface {
 	// Groups, by content id and by size.
 	GroupsPage(ctx context.Context, afterID int64, limit int) ([]store.GroupInfo, error)
 	SizeGroupsPage(ctx context.Context, size, afterID int64, limit int) ([]store.GroupRef, error)
-	SizesPage(ctx context.Context, afterSize int64, limit int) ([]int64, error)
+	SizesPage(ctx context.Context, afterSize int64, limit int) ([]store.SizeEntry, error)
 	Group(ctx context.Context, algo string, sum []byte) (store.GroupInfo, error)
 	GroupByID(ctx context.Context, id int64) (store.GroupInfo, error)
 	SizeInfo(ctx context.Context, size int64) (time.Time, error)
 
 	// The copies of a group.
 	CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]store.MemberName, error)
+	CopiesAhead(ctx context.Context, fromID int64, groups, limit int) (map[int64][]store.MemberName, error)
 	MemberByName(ctx context.Context, g store.GroupRef, name string) (store.Member, error)
 	MemberByID(ctx context.Context, g store.GroupRef, fileID int64) (store.Member, bool, error)
 	FileByID(ctx context.Context, id int64) (store.Member, error)

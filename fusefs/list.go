@@ -30,8 +30,9 @@ func idAfter(off uint64) int64 {
 }
 
 // listed is one entry of a listing. With plus set, a READDIRPLUS answer
-// gives the kernel its attributes too (a folder made from a row, with its
-// mtime), so a walk needs no LOOKUP for it; other entries go without.
+// gives the kernel its attributes too (a folder made from a row or rows,
+// with its mtime), so a walk needs no LOOKUP for it; other entries go
+// without.
 type listed struct {
 	fuse.DirEntry
 	plus  bool
@@ -166,14 +167,15 @@ func (f *FS) listGroups(ctx context.Context, off uint64) ([]listed, error) {
 	return out, err
 }
 
-// listSizes lists the sizes that have groups, smallest first; an entry's
+// listSizes lists the sizes that have groups, smallest first, each with
+// its attributes (a walk of /by-size then looks up no size); an entry's
 // offset is its size.
 func (f *FS) listSizes(ctx context.Context, off uint64) ([]listed, error) {
 	sizes, err := f.db.SizesPage(ctx, idAfter(off), pageSize)
 	out := make([]listed, 0, len(sizes))
 	for _, s := range sizes {
-		out = append(out, listed{DirEntry: fuse.DirEntry{Name: strconv.FormatInt(s, 10), Mode: syscall.S_IFDIR,
-			Ino: ino(kindSizeDir, s), Off: offID(s)}})
+		out = append(out, listed{DirEntry: fuse.DirEntry{Name: strconv.FormatInt(s.Size, 10), Mode: syscall.S_IFDIR,
+			Ino: ino(kindSizeDir, s.Size), Off: offID(s.Size)}, plus: true, mtime: s.ChangedAt})
 	}
 	return out, err
 }
@@ -201,7 +203,13 @@ func (f *FS) listThumbs(ctx context.Context, off uint64) ([]listed, error) {
 // finds its place from that row.
 func (f *FS) copyLister(contentID int64) fetchFunc {
 	return func(ctx context.Context, off uint64) ([]listed, error) {
-		ms, err := f.db.CopiesPage(ctx, contentID, idAfter(off), pageSize)
+		var ms []store.MemberName
+		var err error
+		if after := idAfter(off); after != 0 {
+			ms, err = f.db.CopiesPage(ctx, contentID, after, pageSize)
+		} else {
+			ms, err = f.firstCopies(ctx, contentID)
+		}
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
 			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FileID, m.First),

@@ -48,8 +48,8 @@ func (r *raw) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList
 }
 
 // ReadDirPlus lists a folder with the attributes of the entries that
-// offer them cheaply (the group folders of /by-hash): a cold walk of the
-// view then makes no LOOKUP per group.
+// offer them cheaply (the folders of /by-hash and /by-size): a cold walk
+// of the view then makes no LOOKUP per folder.
 func (r *raw) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	return r.f.readdir(in.NodeId, in.Offset, out, true)
 }

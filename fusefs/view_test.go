@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"syscall"
 	"testing"
 	"time"
@@ -272,9 +273,10 @@ func TestStatusJSON(t *testing.T) {
 	})
 }
 
-// A walk of /by-hash after its listing looks up no group: READDIRPLUS
-// gave the kernel each group folder with its attributes.
-func TestWalkAfterListingLooksUpNoGroup(t *testing.T) {
+// A walk of /by-hash or /by-size after its listing looks up no folder:
+// READDIRPLUS gave the kernel each group or size folder with its
+// attributes, the same as GETATTR gives.
+func TestWalkAfterListingLooksUpNoFolder(t *testing.T) {
 	tf := mountTest(t, nil)
 	var files []copyOf
 	const groups = 600 // several READDIRPLUS pages
@@ -285,7 +287,8 @@ func TestWalkAfterListingLooksUpNoGroup(t *testing.T) {
 	tf.add("/data", files...)
 	// Once the watcher has told the kernel of these new groups (it drops
 	// entries of changed groups), list and walk.
-	seq, _, err := tf.db.LastChange(context.Background())
+	ctx := context.Background()
+	seq, _, err := tf.db.LastChange(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -295,37 +298,49 @@ func TestWalkAfterListingLooksUpNoGroup(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	names := tf.names("by-hash")
-	if len(names) != groups {
-		t.Fatalf("listed %d groups, want %d", len(names), groups)
-	}
-	// The walk goes through an open /by-hash, so that the kernel need not
-	// look up by-hash itself again: its entry is cached for a second only,
-	// and under the race detector the walk takes longer than that.
-	byHash, err := os.Open(filepath.Join(tf.mnt, "by-hash"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer byHash.Close()
-	dirfd := int(byHash.Fd())
-	before := tf.fs.lookups.Load()
-	for _, n := range names {
-		var st unix.Stat_t
-		if err := unix.Fstatat(dirfd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			t.Fatalf("stat %s: mode %o %v", n, st.Mode, err)
+	for _, top := range []struct {
+		dir     string
+		entries int // in each of its folders
+	}{{"by-hash", 2}, {"by-size", 1}} {
+		names := tf.names(top.dir)
+		if len(names) != groups {
+			t.Fatalf("listed %d folders in /%s, want %d", len(names), top.dir, groups)
 		}
-		fd, err := unix.Openat(dirfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+		// The walk goes through an open folder, so that the kernel need
+		// not look it up again: its entry is cached for a second only,
+		// and under the race detector the walk takes longer than that.
+		parent, err := os.Open(filepath.Join(tf.mnt, top.dir))
 		if err != nil {
-			t.Fatalf("open %s: %v", n, err)
+			t.Fatal(err)
 		}
-		d := os.NewFile(uintptr(fd), n)
-		ents, err := d.ReadDir(-1)
-		d.Close()
-		if err != nil || len(ents) != 2 {
-			t.Fatalf("list %s: %d entries, %v", n, len(ents), err)
+		dirfd := int(parent.Fd())
+		before := tf.fs.lookups.Load()
+		for _, n := range names {
+			var st unix.Stat_t
+			if err := unix.Fstatat(dirfd, n, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+				t.Fatalf("stat %s/%s: mode %o %v", top.dir, n, st.Mode, err)
+			}
+			if top.dir == "by-size" {
+				size, _ := strconv.ParseInt(n, 10, 64)
+				changed, err := tf.db.SizeInfo(ctx, size)
+				if err != nil || st.Mtim.Nano() != changed.UnixNano() {
+					t.Fatalf("by-size/%s: mtime %v, want %v (%v)", n, time.Unix(0, st.Mtim.Nano()), changed, err)
+				}
+			}
+			fd, err := unix.Openat(dirfd, n, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+			if err != nil {
+				t.Fatalf("open %s/%s: %v", top.dir, n, err)
+			}
+			d := os.NewFile(uintptr(fd), n)
+			ents, err := d.ReadDir(-1)
+			d.Close()
+			if err != nil || len(ents) != top.entries {
+				t.Fatalf("list %s/%s: %d entries, %v", top.dir, n, len(ents), err)
+			}
 		}
-	}
-	if n := tf.fs.lookups.Load() - before; n != 0 {
-		t.Errorf("a walk of %d listed groups made %d LOOKUPs, want 0", groups, n)
+		parent.Close()
+		if n := tf.fs.lookups.Load() - before; n != 0 {
+			t.Errorf("a walk of %d listed folders of /%s made %d LOOKUPs, want 0", groups, top.dir, n)
+		}
 	}
 }

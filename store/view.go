@@ -62,21 +62,31 @@ func (db *DB) SizeGroupsPage(ctx context.Context, size, afterID int64, limit int
 		WHERE inode_count >= 2 AND size = ? AND id > ? ORDER BY id LIMIT ?`, size, afterID, limit))
 }
 
-// SizesPage lists the sizes that have groups, ascending, after afterSize.
-func (db *DB) SizesPage(ctx context.Context, afterSize int64, limit int) ([]int64, error) {
-	rows, err := db.query(ctx, `SELECT DISTINCT size FROM contents
-		WHERE inode_count >= 2 AND size > ? ORDER BY size LIMIT ?`, afterSize, limit)
+// SizeEntry is a size that has groups, and when the last of them changed.
+type SizeEntry struct {
+	Size      int64
+	ChangedAt time.Time
+}
+
+// SizesPage lists the sizes that have groups, ascending, after afterSize,
+// each with what SizeInfo gives for it: the view lists /by-size with the
+// attributes of its folders, and a walk then looks up none of them.
+func (db *DB) SizesPage(ctx context.Context, afterSize int64, limit int) ([]SizeEntry, error) {
+	rows, err := db.query(ctx, `SELECT size, max(changed_at) FROM contents
+		WHERE inode_count >= 2 AND size > ? GROUP BY size ORDER BY size LIMIT ?`, afterSize, limit)
 	if err != nil {
 		return nil, classify("list sizes", err)
 	}
 	defer rows.Close()
-	var out []int64
+	var out []SizeEntry
 	for rows.Next() {
-		var s int64
-		if err := rows.Scan(&s); err != nil {
+		var e SizeEntry
+		var changed int64
+		if err := rows.Scan(&e.Size, &changed); err != nil {
 			return nil, classify("list sizes", err)
 		}
-		out = append(out, s)
+		e.ChangedAt = time.UnixMilli(changed)
+		out = append(out, e)
 	}
 	return out, classify("list sizes", rows.Err())
 }
@@ -206,6 +216,43 @@ func (db *DB) CopiesPage(ctx context.Context, contentID, afterID int64, limit in
 		if err != nil {
 			return nil, classify("list copies", err)
 		}
+	}
+	return out, nil
+}
+
+// CopiesAhead lists the live copies of the groups from content id fromID
+// on, at most groups of them and limit rows in all, each group's as the
+// first page of CopiesPage lists them; a group whose rows the limit may
+// have cut is left out. The view reads the groups a walk enters next with
+// one query, not one each.
+func (db *DB) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) (map[int64][]MemberName, error) {
+	rows, err := db.query(ctx, `SELECT c.id, f.id, f.name
+		FROM (SELECT id, content_hash FROM contents WHERE id >= ?1 AND inode_count >= 2 ORDER BY id LIMIT ?2) c
+		JOIN files f ON f.content_hash = c.content_hash
+		WHERE f.missing = 0
+		ORDER BY c.id, f.name, f.id LIMIT ?3`, fromID, groups, limit)
+	if err != nil {
+		return nil, classify("list copies", err)
+	}
+	defer rows.Close()
+	out := map[int64][]MemberName{}
+	var n int
+	var last int64
+	for rows.Next() {
+		var m MemberName
+		if err := rows.Scan(&last, &m.FileID, &m.Name); err != nil {
+			return nil, classify("list copies", err)
+		}
+		ms := out[last]
+		m.First = len(ms) == 0 || ms[len(ms)-1].Name != m.Name
+		out[last] = append(ms, m)
+		n++
+	}
+	if err := rows.Err(); err != nil {
+		return nil, classify("list copies", err)
+	}
+	if n == limit {
+		delete(out, last)
 	}
 	return out, nil
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"testing"
 )
 
@@ -76,4 +77,53 @@ func fileFolder(tb testing.TB, db *DB, path string) int64 {
 		tb.Fatal(err)
 	}
 	return f.ID
+}
+
+// TestCopiesAheadAsFirstPages reads several groups ahead: each group's
+// copies as the first page of CopiesPage gives them, groups that are no
+// longer groups left out, and a group the row limit may have cut too.
+func TestCopiesAheadAsFirstPages(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	copyOf := func(name string, ino uint64, s byte) FileStat {
+		return FileStat{Name: name, Size: int64(s), Dev: 1, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(s)}}
+	}
+	addFiles(t, db, r.ID, "/r/a", copyOf("x", 1, 1), copyOf("p", 3, 2), copyOf("u", 5, 3), copyOf("k", 7, 4))
+	addFiles(t, db, r.ID, "/r/b", copyOf("x", 2, 1), copyOf("q", 4, 2), copyOf("v", 6, 3))
+	addFiles(t, db, r.ID, "/r/c", copyOf("u", 8, 3))
+	var ids []int64 // content ids of the groups of sums 1, 2, 3; 4 is no group
+	for s := byte(1); s <= 3; s++ {
+		g, err := db.GroupByKey(ctx, "sha256", sum(s))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, g.ContentID)
+	}
+	got, err := db.CopiesAhead(ctx, ids[0], 10, 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 3 {
+		t.Fatalf("read ahead %d groups, want 3: %+v", len(got), got)
+	}
+	for _, id := range ids {
+		page, err := db.CopiesPage(ctx, id, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if fmt.Sprint(got[id]) != fmt.Sprint(page) {
+			t.Fatalf("group %d read ahead: %+v, CopiesPage: %+v", id, got[id], page)
+		}
+	}
+	// From the second group on, two groups at most.
+	if got, err = db.CopiesAhead(ctx, ids[1], 2, 100); err != nil || len(got) != 2 || got[ids[0]] != nil {
+		t.Fatalf("two groups from the second: %+v, %v", got, err)
+	}
+	// Five rows: the second group's two, the third's first three of
+	// three — all its rows, but the limit may have cut it, so it is left
+	// out.
+	if got, err = db.CopiesAhead(ctx, ids[1], 10, 5); err != nil || len(got) != 1 || len(got[ids[1]]) != 2 {
+		t.Fatalf("five rows: %+v, %v", got, err)
+	}
 }
