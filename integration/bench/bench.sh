@@ -4,8 +4,10 @@
 # to the fastest peer, CPU time and peak RSS (/usr/bin/time). It also checks
 # that dupefs finds the same duplicate set as jdupes -r. Beside the peers
 # runs floor-statwalk (benchtool statwalk): only the system calls any
-# re-index must make, the measured floor of dupefs' re-index. The results
-# end with the speed targets (issue 12) this run met and missed.
+# re-index must make, the measured floor of dupefs' re-index; and the mount
+# part walks the view's tree served from memory over FUSE (benchtool
+# fusefloor), the floor of the mount's cold walk. The results end with the
+# speed targets (issue 12) this run met and missed.
 #
 # Knobs (environment):
 #   RUNS=5              timed runs per tool (after one untimed warm-up run)

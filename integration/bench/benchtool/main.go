@@ -9,6 +9,7 @@
 //	benchtool compare A B      (two reports in the fdupes blank-line format)
 //	benchtool median V...      (median of numbers)
 //	benchtool statwalk -dir D  (the system calls a re-index cannot skip)
+//	benchtool fusefloor -tree T -mnt M  (T served over FUSE from memory)
 package main
 
 import (
@@ -48,6 +49,8 @@ func main() {
 		err = median(os.Args[2:])
 	case "statwalk":
 		err = statwalk(os.Args[2:])
+	case "fusefloor":
+		err = fusefloor(os.Args[2:])
 	default:
 		usage()
 	}
@@ -60,7 +63,7 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: benchtool mktree -dir D -files N [-seed S] [-avg BYTES] | mkphotos -dir D [-files N] [-edits N] |\n"+
 		"       mkgroups -dir D [-groups N] [-copies N] | mksizes -dir D [-files N] | mkfolders -dir D [-folders N] | compare A B | median V... |\n"+
-		"       statwalk -dir D [-workers N]")
+		"       statwalk -dir D [-workers N] | fusefloor -tree T -mnt M")
 	os.Exit(2)
 }
 
