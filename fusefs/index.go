@@ -21,7 +21,7 @@ type Index interface {
 
 	// The copies of a group.
 	CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]store.MemberName, error)
-	CopiesAhead(ctx context.Context, fromID int64, groups, limit int) (map[int64][]store.MemberName, error)
+	CopiesAhead(ctx context.Context, fromID int64, groups, limit int) ([]store.GroupCopies, error)
 	MemberByName(ctx context.Context, g store.GroupRef, name string) (store.Member, error)
 	MemberByID(ctx context.Context, g store.GroupRef, fileID int64) (store.Member, bool, error)
 	FileByID(ctx context.Context, id int64) (store.Member, error)

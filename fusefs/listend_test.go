@@ -3,6 +3,7 @@ package fusefs
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"sync/atomic"
 	"syscall"
 	"testing"
@@ -13,7 +14,8 @@ import (
 // copiesCounter counts the view's queries for the copies of groups.
 type copiesCounter struct {
 	Index
-	n atomic.Int64
+	n     atomic.Int64
+	ahead atomic.Int64 // groups asked of the last CopiesAhead
 }
 
 func (c *copiesCounter) CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]store.MemberName, error) {
@@ -21,8 +23,9 @@ func (c *copiesCounter) CopiesPage(ctx context.Context, contentID, afterID int64
 	return c.Index.CopiesPage(ctx, contentID, afterID, limit)
 }
 
-func (c *copiesCounter) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) (map[int64][]store.MemberName, error) {
+func (c *copiesCounter) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) ([]store.GroupCopies, error) {
 	c.n.Add(1)
+	c.ahead.Store(int64(groups))
 	return c.Index.CopiesAhead(ctx, fromID, groups, limit)
 }
 
@@ -95,8 +98,10 @@ func TestListEndsMemo(t *testing.T) {
 	}
 }
 
-// The first listing of a group reads the groups after it too: a walk that
-// goes on to them runs no query for them. What was read ahead does not
+// Listings of group folders read ahead as a walk makes them: a listing
+// out of a walk reads its group and the next; the listing of the group
+// after those is a walk going on, and reads the groups after it; a walk
+// runs no query for the groups read ahead. What was read ahead does not
 // outlive a commit: a copy added since shows.
 func TestGroupListingsReadAhead(t *testing.T) {
 	var counter *copiesCounter
@@ -104,14 +109,37 @@ func TestGroupListingsReadAhead(t *testing.T) {
 		counter = &copiesCounter{Index: db}
 		return counter
 	})
-	tf.add("/data", copyOf{"/data/a", "x", 10, 1, 1}, copyOf{"/data/b", "x", 10, 2, 1},
-		copyOf{"/data/a", "y", 20, 3, 2}, copyOf{"/data/b", "y", 20, 4, 2},
-		copyOf{"/data/a", "w", 30, 5, 3}, copyOf{"/data/b", "w", 30, 6, 3})
+	var files []copyOf
+	const groups = 8
+	for g := 1; g <= groups; g++ {
+		files = append(files, copyOf{"/data/a", "f" + itoa(int64(g)), int64(10 * g), uint64(2 * g), g},
+			copyOf{"/data/b", "f" + itoa(int64(g)), int64(10 * g), uint64(2*g + 1), g})
+	}
+	tf.add("/data", files...)
 	seq, _, err := tf.db.LastChange(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the watcher applies the commit", func() bool { return tf.fs.appliedSeq.Load() >= seq })
+	// The groups in the order a walk enters them: /by-hash's, by content id.
+	byHash, err := syscall.Open(filepath.Join(tf.mnt, "by-hash"), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := map[string]int{}
+	for g := 1; g <= groups; g++ {
+		group[keyOf(g)] = g
+	}
+	var order []int
+	for _, e := range getdents(t, byHash, 100) {
+		if g, ok := group[e.name]; ok {
+			order = append(order, g)
+		}
+	}
+	syscall.Close(byHash)
+	if len(order) != groups {
+		t.Fatalf("/by-hash lists groups %v", order)
+	}
 	list := func(g int) []string {
 		fd, err := syscall.Open(filepath.Join(tf.mnt, "by-hash", keyOf(g)), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
 		if err != nil {
@@ -126,24 +154,36 @@ func TestGroupListingsReadAhead(t *testing.T) {
 		}
 		return names
 	}
-	before := counter.n.Load()
-	if got := list(1); len(got) != 2 || got[0] != "x" || got[1] != "x~2" {
-		t.Fatalf("group 1: %q", got)
+	// queries lists the i-th group a walk enters and checks how many
+	// queries it ran, and how many groups the last read asked for.
+	queries := func(i int, want int64, what string, wide bool) {
+		t.Helper()
+		before := counter.n.Load()
+		name := "f" + itoa(int64(order[i]))
+		if got := list(order[i]); len(got) != 2 || got[0] != name || !strings.HasPrefix(got[1], name+"~") {
+			t.Fatalf("group %d: %q", order[i], got)
+		}
+		if n := counter.n.Load() - before; n != want {
+			t.Fatalf("%s ran %d queries, want %d", what, n, want)
+		}
+		if n := counter.ahead.Load(); want > 0 && (n > 3) != wide {
+			t.Fatalf("%s read %d groups", what, n)
+		}
 	}
-	if n := counter.n.Load() - before; n != 1 {
-		t.Fatalf("the first listing ran %d queries, want 1", n)
-	}
-	before = counter.n.Load()
-	if got := list(2); len(got) != 2 || got[0] != "y" {
-		t.Fatalf("group 2: %q", got)
-	}
-	if n := counter.n.Load() - before; n != 0 {
-		t.Fatalf("the listing of a group read ahead ran %d queries, want 0", n)
-	}
+	// (The kernel answers a folder listed again from its own cache, so
+	// each is listed once.)
+	queries(2, 1, "a listing out of a walk", false)
+	queries(3, 0, "the listing of the group read with it", false)
+	queries(4, 1, "the listing of the group after", true)
+	queries(5, 0, "the listing of a group read ahead", false)
+	// The groups after the sixth are still read ahead; a commit, then a
+	// copy added to one of them shows.
 	gen := tf.fs.ends.stamp()
-	tf.add("/data", copyOf{"/data/c", "z", 30, 7, 3})
+	tf.add("/data", copyOf{"/data/c", "z", int64(10 * order[6]), 99, order[6]})
 	eventually(t, "the watcher sees the commit", func() bool { return tf.fs.ends.stamp() != gen })
-	if got := list(3); len(got) != 3 || got[2] != "z" {
-		t.Fatalf("group 3 after a copy was added: %q, want w, w~N and z", got)
+	if got := list(order[6]); len(got) != 3 || got[2] != "z" {
+		t.Fatalf("group %d after a copy was added: %q, want two copies and z", order[6], got)
 	}
+	queries(0, 1, "a listing out of a walk", false)
+	queries(1, 0, "the listing of the group read with it", false)
 }

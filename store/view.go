@@ -220,12 +220,20 @@ func (db *DB) CopiesPage(ctx context.Context, contentID, afterID int64, limit in
 	return out, nil
 }
 
+// GroupCopies is one group's live copies, as the first page of CopiesPage
+// lists them.
+type GroupCopies struct {
+	ContentID int64
+	Copies    []MemberName
+	// Whole says Copies holds every copy: the last group of a read that
+	// reached its row limit may have been cut short.
+	Whole bool
+}
+
 // CopiesAhead lists the live copies of the groups from content id fromID
-// on, at most groups of them and limit rows in all, each group's as the
-// first page of CopiesPage lists them; a group whose rows the limit may
-// have cut is left out. The view reads the groups a walk enters next with
-// one query, not one each.
-func (db *DB) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) (map[int64][]MemberName, error) {
+// on, by content id, at most groups of them and limit rows in all. The
+// view reads the groups a walk enters next with one query, not one each.
+func (db *DB) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) ([]GroupCopies, error) {
 	rows, err := db.query(ctx, `SELECT c.id, f.id, f.name
 		FROM (SELECT id, content_hash FROM contents WHERE id >= ?1 AND inode_count >= 2 ORDER BY id LIMIT ?2) c
 		JOIN files f ON f.content_hash = c.content_hash
@@ -235,24 +243,27 @@ func (db *DB) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) 
 		return nil, classify("list copies", err)
 	}
 	defer rows.Close()
-	out := map[int64][]MemberName{}
-	var n int
-	var last int64
+	var out []GroupCopies
+	n := 0
 	for rows.Next() {
+		var id int64
 		var m MemberName
-		if err := rows.Scan(&last, &m.FileID, &m.Name); err != nil {
+		if err := rows.Scan(&id, &m.FileID, &m.Name); err != nil {
 			return nil, classify("list copies", err)
 		}
-		ms := out[last]
-		m.First = len(ms) == 0 || ms[len(ms)-1].Name != m.Name
-		out[last] = append(ms, m)
+		if len(out) == 0 || out[len(out)-1].ContentID != id {
+			out = append(out, GroupCopies{ContentID: id, Whole: true})
+		}
+		g := &out[len(out)-1]
+		m.First = len(g.Copies) == 0 || g.Copies[len(g.Copies)-1].Name != m.Name
+		g.Copies = append(g.Copies, m)
 		n++
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify("list copies", err)
 	}
 	if n == limit {
-		delete(out, last)
+		out[len(out)-1].Whole = false
 	}
 	return out, nil
 }

@@ -80,8 +80,9 @@ func fileFolder(tb testing.TB, db *DB, path string) int64 {
 }
 
 // TestCopiesAheadAsFirstPages reads several groups ahead: each group's
-// copies as the first page of CopiesPage gives them, groups that are no
-// longer groups left out, and a group the row limit may have cut too.
+// copies as the first page of CopiesPage gives them, by content id, groups
+// that are no longer groups left out, and a group the row limit may have
+// cut marked so.
 func TestCopiesAheadAsFirstPages(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
@@ -107,23 +108,22 @@ func TestCopiesAheadAsFirstPages(t *testing.T) {
 	if len(got) != 3 {
 		t.Fatalf("read ahead %d groups, want 3: %+v", len(got), got)
 	}
-	for _, id := range ids {
+	for i, id := range ids {
 		page, err := db.CopiesPage(ctx, id, 0, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if fmt.Sprint(got[id]) != fmt.Sprint(page) {
-			t.Fatalf("group %d read ahead: %+v, CopiesPage: %+v", id, got[id], page)
+		if got[i].ContentID != id || !got[i].Whole || fmt.Sprint(got[i].Copies) != fmt.Sprint(page) {
+			t.Fatalf("group %d read ahead: %+v, CopiesPage: %+v", id, got[i], page)
 		}
 	}
 	// From the second group on, two groups at most.
-	if got, err = db.CopiesAhead(ctx, ids[1], 2, 100); err != nil || len(got) != 2 || got[ids[0]] != nil {
+	if got, err = db.CopiesAhead(ctx, ids[1], 2, 100); err != nil || len(got) != 2 || got[0].ContentID != ids[1] || got[1].ContentID != ids[2] {
 		t.Fatalf("two groups from the second: %+v, %v", got, err)
 	}
-	// Five rows: the second group's two, the third's first three of
-	// three — all its rows, but the limit may have cut it, so it is left
-	// out.
-	if got, err = db.CopiesAhead(ctx, ids[1], 10, 5); err != nil || len(got) != 1 || len(got[ids[1]]) != 2 {
+	// Five rows: the second group's two, then the third's three, all of
+	// them, but the limit may have cut it.
+	if got, err = db.CopiesAhead(ctx, ids[1], 10, 5); err != nil || len(got) != 2 || !got[0].Whole || got[1].Whole || len(got[1].Copies) != 3 {
 		t.Fatalf("five rows: %+v, %v", got, err)
 	}
 }
