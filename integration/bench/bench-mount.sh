@@ -45,6 +45,10 @@ bench_mount() {
 		fpid=$!
 		trap 'kill -TERM '"$pid $fpid"' 2>/dev/null; wait '"$pid $fpid"' 2>/dev/null; umount -l "'"$mnt"'" 2>/dev/null; umount -l "'"$floor"'" 2>/dev/null' EXIT
 		for _ in $(seq 600); do [ -d "$floor/by-hash" ] && break; sleep 0.1; done
+		if [ ! -d "$floor/by-hash" ]; then
+			echo "bench: fusefloor did not serve $replica at $floor: $(cat "$WORK/fusefloor.err")" >&2
+			return 1
+		fi
 	fi
 	local groups links files
 	# Warm runs first, after a walk of each that is not timed: a cold run
