@@ -202,8 +202,7 @@ func (db *DB) CopiesPage(ctx context.Context, contentID, afterID int64, limit in
 		if err := rows.Scan(&m.FileID, &m.Name); err != nil {
 			return nil, classify("list copies", err)
 		}
-		m.First = len(out) == 0 || out[len(out)-1].Name != m.Name
-		out = append(out, m)
+		out = appendCopy(out, m)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, classify("list copies", err)
@@ -255,8 +254,7 @@ func (db *DB) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) 
 			out = append(out, GroupCopies{ContentID: id, Whole: true})
 		}
 		g := &out[len(out)-1]
-		m.First = len(g.Copies) == 0 || g.Copies[len(g.Copies)-1].Name != m.Name
-		g.Copies = append(g.Copies, m)
+		g.Copies = appendCopy(g.Copies, m)
 		n++
 	}
 	if err := rows.Err(); err != nil {
@@ -266,6 +264,14 @@ func (db *DB) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) 
 		out[len(out)-1].Whole = false
 	}
 	return out, nil
+}
+
+// appendCopy appends m to a group's copies listed in (name, id) order,
+// marking it the first of its name when the copy before it has another
+// (CopiesPage asks the index about the first copy of a later page).
+func appendCopy(ms []MemberName, m MemberName) []MemberName {
+	m.First = len(ms) == 0 || ms[len(ms)-1].Name != m.Name
+	return append(ms, m)
 }
 
 // firstOfName says of the copy f whether it is the first live copy (lowest
