@@ -135,6 +135,7 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	} else {
 		err = s.walk(jobCtx)
 	}
+	s.w.ahead.done()
 	stopKeepalive()
 	if err != nil {
 		if s.tx != nil {
