@@ -1,7 +1,6 @@
 package indexer
 
 import (
-	"sync"
 	"sync/atomic"
 	"unsafe"
 
@@ -82,16 +81,11 @@ const (
 // aheadGate says whether a scan's walk reads ahead. It starts on; probes
 // (the files not read ahead) whose data is cached turn it off, and one
 // whose data is not turns it on again. Where RWF_NOWAIT does not work it
-// stays on. A probe that finds its data on the disk also raises
-// GOMAXPROCS until the gate turns off or the walk ends (procs.go).
+// stays on.
 type aheadGate struct {
 	off  atomic.Bool  // the data is in the page cache: no reads ahead
 	warm atomic.Int32 // probes in a row that found their data cached
 	seq  atomic.Int64 // candidates seen, to pick the probes
-
-	mu      sync.Mutex
-	boosted bool // this walk holds the cold-disk GOMAXPROCS
-	ended   bool // the walk is over: no boost any more
 }
 
 // advise reports whether the next candidate is read ahead.
@@ -109,35 +103,11 @@ func (g *aheadGate) saw(cold bool) {
 	case cold:
 		g.warm.Store(0)
 		g.off.Store(false)
-		g.boost(true)
 	case g.warm.Load() < probeWarm:
 		if g.warm.Add(1) >= probeWarm {
 			g.off.Store(true)
-			g.boost(false)
 		}
 	}
-}
-
-// boost holds or releases the walk's cold-disk GOMAXPROCS.
-func (g *aheadGate) boost(on bool) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	on = on && !g.ended
-	switch {
-	case on && !g.boosted:
-		holdColdProcs()
-	case !on && g.boosted:
-		releaseColdProcs()
-	}
-	g.boosted = on
-}
-
-// done ends the walk's boost, if it holds one, for good.
-func (g *aheadGate) done() {
-	g.mu.Lock()
-	g.ended = true
-	g.mu.Unlock()
-	g.boost(false)
 }
 
 // noWaitBroken: this kernel or file system refused RWF_NOWAIT.

@@ -5,8 +5,6 @@ import (
 	"context"
 	"os"
 	"path/filepath"
-	"runtime"
-	"strconv"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -109,7 +107,6 @@ func TestProbingReadTellsCachedData(t *testing.T) {
 // probes found their data cached, and on at the first that did not.
 func TestAheadGateFollowsThePageCache(t *testing.T) {
 	var g aheadGate
-	t.Cleanup(g.done)
 	count := func(n int) (advised int) {
 		for range n {
 			if g.advise() {
@@ -144,50 +141,4 @@ func TestAheadGateFollowsThePageCache(t *testing.T) {
 	if g.off.Load() {
 		t.Fatal("a cold probe did not start the count of warm ones again")
 	}
-}
-
-// A probe that finds its data on the disk doubles GOMAXPROCS until its
-// walk's gate turns off or the walk ends; walks share one boost, and a
-// GOMAXPROCS set in the environment is left alone.
-func TestColdWalksRaiseGOMAXPROCS(t *testing.T) {
-	orig := runtime.GOMAXPROCS(0)
-	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
-	t.Setenv("GOMAXPROCS", "")
-	runtime.SetDefaultGOMAXPROCS()
-	base := runtime.GOMAXPROCS(0)
-	want := func(step string, n int) {
-		t.Helper()
-		if got := runtime.GOMAXPROCS(0); got != n {
-			t.Fatalf("%s: GOMAXPROCS %d, want %d", step, got, n)
-		}
-	}
-	var a, b aheadGate
-	a.saw(false)
-	want("a warm probe", base)
-	a.saw(true)
-	want("a cold probe", 2*base)
-	a.saw(true)
-	b.saw(true)
-	want("two walks on a cold disk", 2*base)
-	for range probeWarm {
-		a.saw(false)
-	}
-	want("one walk's gate off, the other's on", 2*base)
-	b.done()
-	want("both let go", base)
-	a.done()
-	b.done()
-	want("walks ended twice", base)
-	a.saw(true)
-	want("a probe after its walk ended", base)
-	if coldProcs.holders != 0 {
-		t.Fatalf("%d holders left", coldProcs.holders)
-	}
-
-	t.Setenv("GOMAXPROCS", strconv.Itoa(base))
-	var c aheadGate
-	c.saw(true)
-	want("GOMAXPROCS in the environment", base)
-	c.done()
-	want("GOMAXPROCS in the environment, walk ended", base)
 }

@@ -130,12 +130,13 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		}
 		return 0, c.FilesSeen
 	})
+	releaseProcs := coldWatch.hold()
 	if targeted {
 		err = s.walkTargets(jobCtx)
 	} else {
 		err = s.walk(jobCtx)
 	}
-	s.w.ahead.done()
+	releaseProcs()
 	stopKeepalive()
 	if err != nil {
 		if s.tx != nil {
