@@ -28,6 +28,10 @@ type Config struct {
 	// committed, and so how long one write transaction is held (default
 	// 250ms). Longer batches write each B-tree page fewer times.
 	BatchDuration time.Duration
+	// FixedProcs keeps GOMAXPROCS as it is. Otherwise, while a walk waits
+	// on a cold disk, the process runs twice as many goroutines at once as
+	// GOMAXPROCS allows (procs.go).
+	FixedProcs bool
 	// MaxHashesPerSec limits files opened for hashing per second
 	// (0: no limit).
 	MaxHashesPerSec float64

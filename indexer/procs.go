@@ -25,8 +25,9 @@ import (
 // Measured on /usr, 2 CPUs, caches dropped, medians of 3: a first index
 // with GOMAXPROCS 2 took 5.97 s, 3 5.39 s, 4 5.19 s, 6 5.04 s, 8 5.35 s; a
 // re-index 1.9 s against 1.66 s with 4. Warm, 4 was 9% slower than 2 (2.72
-// s against 2.49 s) where the watch leaves warm runs as they were. A
-// GOMAXPROCS set in the environment is the user's: it is kept.
+// s against 2.49 s) where the watch leaves warm runs as they were.
+// Config.FixedProcs turns the watch off (the command line sets it when the
+// user chose GOMAXPROCS in the environment).
 
 const (
 	coldTick  = 100 * time.Millisecond
@@ -45,20 +46,22 @@ type procWatch struct {
 	readBytes func() (uint64, bool) // bytes read from storage so far; false: not known
 	ticks     func() (<-chan time.Time, func())
 
-	mu      sync.Mutex
+	life    sync.Mutex // holders, stop, done: the watch starts and ends under it
 	holders int
 	stop    chan struct{}
 	done    chan struct{}
-	boosted bool // under mu
+
+	mu      sync.Mutex // boosted
+	boosted bool
 }
 
 // hold starts the watch for one more walk; the walk calls the function it
 // returns when it ends.
 func (p *procWatch) hold() (release func()) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+	p.life.Lock()
+	defer p.life.Unlock()
 	p.holders++
-	if p.holders == 1 && os.Getenv("GOMAXPROCS") == "" {
+	if p.holders == 1 {
 		p.stop, p.done = make(chan struct{}), make(chan struct{})
 		go p.run(p.stop, p.done)
 	}
@@ -66,18 +69,16 @@ func (p *procWatch) hold() (release func()) {
 	return func() { once.Do(p.release) }
 }
 
+// release ends the watch after its last walk, GOMAXPROCS restored.
 func (p *procWatch) release() {
-	p.mu.Lock()
-	p.holders--
-	if p.holders > 0 || p.stop == nil {
-		p.mu.Unlock()
+	p.life.Lock()
+	defer p.life.Unlock()
+	if p.holders--; p.holders > 0 {
 		return
 	}
-	stop, done := p.stop, p.done
+	close(p.stop)
+	<-p.done
 	p.stop, p.done = nil, nil
-	p.mu.Unlock()
-	close(stop)
-	<-done
 }
 
 // run polls read_bytes until stop, then leaves GOMAXPROCS as it found it.

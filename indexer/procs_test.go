@@ -3,7 +3,6 @@ package indexer
 import (
 	"bytes"
 	"runtime"
-	"strconv"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -31,8 +30,8 @@ func TestColdStateFollowsTheReads(t *testing.T) {
 }
 
 // A walk's watch doubles GOMAXPROCS while the process reads from storage;
-// walks share one watch; the last to end restores the runtime's default,
-// and a GOMAXPROCS set in the environment is left alone.
+// walks share one watch, and the last to end restores the runtime's
+// default.
 func TestProcWatchRaisesGOMAXPROCS(t *testing.T) {
 	orig := runtime.GOMAXPROCS(0)
 	t.Cleanup(func() { runtime.GOMAXPROCS(orig) })
@@ -74,16 +73,6 @@ func TestProcWatchRaisesGOMAXPROCS(t *testing.T) {
 	if p.holders != 0 || p.stop != nil {
 		t.Fatalf("holders %d, watch running %v", p.holders, p.stop != nil)
 	}
-
-	t.Setenv("GOMAXPROCS", strconv.Itoa(base))
-	release := p.hold()
-	select {
-	case ticks <- time.Time{}:
-		t.Fatal("a watch runs though GOMAXPROCS is set in the environment")
-	case <-time.After(50 * time.Millisecond):
-	}
-	release()
-	want("GOMAXPROCS in the environment", base)
 }
 
 // read_bytes counts what a read had to fetch from the disk.

@@ -130,7 +130,10 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		}
 		return 0, c.FilesSeen
 	})
-	releaseProcs := coldWatch.hold()
+	releaseProcs := func() {}
+	if !ix.cfg.FixedProcs {
+		releaseProcs = coldWatch.hold()
+	}
 	if targeted {
 		err = s.walkTargets(jobCtx)
 	} else {

@@ -113,6 +113,14 @@ DUPEFS_ROOTS and DUPEFS_FLAGS for the user unit dupefs-mount@INSTANCE.service
 .TP
 /etc/dupefs/mount.conf, /etc/dupefs/INSTANCE.conf
 the same for the system unit
+.SH ENVIRONMENT
+.TP
+GOMAXPROCS
+how many goroutines run at once; unset, as many as the CPUs, and twice as
+many while a scan waits on a cold disk (set, dupefs keeps it as it is)
+.TP
+XDG_STATE_HOME, XDG_CACHE_HOME, XDG_CONFIG_HOME
+where the index, the thumbnail cache and the mount settings are (see FILES)
 .SH FSTAB
 A line such as
 .PP

@@ -109,8 +109,10 @@ func (o indexerOptions) config(g globalOptions) (cfg indexer.Config, close func(
 		Rotational:      rot,
 		MaxHashesPerSec: o.MaxHashesPerSec,
 		MaxBytesPerSec:  o.MaxBytesPerSec,
-		SkipPaths:       []string{g.CacheDir},
-		Progress:        &indexer.Progress{},
+		// A GOMAXPROCS the user set is kept as it is.
+		FixedProcs: os.Getenv("GOMAXPROCS") != "",
+		SkipPaths:  []string{g.CacheDir},
+		Progress:   &indexer.Progress{},
 	}
 	close = func() {}
 	if o.ReadLog != "" {

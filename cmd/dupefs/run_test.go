@@ -164,3 +164,19 @@ func TestRunExitCodesAndFlagNames(t *testing.T) {
 		})
 	}
 }
+
+// A GOMAXPROCS the user set is kept: the indexer does not raise it on a
+// cold disk.
+func TestIndexerKeepsAUserGOMAXPROCS(t *testing.T) {
+	for env, fixed := range map[string]bool{"": false, "3": true} {
+		t.Setenv("GOMAXPROCS", env)
+		cfg, closeCfg, err := indexerOptions{}.config(globalOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		closeCfg()
+		if cfg.FixedProcs != fixed {
+			t.Errorf("GOMAXPROCS=%q: FixedProcs %v, want %v", env, cfg.FixedProcs, fixed)
+		}
+	}
+}
