@@ -46,13 +46,12 @@ type procWatch struct {
 	readBytes func() (uint64, bool) // bytes read from storage so far; false: not known
 	ticks     func() (<-chan time.Time, func())
 
-	life    sync.Mutex // holders, stop, done: the watch starts and ends under it
+	// The watch starts and ends under life, so one run at most changes
+	// GOMAXPROCS at a time.
+	life    sync.Mutex
 	holders int
 	stop    chan struct{}
 	done    chan struct{}
-
-	mu      sync.Mutex // boosted
-	boosted bool
 }
 
 // hold starts the watch for one more walk; the walk calls the function it
@@ -84,14 +83,18 @@ func (p *procWatch) release() {
 // run polls read_bytes until stop, then leaves GOMAXPROCS as it found it.
 func (p *procWatch) run(stop, done chan struct{}) {
 	defer close(done)
-	defer p.boost(false)
+	var st coldState
+	defer func() {
+		if st.on {
+			setBoost(false)
+		}
+	}()
 	last, ok := p.readBytes()
 	if !ok {
 		return
 	}
 	tick, stopTicks := p.ticks()
 	defer stopTicks()
-	var st coldState
 	for {
 		select {
 		case <-stop:
@@ -102,7 +105,9 @@ func (p *procWatch) run(stop, done chan struct{}) {
 		if !ok {
 			return
 		}
-		p.boost(st.tick(n - last))
+		if was := st.on; st.tick(n-last) != was {
+			setBoost(st.on)
+		}
 		last = n
 	}
 }
@@ -127,19 +132,15 @@ func (s *coldState) tick(read uint64) (on bool) {
 	return s.on
 }
 
-// boost sets GOMAXPROCS to twice its value, or back to the runtime's
+// setBoost sets GOMAXPROCS to twice its value, or back to the runtime's
 // default (which also turns its automatic updates on again: a call to
 // runtime.GOMAXPROCS stops them).
-func (p *procWatch) boost(on bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	switch {
-	case on && !p.boosted:
+func setBoost(on bool) {
+	if on {
 		runtime.GOMAXPROCS(2 * runtime.GOMAXPROCS(0))
-	case !on && p.boosted:
+	} else {
 		runtime.SetDefaultGOMAXPROCS()
 	}
-	p.boosted = on
 }
 
 // storageReadBytes is read_bytes of /proc/self/io: what the process had
