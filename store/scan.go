@@ -67,7 +67,6 @@ type ScanBatch struct {
 	insFolder, updFolder, insFile, updChanged   *sql.Stmt
 	newFolder                                   *sql.Stmt // bulk load: plain insert
 	updSeen, missFile, missFolders, missFilesIn *sql.Stmt
-	late                                        *sql.Stmt
 
 	// New files wait here and go in fileChunk at a time, in one INSERT of
 	// many rows: a first index writes each row for a third of the cost.
@@ -76,8 +75,10 @@ type ScanBatch struct {
 	insChunk *sql.Stmt
 	// Late hashes wait until the new files are written, so recording one
 	// does not force a partial chunk out (they are for files of earlier
-	// folders, which nothing else in the scan touches again).
-	lateQ [][]any
+	// folders, which nothing else in the scan touches again), and go in
+	// sorted (scanlate.go).
+	lateQ []lateRow
+	late  *sql.Stmt
 }
 
 // fileChunk is how many new files one INSERT writes; fileCols the values
@@ -116,10 +117,6 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 			WHERE (path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0')) AND missing = 0`},
 		{&b.missFilesIn, `UPDATE files SET missing = 1 WHERE missing = 0 AND folder_id IN
 			(SELECT id FROM folders WHERE path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0'))`},
-		{&b.late, `UPDATE OR IGNORE files SET hash_status = ?7, prefix_hash = ?8, hash_algo = ?9, content_hash = ?10, error = NULL
-			WHERE folder_id = (SELECT id FROM folders WHERE path = ?1) AND name = ?2
-			  AND size = ?3 AND mtime_ns = ?4 AND dev = ?5 AND ino = ?6 AND missing = 0
-			  AND hash_status IN ('pending', 'unique')`},
 	}
 	bulk, err := tx.bulkOn()
 	if err != nil {
@@ -153,7 +150,7 @@ func (b *ScanBatch) Close() {
 		b.tx.failed = err
 	}
 	for _, st := range []*sql.Stmt{b.insFolder, b.newFolder, b.updFolder, b.insFile, b.updChanged,
-		b.updSeen, b.missFile, b.missFolders, b.missFilesIn, b.late, b.insChunk} {
+		b.updSeen, b.missFile, b.missFolders, b.missFilesIn, b.insChunk, b.late} {
 		if st != nil {
 			st.Close()
 		}
@@ -167,13 +164,7 @@ func (b *ScanBatch) flush() error {
 	if err := b.writeFiles(true); err != nil {
 		return err
 	}
-	for _, args := range b.lateQ {
-		if _, err := b.late.ExecContext(b.tx.ctx, args...); err != nil {
-			return classify("record late hash", err)
-		}
-	}
-	b.lateQ = b.lateQ[:0]
-	return nil
+	return b.writeLate()
 }
 
 // writeFiles writes the new files that wait: whole chunks with one
@@ -280,22 +271,6 @@ func (b *ScanBatch) SeeFile(id, rootID int64, f FileStat, wasMissing bool) error
 	nlink := f.Nlink
 	_, err := b.updSeen.ExecContext(b.tx.ctx, id, rootID, int64(nlink), b.now)
 	return classify("update file", err)
-}
-
-// LateHash records what a read found of a file of folder dir committed
-// earlier, if the row is still as it was seen and not read yet. A row that
-// is not there (its folder comes later) is left to the hash job.
-func (b *ScanBatch) LateHash(dir string, f FileStat) error {
-	st, prefix, algo, content := b.hashCols(f.Hash)
-	if content != nil {
-		// The update says OR IGNORE, as the hash writes do (HashBatch).
-		if err := checkSum(algo.String, content); err != nil {
-			return err
-		}
-	}
-	b.lateQ = append(b.lateQ, []any{dir, f.Name, f.Size, f.MtimeNS, int64(f.Dev), int64(f.Ino),
-		st, prefix, algo, content})
-	return nil
 }
 
 // LoseFile marks a file missing: it leaves its group but keeps its hashes,
