@@ -11,13 +11,12 @@ import (
 // later file shared its size: 12k of them in a first index of /usr, written
 // at each commit, one UPDATE each, on the single writer every other write
 // waits on. Their rows lie anywhere in what was committed before, so in the
-// order they were read they took 18-29 us each (0.28-0.35 s for /usr),
+// order they were read they took 23-29 us each (0.28-0.35 s for /usr),
 // much of it reading back and writing out pages the writer's 2 MB cache
 // had let go. Sorted by folder path and name (bytewise: close to the
-// depth-first order the rows went in), they take 0.22 s (4 alternating
-// runs each). Tried and not kept: one UPDATE
-// per 64 of them joined to a VALUES list (0.27-0.35 s: SQLite runs such an
-// UPDATE in two passes), and holding them all until the walk's last commit
+// depth-first order the rows went in), 18 us (0.22 s; 4 alternating runs
+// each). Tried and not kept: one UPDATE per 64 of them joined to a VALUES
+// list (0.27-0.35 s), and holding them all until the walk's last commit
 // (0.11-0.13 s, but the first index took as long and held 2.4 MB more).
 
 // lateRow is one late hash: the file as the walk saw it and what it read.
