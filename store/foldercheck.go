@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -30,7 +31,7 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 			rows.Scan(&id)
 			for id != 0 && !skip[id] {
 				skip[id] = true
-				i, ok := all.pos[id]
+				i, ok := all.index(id)
 				if !ok {
 					break
 				}
@@ -86,18 +87,30 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 
 // allSums are every folder's sums summed again from the files, in id
 // order, and (for VerifyFolderSigs) as stored and with their paths. A
-// slice, not a map of pointers: a first index of 1M files sums 11k
-// folders, and this is the peak of its memory.
+// slice sized once, searched by id, not a map of pointers: a first index
+// of 3M files sums 31k folders, and this is the peak of its memory.
 type allSums struct {
 	summed []folderSums
-	pos    map[int64]int32 // index in summed by id
-	stored []folderSums    // nil unless asked for
-	paths  []string        // nil unless asked for
+	stored []folderSums // nil unless asked for
+	paths  []string     // nil unless asked for
+	last   int          // the index get found last: a folder's files come in a run
+}
+
+// index is the index in summed of folder id.
+func (a *allSums) index(id int64) (int, bool) {
+	if a.last < len(a.summed) && a.summed[a.last].id == id {
+		return a.last, true
+	}
+	i, ok := slices.BinarySearchFunc(a.summed, id, func(f folderSums, id int64) int { return cmp.Compare(f.id, id) })
+	if ok {
+		a.last = i
+	}
+	return i, ok
 }
 
 // get returns the sums of folder id, nil for none.
 func (a *allSums) get(id int64) *folderSums {
-	if i, ok := a.pos[id]; ok {
+	if i, ok := a.index(id); ok {
 		return &a.summed[i]
 	}
 	return nil
@@ -111,6 +124,14 @@ func (tx *Tx) sumAll(check bool) (allSums, error) {
 	cols := "id, coalesce(parent_id, 0), path, missing"
 	if check {
 		cols += ", own_sig, own_files, own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending"
+	}
+	var n int
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT count(*) FROM folders").Scan(&n); err != nil {
+		return all, classify("count folders", err)
+	}
+	all.summed = make([]folderSums, 0, n)
+	if check {
+		all.stored, all.paths = make([]folderSums, 0, n), make([]string, 0, n)
 	}
 	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT "+cols+" FROM folders ORDER BY id")
 	if err != nil {
@@ -141,10 +162,6 @@ func (tx *Tx) sumAll(check bool) (allSums, error) {
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return all, classify("read folders", err)
-	}
-	all.pos = make(map[int64]int32, len(all.summed))
-	for i := range all.summed {
-		all.pos[all.summed[i].id] = int32(i)
 	}
 	if err := tx.addOwnFiles("", all.get); err != nil {
 		return all, err
