@@ -86,9 +86,10 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 }
 
 // allSums are every folder's sums summed again from the files, in id
-// order, and (for VerifyFolderSigs) as stored and with their paths. A
-// slice sized once, searched by id, not a map of pointers: a first index
-// of 3M files sums 31k folders, and this is the peak of its memory.
+// order, and (for VerifyFolderSigs) as stored and with their paths: a
+// slice sized once, searched by id, not a map of pointers. It holds every
+// folder (31k for 3M files), so a first index streams instead (foldStream)
+// and sums this way only an index out of the order that needs.
 type allSums struct {
 	summed []folderSums
 	stored []folderSums // nil unless asked for
@@ -177,10 +178,7 @@ func (tx *Tx) sumAll(check bool) (allSums, error) {
 	for _, i := range order {
 		f := &all.summed[i]
 		if p := all.get(f.parent); p != nil && !f.missing {
-			p.treeSig = p.treeSig.Add(f.treeSig)
-			p.treeFiles += f.treeFiles
-			p.treeBytes += f.treeBytes
-			p.treePending += f.treePending
+			p.addTree(f)
 		}
 	}
 	return all, nil

@@ -92,41 +92,17 @@ func (db *DB) startFold(ctx context.Context) (bulk bool, err error) {
 	return bulk, err
 }
 
-// foldAll sums every folder from scratch (sumAll) and writes every sum:
-// cheaper than delta by delta when every folder waits, as after a first
-// index (when nearly every sum changes).
-func (tx *Tx) foldAll() (fold, error) {
-	var res fold
-	all, err := tx.sumAll(false)
-	if err != nil {
-		return res, err
-	}
-	for i := range all.summed {
-		if err := tx.writeSums(&all.summed[i]); err != nil {
-			return res, err
-		}
-	}
-	res.written = len(all.summed)
-	n, err := tx.exec("forget folded folders", "DELETE FROM folder_dirty")
-	if err != nil {
-		return res, err
-	}
-	c, _ := n.RowsAffected()
-	res.folded = int(c)
-	res.deleted = true // groups are found again whole
-	return res, nil
-}
-
 // maxGroupMoves: past this many folders with new sums, the folder groups
 // are found again in one pass rather than class by class.
 var maxGroupMoves = 5000
 
 // fold is what folding changed folders in did.
 type fold struct {
-	folded  int       // folders of folder_dirty folded in
-	moves   []sigMove // folders whose sums changed (delta by delta)
-	written int       // folders whose sums were written whole (foldAll)
-	deleted bool      // some noted folders were deleted: groups must be found again
+	folded   int       // folders of folder_dirty folded in
+	moves    []sigMove // folders whose sums changed (delta by delta)
+	written  int       // folders whose sums were written whole (foldAll)
+	streamed bool      // foldAll streamed the index (foldStream)
+	deleted  bool      // some noted folders were deleted: groups must be found again
 }
 
 // classKey is what folders of one exact group share.
@@ -280,10 +256,7 @@ func (tx *Tx) recountFolder(f *folderSums, fs map[int64]*folderSums) error {
 		if m, ok := fs[c.id]; ok {
 			c = m
 		}
-		f.treeSig = f.treeSig.Add(c.treeSig)
-		f.treeFiles += c.treeFiles
-		f.treeBytes += c.treeBytes
-		f.treePending += c.treePending
+		f.addTree(c)
 	}
 	return classify("read subfolders", rows.Err())
 }

@@ -1,0 +1,137 @@
+package store
+
+import "database/sql"
+
+// foldAll sums every folder from scratch and writes every sum: cheaper
+// than delta by delta when every folder waits, as after a first index
+// (when nearly every sum changes). It streams the index when the index
+// is in the order a first index writes (foldStream), else it sums every
+// folder at once (sumAll).
+func (tx *Tx) foldAll() (fold, error) {
+	var res fold
+	n, ok, err := tx.foldStream()
+	if err != nil {
+		return res, err
+	}
+	res.written, res.streamed = n, ok
+	if !ok {
+		all, err := tx.sumAll(false)
+		if err != nil {
+			return res, err
+		}
+		for i := range all.summed {
+			if err := tx.writeSums(&all.summed[i]); err != nil {
+				return res, err
+			}
+		}
+		res.written = len(all.summed)
+	}
+	del, err := tx.exec("forget folded folders", "DELETE FROM folder_dirty")
+	if err != nil {
+		return res, err
+	}
+	c, _ := del.RowsAffected()
+	res.folded = int(c)
+	res.deleted = true // groups are found again whole
+	return res, nil
+}
+
+// foldStream sums every folder of a first index from scratch and writes
+// each folder's sums, holding only those of the folders whose subfolders
+// are being summed: sumAll holds every folder's (144 bytes each, the peak
+// of a first index of 3M files), this holds a folder's ancestors.
+//
+// It reads the folders and the files newest first. A scan adds a folder
+// as the walk reaches it, depth first, and its files right after it, so
+// newest first a folder's subfolders come before it and its files come
+// in one run, in its turn. ok is false, and foldAll sums from scratch,
+// when the index is not in that order (a folder older than its parent, or
+// files added to a folder after others were added): what this wrote is
+// then written again.
+func (tx *Tx) foldStream() (written int, ok bool, err error) {
+	folders, err := tx.tx.QueryContext(tx.ctx, "SELECT id, coalesce(parent_id, 0), missing FROM folders ORDER BY id DESC")
+	if err != nil {
+		return 0, false, classify("read folders", err)
+	}
+	defer folders.Close()
+	files, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, `+termCols("")+`
+		FROM files NOT INDEXED WHERE missing = 0 AND size > 0 ORDER BY rowid DESC`)
+	if err != nil {
+		return 0, false, classify("read folder files", err)
+	}
+	defer files.Close()
+	var (
+		r      termRow
+		fileOf int64 // the folder of r
+	)
+	dst := append([]any{&fileOf}, r.dest()...)
+	more, err := nextRow(files, dst)
+	// below holds the summed trees of the subfolders of folders not
+	// reached yet, by the parent's id.
+	below := map[int64]*folderSums{}
+	for folders.Next() {
+		f := folderSums{}
+		if err := folders.Scan(&f.id, &f.parent, &f.missing); err != nil {
+			return written, false, classify("read folders", err)
+		}
+		for ; err == nil && more && fileOf == f.id; more, err = nextRow(files, dst) {
+			t, known := r.term()
+			if !known {
+				f.ownPending++
+			}
+			f.ownSig = f.ownSig.Add(t)
+			f.ownFiles++
+			f.ownBytes += r.size
+		}
+		if err != nil {
+			return written, false, classify("read folder files", err)
+		}
+		if more && fileOf > f.id {
+			return written, false, nil // a file of a folder already summed
+		}
+		f.treeSig = f.ownSig
+		f.treeFiles, f.treeBytes, f.treePending = f.ownFiles, f.ownBytes, f.ownPending
+		if s, ok := below[f.id]; ok {
+			f.addTree(s)
+			delete(below, f.id)
+		}
+		if err := tx.writeSums(&f); err != nil {
+			return written, false, err
+		}
+		written++
+		if f.missing || f.parent == 0 {
+			continue
+		}
+		if f.parent > f.id {
+			return written, false, nil // its parent was summed before it
+		}
+		s := below[f.parent]
+		if s == nil {
+			s = &folderSums{}
+			below[f.parent] = s
+		}
+		s.addTree(&f)
+	}
+	if err := folders.Err(); err != nil {
+		return written, false, classify("read folders", err)
+	}
+	// Files left are of no folder (which the foreign key rules out): let
+	// the sums from scratch decide.
+	return written, !more, nil
+}
+
+// addTree adds the tree sums of c, a subfolder, to f's.
+func (f *folderSums) addTree(c *folderSums) {
+	f.treeSig = f.treeSig.Add(c.treeSig)
+	f.treeFiles += c.treeFiles
+	f.treeBytes += c.treeBytes
+	f.treePending += c.treePending
+}
+
+// nextRow scans the next row of rows into dst; false at the end.
+func nextRow(rows *sql.Rows, dst []any) (bool, error) {
+	if !rows.Next() {
+		return false, rows.Err()
+	}
+	return true, rows.Scan(dst...)
+}

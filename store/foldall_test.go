@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"math/rand"
+	"path"
+	"sort"
+	"testing"
+)
+
+// A first index's folders are summed streaming, to the sums a fold from
+// scratch finds; an index out of that order (files added to an old folder,
+// a folder older than its parent) is summed from scratch instead.
+func TestFoldStreamSumsAsFromScratch(t *testing.T) {
+	ctx := context.Background()
+	for seed := int64(1); seed <= 6; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		var fs []fakeFile
+		for i := 0; i < 60; i++ {
+			dir := fmt.Sprintf("/r/d%d/s%d/t%d", rng.Intn(4), rng.Intn(3), rng.Intn(2))
+			for j := rng.Intn(3); j > 0; j-- {
+				dir = path.Dir(dir)
+			}
+			fs = append(fs, fakeFile{dir, fmt.Sprintf("f%d", i), rng.Intn(6)})
+		}
+		// As a scan writes them: a folder, then its files, depth first.
+		sort.SliceStable(fs, func(i, j int) bool { return fs[i].dir < fs[j].dir })
+		for _, disorder := range []string{"", "file", "parent"} {
+			name := fmt.Sprintf("seed %d disorder %q", seed, disorder)
+			db := openTest(t)
+			r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			writeFoldTree(t, db, r.ID, fs)
+			lost := fmt.Sprintf("/r/d%d/s%d", rng.Intn(4), rng.Intn(3))
+			switch disorder {
+			case "": // a folder gone missing keeps the order
+				writeFoldTree(t, db, r.ID, nil, lost)
+			case "file": // a file added to the oldest folder after the others
+				writeFoldTree(t, db, r.ID, []fakeFile{{fs[0].dir, "late", 7}})
+			case "parent": // the oldest folder under the root moved under the newest
+				err := db.Write(ctx, func(tx *Tx) error {
+					_, err := tx.exec("move", `UPDATE folders SET parent_id = (SELECT max(id) FROM folders)
+						WHERE id = (SELECT min(id) FROM folders WHERE parent_id IS NOT NULL)`)
+					return err
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+			}
+			var res fold
+			if err := db.Write(ctx, func(tx *Tx) (err error) { res, err = tx.foldAll(); return err }); err != nil {
+				t.Fatal(err)
+			}
+			if res.streamed != (disorder == "") {
+				t.Errorf("%s: streamed %v", name, res.streamed)
+			}
+			var n int
+			if err := db.queryRow(ctx, "SELECT count(*) FROM folders").Scan(&n); err != nil || res.written != n {
+				t.Errorf("%s: %d folders written of %d (%v)", name, res.written, n, err)
+			}
+			if err := db.rebuildFolderGroups(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if bad, err := db.VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
+				t.Fatalf("%s: %v %q", name, err, bad)
+			}
+		}
+	}
+}
+
+// writeFoldTree writes files through a scan batch, each folder (and its
+// parents) added when first met; content 0 is a file not hashed yet.
+// Then it marks the folders in lose missing.
+func writeFoldTree(tb testing.TB, db *DB, root int64, files []fakeFile, lose ...string) {
+	tb.Helper()
+	err := db.Write(context.Background(), func(tx *Tx) error {
+		b, err := tx.ScanBatch(1, HashSHA256)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		var folder func(p string) (int64, error)
+		folder = func(p string) (int64, error) {
+			var id int64
+			err := tx.tx.QueryRowContext(tx.ctx, "SELECT id FROM folders WHERE path = ?", p).Scan(&id)
+			if err == nil {
+				return id, nil
+			}
+			var parent int64
+			if p != "/r" {
+				if parent, err = folder(path.Dir(p)); err != nil {
+					return 0, err
+				}
+			}
+			return b.AddFolder(root, parent, p, "", nil)
+		}
+		for _, f := range files {
+			id, err := folder(f.dir)
+			if err != nil {
+				return err
+			}
+			st := FileStat{Name: f.name, Size: int64(100 + f.content), MtimeNS: 1, Dev: 1, Ino: nextIno(), Nlink: 1}
+			if f.content > 0 {
+				sum := make([]byte, 32)
+				binary.BigEndian.PutUint32(sum, uint32(f.content))
+				st.Hash = &FileHash{Status: HashDone, Content: sum}
+			}
+			if err := b.AddFile(root, id, st); err != nil {
+				return err
+			}
+		}
+		for _, p := range lose {
+			if err := b.LoseFolder(p); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
