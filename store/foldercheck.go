@@ -88,13 +88,14 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 // allSums are every folder's sums summed again from the files, in id
 // order, and (for VerifyFolderSigs) as stored and with their paths: a
 // slice sized once, searched by id, not a map of pointers. It holds every
-// folder (31k for 3M files), so a first index streams instead (foldStream)
-// and sums this way only an index out of the order that needs.
+// folder (31k for 3M files), so the fold of a first index streams instead
+// (foldStream); this sums an index out of the order streaming needs, and
+// the one VerifyFolderSigs checks against.
 type allSums struct {
 	summed []folderSums
 	stored []folderSums // nil unless asked for
 	paths  []string     // nil unless asked for
-	last   int          // the index get found last: a folder's files come in a run
+	last   int          // where index found the last folder: a folder's files come in a run
 }
 
 // index is the index in summed of folder id.
