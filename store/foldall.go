@@ -75,13 +75,7 @@ func (tx *Tx) foldStream() (written int, ok bool, err error) {
 			return written, false, classify("read folders", err)
 		}
 		for ; err == nil && more && fileOf == f.id; more, err = nextRow(files, dst) {
-			t, known := r.term()
-			if !known {
-				f.ownPending++
-			}
-			f.ownSig = f.ownSig.Add(t)
-			f.ownFiles++
-			f.ownBytes += r.size
+			f.addFile(&r)
 		}
 		if err != nil {
 			return written, false, classify("read folder files", err)
@@ -118,6 +112,17 @@ func (tx *Tx) foldStream() (written int, ok bool, err error) {
 	// Files left are of no folder (which the foreign key rules out): let
 	// the sums from scratch decide.
 	return written, !more, nil
+}
+
+// addFile adds the file r, one of f's own, to f's own sums.
+func (f *folderSums) addFile(r *termRow) {
+	t, known := r.term()
+	if !known {
+		f.ownPending++
+	}
+	f.ownSig = f.ownSig.Add(t)
+	f.ownFiles++
+	f.ownBytes += r.size
 }
 
 // addTree adds the tree sums of c, a subfolder, to f's.

@@ -296,13 +296,7 @@ func (tx *Tx) addOwnFiles(where string, sums func(id int64) *folderSums, args ..
 		if f == nil {
 			continue // not one of the folders asked for (cannot happen in one transaction)
 		}
-		t, known := r.term()
-		if !known {
-			f.ownPending++
-		}
-		f.ownSig = f.ownSig.Add(t)
-		f.ownFiles++
-		f.ownBytes += r.size
+		f.addFile(&r)
 	}
 	return classify("read folder files", rows.Err())
 }
