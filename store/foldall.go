@@ -33,7 +33,8 @@ func (tx *Tx) foldAll() (fold, error) {
 	c, _ := del.RowsAffected()
 	res.folded = int(c)
 	res.deleted = true // groups are found again whole
-	return res, nil
+	res.noted = 1
+	return res, tx.noteFold()
 }
 
 // foldStream sums every folder of a first index from scratch and writes

@@ -11,7 +11,7 @@ import (
 // joined, and the classes of the subfolders of every folder of those
 // (whether a group is hidden depends on its parents' class). The work is
 // that of the classes touched, never of the tree.
-func (db *DB) updateFolderGroups(ctx context.Context, moves []sigMove) error {
+func (db *DB) updateFolderGroups(ctx context.Context, moves []sigMove, folds int64) error {
 	ev := &classEval{db: db, ctx: ctx, classes: map[classKey]*folderClass{}, keys: map[int64]parentKey{}}
 	keys := map[classKey]bool{}
 	for _, m := range moves {
@@ -54,7 +54,7 @@ func (db *DB) updateFolderGroups(ctx context.Context, moves []sigMove) error {
 			groups = append(groups, g)
 		}
 	}
-	return db.storeFolderGroups(ctx, groups, scope)
+	return db.storeFolderGroups(ctx, groups, scope, folds)
 }
 
 // childKeys reads the classes of the subfolders of the given folders.

@@ -13,9 +13,14 @@ const folderChunk = 2000
 // into their own and their ancestors' signatures, a chunk of folders per
 // write: each folder's own terms are summed again from its files, and
 // every ancestor moves by the delta. The cost is that of the changed folders and their
-// ancestors, never the tree. It then rebuilds the exact folder groups when
-// any folder was folded in, and returns how many folders' sums it wrote.
+// ancestors, never the tree. It then brings the exact folder groups up to
+// date when any folder was folded in, now or by a fold killed before it
+// stored them (foldowed.go), and returns how many folders' sums it wrote.
 func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
+	folds, covered, err := db.foldCounts(ctx)
+	if err != nil {
+		return 0, err
+	}
 	bulk, err := db.startFold(ctx)
 	if err != nil {
 		return 0, err
@@ -44,6 +49,7 @@ func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
 		all.written += f.written
 		all.moves = append(all.moves, f.moves...)
 		all.deleted = all.deleted || f.deleted
+		all.noted += f.noted
 		if f.folded < folderChunk {
 			break
 		}
@@ -56,12 +62,18 @@ func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
 			return all.written + len(all.moves), err
 		}
 	}
+	now, _, err := db.foldCounts(ctx)
+	if err != nil {
+		return all.written + len(all.moves), err
+	}
 	switch {
-	case all.folded == 0:
-	case all.deleted || len(all.moves) > maxGroupMoves:
+	case all.folded == 0 && folds == covered:
+	case folds > covered || now != folds+all.noted || all.deleted || len(all.moves) > maxGroupMoves:
+		// Groups a killed fold owes (foldowed.go), or another process
+		// folded meanwhile: find them all again.
 		err = db.rebuildFolderGroups(ctx)
 	default:
-		err = db.updateFolderGroups(ctx, all.moves)
+		err = db.updateFolderGroups(ctx, all.moves, now)
 	}
 	return all.written + len(all.moves), err
 }
@@ -99,6 +111,7 @@ var maxGroupMoves = 5000
 // fold is what folding changed folders in did.
 type fold struct {
 	folded   int       // folders of folder_dirty folded in
+	noted    int64     // fold writes counted (noteFold)
 	moves    []sigMove // folders whose sums changed (delta by delta)
 	written  int       // folders whose sums were written whole (foldAll)
 	streamed bool      // foldAll streamed the index (foldStream)
@@ -219,6 +232,12 @@ func (tx *Tx) foldFolders() (res fold, err error) {
 		if err := tx.writeSums(f); err != nil {
 			return res, err
 		}
+	}
+	if len(res.moves) > 0 || res.deleted {
+		if err := tx.noteFold(); err != nil {
+			return res, err
+		}
+		res.noted = 1
 	}
 	_, err = tx.exec("forget folded folders", "DELETE FROM folder_dirty WHERE folder_id IN (SELECT value FROM json_each(?))",
 		jsonInts(dirty))

@@ -14,17 +14,23 @@ import (
 // rebuildFolderGroups finds every group again (after a first index, or
 // when folders were deleted) and stores them.
 func (db *DB) rebuildFolderGroups(ctx context.Context) error {
+	// Read first: the groups, found from a later snapshot, cover these.
+	folds, _, err := db.foldCounts(ctx)
+	if err != nil {
+		return err
+	}
 	groups, err := db.ExactFolderGroups(ctx, false, 1)
 	if err != nil {
 		return err
 	}
-	return db.storeFolderGroups(ctx, groups, nil)
+	return db.storeFolderGroups(ctx, groups, nil, folds)
 }
 
 // storeFolderGroups confirms the groups whose folders changed and records
 // them; then retires the stored groups of the signatures in scope (nil:
-// every one) that are not among groups.
-func (db *DB) storeFolderGroups(ctx context.Context, groups []FolderGroup, scope map[string]bool) error {
+// every one) that are not among groups; and records that the stored
+// groups cover the first folds fold writes (foldowed.go).
+func (db *DB) storeFolderGroups(ctx context.Context, groups []FolderGroup, scope map[string]bool, folds int64) error {
 	groups, err := db.confirmed(ctx, groups)
 	if err != nil {
 		return err
@@ -104,7 +110,7 @@ func (db *DB) storeFolderGroups(ctx context.Context, groups []FolderGroup, scope
 				return err
 			}
 		}
-		return nil
+		return tx.coverFolds(folds)
 	})
 }
 
