@@ -1,0 +1,154 @@
+package integration
+
+import (
+	"encoding/json"
+	"fmt"
+	"math/rand"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// manyFolderTree writes leaves folders of two small files each, under
+// groups of 100, plus exact copies of the first copies leaves and edited
+// copies (a file added) of the next edits: a tree with more folders
+// than the fold of a first index sums one by one (store.startFold: past
+// 10,000 waiting folders it sums them all in one pass, streaming the
+// index when it is in the order a walk wrote it).
+// It returns the exact groups the copies make, as folderPairs gives them.
+func manyFolderTree(tb testing.TB, dir string, leaves, copies, edits int, seed int64) []string {
+	tb.Helper()
+	rnd := rand.New(rand.NewSource(seed))
+	blob := func() []byte {
+		b := make([]byte, 1+rnd.Intn(300))
+		rnd.Read(b)
+		return b
+	}
+	write := func(rel string, b []byte) { writeFile(tb, filepath.Join(dir, rel), b) }
+	leaf := func(i int) string { return fmt.Sprintf("t%03d/d%02d", i/100, i%100) }
+	contents := make([][2][]byte, leaves)
+	for i := range leaves {
+		contents[i] = [2][]byte{blob(), blob()}
+		write(leaf(i)+"/a", contents[i][0])
+		write(leaf(i)+"/b", contents[i][1])
+	}
+	var exact []string
+	for i := range copies {
+		write(fmt.Sprintf("copies/c%03d/a", i), contents[i][0])
+		write(fmt.Sprintf("copies/c%03d/b", i), contents[i][1])
+		exact = append(exact, fmt.Sprintf("exact 2 files %d bytes: copies/c%03d %s",
+			len(contents[i][0])+len(contents[i][1]), i, leaf(i)))
+	}
+	for i := range edits {
+		j := copies + i
+		write(fmt.Sprintf("edited/e%03d/a", i), contents[j][0])
+		write(fmt.Sprintf("edited/e%03d/b", i), contents[j][1])
+		write(fmt.Sprintf("edited/e%03d/c", i), blob())
+	}
+	slices.Sort(exact)
+	return exact
+}
+
+// folderPairs is the folders report as sorted lines: each exact group's
+// folders, each partial pair with its similarity (the keys are left out:
+// they are keyed per index).
+func folderPairs(tb testing.TB, db, base string) []string {
+	tb.Helper()
+	out := mustRun(tb, db, "folders", "--format", "json").stdout
+	var rep foldersReport
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		tb.Fatalf("folders json: %v\n%s", err, out)
+	}
+	var lines []string
+	for _, g := range rep.Exact {
+		fs := slices.Clone(g.Folders)
+		for i := range fs {
+			fs[i] = strings.TrimPrefix(fs[i], base+"/")
+		}
+		slices.Sort(fs)
+		lines = append(lines, fmt.Sprintf("exact %d files %d bytes: %s", g.Files, g.Bytes, strings.Join(fs, " ")))
+	}
+	for _, p := range rep.Partial {
+		a, b := strings.TrimPrefix(p.A, base+"/"), strings.TrimPrefix(p.B, base+"/")
+		if b < a {
+			a, b = b, a
+		}
+		lines = append(lines, fmt.Sprintf("partial %s %s %.4f", a, b, p.Similarity))
+	}
+	slices.Sort(lines)
+	return lines
+}
+
+// A first index of more than 10,000 folders killed at random moments (in
+// the walk, the bulk load's end, the hash run, the fold of the folders)
+// and run to the end reports the folders, and the groups, a first index
+// never killed reports.
+func TestKill9ThenFoldersAsFromScratch(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	exact := manyFolderTree(t, dir, 11000, 200, 100, 3)
+	// Each copied leaf makes an exact group. The folder of the edited
+	// leaves (two of three files shared with their originals) pairs with
+	// the originals' parent, and so does the copies' folder with t000 and
+	// t001, each half of it; the pairs below a reported pair are left out.
+	wantFolders := append(slices.Clone(exact),
+		"partial copies t000 0.5000", "partial copies t001 0.5000", "partial edited t002 0.6667")
+	slices.Sort(wantFolders)
+	ref := filepath.Join(base, "ref.db")
+	start := time.Now()
+	mustRun(t, ref, "index", dir)
+	full := time.Since(start)
+	if got := folderPairs(t, ref, dir); !slices.Equal(got, wantFolders) {
+		t.Fatalf("a first index reports folders other than the tree's: %d lines, want %d; first difference: %s",
+			len(got), len(wantFolders), firstDiff(got, wantFolders))
+	}
+	wantGroups := groups(t, ref, dir)
+
+	db := filepath.Join(base, "crash.db")
+	rnd := rand.New(rand.NewSource(time.Now().UnixNano()))
+	const kills = 16
+	for i := range kills {
+		cmd := exec.Command(bin, "--db", db, "index", dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rnd.Int63n(int64(full) + int64(full)/4)))
+		cmd.Process.Signal(syscall.SIGKILL)
+		cmd.Wait()
+		if ok := integrityCheck(t, db); ok != "ok" {
+			t.Fatalf("after kill %d: integrity_check = %s", i, ok)
+		}
+	}
+	mustRun(t, db, "index", dir)
+	if got := folderPairs(t, db, dir); !slices.Equal(got, wantFolders) {
+		t.Errorf("after %d kills the folders report differs from a first index never killed:\ngot  %d lines\nwant %d lines\nfirst difference: %s",
+			kills, len(got), len(wantFolders), firstDiff(got, wantFolders))
+	}
+	if got := groups(t, db, dir); !equalGroups(got, wantGroups) {
+		t.Errorf("after %d kills: %d groups, want %d", kills, len(got), len(wantGroups))
+	}
+	if r := runningJobs(t, db); len(r) != 0 {
+		t.Errorf("jobs left running: %v", r)
+	}
+	t.Logf("%d kills over a %v first index of %d exact folder groups", kills, full.Round(time.Millisecond), len(exact))
+}
+
+// firstDiff describes the first line where got and want part.
+func firstDiff(got, want []string) string {
+	for i := range min(len(got), len(want)) {
+		if got[i] != want[i] {
+			return fmt.Sprintf("got %q, want %q", got[i], want[i])
+		}
+	}
+	if len(got) > len(want) {
+		return fmt.Sprintf("got %q more", got[len(want)])
+	}
+	if len(want) > len(got) {
+		return fmt.Sprintf("want %q more", want[len(got)])
+	}
+	return "none"
+}
