@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math/rand"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -86,7 +87,8 @@ func folderPairs(tb testing.TB, db, base string) []string {
 // A first index of more than 10,000 folders killed at random moments (in
 // the walk, the bulk load's end, the hash run, the fold of the folders)
 // and run to the end reports the folders, and the groups, a first index
-// never killed reports.
+// never killed reports; and so does a re-index after copies went and
+// others came, killed at random moments in turn.
 func TestKill9ThenFoldersAsFromScratch(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, "tree")
@@ -98,43 +100,104 @@ func TestKill9ThenFoldersAsFromScratch(t *testing.T) {
 	wantFolders := append(slices.Clone(exact),
 		"partial copies t000 0.5000", "partial copies t001 0.5000", "partial edited t002 0.6667")
 	slices.Sort(wantFolders)
-	ref := filepath.Join(base, "ref.db")
-	start := time.Now()
-	mustRun(t, ref, "index", dir)
-	full := time.Since(start)
+	ref, db := filepath.Join(base, "ref.db"), filepath.Join(base, "crash.db")
+	full := timedIndex(t, ref, dir)
 	if got := folderPairs(t, ref, dir); !slices.Equal(got, wantFolders) {
 		t.Fatalf("a first index reports folders other than the tree's: %d lines, want %d; first difference: %s",
 			len(got), len(wantFolders), firstDiff(got, wantFolders))
 	}
-	wantGroups := groups(t, ref, dir)
+	killStorm(t, db, dir, full, 16)
+	checkAsRef(t, "a first index killed 16 times", db, ref, dir, wantFolders)
 
-	db := filepath.Join(base, "crash.db")
+	// The first 50 copies go, and leaves 300 to 349 are copied.
+	var again []string
+	for _, l := range exact {
+		var i int
+		if _, err := fmt.Sscanf(l[strings.Index(l, "copies/c"):], "copies/c%03d", &i); err != nil {
+			t.Fatal(err)
+		}
+		if i >= 50 {
+			again = append(again, l)
+		}
+	}
+	for i := range 50 {
+		if err := os.RemoveAll(filepath.Join(dir, fmt.Sprintf("copies/c%03d", i))); err != nil {
+			t.Fatal(err)
+		}
+		leaf, dup := fmt.Sprintf("t003/d%02d", i), fmt.Sprintf("copies2/k%03d", i)
+		var n int
+		for _, f := range []string{"a", "b"} {
+			duplicate(t, filepath.Join(dir, leaf, f), filepath.Join(dir, dup, f))
+			st, err := os.Stat(filepath.Join(dir, dup, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			n += int(st.Size())
+		}
+		again = append(again, fmt.Sprintf("exact 2 files %d bytes: %s %s", n, dup, leaf))
+	}
+	slices.Sort(again)
+	full = timedIndex(t, ref, dir)
+	wantFolders = folderPairs(t, ref, dir)
+	var gotExact []string
+	for _, l := range wantFolders {
+		if strings.HasPrefix(l, "exact ") {
+			gotExact = append(gotExact, l)
+		}
+	}
+	if !slices.Equal(gotExact, again) {
+		t.Fatalf("a re-index reports exact groups other than the tree's: %d, want %d; first difference: %s",
+			len(gotExact), len(again), firstDiff(gotExact, again))
+	}
+	killStorm(t, db, dir, full, 8)
+	checkAsRef(t, "a re-index killed 8 times", db, ref, dir, wantFolders)
+	t.Logf("kills over a first index of %d exact folder groups, then over a re-index of %v", len(exact), full.Round(time.Millisecond))
+}
+
+// timedIndex runs dupefs index on db and returns how long it took.
+func timedIndex(tb testing.TB, db, dir string) time.Duration {
+	tb.Helper()
+	start := time.Now()
+	mustRun(tb, db, "index", dir)
+	return time.Since(start)
+}
+
+// killStorm starts dupefs index on db kills times, each killed with
+// SIGKILL after up to 1.25 times full, and checks the index's integrity
+// after each kill.
+func killStorm(tb testing.TB, db, dir string, full time.Duration, kills int) {
+	tb.Helper()
 	rnd := rand.New(rand.NewSource(time.Now().UnixNano()))
-	const kills = 16
 	for i := range kills {
 		cmd := exec.Command(bin, "--db", db, "index", dir)
 		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
+			tb.Fatal(err)
 		}
 		time.Sleep(time.Duration(rnd.Int63n(int64(full) + int64(full)/4)))
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
-		if ok := integrityCheck(t, db); ok != "ok" {
-			t.Fatalf("after kill %d: integrity_check = %s", i, ok)
+		if ok := integrityCheck(tb, db); ok != "ok" {
+			tb.Fatalf("after kill %d: integrity_check = %s", i, ok)
 		}
 	}
-	mustRun(t, db, "index", dir)
-	if got := folderPairs(t, db, dir); !slices.Equal(got, wantFolders) {
-		t.Errorf("after %d kills the folders report differs from a first index never killed:\ngot  %d lines\nwant %d lines\nfirst difference: %s",
-			kills, len(got), len(wantFolders), firstDiff(got, wantFolders))
+}
+
+// checkAsRef runs dupefs index on db to the end and checks that it
+// reports wantFolders and the file groups of ref, with no job left
+// running.
+func checkAsRef(tb testing.TB, what, db, ref, dir string, wantFolders []string) {
+	tb.Helper()
+	mustRun(tb, db, "index", dir)
+	if got := folderPairs(tb, db, dir); !slices.Equal(got, wantFolders) {
+		tb.Errorf("%s: the folders report differs from an index never killed: %d lines, want %d; first difference: %s",
+			what, len(got), len(wantFolders), firstDiff(got, wantFolders))
 	}
-	if got := groups(t, db, dir); !equalGroups(got, wantGroups) {
-		t.Errorf("after %d kills: %d groups, want %d", kills, len(got), len(wantGroups))
+	if got, want := groups(tb, db, dir), groups(tb, ref, dir); !equalGroups(got, want) {
+		tb.Errorf("%s: %d groups, want %d", what, len(got), len(want))
 	}
-	if r := runningJobs(t, db); len(r) != 0 {
-		t.Errorf("jobs left running: %v", r)
+	if r := runningJobs(tb, db); len(r) != 0 {
+		tb.Errorf("%s: jobs left running: %v", what, r)
 	}
-	t.Logf("%d kills over a %v first index of %d exact folder groups", kills, full.Round(time.Millisecond), len(exact))
 }
 
 // firstDiff describes the first line where got and want part.
