@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -214,4 +215,52 @@ func firstDiff(got, want []string) string {
 		return fmt.Sprintf("want %q more", want[len(got)])
 	}
 	return "none"
+}
+
+// Two dupefs index at once on one index fold the folders in turn (each
+// may see the other's folds and find the groups again): a first index,
+// then a re-index after copies came, report the folders one process
+// alone reports.
+func TestTwoIndexProcessesFoldFolders(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	exact := manyFolderTree(t, dir, 3000, 150, 50, 5)
+	ref, db := filepath.Join(base, "ref.db"), filepath.Join(base, "shared.db")
+	mustRun(t, db, "root", "add", dir) // both processes see the same root
+	for round := range 2 {
+		if round == 1 {
+			for i := range 40 {
+				for _, f := range []string{"a", "b"} {
+					duplicate(t, filepath.Join(dir, fmt.Sprintf("t010/d%02d", i), f),
+						filepath.Join(dir, fmt.Sprintf("copies2/k%03d", i), f))
+				}
+			}
+		}
+		mustRun(t, ref, "index", dir)
+		want := folderPairs(t, ref, dir)
+		var n int
+		for _, l := range want {
+			if strings.HasPrefix(l, "exact ") {
+				n++
+			}
+		}
+		if n != len(exact)+40*round {
+			t.Fatalf("round %d: one process reports %d exact folder groups, the tree holds %d", round, n, len(exact)+40*round)
+		}
+		var wg sync.WaitGroup
+		results := make([]result, 2)
+		for i := range results {
+			wg.Go(func() { results[i] = dupefs(t, db, "index") })
+		}
+		wg.Wait()
+		for i, r := range results {
+			if r.code != 0 {
+				t.Fatalf("round %d, process %d: exit %d\n%s", round, i, r.code, r.stderr)
+			}
+		}
+		if got := folderPairs(t, db, dir); !slices.Equal(got, want) {
+			t.Errorf("round %d: two processes report %d folder lines, one %d; first difference: %s",
+				round, len(got), len(want), firstDiff(got, want))
+		}
+	}
 }
