@@ -3,6 +3,7 @@ package integration
 import (
 	"encoding/json"
 	"fmt"
+	"io/fs"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -88,8 +89,10 @@ func folderPairs(tb testing.TB, db, base string) []string {
 // A first index of more than 10,000 folders killed at random moments (in
 // the walk, the bulk load's end, the hash run, the fold of the folders)
 // and run to the end reports the folders, and the groups, a first index
-// never killed reports; and so does a re-index after copies went and
-// others came, killed at random moments in turn.
+// never killed reports; and so do, killed at random moments in turn, a
+// re-index after copies went and others came, and a re-index after a file
+// came to every folder (whose fold sums every folder from scratch, the
+// index out of the order a walk writes).
 func TestKill9ThenFoldersAsFromScratch(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, "tree")
@@ -140,19 +143,69 @@ func TestKill9ThenFoldersAsFromScratch(t *testing.T) {
 	slices.Sort(again)
 	full = timedIndex(t, ref, dir)
 	wantFolders = folderPairs(t, ref, dir)
-	var gotExact []string
-	for _, l := range wantFolders {
-		if strings.HasPrefix(l, "exact ") {
-			gotExact = append(gotExact, l)
-		}
-	}
-	if !slices.Equal(gotExact, again) {
+	if gotExact := exactLines(wantFolders); !slices.Equal(gotExact, again) {
 		t.Fatalf("a re-index reports exact groups other than the tree's: %d, want %d; first difference: %s",
 			len(gotExact), len(again), firstDiff(gotExact, again))
 	}
 	killStorm(t, db, dir, full, 8)
 	checkAsRef(t, "a re-index killed 8 times", db, ref, dir, wantFolders)
-	t.Logf("kills over a first index of %d exact folder groups, then over a re-index of %v", len(exact), full.Round(time.Millisecond))
+
+	// Every folder of files gets a file z, made from its a (a leaf and
+	// its copies get the same): the re-index changes more than 10,000
+	// folders, adding files to folders the index holds, so the fold sums
+	// them all from scratch, out of the order a walk writes them in.
+	var leaves []string
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err == nil && d.Name() == "a" && !d.IsDir() {
+			leaves = append(leaves, filepath.Dir(p))
+		}
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leaves {
+		a, err := os.ReadFile(filepath.Join(l, "a"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		writeFile(t, filepath.Join(l, "z"), append(a, 'z'))
+	}
+	var third []string
+	for _, l := range again {
+		var n int
+		var x, y string
+		if _, err := fmt.Sscanf(l, "exact 2 files %d bytes: %s %s", &n, &x, &y); err != nil {
+			t.Fatal(err)
+		}
+		st, err := os.Stat(filepath.Join(dir, x, "z"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		third = append(third, fmt.Sprintf("exact 3 files %d bytes: %s %s", n+int(st.Size()), x, y))
+	}
+	slices.Sort(third)
+	full = timedIndex(t, ref, dir)
+	wantFolders = folderPairs(t, ref, dir)
+	if gotExact := exactLines(wantFolders); !slices.Equal(gotExact, third) {
+		t.Fatalf("a re-index of %d changed folders reports exact groups other than the tree's: %d, want %d; first difference: %s",
+			len(leaves), len(gotExact), len(third), firstDiff(gotExact, third))
+	}
+	killStorm(t, db, dir, full, 8)
+	checkAsRef(t, fmt.Sprintf("a re-index of %d changed folders killed 8 times", len(leaves)), db, ref, dir, wantFolders)
+	t.Logf("kills over a first index of %d exact folder groups, a re-index and a re-index of %d changed folders (%v)",
+		len(exact), len(leaves), full.Round(time.Millisecond))
+}
+
+// exactLines are the exact groups of folderPairs' lines.
+func exactLines(lines []string) []string {
+	var out []string
+	for _, l := range lines {
+		if strings.HasPrefix(l, "exact ") {
+			out = append(out, l)
+		}
+	}
+	return out
 }
 
 // timedIndex runs dupefs index on db and returns how long it took.
@@ -238,13 +291,7 @@ func TestTwoIndexProcessesFoldFolders(t *testing.T) {
 		}
 		mustRun(t, ref, "index", dir)
 		want := folderPairs(t, ref, dir)
-		var n int
-		for _, l := range want {
-			if strings.HasPrefix(l, "exact ") {
-				n++
-			}
-		}
-		if n != len(exact)+40*round {
+		if n := len(exactLines(want)); n != len(exact)+40*round {
 			t.Fatalf("round %d: one process reports %d exact folder groups, the tree holds %d", round, n, len(exact)+40*round)
 		}
 		var wg sync.WaitGroup
