@@ -6,7 +6,7 @@ import "context"
 // writes that moved the folders' sums. A process killed between the two
 // left groups that no later fold stored again, since nothing waited to be
 // folded: a first index of 11,000 folders killed at random moments then
-// reported no exact folder group, in about one run of four. So each fold
+// reported no exact folder group in two runs of ten. So each fold
 // write that may move a group counts itself in folder_folds, in its own
 // transaction, and each store of the groups records in folder_groups_at
 // how many fold writes it covers. While folder_folds is ahead, groups are

@@ -9,7 +9,7 @@ import (
 // in a write of their own; a process killed between the two left groups
 // that no later fold stored again (nothing waited to be folded): a first
 // index of 11,000 folders killed at random reported no exact folder
-// group in 1 run of 4. The next UpdateFolderSigs stores the groups a fold
+// group in 2 runs of 10. The next UpdateFolderSigs stores the groups a fold
 // still owes, after a bulk fold and after a fold chunk alike.
 func TestFolderGroupsOwedByAKilledFold(t *testing.T) {
 	ctx := context.Background()
