@@ -56,6 +56,12 @@ type Config struct {
 	// Notice receives facts worth telling that are not problems (a disk
 	// read one file at a time), from any goroutine. May be nil.
 	Notice func(msg string)
+	// Walking, when set, is called with true as a walk of a whole root
+	// starts and with false as it ends (not for the watcher's scans of a
+	// few folders), from the scan's goroutine: a walk allocates fast and
+	// keeps several MB live, the work after it little of either, and the
+	// caller may tune the Go collector to each.
+	Walking func(on bool)
 
 	sysfs     string // where /sys is ("" is /sys); for tests
 	mountinfo string // the mount table ("" is /proc/self/mountinfo); for tests

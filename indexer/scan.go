@@ -137,7 +137,13 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	if targeted {
 		err = s.walkTargets(jobCtx)
 	} else {
+		if w := ix.cfg.Walking; w != nil {
+			w(true)
+		}
 		err = s.walk(jobCtx)
+		if w := ix.cfg.Walking; w != nil {
+			w(false)
+		}
 	}
 	releaseProcs()
 	stopKeepalive()

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"os"
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
@@ -10,23 +11,32 @@ import (
 )
 
 func TestGCPercentFor(t *testing.T) {
+	const mib = 1 << 20
 	for _, c := range []struct {
-		live uint64
-		want int
+		live, budget uint64
+		want         int
 	}{
-		{0, 200},
-		{2 << 20, 200},
-		{4 << 20, 200},
-		{6 << 20, 133},
-		{8 << 20, 100},
-		{16 << 20, 100},
-		{32 << 20, 100},
-		{48 << 20, 66},
-		{64 << 20, 50},
-		{1 << 30, 50},
+		// Little live: up to the budget, no further than the runtime's
+		// least goal (4 MiB × GOGC/100) lets it.
+		{0, gcBudget, 200},
+		{1 * mib, gcBudget, 200},
+		{2 * mib, gcBudget, 200},
+		{4 * mib, gcBudget, 100},
+		{5 * mib, gcBudget, 60},
+		{0, gcWalkBudget, 400},
+		{2 * mib, gcWalkBudget, 400},
+		{4 * mib, gcWalkBudget, 300},
+		{8 * mib, gcWalkBudget, 100},
+		{10 * mib, gcWalkBudget, 60},
+		// Past two thirds of the budget: by half as much as is live.
+		{6 * mib, gcBudget, 50},
+		{8 * mib, gcBudget, 50},
+		{12 * mib, gcWalkBudget, 50},
+		{64 * mib, gcWalkBudget, 50},
+		{1 << 30, gcBudget, 50},
 	} {
-		if got := gcPercentFor(c.live); got != c.want {
-			t.Errorf("gcPercentFor(%d MiB) = %d, want %d", c.live>>20, got, c.want)
+		if got := gcPercentFor(c.live, c.budget); got != c.want {
+			t.Errorf("gcPercentFor(%d MiB, %d MiB) = %d, want %d", c.live>>20, c.budget>>20, got, c.want)
 		}
 	}
 }
@@ -58,24 +68,28 @@ func TestFollowLiveHeap(t *testing.T) {
 	was := liveHeapTuner.on.Swap(false)
 	runtime.GC()
 	time.Sleep(10 * time.Millisecond)
-	old := debug.SetGCPercent(gcMaxPercent)
+	old := debug.SetGCPercent(100)
 	var on atomic.Bool
 	on.Store(true)
-	followLiveHeap(&on)
+	var budget atomic.Uint64
+	budget.Store(gcBudget)
+	followLiveHeap(&on, budget.Load)
 	t.Cleanup(func() {
 		on.Store(false)
 		liveSink = nil
 		debug.SetGCPercent(old)
 		liveHeapTuner.on.Store(was)
 	})
-	// 96 MiB live: the growth is held near gcMaxGrowth, at the floor.
+	// 96 MiB live: the heap grows by half as much again.
 	for i := 0; i < 96; i++ {
 		liveSink = append(liveSink, make([]byte, 1<<20))
 	}
 	waitGOGC(t, gcMinPercent)
-	// Little live again: back to gcMaxPercent.
+	// Little live again: up to the budget, then to a larger one.
 	liveSink = nil
-	waitGOGC(t, gcMaxPercent)
+	waitGOGC(t, gcPercentFor(0, gcBudget))
+	budget.Store(gcWalkBudget)
+	waitGOGC(t, gcPercentFor(0, gcWalkBudget))
 	// Off: GOGC is left alone.
 	on.Store(false)
 	runtime.GC()
@@ -90,4 +104,33 @@ func TestFollowLiveHeap(t *testing.T) {
 	if got := gogc(); got != 123 {
 		t.Errorf("with the tuner off, GOGC was changed to %d", got)
 	}
+}
+
+func TestGCWalkingMovesTheBudgetAtOnce(t *testing.T) {
+	if os.Getenv("GOGC") != "" {
+		t.Skip("GOGC is set: the tuner stays off")
+	}
+	was := liveHeapTuner.on.Swap(true)
+	old := debug.SetGCPercent(100)
+	t.Cleanup(func() {
+		liveHeapTuner.on.Store(was)
+		debug.SetGCPercent(old)
+	})
+	runtime.GC() // a live heap of a few MiB at most, read by the tuner
+	gcWalking(true)
+	walking := gogc()
+	gcWalking(false)
+	after := gogc()
+	if walking <= after {
+		t.Errorf("GOGC %d during a walk, %d after: the walk's budget is the larger", walking, after)
+	}
+	if walking != gcPercentFor(liveHeap(), gcWalkBudget) {
+		t.Errorf("GOGC %d during a walk, want the walk budget's %d", walking, gcPercentFor(liveHeap(), gcWalkBudget))
+	}
+}
+
+func liveHeap() uint64 {
+	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
 }

@@ -177,6 +177,7 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		}
 		defer closeLog()
 		cfg.Warn, cfg.Notice = con.Warn, con.Warn
+		cfg.Walking = gcWalking
 		start := time.Now()
 		stopMaint := startMaintainer(ctx, db, indexer.MaintainConfig{Warn: con.Warn})
 		stopShow := con.show(indexSampler(cfg.Progress))
