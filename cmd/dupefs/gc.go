@@ -22,16 +22,17 @@ import (
 //     live heap moves by a few MB between collections (batches, listings
 //     in flight): in 154 collections the walk of 1M files of distinct
 //     sizes once held 10 MB live and grew to 20 MB, against 15 MB in the
-//     17 collections of a tenth of it; the peak RSS was 1.05 to 1.10 times
-//     the tenth's, and with the budget 0.98 to 1.03 times (3 runs each).
+//     17 collections of a tenth of it; the peak RSS was 1.11 times the
+//     tenth's, on that tree and on the generated ones, and with the
+//     budget 0.97 and 1.04 times (medians of 3, the builds alternated).
 //     (GOGC 200 while less than 16 MiB was live was worse: 53.7 against
 //     45.4 MB, the peak following the live heap three to one.)
 //   - After a walk SQLite builds indexes and sums folders in memory of its
 //     own, while the Go heap holds little: a budget as large there grew
 //     the heap of 1M files to 16 MiB in the fold alone, where SQLite's
 //     memory peaks, and the peak RSS to 1.10 times a tenth's. With the
-//     smaller one, a first index of /usr peaked at 46.0 MB against 51.9,
-//     in 2.39 s against 2.47 s (medians of 5).
+//     smaller one, a first index of /usr peaked at 47.0 MB against 51.4,
+//     in 2.39 s either way (medians of 5).
 //   - A folder is read whole, so the walk of one folder of 300k files
 //     held some 55 MB live and at GOGC 200 grew the heap to 175 MB.
 //
