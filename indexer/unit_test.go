@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand"
+	"path/filepath"
 	"reflect"
 	"runtime/debug"
 	"slices"
@@ -298,4 +299,52 @@ func TestWalkReadsTheFirstFileOfASizeLate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Config.Walking hears of each walk of a whole root, a start then an end,
+// in a first index and in a re-index alike.
+func TestWalkingIsToldOfEachWalk(t *testing.T) {
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"one/a": "1", "one/b": "1", "two/c": "22", "two/d": "22"})
+	e.addRoot(store.RootSpec{Path: filepath.Join(e.dir, "one")})
+	e.addRoot(store.RootSpec{Path: filepath.Join(e.dir, "two")})
+	var mu sync.Mutex
+	var calls []bool
+	under, most := 0, 0
+	cfg := e.config()
+	cfg.Walking = func(on bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		calls = append(calls, on)
+		if on {
+			under++
+		} else {
+			under--
+		}
+		if under < 0 {
+			t.Error("a walk ended that had not started")
+		}
+		most = max(most, under)
+	}
+	for run := 1; run <= 2; run++ {
+		calls = nil
+		if err := New(e.db, cfg).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		mu.Lock()
+		starts := 0
+		for _, on := range calls {
+			if on {
+				starts++
+			}
+		}
+		if len(calls) != 4 || starts != 2 || under != 0 {
+			t.Errorf("run %d: Walking was called %v (%d under way at the end), want a start and an end for each of the 2 roots", run, calls, under)
+		}
+		mu.Unlock()
+	}
+	if most == 0 {
+		t.Error("no walk was ever under way")
+	}
+	e.wantGroups([]string{"one/a", "one/b"}, []string{"two/c", "two/d"})
 }
