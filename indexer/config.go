@@ -92,6 +92,9 @@ func (c Config) withDefaults() Config {
 	if c.Notice == nil {
 		c.Notice = func(string) {}
 	}
+	if c.Walking == nil {
+		c.Walking = func(bool) {}
+	}
 	if c.sysfs == "" {
 		c.sysfs = "/sys"
 	}

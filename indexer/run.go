@@ -192,10 +192,10 @@ const heapWorthReturning = 8 << 20
 
 // returnWalkHeap gives the heap a walk used and no longer needs back to
 // the system when there is much of it, and reports whether it did. The
-// walk's garbage grows the heap by as much as it holds, 8 MiB at least
-// (cmd/dupefs/gc.go), and the runtime returns free pages only gradually:
-// after the walk of 1M files of distinct sizes it still held 26 MB of
-// free heap while SQLite built the indexes (and a mount or --watch keeps
+// walk's garbage grows the heap to the walk's budget, 16 MiB, or more
+// when much is live (cmd/dupefs/gc.go), and the runtime returns free
+// pages only gradually: after the walk of 1M files of distinct sizes it
+// once held 26 MB of free heap while SQLite built the indexes (and a mount or --watch keeps
 // running after).
 func returnWalkHeap() bool {
 	if reclaimableHeap() < heapWorthReturning {

@@ -137,13 +137,9 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	if targeted {
 		err = s.walkTargets(jobCtx)
 	} else {
-		if w := ix.cfg.Walking; w != nil {
-			w(true)
-		}
+		ix.cfg.Walking(true)
 		err = s.walk(jobCtx)
-		if w := ix.cfg.Walking; w != nil {
-			w(false)
-		}
+		ix.cfg.Walking(false)
 	}
 	releaseProcs()
 	stopKeepalive()

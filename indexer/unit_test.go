@@ -310,7 +310,7 @@ func TestWalkingIsToldOfEachWalk(t *testing.T) {
 	e.addRoot(store.RootSpec{Path: filepath.Join(e.dir, "two")})
 	var mu sync.Mutex
 	var calls []bool
-	under, most := 0, 0
+	under := 0
 	cfg := e.config()
 	cfg.Walking = func(on bool) {
 		mu.Lock()
@@ -324,7 +324,6 @@ func TestWalkingIsToldOfEachWalk(t *testing.T) {
 		if under < 0 {
 			t.Error("a walk ended that had not started")
 		}
-		most = max(most, under)
 	}
 	for run := 1; run <= 2; run++ {
 		calls = nil
@@ -342,9 +341,6 @@ func TestWalkingIsToldOfEachWalk(t *testing.T) {
 			t.Errorf("run %d: Walking was called %v (%d under way at the end), want a start and an end for each of the 2 roots", run, calls, under)
 		}
 		mu.Unlock()
-	}
-	if most == 0 {
-		t.Error("no walk was ever under way")
 	}
 	e.wantGroups([]string{"one/a", "one/b"}, []string{"two/c", "two/d"})
 }

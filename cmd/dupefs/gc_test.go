@@ -41,11 +41,14 @@ func TestGCPercentFor(t *testing.T) {
 	}
 }
 
-func gogc() int {
-	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+// metric reads one of the runtime's uint64 metrics.
+func metric(name string) uint64 {
+	s := []metrics.Sample{{Name: name}}
 	metrics.Read(s)
-	return int(s[0].Value.Uint64())
+	return s[0].Value.Uint64()
 }
+
+func gogc() int { return int(metric("/gc/gogc:percent")) }
 
 var liveSink [][]byte
 
@@ -124,13 +127,7 @@ func TestGCWalkingMovesTheBudgetAtOnce(t *testing.T) {
 	if walking <= after {
 		t.Errorf("GOGC %d during a walk, %d after: the walk's budget is the larger", walking, after)
 	}
-	if walking != gcPercentFor(liveHeap(), gcWalkBudget) {
-		t.Errorf("GOGC %d during a walk, want the walk budget's %d", walking, gcPercentFor(liveHeap(), gcWalkBudget))
+	if walking != gcPercentFor(metric("/gc/heap/live:bytes"), gcWalkBudget) {
+		t.Errorf("GOGC %d during a walk, want the walk budget's %d", walking, gcPercentFor(metric("/gc/heap/live:bytes"), gcWalkBudget))
 	}
-}
-
-func liveHeap() uint64 {
-	s := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
-	metrics.Read(s)
-	return s[0].Value.Uint64()
 }
