@@ -155,7 +155,7 @@ func TestKill9AtRandomMomentsThenFinish(t *testing.T) {
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
 		reads += checkReads(t, log, before)
-		if ok := integrityCheck(t, db); ok != "ok" {
+		if ok := integrityAfterKill(t, db); ok != "ok" {
 			t.Fatalf("after kill %d: integrity_check = %s", i, ok)
 		}
 	}

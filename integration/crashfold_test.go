@@ -223,7 +223,7 @@ func killStorm(tb testing.TB, db, dir string, full time.Duration, kills int) {
 		time.Sleep(time.Duration(rnd.Int63n(int64(full) + int64(full)/4)))
 		cmd.Process.Signal(syscall.SIGKILL)
 		cmd.Wait()
-		if ok := integrityCheck(tb, db); ok != "ok" {
+		if ok := integrityAfterKill(tb, db); ok != "ok" {
 			tb.Fatalf("after kill %d: integrity_check = %s", i, ok)
 		}
 	}
