@@ -70,11 +70,19 @@ type hashRun struct {
 
 	mu      sync.Mutex
 	perRoot map[int64]store.RootHashCounts
+
+	// early is what the early reads of this Drain read (early.go).
+	early map[fileID][]byte
+	// quiet: an early read, whose failures the hash job meets again and
+	// reports.
+	quiet bool
 }
 
 func (ix *Indexer) runHash(ctx context.Context, job store.Job, lease store.Lease) error {
 	h := &hashRun{ix: ix, lease: lease, algo: ix.db.HashAlgo(), started: time.Now(),
 		perRoot: map[int64]store.RootHashCounts{}}
+	ix.testHook("hash", "")
+	h.early = ix.early.stop(h.algo)
 	p := ix.cfg.Progress
 	p.HashFiles.Store(0)
 	p.HashFilesDone.Store(0)
@@ -204,7 +212,9 @@ func (h *hashRun) pass(ctx context.Context, kind taskKind, buckets []store.SizeC
 			// Pass 1 reads 8 KiB at most; pass 2 reads sets.
 			buf := make([]byte, SmallFile)
 			if kind == taskFull {
-				buf = make([]byte, setBuffer)
+				bp := setBufs.Get().(*[]byte)
+				defer setBufs.Put(bp)
+				buf = *bp
 			}
 			for ts := range tasks {
 				if len(ts) == 1 {
@@ -403,6 +413,10 @@ func (h *hashRun) plan(kind taskKind, g []*store.HashRow, shared map[store.SizeP
 		if kind == taskPrefix && r.Prefix.Valid && r.Size > SmallFile && known == nil {
 			known = r
 		}
+	}
+	if sum := h.early[rowID(need[0])]; kind == taskFull && sum != nil {
+		// Read while the scan's last write ran.
+		return nil, &result{rows: need, outcome: gotContent, sum: sum, prefix: need[0].Prefix, read: true, bytes: need[0].Size}, settled
 	}
 	if known != nil {
 		res := &result{rows: need, prefix: known.Prefix}

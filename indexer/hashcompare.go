@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -41,6 +42,10 @@ type setMember struct {
 	buf []byte // its chunk
 	err error  // its read failed: the result says why
 }
+
+// setBufs holds the read buffers of sets, setBuffer bytes each, for the
+// hash job's readers and the early ones.
+var setBufs = sync.Pool{New: func() any { b := make([]byte, setBuffer); return &b }}
 
 // class is the members whose bytes agreed so far, and the hash of those
 // bytes.

@@ -126,6 +126,19 @@ func TestLargeSetIsOneGroup(t *testing.T) {
 // copies is not recorded with their hash; it is queued again and the next
 // run settles it.
 func TestSetMemberChangedWhileReadIsQueued(t *testing.T) {
+	for _, mode := range []string{"early reads", "hash job"} {
+		t.Run(mode, func(t *testing.T) {
+			if mode == "hash job" {
+				noEarlyReads(t)
+			}
+			setMemberChanged(t)
+		})
+	}
+}
+
+// setMemberChanged changes a member of a set of three copies after another
+// member's read, before its own check.
+func setMemberChanged(t *testing.T) {
 	e := newEnv(t)
 	content := big(4, 2<<20)
 	tree(t, e.dir, map[string]string{"a": content, "b": content, "c": content})
@@ -134,6 +147,9 @@ func TestSetMemberChangedWhileReadIsQueued(t *testing.T) {
 	var once sync.Once
 	var changed string
 	ix.hook = func(stage, path string) {
+		if stage == "hash" {
+			waitEarly(ix)
+		}
 		if stage != "read" {
 			return
 		}

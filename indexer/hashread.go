@@ -49,7 +49,9 @@ func (h *hashRun) read(ctx context.Context, t task, buf []byte) result {
 func (h *hashRun) failed(res result, err error) result {
 	if isChange(err) {
 		res.outcome = gotChange
-		h.ix.cfg.Warn(fmt.Sprintf("%v; queued again", err))
+		if !h.quiet {
+			h.ix.cfg.Warn(fmt.Sprintf("%v; queued again", err))
+		}
 	} else {
 		res.outcome = gotFailure
 	}

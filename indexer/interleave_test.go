@@ -11,18 +11,23 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
-// The interleavings of a file changing under the hash job, driven one by
-// one through the job's hook: whatever happens to a file between the scan
-// and its read, its row ends hashed, queued (and the index says it is not
-// up to date), or missing — never stuck — and one more index gives exactly
-// the groups of a fresh index of the tree as it is now.
+// The interleavings of a file changing under the hash job (or the early
+// reads before it), driven one by one through the readers' hook: whatever
+// happens to a file between the scan and its read, its row ends hashed,
+// queued (and the index says it is not up to date), or missing — never
+// stuck — and one more index gives exactly the groups of a fresh index of
+// the tree as it is now.
 
-// hookOnce runs act the first time the hash job reaches stage for the path
-// rel (relative to the tree).
+// hookOnce runs act the first time a hash read (the hash job's or an
+// early one) reaches stage for the path rel (relative to the tree). The
+// early reads read every set they are given before the hash job starts.
 func (e *env) hookOnce(ix *Indexer, stage, rel string, act func()) {
 	var once sync.Once
 	want := filepath.Join(e.dir, rel)
 	ix.hook = func(s, path string) {
+		if s == "hash" {
+			waitEarly(ix)
+		}
 		if s == stage && path == want {
 			once.Do(act)
 		}
@@ -170,31 +175,45 @@ func TestInterleavings(t *testing.T) {
 			act: func(e *env) { os.Remove(filepath.Join(e.dir, "a/x")) },
 		},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			e := newEnv(t)
-			os.MkdirAll(filepath.Join(e.dir, "c"), 0o755)
-			tree(t, e.dir, tc.files)
-			e.addRoot(store.RootSpec{})
-			if tc.prepare != nil {
-				tc.prepare(e)
-			}
-			ix := New(e.db, e.config())
-			met := false
-			e.hookOnce(ix, tc.stage, tc.path, func() { met = true; tc.act(e) })
-			e.runWith(ix)
-			if !met {
-				t.Fatalf("the hash job never reached %s of %s", tc.stage, tc.path)
-			}
-			// Right after: nothing is stuck. A row the job could not read
-			// is queued, and then the index does not say it is up to date.
-			if tot := e.totals(); tot.Queued > 0 && tot.State == store.StateUpToDate {
-				t.Fatalf("%d files queued while the state says up to date", tot.Queued)
-			}
-			// One more index (as a user would run it) settles everything.
-			e.run()
-			e.settled()
-			e.matchesFresh()
-		})
+	// In a first index the early reads (early.go) meet the act before
+	// the hash job; without them, the hash job's own reads do.
+	for _, mode := range []string{"early reads", "hash job"} {
+		for _, tc := range cases {
+			t.Run(mode+"/"+tc.name, func(t *testing.T) {
+				if mode == "hash job" {
+					noEarlyReads(t)
+				}
+				interleave(t, tc.files, tc.prepare, tc.stage, tc.path, tc.act)
+			})
+		}
 	}
+}
+
+// interleave makes the tree files, runs prepare, then an index run whose
+// hash reads meet act at stage on path, and checks that nothing is stuck
+// and that one more run gives the groups of a fresh index.
+func interleave(t *testing.T, files map[string]string, prepare func(*env), stage, path string, act func(*env)) {
+	e := newEnv(t)
+	os.MkdirAll(filepath.Join(e.dir, "c"), 0o755)
+	tree(t, e.dir, files)
+	e.addRoot(store.RootSpec{})
+	if prepare != nil {
+		prepare(e)
+	}
+	ix := New(e.db, e.config())
+	met := false
+	e.hookOnce(ix, stage, path, func() { met = true; act(e) })
+	e.runWith(ix)
+	if !met {
+		t.Fatalf("no hash read reached %s of %s", stage, path)
+	}
+	// Right after: nothing is stuck. A row the job could not read is
+	// queued, and then the index does not say it is up to date.
+	if tot := e.totals(); tot.Queued > 0 && tot.State == store.StateUpToDate {
+		t.Fatalf("%d files queued while the state says up to date", tot.Queued)
+	}
+	// One more index (as a user would run it) settles everything.
+	e.run()
+	e.settled()
+	e.matchesFresh()
 }

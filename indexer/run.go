@@ -29,11 +29,15 @@ type Indexer struct {
 	// hook, when set (tests), is called at each stage of a hash read:
 	// "open" before a file is opened, "read" once its bytes are read and
 	// before they are checked against the index; and with "walked" (and
-	// the root) when a scan's walk is done, before its last write.
+	// the root) when a scan's walk is done, before its last write; with
+	// "hash" when a hash run starts, before it stops the early reads.
 	hook func(stage, path string)
 
 	// sizes is what the walks of this run learnt of file sizes.
 	sizes *sizeCache
+	// early reads files the hash job will read whole while a first
+	// index's last write runs.
+	early earlyReads
 }
 
 // New returns an Indexer working on db.
@@ -85,6 +89,8 @@ func (ix *Indexer) Run(ctx context.Context) error {
 // changes into the folder signatures.
 func (ix *Indexer) Drain(ctx context.Context) error {
 	ix.sizes = newSizeCache()
+	// Early reads a hash job of another process made useless end here.
+	defer ix.early.stop("")
 	var jobErr error
 	// hashed: this Run completed a hash run since its last scan. Files a
 	// hash run queued again (they changed under it) start one more run

@@ -165,6 +165,9 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		// collection each would cost a mount CPU under a stream of
 		// changes.
 		returnWalkHeap()
+		if s.w.bulk {
+			ix.early.start(ctx, ix, s.w.algo)
+		}
 		err = s.complete(ctx)
 	}
 	if err != nil {

@@ -164,6 +164,7 @@ func TestHashRunReadsOneLargeFileAtATimePerRotatingDisk(t *testing.T) {
 				os.WriteFile(filepath.Join(e.dir, fmt.Sprintf("f%d", i)), b, 0o644)
 			}
 			e.addRoot(store.RootSpec{})
+			noEarlyReads(t) // the hash job's readers are under test
 			cfg := e.config()
 			cfg.Workers, cfg.IODepth, cfg.Rotational, cfg.sysfs = 2, 32, c.mode, sys
 			var notices []string

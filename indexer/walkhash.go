@@ -233,5 +233,8 @@ func (w *walker) readHash(dirfd int, path string, f *store.FileStat, pre *rawFil
 	if checkUnchanged(fh, want) != nil {
 		return nil
 	}
+	if w.bulk && !whole {
+		ix.early.note(path, f, h.Prefix.Int64)
+	}
 	return h
 }
