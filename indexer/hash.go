@@ -402,6 +402,13 @@ func (h *hashRun) plan(kind taskKind, g []*store.HashRow, shared map[store.SizeP
 	if len(need) == 0 {
 		return nil, nil, settled
 	}
+	if kind == taskFull {
+		if sum := h.early[rowID(need[0])]; sum != nil {
+			// Read by this process while the scan's last write ran (early.go).
+			return nil, &result{rows: need, outcome: gotContent, sum: sum, prefix: need[0].Prefix,
+				read: true, bytes: need[0].Size}, settled
+		}
+	}
 	for _, r := range g {
 		if r.MtimeNS != need[0].MtimeNS {
 			continue
@@ -413,10 +420,6 @@ func (h *hashRun) plan(kind taskKind, g []*store.HashRow, shared map[store.SizeP
 		if kind == taskPrefix && r.Prefix.Valid && r.Size > SmallFile && known == nil {
 			known = r
 		}
-	}
-	if sum := h.early[rowID(need[0])]; kind == taskFull && sum != nil {
-		// Read while the scan's last write ran.
-		return nil, &result{rows: need, outcome: gotContent, sum: sum, prefix: need[0].Prefix, read: true, bytes: need[0].Size}, settled
 	}
 	if known != nil {
 		res := &result{rows: need, prefix: known.Prefix}
