@@ -10,6 +10,7 @@
 //	benchtool median V...      (median of numbers)
 //	benchtool statwalk -dir D  (the system calls a re-index cannot skip)
 //	benchtool fusefloor -tree T -mnt M  (T served over FUSE from memory)
+//	benchtool sqlfloor -from INDEX -db NEW [-times FILE]  (the SQLite work of a first index alone)
 package main
 
 import (
@@ -49,6 +50,8 @@ func main() {
 		err = median(os.Args[2:])
 	case "statwalk":
 		err = statwalk(os.Args[2:])
+	case "sqlfloor":
+		err = sqlfloor(os.Args[2:])
 	case "fusefloor":
 		err = fusefloor(os.Args[2:])
 	default:
@@ -63,7 +66,7 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: benchtool mktree -dir D -files N [-seed S] [-avg BYTES] | mkphotos -dir D [-files N] [-edits N] |\n"+
 		"       mkgroups -dir D [-groups N] [-copies N] | mksizes -dir D [-files N] | mkfolders -dir D [-folders N] | compare A B | median V... |\n"+
-		"       statwalk -dir D [-workers N] | fusefloor -tree T -mnt M")
+		"       statwalk -dir D [-workers N] | fusefloor -tree T -mnt M | sqlfloor -from INDEX -db NEW [-times FILE]")
 	os.Exit(2)
 }
 
