@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/pprof"
 	"syscall"
 	"time"
 
@@ -28,12 +29,13 @@ import (
 // It prints the phases, and with -times appends "seconds maxrss_kb user_s
 // sys_s" of the timed part to a file, as `make bench` records a run.
 //
-//	benchtool sqlfloor -from INDEX -db NEW [-times FILE]
+//	benchtool sqlfloor -from INDEX -db NEW [-times FILE] [-cpuprofile FILE]
 func sqlfloor(args []string) error {
 	fs := flag.NewFlagSet("sqlfloor", flag.ExitOnError)
 	from := fs.String("from", "", "an index dupefs built")
 	to := fs.String("db", "", "the new index to write (replaced)")
 	times := fs.String("times", "", "append the timed part's figures to this file")
+	profile := fs.String("cpuprofile", "", "write a CPU profile of the timed part to this file")
 	fs.Parse(args)
 	if *from == "" || *to == "" {
 		return errors.New("sqlfloor: -from and -db are required")
@@ -48,10 +50,21 @@ func sqlfloor(args []string) error {
 			return fmt.Errorf("sqlfloor: %w", err)
 		}
 	}
+	if *profile != "" {
+		f, err := os.Create(*profile)
+		if err != nil {
+			return fmt.Errorf("sqlfloor: %w", err)
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return fmt.Errorf("sqlfloor: %w", err)
+		}
+	}
 	var before syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &before)
 	start := time.Now()
 	phases, err := rows.replay(ctx, *to)
+	pprof.StopCPUProfile()
 	if err != nil {
 		return fmt.Errorf("sqlfloor: %w", err)
 	}
