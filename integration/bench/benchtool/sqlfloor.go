@@ -185,7 +185,12 @@ func (r *floorRows) replay(ctx context.Context, path string) (phases [3]time.Dur
 	ids := make(map[int64]int64, len(r.folders))
 	for i := range r.folders {
 		f := &r.folders[i]
-		id, err := batch.AddFolder(root.ID, ids[f.parent], f.path, "", nil)
+		parent, ok := ids[f.parent]
+		if !ok && f.parent != 0 {
+			tx.Rollback()
+			return phases, fmt.Errorf("%s comes before its parent: not the index of one first index", f.path)
+		}
+		id, err := batch.AddFolder(root.ID, parent, f.path, "", nil)
 		if err != nil {
 			tx.Rollback()
 			return phases, err
