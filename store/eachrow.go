@@ -13,17 +13,21 @@ import (
 // for the bench, which replays an index through the scan's own write path
 // to measure the SQLite work of an index alone (benchtool sqlfloor).
 //
-// A first index numbers its folders in the order the walk reached them,
-// so in id order a folder comes after its parent.
+// It reads one snapshot. A first index numbers its folders in the order
+// the walk reached them, so in id order a folder comes after its parent.
 func (db *DB) EachRow(ctx context.Context, folder func(id, parentID int64, path string) error,
 	file func(folderID int64, f FileStat) error) error {
-	folders, err := db.r.QueryContext(ctx, `SELECT id, coalesce(parent_id, 0), path FROM folders
+	return db.read(ctx, func(tx *Tx) error { return tx.eachRow(folder, file) })
+}
+
+func (tx *Tx) eachRow(folder func(id, parentID int64, path string) error, file func(folderID int64, f FileStat) error) error {
+	folders, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path FROM folders
 		WHERE missing = 0 ORDER BY id`)
 	if err != nil {
 		return classify("read folders", err)
 	}
 	defer folders.Close()
-	files, err := db.r.QueryContext(ctx, `SELECT folder_id, name, size, mtime_ns, dev, ino, nlink,
+	files, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, name, size, mtime_ns, dev, ino, nlink,
 		hash_status, prefix_hash, content_hash FROM files WHERE missing = 0 ORDER BY folder_id, name`)
 	if err != nil {
 		return classify("read files", err)
