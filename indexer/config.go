@@ -40,8 +40,10 @@ type Config struct {
 	// PollInterval is how often a process waiting for another one's job
 	// looks again (default 250ms).
 	PollInterval time.Duration
-	// SkipPaths are never indexed (the index file and its -wal/-shm are
-	// always skipped; the caller adds e.g. the thumbnail cache).
+	// SkipPaths are never indexed, nor anything below them (the index
+	// file and its -wal/-shm are always skipped, as are Trash cans and
+	// dupefs' temporary files; the caller adds e.g. the thumbnail cache
+	// and the home Trash).
 	SkipPaths []string
 	// ReadLog, when set, receives one line per file opened for hashing:
 	// "prefix <quoted path>" or "full <quoted path>". Tests use it to prove

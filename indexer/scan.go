@@ -120,6 +120,9 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	for p := range s.w.skip {
 		s.w.skipNames[filepath.Base(p)] = true
 	}
+	if s.w.skipAll = s.w.leftOut(root.Path); s.w.skipAll && !targeted {
+		ix.cfg.Warn(fmt.Sprintf("%s is in a Trash, or in a path never indexed: nothing in it is indexed", store.EscapePath(root.Path)))
+	}
 
 	jobCtx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)

@@ -71,6 +71,9 @@ func (s *scanRun) walkTargets(ctx context.Context) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
+		if s.w.leftOut(t) {
+			continue // the index may hold it from an older dupefs: never walk it
+		}
 		row, ok, err := s.nearestFolder(t)
 		if err != nil {
 			return err

@@ -68,6 +68,7 @@ type walker struct {
 	subfolders map[int64][]store.FolderRow
 	skipNames  map[string]bool // their base names, to test before building a path
 	skipIno    map[[2]uint64]bool
+	skipAll    bool // the root is left out (leftOut): nothing in it is indexed
 	warn       func(string)
 
 	mountsMu sync.Mutex
@@ -100,6 +101,25 @@ func subRel(abs string, n *node, name string) string {
 		return joinRel(n.rel, name)
 	}
 	return abs[len(abs)-k:]
+}
+
+// skipTrash: the walk leaves Trash cans out (store.IsTrashDir). A
+// variable for tests, which set it false to build the index a dupefs that
+// walked into them made.
+var skipTrash = true
+
+// leftOut reports whether the walk never enters the folder dir: a Trash can
+// or a folder in one, or a folder in a path never indexed.
+func (w *walker) leftOut(dir string) bool {
+	if skipTrash && (store.InTrash(dir) || store.IsTrashDir(path.Dir(dir), path.Base(dir))) {
+		return true
+	}
+	for p := range w.skip {
+		if p != "" && store.Within(p, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // excluded reports whether an entry matches an exclude pattern: a pattern
@@ -259,6 +279,10 @@ func (w *walker) readDisk(n *node, res *dirResult) int {
 		return fd
 	}
 	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
+	if w.skipAll {
+		res.skipped += len(ents)
+		return fd
+	}
 	here := &ancestry{dev: st.Dev, ino: st.Ino, up: n.parent}
 	if n.mode == modeFull {
 		// Room for every entry that may be a file, at once: a folder of
@@ -278,9 +302,10 @@ func (w *walker) readDisk(n *node, res *dirResult) int {
 
 // classify stats one entry and files it as a file, a folder or skipped.
 // Paths are only built for what needs them: folders, and names that some
-// path never indexed ends with.
+// path never indexed ends with. Trash cans and dupefs' temporary files are
+// skipped: a copy there is none to keep.
 func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ uint8, name string) {
-	if w.skipNames[name] && w.skip[store.JoinPath(n.abs, name)] {
+	if w.skipNames[name] && w.skip[store.JoinPath(n.abs, name)] || name[0] == '.' && store.IsTempName(name) {
 		res.skipped++
 		return
 	}
@@ -323,6 +348,10 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ u
 		res.files = append(res.files, store.FileStat{Name: name, Size: st.Size,
 			MtimeNS: st.Mtim.Nano(), Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink)})
 	case unix.S_IFDIR:
+		if skipTrash && store.IsTrashDir(n.abs, name) {
+			res.skipped++
+			return
+		}
 		abs := store.JoinPath(n.abs, name)
 		if w.skipDir(n, res, here, abs, &st) {
 			res.skipped++

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 	"sync"
@@ -188,8 +189,13 @@ func (w *Watcher) watchRoot(root string) {
 		store.EscapePath(root), errs, w.cfg.Fallback))
 }
 
-// skipped reports whether changes at p are ignored.
+// skipped reports whether changes at p are ignored: those in a Trash can,
+// to dupefs' temporary files, and below Config.Skip. The scans never
+// index them.
 func (w *Watcher) skipped(p string) bool {
+	if store.InTrash(p) || store.IsTempName(path.Base(p)) {
+		return true
+	}
 	for _, s := range w.cfg.Skip {
 		if store.Within(s, p) {
 			return true

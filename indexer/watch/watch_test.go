@@ -254,3 +254,27 @@ func countWatches(t *testing.T) int {
 	}
 	return n
 }
+
+// Changes in a Trash can, to dupefs' temporary files and below Skip ask
+// for no scan; those to the Trash can itself and to a file named .Trash do.
+func TestSkipped(t *testing.T) {
+	w := New(nil, nil, Config{Skip: []string{"/home/u/.cache/dupefs"}})
+	for p, want := range map[string]bool{
+		"/home/u/.local/share/Trash/files/a.jpg":      true,
+		"/home/u/.local/share/Trash/files":            true,
+		"/mnt/.Trash-1000/files/b":                    true,
+		"/mnt/.Trash/1000":                            true,
+		"/home/u/photos/.dupefs-0123456789abcdef.tmp": true,
+		"/home/u/.cache/dupefs/thumbs/x":              true,
+		"/home/u/.local/share/Trash":                  false,
+		"/mnt/.Trash-1000":                            false,
+		"/home/u/notes/.Trash":                        false,
+		"/home/u/Trash/files/a.jpg":                   false,
+		"/home/u/photos/a.jpg":                        false,
+		"/home/u/photos/a.tmp":                        false,
+	} {
+		if got := w.skipped(p); got != want {
+			t.Errorf("skipped(%q) = %v, want %v", p, got, want)
+		}
+	}
+}
