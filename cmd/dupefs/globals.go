@@ -31,6 +31,13 @@ func defaultCacheDir() string {
 	return filepath.Join(xdgDir("XDG_CACHE_HOME", ".cache"), "dupefs", "thumbs")
 }
 
+// homeTrash is the user's home Trash, $XDG_DATA_HOME/Trash
+// (~/.local/share/Trash by default): where the Trash action moves copies
+// on the home file system, and never indexed.
+func homeTrash() string {
+	return filepath.Join(xdgDir("XDG_DATA_HOME", ".local/share"), "Trash")
+}
+
 func xdgDir(env, fallback string) string {
 	if d := os.Getenv(env); filepath.IsAbs(d) {
 		return d

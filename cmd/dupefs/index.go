@@ -111,7 +111,7 @@ func (o indexerOptions) config(g globalOptions) (cfg indexer.Config, close func(
 		MaxBytesPerSec:  o.MaxBytesPerSec,
 		// A GOMAXPROCS the user set is kept as it is.
 		FixedProcs: os.Getenv("GOMAXPROCS") != "",
-		SkipPaths:  []string{g.CacheDir},
+		SkipPaths:  []string{g.CacheDir, homeTrash()},
 		Progress:   &indexer.Progress{},
 	}
 	close = func() {}

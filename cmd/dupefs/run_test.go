@@ -180,3 +180,26 @@ func TestIndexerKeepsAUserGOMAXPROCS(t *testing.T) {
 		}
 	}
 }
+
+// The home Trash is never indexed, wherever $XDG_DATA_HOME puts it.
+func TestIndexLeavesTheHomeTrashOut(t *testing.T) {
+	ctx := context.Background()
+	tree := testTree(t, map[string]string{
+		"a/one.txt":                "same content",
+		"data/Trash/files/one.txt": "same content",
+		"other/Trash/two.txt":      "same content",
+	})
+	t.Setenv("XDG_DATA_HOME", filepath.Join(tree, "data"))
+	g := testGlobals(t)
+	var out, errb bytes.Buffer
+	if err := runIndex(ctx, g, indexOptions{Paths: []string{tree}}, &out, &errb); err != nil {
+		t.Fatalf("index: %v\n%s", err, errb.String())
+	}
+	out.Reset()
+	if err := runGroups(ctx, g, groupsOptions{Format: "fdupes"}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	if want := tree + "/a/one.txt\n" + tree + "/other/Trash/two.txt\n\n"; out.String() != want {
+		t.Errorf("groups:\n%q\nwant\n%q", out.String(), want)
+	}
+}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -42,6 +43,13 @@ func indexAndWatch(ctx context.Context, con *console, db *store.DB, cfg indexer.
 	var w *watch.Watcher
 	if wo != nil {
 		skip = append(skip, db.Path(), db.Path()+"-wal", db.Path()+"-shm", db.Path()+"-journal")
+		for _, p := range cfg.SkipPaths {
+			// The scans never index these (the thumbnail cache, the
+			// home Trash): their changes need no scan either.
+			if filepath.IsAbs(p) {
+				skip = append(skip, p)
+			}
+		}
 		w = watch.New(db, ix, watch.Config{Backend: wo.Backend, Fallback: wo.Fallback, Rescan: rescan, Skip: skip, Warn: con.Warn})
 		// Watching starts before the first index, so nothing changed
 		// while it runs goes unseen.
