@@ -169,15 +169,23 @@ func TestStaleThumbLeaseIsRequeued(t *testing.T) {
 	}
 }
 
-// deadWorkerID is the worker id of a process of this host that has ended.
+// deadWorkerID is the worker id of a process of this host, boot and pid
+// namespace that has ended.
 func deadWorkerID(tb testing.TB) string {
+	tb.Helper()
+	f := strings.Split(NewWorkerID(), "/")
+	f[3], f[4], f[5] = deadPid(tb), "12345", "dead"
+	return strings.Join(f, "/")
+}
+
+// deadPid is the pid of a process that has ended.
+func deadPid(tb testing.TB) string {
 	tb.Helper()
 	cmd := exec.Command("true")
 	if err := cmd.Run(); err != nil {
 		tb.Fatal(err)
 	}
-	host, _ := os.Hostname()
-	return strings.ReplaceAll(host, "/", "_") + "/" + itoa(cmd.Process.Pid) + "/12345/dead"
+	return itoa(cmd.Process.Pid)
 }
 
 func TestCleanupRemovesOnlyCacheFiles(t *testing.T) {

@@ -229,16 +229,42 @@ func TestLinkCacheForgetsAnInodeAllOfWhoseLinksWereSeen(t *testing.T) {
 
 func TestWorkerDead(t *testing.T) {
 	me := NewWorkerID()
+	f := strings.Split(me, "/")
+	if len(f) != 6 || f[1] == unknown || f[2] == unknown {
+		t.Fatalf("worker id %q: want host/boot id/pid namespace/pid/start time/random, all known", me)
+	}
 	if WorkerDead(me) {
 		t.Fatalf("this process (%s) reported dead", me)
 	}
-	parts := strings.Split(me, "/")
-	parts[2] = "1" // another start time: a later process with this pid
-	if !WorkerDead(strings.Join(parts, "/")) {
-		t.Error("a process with another start time is not this one")
-	}
-	if WorkerDead("otherhost/1/2/3") || WorkerDead("nonsense") {
-		t.Error("ids of other hosts, or unparsable ones, are never called dead")
+	host, boot, ns, pid := f[0], f[1], f[2], f[3]
+	const otherBoot, otherNS = "0123456789abcdef0123456789abcdef", "4026531999"
+	gone := deadPid(t)
+	id := func(fields ...string) string { return strings.Join(fields, "/") }
+	for _, c := range []struct {
+		what string
+		id   string
+		dead bool
+	}{
+		{"another start time: a later process with this pid", id(host, boot, ns, pid, "1", "x"), true},
+		{"a pid that is gone", id(host, boot, ns, gone, "2", "x"), true},
+		{"another boot of this host", id(host, otherBoot, ns, pid, f[4], "x"), true},
+		{"another boot, another pid namespace", id(host, otherBoot, otherNS, gone, "2", "x"), true},
+		{"another pid namespace, its pid gone here", id(host, boot, otherNS, gone, "2", "x"), false},
+		{"another pid namespace, another start time", id(host, boot, otherNS, pid, "1", "x"), false},
+		{"an unknown pid namespace", id(host, boot, unknown, gone, "2", "x"), false},
+		{"an unknown boot id", id(host, unknown, ns, gone, "2", "x"), false},
+		{"another host", id("otherhost", boot, ns, gone, "2", "x"), false},
+		{"another host, another boot", id("otherhost", otherBoot, ns, gone, "2", "x"), false},
+		{"an old id of this host", id(host, gone, "2", "x"), false},
+		{"an unparsable pid", id(host, boot, ns, "x", "2", "x"), false},
+		{"no start time", id(host, boot, ns, gone, "0", "x"), false},
+		{"nonsense", "nonsense", false},
+		{"empty", "", false},
+		{"too many fields", me + "/x", false},
+	} {
+		if got := WorkerDead(c.id); got != c.dead {
+			t.Errorf("%s (%q): dead %v, want %v", c.what, c.id, got, c.dead)
+		}
 	}
 }
 

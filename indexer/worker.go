@@ -3,26 +3,75 @@ package indexer
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
 )
 
 // A worker id names the process that holds a lease:
-// "<host>/<pid>/<process start time>/<random>". The start time (field 22 of
-// /proc/<pid>/stat) tells a live process from a later one that reused its
-// pid, so a claim can recover the jobs of a process that died on this host
-// at once instead of waiting for their leases to expire.
+// "<host>/<boot id>/<pid namespace>/<pid>/<start time>/<random>". The boot
+// id (/proc/sys/kernel/random/boot_id, without dashes) names one run of
+// the kernel; the pid namespace is the inode of /proc/self/ns/pid ("0"
+// when unknown), since a pid means nothing outside its namespace: a
+// container may share the host's name and kernel and reuse its pids. The
+// start time (field 22 of /proc/<pid>/stat) tells a live process from a
+// later one that reused its pid. With them a claim recovers at once the
+// jobs of a process that provably died: one of this host, boot and pid
+// namespace whose pid is gone or started at another time, or one of an
+// earlier boot of this host. Any other worker may live: its leases expire
+// instead.
+
+// unknown stands for a boot id or pid namespace that could not be read.
+const unknown = "0"
+
+// idField makes s fit in a field of a worker id.
+func idField(s string) string {
+	return strings.ReplaceAll(strings.TrimSpace(s), "/", "_")
+}
+
+// bootID is the kernel's boot id, dashes left out, or unknown.
+var bootID = sync.OnceValue(func() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if s := idField(strings.ReplaceAll(string(b), "-", "")); err == nil && s != "" {
+		return s
+	}
+	return unknown
+})
+
+// pidNS is the inode of this process's pid namespace, or unknown; unknown
+// too when /proc numbers pids otherwise than this process does (a /proc
+// of another namespace), so that no pid is looked up there.
+var pidNS = sync.OnceValue(func() string {
+	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
+		return unknown
+	}
+	l, err := os.Readlink("/proc/self/ns/pid") // "pid:[4026531836]"
+	if err != nil || !strings.HasPrefix(l, "pid:[") || !strings.HasSuffix(l, "]") {
+		return unknown
+	}
+	ino := l[len("pid:[") : len(l)-1]
+	if n, err := strconv.ParseUint(ino, 10, 64); err != nil || n == 0 {
+		return unknown
+	}
+	return ino
+})
+
+func hostname() string {
+	host, _ := os.Hostname()
+	return idField(host)
+}
 
 // NewWorkerID returns a fresh id for this process.
 func NewWorkerID() string {
-	host, _ := os.Hostname()
-	host = strings.ReplaceAll(host, "/", "_")
 	pid := os.Getpid()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s/%d/%d/%s", host, pid, procStart(pid), hex.EncodeToString(b))
+	return fmt.Sprintf("%s/%s/%s/%d/%d/%s", hostname(), bootID(), pidNS(), pid, procStart(pid), hex.EncodeToString(b))
 }
 
 // procStart returns the start time of a process in clock ticks since boot,
@@ -47,22 +96,35 @@ func procStart(pid int) uint64 {
 	return v
 }
 
-// WorkerDead reports whether a worker id names a process of this host that
-// no longer runs. Ids of other hosts, or ones it cannot parse, are never
-// called dead: their leases expire instead.
+// WorkerDead reports whether a worker id names a process that provably no
+// longer runs: one of an earlier boot of this host, or one of this host,
+// boot and pid namespace whose pid is gone or started at another time.
+// Ids of other hosts or namespaces, old ids without a boot id, and ones it
+// cannot parse are never called dead: their leases expire instead.
 func WorkerDead(id string) bool {
-	parts := strings.Split(id, "/")
-	if len(parts) != 4 {
+	f := strings.Split(id, "/")
+	if len(f) != 6 {
 		return false
 	}
-	host, _ := os.Hostname()
-	if parts[0] != strings.ReplaceAll(host, "/", "_") {
+	host, boot, ns := f[0], f[1], f[2]
+	if host == "" || host != hostname() || boot == unknown || bootID() == unknown {
 		return false
 	}
-	pid, err1 := strconv.Atoi(parts[1])
-	start, err2 := strconv.ParseUint(parts[2], 10, 64)
-	if err1 != nil || err2 != nil || start == 0 {
+	if boot != bootID() {
+		return true // the host rebooted: no process of that boot runs
+	}
+	if ns == unknown || ns != pidNS() {
 		return false
 	}
-	return procStart(pid) != start
+	pid, err1 := strconv.Atoi(f[3])
+	start, err2 := strconv.ParseUint(f[4], 10, 64)
+	if err1 != nil || err2 != nil || pid <= 0 || start == 0 {
+		return false
+	}
+	if now := procStart(pid); now != 0 {
+		return now != start
+	}
+	// Its stat could not be read: dead only if no process has the pid (a
+	// /proc mounted with hidepid hides the processes of other users).
+	return errors.Is(unix.Kill(pid, 0), unix.ESRCH)
 }
