@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,10 +11,11 @@ import (
 	"time"
 )
 
-// QueueActions is the queue of actions to carry out. A claim moves a
-// planned action to leased; an action whose worker died or whose lease
-// expired keeps its state (leased or prepared) and is taken over by the
-// next claim, which reconciles it with the disk before anything else.
+// QueueActions is the queue of a plan's actions. A claim moves a planned
+// action to leased; the plan's own run is the only one that claims them
+// (ClaimActions takes the plan), and recovers only its own expired leases
+// (Scoped). What a dead run left is reconciled, not claimed: see
+// ReconcileCandidates and TakeOver.
 var QueueActions = &Queue{
 	Table:   "actions",
 	Held:    "worker_id IS NOT NULL",
@@ -21,11 +23,13 @@ var QueueActions = &Queue{
 	Order:   "id",
 	OnClaim: "state = CASE state WHEN 'planned' THEN 'leased' ELSE state END, updated_at = " + nowSQL,
 	OnStale: "updated_at = " + nowSQL,
+	Scoped:  true,
 }
 
 // QueueUndo is the same table seen by dupefs undo: done actions of a plan,
 // latest first, claimed under the same leases (an undo is no state of its
-// own: the action stays done until it is reverted).
+// own: the action stays done until it is reverted; undo_dev and undo_ino
+// record the file an undo under way made).
 var QueueUndo = &Queue{
 	Table:   "actions",
 	Held:    QueueActions.Held,
@@ -33,16 +37,21 @@ var QueueUndo = &Queue{
 	Order:   "id DESC",
 	OnClaim: "updated_at = " + nowSQL,
 	OnStale: "updated_at = " + nowSQL,
+	Scoped:  true,
 }
 
-// ClaimActions claims up to n actions of op to work on, in id order:
-// planned ones, or ones left under way by a worker that is gone. None
-// (and no error) when none is left.
-func (db *DB) ClaimActions(ctx context.Context, op, owner string, ttl time.Duration, n int) ([]Action, error) {
+// fenceSQL is the fence of a write on an action the caller holds: ?1 id,
+// ?2 owner, ?3 attempt, besides moveAction's own arguments.
+const fenceSQL = "worker_id = ?%d AND attempt = ?%d"
+
+// ClaimActions claims up to n actions of plan to work on, in id order:
+// planned ones, or ones its own run released under way. None (and no
+// error) when none is left.
+func (db *DB) ClaimActions(ctx context.Context, plan int64, owner string, ttl time.Duration, n int) ([]Action, error) {
 	var out []Action
 	err := db.Write(ctx, func(tx *Tx) error {
 		out = nil
-		ls, err := tx.claimN(QueueActions, "op = ?4", owner, ttl, n, op)
+		ls, err := tx.claimN(QueueActions, "plan_id = ?4", owner, ttl, n, plan)
 		if err != nil || len(ls) == 0 {
 			return err
 		}
@@ -51,60 +60,55 @@ func (db *DB) ClaimActions(ctx context.Context, op, owner string, ttl time.Durat
 		for i, l := range ls {
 			byID[l.ID], ids[i] = l, l.ID
 		}
-		rows, err := tx.tx.QueryContext(tx.ctx, "SELECT "+actionCols+" FROM actions WHERE id IN (SELECT value FROM json_each(?))",
-			jsonInts(ids))
-		if err != nil {
-			return classify("read actions", err)
+		as, err := tx.actionsByID(ids)
+		for i := range as {
+			as[i].Lease = byID[as[i].ID]
 		}
-		defer rows.Close()
-		for rows.Next() {
-			a, err := scanAction(rows)
-			if err != nil {
-				return classify("read actions", err)
-			}
-			a.Lease = byID[a.ID]
-			out = append(out, a)
-		}
-		return classify("read actions", rows.Err())
+		out = as
+		return err
 	})
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, err
 }
 
-// ClaimAction claims the next action of op to work on; ErrNotFound when
-// none is left.
-func (db *DB) ClaimAction(ctx context.Context, op, owner string, ttl time.Duration) (Action, error) {
-	as, err := db.ClaimActions(ctx, op, owner, ttl, 1)
-	if err == nil && len(as) == 0 {
-		err = ErrNotFound
-	}
+func (tx *Tx) actionsByID(ids []int64) ([]Action, error) {
+	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT "+actionCols+" FROM actions WHERE id IN (SELECT value FROM json_each(?))",
+		jsonInts(ids))
 	if err != nil {
-		return Action{}, err
+		return nil, classify("read actions", err)
 	}
-	return as[0], nil
+	defer rows.Close()
+	var out []Action
+	for rows.Next() {
+		a, err := scanAction(rows)
+		if err != nil {
+			return nil, classify("read actions", err)
+		}
+		out = append(out, a)
+	}
+	return out, classify("read actions", rows.Err())
 }
 
 // ClaimUndo claims the next done action of a plan to revert, latest first,
 // but for those in skip (this undo left them as they are) and deletions
 // (which cannot be undone).
 func (db *DB) ClaimUndo(ctx context.Context, planID int64, skip []int64, owner string, ttl time.Duration) (Action, error) {
-	return db.claimAction(ctx, QueueUndo, "plan_id = ?4 AND id NOT IN (SELECT value FROM json_each(?5))", owner, ttl,
-		planID, jsonInts(skip))
-}
-
-func (db *DB) claimAction(ctx context.Context, q *Queue, filter, owner string, ttl time.Duration, args ...any) (Action, error) {
 	var a Action
 	err := db.Write(ctx, func(tx *Tx) error {
-		l, err := tx.claim(q, filter, owner, ttl, args...)
+		l, err := tx.claim(QueueUndo, "plan_id = ?4 AND id NOT IN (SELECT value FROM json_each(?5))", owner, ttl,
+			planID, jsonInts(skip))
 		if errors.Is(err, ErrNotFound) {
 			return nil // commit the recovery all the same
 		}
 		if err != nil {
 			return err
 		}
-		a, err = scanAction(tx.tx.QueryRowContext(tx.ctx, "SELECT "+actionCols+" FROM actions WHERE id = ?", l.ID))
-		a.Lease = l
-		return classify("read action", err)
+		as, err := tx.actionsByID([]int64{l.ID})
+		if err == nil && len(as) == 1 {
+			a = as[0]
+			a.Lease = l
+		}
+		return err
 	})
 	if err == nil && a.ID == 0 {
 		err = ErrNotFound
@@ -112,77 +116,262 @@ func (db *DB) claimAction(ctx context.Context, q *Queue, filter, owner string, t
 	return a, err
 }
 
-// transition ends a held action in state (an ErrIllegalTransition, not a
-// silent no-op, when the state machine forbids it), with set (SQL with ?5
-// … for args) besides, and releases it.
-func (tx *Tx) transition(l Lease, state string, set string, args ...any) error {
-	return illegal(l, state, tx.end(l, "state = ?4, worker_id = NULL, updated_at = "+nowSQL+", "+set,
-		append([]any{state}, args...)...))
+// ReleaseDeadUndo frees the done actions of plan held by undo workers that
+// dead says are gone, so the next undo takes them up at once (what such a
+// worker recorded of its step, undo_dev and undo_ino, stays for it).
+func (db *DB) ReleaseDeadUndo(ctx context.Context, plan int64, dead func(worker string) bool) (int, error) {
+	rows, err := db.query(ctx, `SELECT DISTINCT worker_id FROM actions WHERE plan_id = ? AND state = 'done'
+		AND worker_id IS NOT NULL`, plan)
+	if err != nil {
+		return 0, classify("list undo workers", err)
+	}
+	var gone []string
+	for rows.Next() {
+		var w string
+		if err := rows.Scan(&w); err != nil {
+			rows.Close()
+			return 0, classify("list undo workers", err)
+		}
+		if dead(w) {
+			gone = append(gone, w)
+		}
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil || len(gone) == 0 {
+		return 0, classify("list undo workers", err)
+	}
+	var n int64
+	err = db.Write(ctx, func(tx *Tx) error {
+		n = 0
+		for _, w := range gone {
+			res, err := tx.exec("free a dead undo's actions", `UPDATE actions SET worker_id = NULL, worker_heartbeat_at = NULL,
+				lease_expires_at = NULL, updated_at = `+nowSQL+` WHERE plan_id = ?1 AND state = 'done' AND worker_id = ?2`, plan, w)
+			if err != nil {
+				return err
+			}
+			k, _ := res.RowsAffected()
+			n += k
+		}
+		return nil
+	})
+	return int(n), err
+}
+
+// TakeOver claims an action that a dead worker (a.Worker; "" for none)
+// left under way, so its caller may reconcile it with the disk.
+// ErrLeaseLost when the action is not as the caller saw it any more.
+func (db *DB) TakeOver(ctx context.Context, a Action, owner string, ttl time.Duration) (Action, error) {
+	err := db.Write(ctx, func(tx *Tx) error {
+		var attempt int64
+		err := tx.tx.QueryRowContext(tx.ctx, `UPDATE actions SET worker_id = ?3, attempt = attempt + 1,
+			worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?4, updated_at = `+nowSQL+`
+			WHERE id = ?1 AND state = ?5 AND coalesce(worker_id, '') = ?2 RETURNING attempt`,
+			a.ID, a.Worker, owner, ttl.Milliseconds(), a.State).Scan(&attempt)
+		if errors.Is(err, sql.ErrNoRows) {
+			return fmt.Errorf("take over action %d: %w", a.ID, ErrLeaseLost)
+		}
+		if err != nil {
+			return classify("take over an action", err)
+		}
+		a.Lease = Lease{Queue: QueueActions, ID: a.ID, Owner: owner, Attempt: attempt, TTL: ttl}
+		a.Worker = owner
+		return nil
+	})
+	return a, err
 }
 
 // illegal names the state machine's refusal (the actions_forward trigger).
-func illegal(l Lease, state string, err error) error {
+func illegal(id int64, state string, err error) error {
 	if err != nil && strings.Contains(err.Error(), "illegal action state transition") {
-		return fmt.Errorf("action %d to %s: %w", l.ID, state, ErrIllegalTransition)
+		return fmt.Errorf("action %d to %s: %w", id, state, ErrIllegalTransition)
 	}
 	return err
 }
 
-// PrepareAction records what undo needs of a leased action's copy and
-// moves it to prepared; the lease stays held (and is extended).
-func (tx *Tx) PrepareAction(l Lease, u UndoInfo) error {
+// moveHeld moves a held action from its state to to, fenced by the lease,
+// with set (SQL with ?6 … for args) besides; the lease is released unless
+// keep is set, then extended.
+func (tx *Tx) moveHeld(l Lease, to string, keep bool, set string, args ...any) error {
+	from, err := tx.actionState(l.ID)
+	if err != nil {
+		return err
+	}
+	lease := "worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL"
+	if keep {
+		lease = "worker_heartbeat_at = " + nowSQL + ", lease_expires_at = " + nowSQL + " + ?5"
+	}
+	if set != "" {
+		lease += ", " + set
+	}
+	err = tx.moveAction(l.ID, from, to, fmt.Sprintf(fenceSQL, 3, 4), lease,
+		append([]any{l.Owner, l.Attempt, l.TTL.Milliseconds()}, args...)...)
+	if errors.Is(err, ErrNotFound) {
+		return l.lost("action")
+	}
+	return err
+}
+
+// ArmAction records, under the lease and right before an effect, what the
+// effect needs: a leased action becomes prepared with what undo needs of
+// its copy (recorded once, never written over); a prepared one (its run
+// stopped before the effect began) keeps that. Either way it records the
+// kept file's ctime of this attempt's compare and extends the lease: the
+// fenced write each effect must make first.
+func (tx *Tx) ArmAction(l Lease, u UndoInfo) error {
+	from, err := tx.actionState(l.ID)
+	if err != nil {
+		return err
+	}
+	if from == ActPrepared {
+		return tx.update(l, `updated_at = `+nowSQL+`, keep_ctime_ns = ?5`, u.KeepCtimeNS)
+	}
 	xattrs, err := json.Marshal(u.Xattrs)
 	if err != nil {
 		return fmt.Errorf("xattrs: %w", err)
 	}
-	// Only a leased action is prepared: prepared once, what undo needs is
-	// never written over.
-	var state string
-	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT state FROM actions WHERE id = ?", l.ID).Scan(&state); err != nil {
-		return classify("read action", err)
-	}
-	if state != ActLeased {
-		return fmt.Errorf("action %d from %s to %s: %w", l.ID, state, ActPrepared, ErrIllegalTransition)
-	}
-	return illegal(l, ActPrepared, tx.update(l, `state = ?5, updated_at = `+nowSQL+`, copy_mode = ?6, copy_uid = ?7,
-		copy_gid = ?8, copy_atime_ns = ?9, copy_xattrs = ?10, trash_file = ?11, trash_info = ?12, trash_path = ?13`,
-		ActPrepared, u.Mode, u.UID, u.GID, u.AtimeNS, string(xattrs), nullStr(u.TrashFile), nullStr(u.TrashInfo),
-		nullStr(u.TrashPath)))
+	return tx.moveHeld(l, ActPrepared, true, `copy_mode = ?6, copy_uid = ?7, copy_gid = ?8, copy_atime_ns = ?9,
+		copy_xattrs = ?10, copy_flags = ?11, keep_ctime_ns = ?12, trash_file = ?13, trash_info = ?14, trash_path = ?15`,
+		u.Mode, u.UID, u.GID, u.AtimeNS, string(xattrs), u.Flags, u.KeepCtimeNS, nullStr(u.TrashFile),
+		nullStr(u.TrashInfo), nullStr(u.TrashPath))
 }
 
-// EndAction ends a held action as done, skipped or failed, with its reason
-// and the bytes it reclaimed, and releases it. Index changes that follow
-// the action (FileLinked, FileGone) go in the same write, before it, and
-// CloseDonePlans after it.
+// EndAction ends a held action as done, skipped, failed or abandoned, with
+// its reason and the bytes it reclaimed, and releases it. Index changes
+// that follow the action (FileLinked, FileGone) go in the same write,
+// before it, and CloseDonePlans after it.
 func (tx *Tx) EndAction(l Lease, state, reason string, reclaimed int64) error {
 	switch state {
-	case ActDone, ActSkipped, ActFailed:
+	case ActDone, ActSkipped, ActFailed, ActAbandoned:
 	default:
 		return fmt.Errorf("action %d: cannot end as %q: %w", l.ID, state, ErrIllegalTransition)
 	}
-	return tx.transition(l, state, `reason = ?5, bytes_reclaimed = ?6, finished_at = `+nowSQL,
+	return tx.moveHeld(l, state, false, `reason = ?6, bytes_reclaimed = ?7, finished_at = `+nowSQL,
 		nullStr(reason), reclaimed)
 }
 
 // CloseDonePlans marks done the open plans whose actions have all ended;
 // the writes that end actions call it once.
-func (tx *Tx) CloseDonePlans() error { return tx.closeDonePlans() }
-
-// RevertAction ends the undo of a done action: reverted, with a note.
-func (tx *Tx) RevertAction(l Lease, note string) error {
-	if err := tx.transition(l, ActReverted, `reason = ?5`, nullStr(note)); err != nil {
-		return err
-	}
-	_, err := tx.exec("note a reverted plan", `UPDATE plans SET reverted_at = `+nowSQL+`
-		WHERE id = (SELECT plan_id FROM actions WHERE id = ?) AND NOT EXISTS
-		(SELECT 1 FROM actions a WHERE a.plan_id = plans.id AND a.state = 'done')`, l.ID)
+func (tx *Tx) CloseDonePlans() error {
+	_, err := tx.exec("close finished plans", `UPDATE plans SET state = 'done', finished_at = `+nowSQL+`
+		WHERE state = 'open' AND NOT EXISTS (SELECT 1 FROM actions a WHERE a.plan_id = plans.id
+		  AND a.state IN `+liveStates+`)`)
 	return err
 }
 
-// ReleaseAction gives a held action back as it is (a worker that stops
-// before it finished); the next claim takes it over.
+// RevertAction ends the undo of a done action: reverted, with a note.
+func (tx *Tx) RevertAction(l Lease, note string) error {
+	if err := tx.moveHeld(l, ActReverted, false, `reason = ?6, undo_dev = NULL, undo_ino = NULL`, nullStr(note)); err != nil {
+		return err
+	}
+	return tx.notePlanReverted(l.ID)
+}
+
+// notePlanReverted marks the plan of an action reverted once none of its
+// actions is done.
+func (tx *Tx) notePlanReverted(actionID int64) error {
+	_, err := tx.exec("note a reverted plan", `UPDATE plans SET reverted_at = `+nowSQL+`
+		WHERE id = (SELECT plan_id FROM actions WHERE id = ?) AND NOT EXISTS
+		(SELECT 1 FROM actions a WHERE a.plan_id = plans.id AND a.state = 'done')`, actionID)
+	return err
+}
+
+// StartUndo records, under the lease, the file an undo made to take the
+// copy's place, before it is renamed there: a killed undo is then finished
+// or rolled back from what the disk shows.
+func (tx *Tx) StartUndo(l Lease, dev, ino uint64) error {
+	return tx.update(l, `undo_dev = ?5, undo_ino = ?6, updated_at = `+nowSQL, int64(dev), int64(ino))
+}
+
+// ClearUndo forgets an undo that was rolled back (its file removed): the
+// action stays done.
+func (tx *Tx) ClearUndo(l Lease) error {
+	return tx.update(l, `undo_dev = NULL, undo_ino = NULL, updated_at = `+nowSQL)
+}
+
+// ReleaseAction gives a held action back as it is (a run that stops before
+// it finished); the same plan's run takes it up again.
 func (tx *Tx) ReleaseAction(l Lease) error {
 	return tx.end(l, "worker_id = NULL, updated_at = "+nowSQL)
+}
+
+// AbandonAction ends an action its run left planned or leased without
+// starting its effect: abandoned, with why. It is fenced by what the
+// caller saw (state and worker): ErrNotFound when either changed. The
+// worker that held it, should it still run, finds its lease gone and
+// changes nothing.
+func (tx *Tx) AbandonAction(a Action, why string) error {
+	if a.State != ActPlanned && a.State != ActLeased {
+		return fmt.Errorf("action %d: cannot abandon a %s action: %w", a.ID, a.State, ErrIllegalTransition)
+	}
+	return tx.moveAction(a.ID, a.State, ActAbandoned, "coalesce(worker_id, '') = ?3",
+		"reason = ?4, worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL, finished_at = "+nowSQL,
+		a.Worker, why)
+}
+
+// RenewPlan extends the lease of a plan's run (its heartbeat); ErrLeaseLost
+// when the plan is not the worker's.
+func (tx *Tx) RenewPlan(plan int64, worker string, ttl time.Duration) error {
+	res, err := tx.exec("renew a plan", `UPDATE plans SET lease_expires_at = `+nowSQL+` + ?3
+		WHERE id = ?1 AND worker_id = ?2`, plan, worker, ttl.Milliseconds())
+	if err != nil {
+		return err
+	}
+	if n, _ := res.RowsAffected(); n != 1 {
+		return fmt.Errorf("plan %d: %w", plan, ErrLeaseLost)
+	}
+	return nil
+}
+
+// OpenAction is an action not ended yet, with the run its plan records.
+type OpenAction struct {
+	Action
+	PlanWorker       string
+	PlanLeaseExpires time.Time
+	Now              time.Time // the index's clock, when it was read
+}
+
+// ReconcileCandidates lists the actions not ended yet (of plan, or of
+// every plan for 0), in id order, for reconcile and undo to judge whose
+// run is gone.
+func (db *DB) ReconcileCandidates(ctx context.Context, plan int64) ([]OpenAction, error) {
+	rows, err := db.query(ctx, `SELECT `+actionCols+`,
+		(SELECT coalesce(worker_id, '') FROM plans WHERE id = actions.plan_id),
+		(SELECT lease_expires_at FROM plans WHERE id = actions.plan_id), `+nowSQL+`
+		FROM actions WHERE state IN `+liveStates+` AND (?1 = 0 OR plan_id = ?1) ORDER BY id`, plan)
+	if err != nil {
+		return nil, classify("list open actions", err)
+	}
+	defer rows.Close()
+	var out []OpenAction
+	for rows.Next() {
+		var o OpenAction
+		var expires sql.NullInt64
+		var now int64
+		a, err := scanAction(withExtra{rows, []any{&o.PlanWorker, &expires, &now}})
+		if err != nil {
+			return nil, classify("list open actions", err)
+		}
+		o.Action, o.PlanLeaseExpires, o.Now = a, fromMS(expires), time.UnixMilli(now)
+		out = append(out, o)
+	}
+	return out, classify("list open actions", rows.Err())
+}
+
+// withExtra scans the columns a query adds after those of a row scanner's
+// caller.
+type withExtra struct {
+	r     rowScanner
+	extra []any
+}
+
+func (w withExtra) Scan(dest ...any) error { return w.r.Scan(append(dest, w.extra...)...) }
+
+// CountActions counts the actions of a plan in a state, of op ("": any).
+func (db *DB) CountActions(ctx context.Context, planID int64, state, op string) (int64, error) {
+	var n int64
+	err := db.queryRow(ctx, `SELECT count(*) FROM actions WHERE plan_id = ? AND state = ? AND (? = '' OR op = ?)`,
+		planID, state, op, op).Scan(&n)
+	return n, classify("count actions", err)
 }
 
 // FileLinked records that the copy's path now names the kept file's inode
@@ -224,33 +413,4 @@ func (tx *Tx) forgetFolderSig(fileID int64) error {
 	_, err := tx.exec("forget a folder signature", `UPDATE folders SET listing_sig = NULL
 		WHERE id = (SELECT folder_id FROM files WHERE id = ?)`, fileID)
 	return err
-}
-
-// ActionCounts counts the actions of a plan by state.
-func (db *DB) ActionCounts(ctx context.Context, planID int64) (map[string]int64, error) {
-	ps, err := db.Plans(ctx, planID, 1)
-	if err != nil {
-		return nil, err
-	}
-	if len(ps) == 0 {
-		return nil, fmt.Errorf("plan %d: %w", planID, ErrNotFound)
-	}
-	return ps[0].Counts, nil
-}
-
-// CountActions counts the actions of a plan in a state, of op ("": any).
-func (db *DB) CountActions(ctx context.Context, planID int64, state, op string) (int64, error) {
-	var n int64
-	err := db.queryRow(ctx, `SELECT count(*) FROM actions WHERE plan_id = ? AND state = ? AND (? = '' OR op = ?)`,
-		planID, state, op, op).Scan(&n)
-	return n, classify("count actions", err)
-}
-
-// OpenActions counts the actions of op not ended yet (planned, or under
-// way in some process).
-func (db *DB) OpenActions(ctx context.Context, op string) (int64, error) {
-	var n int64
-	err := db.queryRow(ctx, `SELECT count(*) FROM actions WHERE state IN ('planned', 'leased', 'prepared') AND op = ?`,
-		op).Scan(&n)
-	return n, classify("count open actions", err)
 }

@@ -12,10 +12,12 @@ import (
 	"time"
 )
 
-// The action ledger (seed 002, for files): a plan per run of dupefs dedupe,
-// link or remove, an action per (plan, copy) under an idempotency key held
-// by at most one live action, states strictly forward (the actions_forward
-// trigger refuses the rest), every step under a lease of QueueActions.
+// The action ledger: a plan per run of dupefs dedupe, link or remove, an
+// action per (plan, copy) under an idempotency key held by at most one live
+// action, states strictly forward (the actions_forward trigger refuses the
+// rest), every step under a lease of QueueActions. A run works its own plan
+// only; the roles its actions hold on their files (roles.go) keep any two
+// live actions from crossing.
 
 // Action ops, as stored.
 const (
@@ -34,8 +36,17 @@ const (
 	ActDone     = "done"
 	ActSkipped  = "skipped"
 	ActFailed   = "failed"
-	ActReverted = "reverted"
+	// ActAbandoned: its run died before it was done, and nothing of it is
+	// left on disk; no later run works it.
+	ActAbandoned = "abandoned"
+	ActReverted  = "reverted"
 )
+
+// ActionStates lists every state, in the order an action may pass them.
+var ActionStates = []string{ActPlanned, ActLeased, ActPrepared, ActDone, ActSkipped, ActFailed, ActAbandoned, ActReverted}
+
+// liveStates are the states of an action not ended yet.
+const liveStates = "('planned', 'leased', 'prepared')"
 
 // ErrIllegalTransition: an action was asked to move to a state it cannot
 // reach from its own (the state machine only moves forward).
@@ -55,8 +66,10 @@ func (f FileRef) id() string {
 }
 
 // ActionSpec is an action to plan: an op on a copy, the file kept, and the
-// content both hold.
+// content both hold. Unit names the group (of files or of folders) it
+// belongs to: the store records a unit's actions all or none.
 type ActionSpec struct {
+	Unit string
 	Op   string
 	Algo string
 	Hash []byte
@@ -78,15 +91,18 @@ func (a ActionSpec) IdemKey() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// UndoInfo is what undo needs of a copy, recorded before it is changed.
+// UndoInfo is what undo needs of a copy, recorded before it is changed,
+// and the kept file's ctime as the action's own compare saw it.
 type UndoInfo struct {
-	Mode      uint32
-	UID, GID  uint32
-	AtimeNS   int64
-	Xattrs    map[string][]byte // name -> value
-	TrashFile string            // where the copy went in the Trash
-	TrashInfo string            // its .trashinfo
-	TrashPath string            // the Path= value its .trashinfo records
+	Mode        uint32
+	UID, GID    uint32
+	AtimeNS     int64
+	Xattrs      map[string][]byte // name -> value
+	Flags       uint32            // the inode flags of chattr (FS_IOC_GETFLAGS); 0: none or not known
+	KeepCtimeNS int64
+	TrashFile   string // where the copy went in the Trash
+	TrashInfo   string // its .trashinfo
+	TrashPath   string // the Path= value its .trashinfo records
 }
 
 // Action is one row of the ledger.
@@ -101,6 +117,14 @@ type Action struct {
 	BytesReclaimed int64
 	UpdatedAt      time.Time
 	Lease          Lease
+	// Worker and LeaseExpires are the lease as the row records it (for
+	// reconcile and dupefs ops); Lease is the caller's own, when it holds
+	// one.
+	Worker       string
+	LeaseExpires time.Time
+	// UndoDev and UndoIno name the file an undo under way made, before it
+	// is renamed into place (0: no undo under way).
+	UndoDev, UndoIno uint64
 }
 
 // ActionPlan is one row of plans, with counts of its actions by state.
@@ -114,92 +138,37 @@ type ActionPlan struct {
 	RevertedAt time.Time
 	Counts     map[string]int64
 	Reclaimed  int64
-}
-
-// Existing is an action another plan holds for a key a new plan wanted.
-type Existing struct {
-	Spec     ActionSpec
-	ActionID int64
-	PlanID   int64
-	State    string
-}
-
-// CreatePlan records a plan and its actions in one write. An action whose
-// key a live action of an earlier plan holds (planned, under way or done)
-// is not added: that one is returned in existing, to be resumed (it is
-// worked like this plan's own) or reported as done already.
-func (db *DB) CreatePlan(ctx context.Context, op string, options any, specs []ActionSpec) (int64, []Existing, error) {
-	opts, err := json.Marshal(options)
-	if err != nil {
-		return 0, nil, fmt.Errorf("plan options: %w", err)
-	}
-	var planID int64
-	var existing []Existing
-	err = db.Write(ctx, func(tx *Tx) error {
-		existing = nil
-		if err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO plans (op, options, created_at) VALUES (?, ?, `+nowSQL+`)
-			RETURNING id`, op, string(opts)).Scan(&planID); err != nil {
-			return classify("record plan", err)
-		}
-		ins, err := tx.tx.PrepareContext(tx.ctx, `INSERT INTO actions (plan_id, idem_key, op, hash_algo, content_hash, size,
-			copy_file_id, copy_path, copy_dev, copy_ino, copy_mtime_ns,
-			keep_file_id, keep_path, keep_dev, keep_ino, keep_mtime_ns, created_at, updated_at)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, `+nowSQL+`, `+nowSQL+`)
-			ON CONFLICT (idem_key) WHERE state IN ('planned', 'leased', 'prepared', 'done') DO NOTHING`)
-		if err != nil {
-			return classify("record actions", err)
-		}
-		defer ins.Close()
-		for _, s := range specs {
-			k := s.IdemKey()
-			res, err := ins.ExecContext(tx.ctx, planID, k, s.Op, s.Algo, s.Hash, s.Size,
-				s.Copy.FileID, s.Copy.Path, int64(s.Copy.Dev), int64(s.Copy.Ino), s.Copy.MtimeNS,
-				s.Keep.FileID, s.Keep.Path, int64(s.Keep.Dev), int64(s.Keep.Ino), s.Keep.MtimeNS)
-			if err != nil {
-				return classify("record action", err)
-			}
-			if n, _ := res.RowsAffected(); n == 1 {
-				continue
-			}
-			e := Existing{Spec: s}
-			err = tx.tx.QueryRowContext(tx.ctx, `SELECT id, plan_id, state FROM actions WHERE idem_key = ?
-				AND state IN ('planned', 'leased', 'prepared', 'done')`, k).Scan(&e.ActionID, &e.PlanID, &e.State)
-			if err != nil {
-				return classify("find the action holding a key", err)
-			}
-			existing = append(existing, e)
-		}
-		return tx.closeDonePlans()
-	})
-	return planID, existing, err
-}
-
-// closeDonePlans marks done the open plans whose actions are all terminal.
-func (tx *Tx) closeDonePlans() error {
-	_, err := tx.exec("close finished plans", `UPDATE plans SET state = 'done', finished_at = `+nowSQL+`
-		WHERE state = 'open' AND NOT EXISTS (SELECT 1 FROM actions a WHERE a.plan_id = plans.id
-		  AND a.state IN ('planned', 'leased', 'prepared'))`)
-	return err
+	// Worker is the process that made and runs the plan; LeaseExpires
+	// when its heartbeats stop counting (zero: unknown, an older plan).
+	Worker       string
+	LeaseExpires time.Time
+	UID          int
+	HomeTrash    string
 }
 
 const actionCols = `id, plan_id, idem_key, op, state, coalesce(reason, ''), hash_algo, content_hash, size,
 	copy_file_id, copy_path, copy_dev, copy_ino, copy_mtime_ns, keep_file_id, keep_path, keep_dev, keep_ino, keep_mtime_ns,
 	coalesce(copy_mode, 0), coalesce(copy_uid, 0), coalesce(copy_gid, 0), coalesce(copy_atime_ns, 0), copy_xattrs,
-	coalesce(trash_file, ''), coalesce(trash_info, ''), coalesce(trash_path, ''), bytes_reclaimed, updated_at`
+	coalesce(copy_flags, 0), coalesce(keep_ctime_ns, 0),
+	coalesce(trash_file, ''), coalesce(trash_info, ''), coalesce(trash_path, ''), bytes_reclaimed, updated_at,
+	coalesce(worker_id, ''), lease_expires_at, coalesce(undo_dev, 0), coalesce(undo_ino, 0)`
 
 func scanAction(r rowScanner) (Action, error) {
 	var a Action
-	var cdev, cino, kdev, kino, updated int64
+	var cdev, cino, kdev, kino, updated, udev, uino int64
 	var xattrs sql.NullString
+	var expires sql.NullInt64
 	err := r.Scan(&a.ID, &a.PlanID, &a.Key, &a.Op, &a.State, &a.Reason, &a.Algo, &a.Hash, &a.Size,
 		&a.Copy.FileID, &a.Copy.Path, &cdev, &cino, &a.Copy.MtimeNS, &a.Keep.FileID, &a.Keep.Path, &kdev, &kino, &a.Keep.MtimeNS,
-		&a.Undo.Mode, &a.Undo.UID, &a.Undo.GID, &a.Undo.AtimeNS, &xattrs, &a.Undo.TrashFile, &a.Undo.TrashInfo, &a.Undo.TrashPath,
-		&a.BytesReclaimed, &updated)
+		&a.Undo.Mode, &a.Undo.UID, &a.Undo.GID, &a.Undo.AtimeNS, &xattrs, &a.Undo.Flags, &a.Undo.KeepCtimeNS,
+		&a.Undo.TrashFile, &a.Undo.TrashInfo, &a.Undo.TrashPath, &a.BytesReclaimed, &updated,
+		&a.Worker, &expires, &udev, &uino)
 	if err != nil {
 		return a, err
 	}
 	a.Copy.Dev, a.Copy.Ino, a.Keep.Dev, a.Keep.Ino = uint64(cdev), uint64(cino), uint64(kdev), uint64(kino)
-	a.UpdatedAt = time.UnixMilli(updated)
+	a.UndoDev, a.UndoIno = uint64(udev), uint64(uino)
+	a.UpdatedAt, a.LeaseExpires = time.UnixMilli(updated), fromMS(expires)
 	if xattrs.Valid {
 		if err := json.Unmarshal([]byte(xattrs.String), &a.Undo.Xattrs); err != nil {
 			return a, fmt.Errorf("action %d: xattrs: %w", a.ID, err)
@@ -246,7 +215,8 @@ func (db *DB) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan, err
 	}
 	rows, err := db.query(ctx, `SELECT p.id, p.op, p.options, p.state, p.created_at, p.finished_at, p.reverted_at,
 		(SELECT json_group_object(state, n) FROM (SELECT state, count(*) AS n FROM actions WHERE plan_id = p.id GROUP BY state)),
-		(SELECT coalesce(sum(bytes_reclaimed), 0) FROM actions WHERE plan_id = p.id AND state = 'done')
+		(SELECT coalesce(sum(bytes_reclaimed), 0) FROM actions WHERE plan_id = p.id AND state = 'done'),
+		coalesce(p.worker_id, ''), p.lease_expires_at, coalesce(p.uid, -1), coalesce(p.home_trash, '')
 		FROM plans p WHERE (?1 = 0 OR p.id = ?1) ORDER BY p.id DESC LIMIT ?2`, id, limit)
 	if err != nil {
 		return nil, classify("list plans", err)
@@ -256,12 +226,14 @@ func (db *DB) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan, err
 	for rows.Next() {
 		var p ActionPlan
 		var created int64
-		var finished, reverted sql.NullInt64
+		var finished, reverted, expires sql.NullInt64
 		var counts sql.NullString
-		if err := rows.Scan(&p.ID, &p.Op, &p.Options, &p.State, &created, &finished, &reverted, &counts, &p.Reclaimed); err != nil {
+		if err := rows.Scan(&p.ID, &p.Op, &p.Options, &p.State, &created, &finished, &reverted, &counts, &p.Reclaimed,
+			&p.Worker, &expires, &p.UID, &p.HomeTrash); err != nil {
 			return nil, classify("list plans", err)
 		}
 		p.CreatedAt, p.FinishedAt, p.RevertedAt = time.UnixMilli(created), fromMS(finished), fromMS(reverted)
+		p.LeaseExpires = fromMS(expires)
 		p.Counts = map[string]int64{}
 		if counts.Valid {
 			if err := json.Unmarshal([]byte(counts.String), &p.Counts); err != nil {

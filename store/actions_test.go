@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
+	"strings"
 	"testing"
 	"time"
 )
@@ -43,60 +45,161 @@ func ledgerFixture(t *testing.T, db *DB) ActionSpec {
 	}
 	db.r.QueryRow("SELECT id FROM files WHERE name = 'a'").Scan(&ids[0])
 	db.r.QueryRow("SELECT id FROM files WHERE name = 'b'").Scan(&ids[1])
-	return ActionSpec{Op: OpLink, Algo: HashSHA256, Hash: sum, Size: 100,
+	return ActionSpec{Unit: GroupKey(HashSHA256, sum), Op: OpLink, Algo: HashSHA256, Hash: sum, Size: 100,
 		Keep: FileRef{FileID: ids[0], Path: "/data/a", Dev: 1, Ino: 10, MtimeNS: 1},
 		Copy: FileRef{FileID: ids[1], Path: "/data/b", Dev: 1, Ino: 11, MtimeNS: 2}}
 }
 
-func TestPlanningTwiceMakesTheSameKeys(t *testing.T) {
-	db := openTest(t)
-	ctx := context.Background()
-	spec := ledgerFixture(t, db)
-	p1, existing, err := db.CreatePlan(ctx, OpLink, map[string]string{"keep": "oldest"}, []ActionSpec{spec})
-	if err != nil || len(existing) != 0 {
-		t.Fatalf("first plan: %v, existing %v", err, existing)
-	}
-	// A run made again after a crash plans the same action: it is not
-	// added twice, and the one under way is named.
-	p2, existing, err := db.CreatePlan(ctx, OpLink, map[string]string{"keep": "oldest"}, []ActionSpec{spec})
+// plan records specs as a plan of w's.
+func plan(t *testing.T, db *DB, specs ...ActionSpec) PlanResult {
+	t.Helper()
+	res, err := db.CreatePlan(context.Background(), PlanSpec{Op: specs[0].Op, Worker: "w", LeaseTTL: time.Minute}, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(existing) != 1 || existing[0].PlanID != p1 || existing[0].State != ActPlanned {
-		t.Fatalf("second plan %d: existing %+v, want the planned action of plan %d", p2, existing, p1)
+	return res
+}
+
+// claim claims the next action of plan for owner.
+func claim(t *testing.T, db *DB, plan int64, owner string) Action {
+	t.Helper()
+	as, err := db.ClaimActions(context.Background(), plan, owner, time.Minute, 1)
+	if err != nil || len(as) != 1 {
+		t.Fatalf("claim: %v %v", as, err)
 	}
-	all, _ := db.Actions(ctx, ActionQuery{})
-	if len(all) != 1 {
-		t.Fatalf("%d actions for one key", len(all))
+	return as[0]
+}
+
+// end ends a held action in state.
+func end(t *testing.T, db *DB, a Action, state string) {
+	t.Helper()
+	err := db.Write(context.Background(), func(tx *Tx) error {
+		if err := tx.EndAction(a.Lease, state, "", 0); err != nil {
+			return err
+		}
+		return tx.CloseDonePlans()
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// Another op on the same copy is another action.
+}
+
+// roles fails when file_roles is not what the actions hold, and returns
+// the recorded roles.
+func roles(t *testing.T, db *DB) map[string]string {
+	t.Helper()
+	ms, err := db.CheckRoles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		t.Errorf("roles of %s: recorded %q, actions hold %q", m.Path, m.Recorded, m.Actual)
+	}
+	out := map[string]string{}
+	rows, _ := db.r.Query("SELECT path, role FROM file_roles")
+	defer rows.Close()
+	for rows.Next() {
+		var p, r string
+		rows.Scan(&p, &r)
+		out[p] = r
+	}
+	return out
+}
+
+// Two plans that would cross (one keeps a and acts on b, the other keeps b
+// and acts on a) cannot both be recorded, whatever their ops; the second
+// is refused with a reason naming the first.
+func TestCrossedKeepersAreRefused(t *testing.T) {
+	db := openTest(t)
+	spec := ledgerFixture(t, db)
+	crossed := spec
+	crossed.Copy, crossed.Keep = spec.Keep, spec.Copy
+	for _, op := range []string{OpTrash, OpUnlink, OpSymlink, OpLink, OpDedupe} {
+		crossed.Op = op
+		r1 := plan(t, db, spec)
+		r2 := plan(t, db, crossed)
+		if r1.Actions != 1 || r2.Actions != 0 || len(r2.Refused) != 1 ||
+			!strings.Contains(r2.Refused[0].Reason, fmt.Sprintf("plan %d", r1.ID)) {
+			t.Fatalf("%s: first %+v, crossed %+v", op, r1, r2)
+		}
+		if got := roles(t, db); got["/data/a"] != RoleKeep || got["/data/b"] != RoleCopy {
+			t.Fatalf("%s: roles %v", op, got)
+		}
+		// Once the first ends (skipped: nothing done), the crossed one may
+		// be planned.
+		end(t, db, claim(t, db, r1.ID, "w"), ActSkipped)
+		if got := roles(t, db); len(got) != 0 {
+			t.Fatalf("%s: roles left after the action ended: %v", op, got)
+		}
+	}
+	// Within one plan too: a unit whose copy another unit keeps is refused.
 	other := spec
-	other.Op = OpTrash
-	if _, ex, _ := db.CreatePlan(ctx, OpTrash, nil, []ActionSpec{other}); len(ex) != 0 {
-		t.Fatalf("trash planned against a link: %+v", ex)
+	other.Unit, other.Copy, other.Keep = "other", spec.Keep, spec.Copy
+	r := plan(t, db, spec, other)
+	if r.Actions != 0 || len(r.Refused) != 2 || !strings.Contains(r.Refused[0].Reason, "this plan keeps") {
+		t.Fatalf("one plan, crossed units: %+v", r)
 	}
+	if got := roles(t, db); len(got) != 0 {
+		t.Fatalf("roles of a plan that recorded nothing: %v", got)
+	}
+}
+
+// A done trash keeps its kept file pinned: a later plan cannot act on it
+// (the removed copy's content survives only there) until its copy is back.
+func TestDoneTrashPinsItsKeptFileUntilTheCopyIsBack(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	spec := ledgerFixture(t, db)
+	spec.Op = OpTrash
+	r1 := plan(t, db, spec)
+	a := claim(t, db, r1.ID, "w")
+	if err := db.Write(ctx, func(tx *Tx) error {
+		if err := tx.EndAction(a.Lease, ActDone, "", 100); err != nil {
+			return err
+		}
+		return tx.FileGone(a.Copy.FileID)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := roles(t, db); got["/data/a"] != RoleKeep || got["/data/b"] != "" {
+		t.Fatalf("roles after a done trash: %v", got)
+	}
+	crossed := spec
+	crossed.Copy, crossed.Keep = spec.Keep, spec.Copy
+	if r := plan(t, db, crossed); r.Actions != 0 || len(r.Refused) != 1 || !strings.Contains(r.Refused[0].Reason, "only copy") {
+		t.Fatalf("a plan acting on the pinned file: %+v", r)
+	}
+	// A file manager restores b: the scan finds it live again.
+	db.w.ExecContext(ctx, "UPDATE files SET missing = 0 WHERE id = ?", spec.Copy.FileID)
+	r := plan(t, db, crossed)
+	if r.Actions != 1 || r.Retired != 1 {
+		t.Fatalf("a plan acting on a file whose pin's copy is back: %+v", r)
+	}
+	as, _ := db.Actions(ctx, ActionQuery{PlanID: r1.ID})
+	if as[0].State != ActReverted || !strings.Contains(as[0].Reason, "back at its path") {
+		t.Fatalf("the retired action: %s %q", as[0].State, as[0].Reason)
+	}
+	roles(t, db)
 }
 
 func TestActionStatesMoveOnlyForward(t *testing.T) {
 	db := openTest(t)
 	ctx := context.Background()
 	spec := ledgerFixture(t, db)
-	if _, _, err := db.CreatePlan(ctx, OpLink, nil, []ActionSpec{spec}); err != nil {
-		t.Fatal(err)
-	}
-	a, err := db.ClaimAction(ctx, OpLink, "w1", time.Minute)
-	if err != nil || a.State != ActLeased || a.Lease.Attempt != 1 {
-		t.Fatalf("claim: %+v %v", a, err)
+	p := plan(t, db, spec)
+	a := claim(t, db, p.ID, "w1")
+	if a.State != ActLeased || a.Lease.Attempt != 1 {
+		t.Fatalf("claim: %+v", a)
 	}
 	if err := db.Write(ctx, func(tx *Tx) error {
-		return tx.PrepareAction(a.Lease, UndoInfo{Mode: 0o644, Xattrs: map[string][]byte{"user.x": []byte("y")}})
+		return tx.ArmAction(a.Lease, UndoInfo{Mode: 0o644, Xattrs: map[string][]byte{"user.x": []byte("y")}, KeepCtimeNS: 5})
 	}); err != nil {
 		t.Fatal(err)
 	}
-	// prepared cannot go back to leased, nor end as reverted.
-	err = db.Write(ctx, func(tx *Tx) error { return tx.PrepareAction(a.Lease, UndoInfo{}) })
-	if !errors.Is(err, ErrIllegalTransition) {
-		t.Errorf("prepared -> prepared again: %v, want ErrIllegalTransition", err)
+	// Armed again (a second attempt): what undo needs stays as first
+	// recorded; the kept file's ctime is the new attempt's.
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.ArmAction(a.Lease, UndoInfo{Mode: 0o600, KeepCtimeNS: 6}) }); err != nil {
+		t.Fatal(err)
 	}
 	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndAction(a.Lease, ActReverted, "", 0) }); !errors.Is(err, ErrIllegalTransition) {
 		t.Errorf("prepared -> reverted: %v, want ErrIllegalTransition", err)
@@ -114,11 +217,12 @@ func TestActionStatesMoveOnlyForward(t *testing.T) {
 		t.Error("the index let an action go from done back to leased")
 	}
 	got, _ := db.Actions(ctx, ActionQuery{})
-	if got[0].State != ActDone || got[0].Undo.Mode != 0o644 || string(got[0].Undo.Xattrs["user.x"]) != "y" || got[0].BytesReclaimed != 100 {
+	if got[0].State != ActDone || got[0].Undo.Mode != 0o644 || string(got[0].Undo.Xattrs["user.x"]) != "y" ||
+		got[0].Undo.KeepCtimeNS != 6 || got[0].BytesReclaimed != 100 {
 		t.Fatalf("action after done: %+v", got[0])
 	}
 	ps, _ := db.Plans(ctx, 0, 0)
-	if ps[0].State != "done" || ps[0].Counts[ActDone] != 1 || ps[0].Reclaimed != 100 {
+	if ps[0].State != "done" || ps[0].Counts[ActDone] != 1 || ps[0].Reclaimed != 100 || ps[0].Worker != "w" {
 		t.Fatalf("plan: %+v", ps[0])
 	}
 	// done -> reverted is the one way on, through an undo lease.
@@ -132,38 +236,55 @@ func TestActionStatesMoveOnlyForward(t *testing.T) {
 	if _, err := db.ClaimUndo(ctx, ps[0].ID, nil, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a reverted action claimed for undo again: %v", err)
 	}
+	roles(t, db)
 }
 
-func TestActionLeaseIsTakenOverAndFenced(t *testing.T) {
+// A run claims its own plan's actions only; a worker that lost its action
+// (abandoned, taken over) changes nothing.
+func TestActionLeasesAreFenced(t *testing.T) {
 	db := openTest(t)
 	ctx := context.Background()
 	spec := ledgerFixture(t, db)
-	db.CreatePlan(ctx, OpLink, nil, []ActionSpec{spec})
-	a, err := db.ClaimAction(ctx, OpLink, "w1", time.Minute)
-	if err != nil {
+	p := plan(t, db, spec)
+	other := plan(t, db, ActionSpec{Op: OpLink}) // an empty plan
+	if as, _ := db.ClaimActions(ctx, other.ID, "w2", time.Minute, 10); len(as) != 0 {
+		t.Fatalf("a run claimed another plan's action: %+v", as)
+	}
+	a := claim(t, db, p.ID, "w1")
+	// Its run is judged gone: the action, not begun, is abandoned.
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.AbandonAction(a, "gone") }); err != nil {
 		t.Fatal(err)
 	}
-	db.Write(ctx, func(tx *Tx) error { return tx.PrepareAction(a.Lease, UndoInfo{}) })
-	// w1 stalls past its lease: w2 takes the action over, as it stands
-	// (prepared: w2 reconciles it with the disk).
-	db.w.ExecContext(ctx, "UPDATE actions SET lease_expires_at = 1 WHERE id = ?", a.ID)
-	b, err := db.ClaimAction(ctx, OpLink, "w2", time.Minute)
-	if err != nil || b.ID != a.ID || b.State != ActPrepared || b.Lease.Attempt != 2 {
-		t.Fatalf("take over: %+v %v", b, err)
+	// w1 wakes up: its fenced writes are refused.
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.ArmAction(a.Lease, UndoInfo{}) }); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("the old holder prepared the action: %v", err)
 	}
-	// w1 wakes up: every write of its is refused.
 	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndAction(a.Lease, ActDone, "", 0) }); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("the old holder ended the action: %v", err)
 	}
-	// A dead worker's action is given back at once.
-	n, err := db.RecoverDead(ctx, func(w string) bool { return w == "w2" })
-	if err != nil || n != 1 {
-		t.Fatalf("recover dead: %d %v", n, err)
+	if got := roles(t, db); len(got) != 0 {
+		t.Fatalf("roles of an abandoned action: %v", got)
 	}
-	c, err := db.ClaimAction(ctx, OpLink, "w3", time.Minute)
-	if err != nil || c.ID != a.ID || c.Lease.Attempt != 3 {
-		t.Fatalf("claim after the worker died: %+v %v", c, err)
+	// A prepared action of a dead worker is taken over, as it stands.
+	p2 := plan(t, db, spec)
+	b := claim(t, db, p2.ID, "w1")
+	db.Write(ctx, func(tx *Tx) error { return tx.ArmAction(b.Lease, UndoInfo{}) })
+	open, err := db.ReconcileCandidates(ctx, 0)
+	if err != nil || len(open) != 1 || open[0].State != ActPrepared || open[0].Worker != "w1" || open[0].PlanWorker != "w" {
+		t.Fatalf("open actions: %+v %v", open, err)
 	}
+	c, err := db.TakeOver(ctx, open[0].Action, "w3", time.Minute)
+	if err != nil || c.Lease.Attempt != 2 {
+		t.Fatalf("take over: %+v %v", c, err)
+	}
+	if _, err := db.TakeOver(ctx, open[0].Action, "w4", time.Minute); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("taken over twice: %v", err)
+	}
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndAction(b.Lease, ActDone, "", 0) }); !errors.Is(err, ErrLeaseLost) {
+		t.Fatalf("the old holder ended a taken-over action: %v", err)
+	}
+	end(t, db, c, ActDone)
+	roles(t, db)
 }
 
 func TestIndexFollowsActions(t *testing.T) {
@@ -178,8 +299,7 @@ func TestIndexFollowsActions(t *testing.T) {
 	if g() != 1 {
 		t.Fatalf("%d groups before, want 1", g())
 	}
-	db.CreatePlan(ctx, OpLink, nil, []ActionSpec{spec})
-	a, _ := db.ClaimAction(ctx, OpLink, "w", time.Minute)
+	a := claim(t, db, plan(t, db, spec).ID, "w")
 	err := db.Write(ctx, func(tx *Tx) error {
 		if err := tx.FileLinked(a.Copy.FileID, a.Keep, 2); err != nil {
 			return err

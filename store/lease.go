@@ -51,6 +51,10 @@ type Queue struct {
 	// stands for the reason, as an error code: 'lease_expired' or
 	// 'worker_died'.
 	OnStale string
+	// Scoped, when set, limits the recovery a claim makes to the rows its
+	// filter selects: a queue whose rows belong to one worker's run (the
+	// actions of a plan) is recovered by that run only, never by another's.
+	Scoped bool
 }
 
 // Error codes recovery writes (through @code in Queue.OnStale).
@@ -77,11 +81,19 @@ func (l Lease) lost(what string) error {
 	return fmt.Errorf("%s %d attempt %d: %w", what, l.ID, l.Attempt, ErrLeaseLost)
 }
 
-// recoverStale recovers the held rows of q whose lease expired.
-func (tx *Tx) recoverStale(q *Queue) error {
+// recoverStale recovers the held rows of q whose lease expired; of a
+// Scoped queue, only those that meet filter (SQL with ?4 … for the
+// filterArgs of a claim, whose ?1 to ?3 are args[:3]).
+func (tx *Tx) recoverStale(q *Queue, filter string, args []any) error {
+	where := `(` + q.Held + `) AND (lease_expires_at IS NULL OR lease_expires_at <= ` + nowSQL + `)`
+	if !q.Scoped || filter == "" {
+		args = nil
+	} else {
+		where += ` AND (` + filter + `) AND ?1 IS NOT NULL AND ?2 IS NOT NULL AND ?3 IS NOT NULL`
+	}
 	_, err := tx.exec("recover expired leases of "+q.Table, `UPDATE `+q.Table+` SET `+q.onStale(CodeLeaseExpired)+`,
 		worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL
-		WHERE (`+q.Held+`) AND (lease_expires_at IS NULL OR lease_expires_at <= `+nowSQL+`)`)
+		WHERE `+where, args...)
 	return err
 }
 
@@ -102,7 +114,8 @@ func (tx *Tx) claim(q *Queue, filter string, owner string, ttl time.Duration, fi
 // claimN is claim of up to n rows at once, in one statement, in the
 // queue's order.
 func (tx *Tx) claimN(q *Queue, filter string, owner string, ttl time.Duration, n int, filterArgs ...any) ([]Lease, error) {
-	if err := tx.recoverStale(q); err != nil {
+	args := append([]any{owner, ttl.Milliseconds(), n}, filterArgs...)
+	if err := tx.recoverStale(q, filter, args); err != nil {
 		return nil, err
 	}
 	where := "(" + q.Ready + ")"
@@ -113,7 +126,6 @@ func (tx *Tx) claimN(q *Queue, filter string, owner string, ttl time.Duration, n
 	if q.OnClaim != "" {
 		onClaim = q.OnClaim + ", "
 	}
-	args := append([]any{owner, ttl.Milliseconds(), n}, filterArgs...)
 	rows, err := tx.tx.QueryContext(tx.ctx, `UPDATE `+q.Table+` SET `+onClaim+`worker_id = ?1, attempt = attempt + 1,
 		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2
 		WHERE id IN (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT ?3)
@@ -208,8 +220,10 @@ func KeepLease(ctx context.Context, every time.Duration, cancel context.CancelCa
 	return func() { once.Do(func() { close(done) }); wg.Wait() }
 }
 
-// Queues lists every queue of the index, for recovery.
-var Queues = []*Queue{QueueJobs, QueueThumbs, QueueCleanups, QueueWAL, QueueActions}
+// Queues lists the queues whose rows RecoverDead recovers. The actions are
+// not among them: what a dead run left of a plan is reconciled with the
+// disk first (ReconcileCandidates), never merely released.
+var Queues = []*Queue{QueueJobs, QueueThumbs, QueueCleanups, QueueWAL}
 
 // RecoverDead recovers at once, the way each queue does it, the rows held
 // by workers that dead says are gone (processes of this host that were

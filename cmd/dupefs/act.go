@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -25,6 +26,7 @@ type actOptions struct {
 	Groups     []string
 	FromReport string
 	DryRun     bool
+	LeaseTTL   time.Duration // 0: act.DefaultLeaseTTL (tests shorten it)
 }
 
 // actFlags are the flags of dedupe, link and remove.
@@ -37,12 +39,14 @@ func actFlags() []cli.Flag {
 		&cli.StringSliceFlag{Name: "group", Usage: "act on the group `KEY` only: of files (dupefs groups, /by-hash) or of folders (dupefs folders, /by-folder); repeatable"},
 		&cli.StringFlag{Name: "from-report", Usage: "act on the groups and paths of an fclones json or text `FILE` (as dupefs groups writes it; - for stdin)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print what would be done, one line per action, and change nothing"},
+		&cli.DurationFlag{Name: "lease-ttl", Usage: "the lease of an action (tests)", Hidden: true},
 	}
 }
 
 func actOptionsFrom(c *cli.Context, op string) actOptions {
 	return actOptions{Op: op, Keep: c.String("keep"), Prefer: c.StringSlice("prefer"), MinSize: c.Int64("min-size"),
-		Groups: c.StringSlice("group"), FromReport: c.String("from-report"), DryRun: c.Bool("dry-run")}
+		Groups: c.StringSlice("group"), FromReport: c.String("from-report"), DryRun: c.Bool("dry-run"),
+		LeaseTTL: c.Duration("lease-ttl")}
 }
 
 func dedupeCommand() *cli.Command {
@@ -160,6 +164,15 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		if err != nil {
 			return err
 		}
+		p := &act.Progress{}
+		run := act.NewRunner(db, runnerConfig(roots, opts.LeaseTTL, p, con))
+		// What dead runs left comes first: this run acts on its own plan
+		// only, made after that.
+		rep, err := run.Reconcile(ctx, 0, opts.DryRun)
+		if err != nil {
+			return err
+		}
+		printReconcile(con, rep, opts.DryRun)
 		specs, notes, err := act.Plan(ctx, db, sel, roots)
 		if errors.Is(err, act.ErrNoGroup) {
 			return usageErrorf("--group %v", err)
@@ -169,48 +182,127 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		}
 		printNotes(con, notes)
 		if opts.DryRun {
-			return printDryRun(stdout, con, opts.Op, specs)
+			res, err := db.PreviewPlan(ctx, specs)
+			if err != nil {
+				return err
+			}
+			printRefused(con, res)
+			return printDryRun(stdout, con, opts.Op, recorded(specs, res))
 		}
 		options := act.Options{Keep: sel.Keep, Prefer: sel.Prefer, MinSize: sel.MinSize, Groups: sel.Groups,
 			Report: sel.Report != nil}
-		planID, existing, err := db.CreatePlan(ctx, opts.Op, options, specs)
+		res, err := db.CreatePlan(ctx, store.PlanSpec{Op: opts.Op, Options: options, Worker: run.Owner(),
+			LeaseTTL: run.LeaseTTL(), UID: os.Getuid(), HomeTrash: homeTrash()}, specs)
 		if err != nil {
 			return err
 		}
-		already := 0
-		for _, e := range existing {
-			if e.State == store.ActDone {
-				already++
-			}
+		printRefused(con, res)
+		if len(res.Done) > 0 {
+			con.Printf("%d copies were %s by an earlier plan already\n", len(res.Done), actVerb[opts.Op])
 		}
-		if already > 0 {
-			con.Printf("%d copies were %s by an earlier plan already\n", already, actVerb[opts.Op])
-		}
-		var rootPaths []string
-		for _, r := range roots {
-			rootPaths = append(rootPaths, r.Path)
-		}
-		p := &act.Progress{}
-		p.Total.Store(int64(len(specs) - already))
-		run := act.NewRunner(db, act.Config{Roots: rootPaths, HomeTrash: filepath.Join(xdgDir("XDG_DATA_HOME", ".local/share"), "Trash"),
-			UID: os.Getuid(), Owner: indexer.NewWorkerID(), Dead: indexer.WorkerDead, Progress: p, Warn: con.Warn})
+		p.Total.Store(int64(res.Actions))
 		stopShow := con.show(func() sample {
 			n := p.Done.Load() + p.Skipped.Load() + p.Failed.Load()
 			return sample{phase: 1, label: opts.Op, done: n, total: p.Total.Load(),
 				extra: fmt.Sprintf("copies, %s reclaimed", humanBytes(p.Reclaimed.Load()))}
 		})
-		err = run.Run(ctx, opts.Op)
+		err = run.Run(ctx, res.ID)
 		stopShow()
 		con.Printf("plan %d: %d copies %s, %d skipped, %d failed; %s reclaimed (dupefs ops --plan %d; dupefs undo %d)\n",
-			planID, p.Done.Load(), actVerb[opts.Op], p.Skipped.Load(), p.Failed.Load(), humanBytes(p.Reclaimed.Load()), planID, planID)
+			res.ID, p.Done.Load(), actVerb[opts.Op], p.Skipped.Load(), p.Failed.Load(), humanBytes(p.Reclaimed.Load()), res.ID, res.ID)
 		if err != nil {
 			return err
 		}
 		if f := p.Failed.Load(); f > 0 {
-			return &exitError{code: ExitError, msg: fmt.Sprintf("%d actions failed (dupefs ops --plan %d --state failed)", f, planID)}
+			return &exitError{code: ExitError, msg: fmt.Sprintf("%d actions failed (dupefs ops --plan %d --state failed)", f, res.ID)}
 		}
 		return nil
 	})
+}
+
+// reconcileDead ends what dead runs left of every plan (see act.Reconcile)
+// and says so.
+func reconcileDead(ctx context.Context, db *store.DB, con *console) error {
+	roots, err := db.Roots(ctx)
+	if err != nil {
+		return err
+	}
+	rep, err := act.NewRunner(db, runnerConfig(roots, 0, nil, con)).Reconcile(ctx, 0, false)
+	printReconcile(con, rep, false)
+	return err
+}
+
+// runnerConfig is the configuration of this process's runner of actions.
+func runnerConfig(roots []store.Root, ttl time.Duration, p *act.Progress, con *console) act.Config {
+	var paths []string
+	for _, r := range roots {
+		paths = append(paths, r.Path)
+	}
+	return act.Config{Roots: paths, HomeTrash: homeTrash(), UID: os.Getuid(), Owner: indexer.NewWorkerID(),
+		Dead: indexer.WorkerDead, LeaseTTL: ttl, Progress: p, Warn: con.Warn}
+}
+
+// recorded are the specs of the units a plan recorded (or would).
+func recorded(specs []store.ActionSpec, res store.PlanResult) []store.ActionSpec {
+	refused := map[string]bool{}
+	for _, r := range res.Refused {
+		refused[r.Unit] = true
+	}
+	done := map[string]bool{}
+	for _, e := range res.Done {
+		done[e.Spec.IdemKey()] = true
+	}
+	var out []store.ActionSpec
+	for _, s := range specs {
+		if !refused[s.Unit] && !done[s.IdemKey()] {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// printReconcile says what reconcile did (or, dry, would do) with what
+// dead runs left.
+func printReconcile(con *console, rep act.ReconcileReport, dry bool) {
+	verb := map[bool]string{false: "were", true: "would be"}[dry]
+	byPlan := map[int64]map[string]int{}
+	var plans []int64
+	for _, s := range rep.Settled {
+		if s.State == "" {
+			continue
+		}
+		if byPlan[s.Action.PlanID] == nil {
+			byPlan[s.Action.PlanID] = map[string]int{}
+			plans = append(plans, s.Action.PlanID)
+		}
+		byPlan[s.Action.PlanID][s.State]++
+		if s.State != store.ActAbandoned {
+			con.Printf("%s (plan %d): %s\n", store.EscapePath(s.Action.Copy.Path), s.Action.PlanID, s.Note)
+		}
+	}
+	for _, id := range plans {
+		n := byPlan[id]
+		if k := n[store.ActAbandoned]; k > 0 {
+			con.Printf("plan %d: %d actions a run that ended left undone %s abandoned (nothing of them was done)\n", id, k, verb)
+		}
+		if k := n[store.ActDone]; k > 0 {
+			con.Printf("plan %d: %d actions a run that ended left under way %s completed (dupefs undo %d reverts them)\n", id, k, verb, id)
+		}
+	}
+	if live := rep.Count(""); live > 0 {
+		con.Printf("%d actions are under way in another dupefs: left to it\n", live)
+	}
+}
+
+// printRefused says which groups the plan leaves alone because acting on
+// them would cross another live action.
+func printRefused(con *console, res store.PlanResult) {
+	for _, r := range res.Refused {
+		con.Printf("group %s: left alone: %s\n", r.Unit, r.Reason)
+	}
+	if res.Retired > 0 {
+		con.Printf("%d actions of earlier plans are over: their copies are back\n", res.Retired)
+	}
 }
 
 // printDryRun prints one line per action: what would be done to which copy,

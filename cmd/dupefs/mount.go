@@ -167,6 +167,13 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		if opts.ReadyFD > 0 {
 			signalReady(opts.ReadyFD, opts.LogFile, con)
 		}
+		if !db.ReadOnly() {
+			// What dead runs of dedupe, link or remove left is ended
+			// now, as those commands would before their own plan.
+			if err := reconcileDead(ctx, db, con); err != nil {
+				con.Warn(fmt.Sprintf("reconcile what earlier runs of dedupe, link and remove left: %v", err))
+			}
+		}
 		bg := background{index: cfg, thumbs: th, maintain: mcfg, noIndex: opts.NoIndex, noThumbs: opts.NoThumbs,
 			rescan: opts.RescanEvery, skip: []string{mnt}}
 		if !opts.NoWatch {

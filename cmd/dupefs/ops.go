@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/urfave/cli/v2"
 
@@ -24,7 +27,7 @@ func opsCommand() *cli.Command {
 		Usage: "show the ledger: plans of dedupe, link and remove, and their actions",
 		Flags: []cli.Flag{
 			&cli.Int64Flag{Name: "plan", Usage: "the actions of plan `ID`"},
-			&cli.StringFlag{Name: "state", Usage: "only actions in `STATE` (planned, leased, prepared, done, skipped, failed, reverted)"},
+			&cli.StringFlag{Name: "state", Usage: "only actions in `STATE` (" + strings.Join(store.ActionStates, ", ") + ")"},
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 		},
 		Action: func(c *cli.Context) error {
@@ -65,12 +68,9 @@ type actionJSON struct {
 	Group     string `json:"group"`
 }
 
-var actionStates = map[string]bool{store.ActPlanned: true, store.ActLeased: true, store.ActPrepared: true,
-	store.ActDone: true, store.ActSkipped: true, store.ActFailed: true, store.ActReverted: true}
-
 func runOps(ctx context.Context, g globalOptions, opts opsOptions, stdout, stderr io.Writer) error {
-	if opts.State != "" && !actionStates[opts.State] {
-		return usageErrorf("--state %q: want planned, leased, prepared, done, skipped, failed or reverted", opts.State)
+	if opts.State != "" && !slices.Contains(store.ActionStates, opts.State) {
+		return usageErrorf("--state %q: want one of %s", opts.State, strings.Join(store.ActionStates, ", "))
 	}
 	return withIndex(ctx, g, openOpts{mustExist: true, readOnly: true}, func(db *store.DB) error {
 		plans, err := db.Plans(ctx, opts.Plan, 0)
@@ -99,15 +99,11 @@ func runOps(ctx context.Context, g globalOptions, opts opsOptions, stdout, stder
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		if opts.Plan == 0 && opts.State == "" {
-			fmt.Fprintln(tw, "PLAN\tOP\tSTATE\tCREATED\tDONE\tSKIPPED\tFAILED\tREVERTED\tRECLAIMED")
+			fmt.Fprintln(tw, "PLAN\tOP\tSTATE\tCREATED\tDONE\tSKIPPED\tFAILED\tABANDONED\tREVERTED\tRECLAIMED")
 			for _, p := range plans {
-				state := p.State
-				if !p.RevertedAt.IsZero() {
-					state = "reverted"
-				}
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", p.ID, p.Op, state,
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.ID, p.Op, planState(p, time.Now()),
 					p.CreatedAt.Local().Format("2006-01-02 15:04:05"), p.Counts[store.ActDone], p.Counts[store.ActSkipped],
-					p.Counts[store.ActFailed], p.Counts[store.ActReverted], humanBytes(p.Reclaimed))
+					p.Counts[store.ActFailed], p.Counts[store.ActAbandoned], p.Counts[store.ActReverted], humanBytes(p.Reclaimed))
 			}
 			return tw.Flush()
 		}
@@ -132,7 +128,7 @@ func printOpsJSON(stdout io.Writer, plans []store.ActionPlan, actions []store.Ac
 		if list && len(byPlan[p.ID]) == 0 {
 			continue
 		}
-		out = append(out, planJSON{ID: p.ID, Op: p.Op, State: p.State, CreatedAt: jsonTime(p.CreatedAt),
+		out = append(out, planJSON{ID: p.ID, Op: p.Op, State: planState(p, time.Now()), CreatedAt: jsonTime(p.CreatedAt),
 			FinishedAt: jsonTime(p.FinishedAt), RevertedAt: jsonTime(p.RevertedAt), Actions: p.Counts,
 			Reclaimed: p.Reclaimed, Options: rawJSON(p.Options), List: byPlan[p.ID]})
 	}
@@ -147,4 +143,25 @@ func (r rawJSON) MarshalJSON() ([]byte, error) {
 		return []byte("null"), nil
 	}
 	return []byte(r), nil
+}
+
+// planState tells how a plan stands: running (its run renews its lease),
+// stopped (its run ended with actions left: the next dedupe, link, remove
+// or undo abandons them), interrupted (ended with some abandoned),
+// reverted, partly reverted, or done.
+func planState(p store.ActionPlan, now time.Time) string {
+	open := p.Counts[store.ActPlanned] + p.Counts[store.ActLeased] + p.Counts[store.ActPrepared]
+	switch {
+	case open > 0 && p.LeaseExpires.After(now):
+		return "running"
+	case open > 0:
+		return "stopped"
+	case !p.RevertedAt.IsZero():
+		return "reverted"
+	case p.Counts[store.ActReverted] > 0:
+		return "partly reverted"
+	case p.Counts[store.ActAbandoned] > 0:
+		return "interrupted"
+	}
+	return "done"
 }

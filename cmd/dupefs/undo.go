@@ -4,13 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/indexer/act"
 	"github.com/dupefs/dupefs/store"
 )
@@ -65,15 +62,13 @@ func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, std
 		if err != nil {
 			return err
 		}
-		var rootPaths []string
-		for _, r := range roots {
-			rootPaths = append(rootPaths, r.Path)
-		}
-		run := act.NewRunner(db, act.Config{Roots: rootPaths, HomeTrash: filepath.Join(xdgDir("XDG_DATA_HOME", ".local/share"), "Trash"),
-			UID: os.Getuid(), Owner: indexer.NewWorkerID(), Dead: indexer.WorkerDead, Warn: con.Warn})
+		run := act.NewRunner(db, runnerConfig(roots, 0, nil, con))
 		rep, err := run.Undo(ctx, p.ID)
 		for _, n := range rep.Notes {
 			con.Printf("%s\n", n)
+		}
+		if rep.Settled > 0 {
+			con.Printf("plan %d: %d actions not ended were ended first (dupefs ops --plan %d)\n", p.ID, rep.Settled, p.ID)
 		}
 		con.Printf("plan %d (%s): %d actions reverted\n", p.ID, p.Op, rep.Reverted)
 		if err != nil {
@@ -83,7 +78,7 @@ func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, std
 			con.Printf("(deduplicated copies needed nothing: their bytes never changed)\n")
 		}
 		if len(rep.Notes) > 0 {
-			return &exitError{code: ExitError, msg: fmt.Sprintf("plan %d: %d copies could not be restored (see above)", p.ID, len(rep.Notes))}
+			return &exitError{code: ExitError, msg: fmt.Sprintf("plan %d: %d copies could not be restored, or only in part (see above)", p.ID, len(rep.Notes))}
 		}
 		return nil
 	})

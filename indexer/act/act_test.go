@@ -195,7 +195,7 @@ func TestRemoveToTheTrashAndUndo(t *testing.T) {
 			if g := fx.groups(); g != 0 {
 				t.Errorf("%d groups after the copies left", g)
 			}
-			rep, err := NewRunner(fx.db, Config{Roots: []string{fx.root}, Owner: "t"}).Undo(context.Background(), id)
+			rep, err := fx.runner(Config{Owner: "t"}).Undo(context.Background(), id)
 			if err != nil || rep.Reverted != 2 || len(rep.Notes) != 0 {
 				t.Fatalf("undo: %+v %v", rep, err)
 			}
@@ -241,7 +241,7 @@ func TestUndoOfALinkRestoresTheFile(t *testing.T) {
 		if p.Done.Load() != 2 {
 			t.Fatalf("%s: done %d", op, p.Done.Load())
 		}
-		rep, err := NewRunner(fx.db, Config{Roots: []string{fx.root}, Owner: "t"}).Undo(context.Background(), id)
+		rep, err := fx.runner(Config{Owner: "t"}).Undo(context.Background(), id)
 		if err != nil || rep.Reverted != 2 {
 			t.Fatalf("%s undo: %+v %v", op, rep, err)
 		}

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
 )
@@ -15,18 +14,17 @@ import (
 type item struct {
 	a     store.Action
 	c     *checked
-	u     *store.UndoInfo // to record before acting (a leased action)
 	out   outcome
 	ended bool // out holds how it ended
 }
 
-// runBatch works a batch of claimed actions, in four steps: start each
-// (reconcile, check, what undo needs), prepare them all in one write, act
-// on each, then sync the folders they changed and end them all — with the
-// index following them — in one write. An error that stops the run still
-// ends the actions that were carried out, and releases the rest as they
-// stand for the next run.
-func (r *Runner) runBatch(ctx context.Context, batch []store.Action) error {
+// runBatch works a batch of claimed actions one at a time, each checked
+// and carried out on its own (see one), under heartbeats that renew every
+// lease of the batch; then it syncs the folders they changed and records
+// in one write how each ended, the index following. An error that stops
+// the run still records the actions that were carried out, and releases
+// the rest as they stand for the next run.
+func (r *Runner) runBatch(ctx context.Context, plan int64, batch []store.Action) error {
 	bctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	leases := make([]store.Lease, len(batch))
@@ -34,107 +32,122 @@ func (r *Runner) runBatch(ctx context.Context, batch []store.Action) error {
 	for i, a := range batch {
 		leases[i], items[i] = a.Lease, &item{a: a}
 	}
-	stopBeat := r.heartbeat(bctx, leases, cancel)
-	err := r.stepBatch(bctx, items)
+	stopBeat := r.heartbeat(bctx, plan, leases, cancel)
+	picks := map[string]bool{}
+	var err error
+	for _, it := range items {
+		if err = bctx.Err(); err != nil {
+			break
+		}
+		if it.out, it.ended, err = r.one(bctx, it, picks); err != nil {
+			break
+		}
+	}
 	stopBeat()
+	if cause := context.Cause(bctx); err != nil && errors.Is(cause, store.ErrLeaseLost) {
+		err = cause
+	}
+	eerr := r.endBatch(ctx, items)
 	for _, it := range items {
 		if it.c != nil {
 			it.c.close()
 		}
 	}
-	if cause := context.Cause(bctx); err != nil && errors.Is(cause, store.ErrLeaseLost) {
-		err = cause
-	}
-	if errors.Is(err, store.ErrLeaseLost) {
-		return err // the actions are someone else's now
-	}
-	if eerr := r.endBatch(ctx, items); eerr != nil {
+	if eerr != nil {
 		return errors.Join(err, eerr)
 	}
 	return err
 }
 
-// stepBatch takes the items as far as it can; the first error that stops
-// the run stops it.
-func (r *Runner) stepBatch(ctx context.Context, items []*item) error {
-	picks := map[string]bool{}
-	var prepare []*item
-	for _, it := range items {
-		c, u, out, err := r.start(ctx, &it.a, picks)
-		if err != nil {
-			return err
+// one takes a claimed action as far as it goes: a prepared one (its run
+// stopped under way) is first healed from what the disk shows; then both
+// files are checked and compared, the lease renewed in the fenced write
+// that prepares the action, both files checked again, and the effect
+// carried out. ended is false when the action is given back as it stands.
+func (r *Runner) one(ctx context.Context, it *item, picks map[string]bool) (out outcome, ended bool, err error) {
+	a := &it.a
+	if a.State == store.ActPrepared {
+		out, finished, err := r.reconcile(a)
+		if err != nil || finished {
+			return out, finished, err
 		}
+	}
+	c, out, err := r.check(ctx, a)
+	if err != nil || out.state != "" {
 		if out.state != "" {
-			it.out, it.ended = out, true
-			continue
+			r.dropReservation(a)
 		}
-		it.c, it.u = c, u
-		if u != nil {
-			prepare = append(prepare, it)
-		}
+		return out, out.state != "", err
 	}
-	if len(prepare) > 0 {
-		err := r.db.Write(ctx, func(tx *store.Tx) error {
-			for _, it := range prepare {
-				if err := tx.PrepareAction(it.a.Lease, *it.u); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
-		if err != nil {
-			return stop(err)
-		}
-		for _, it := range prepare {
-			it.a.State, it.a.Undo = store.ActPrepared, *it.u
-			r.step("prepared", it.a.Copy.Path)
-		}
+	it.c = c
+	u, out, err := r.undoInfo(a, c, picks)
+	if err != nil || out.state != "" {
+		return out, out.state != "", err
 	}
-	for _, it := range items {
-		if it.ended {
-			continue
-		}
-		out, err := r.act(ctx, &it.a, it.c)
-		if err != nil {
-			return err
-		}
-		it.out, it.ended = out, true
+	start := time.Now()
+	if err := r.db.Write(ctx, func(tx *store.Tx) error { return tx.ArmAction(a.Lease, *u) }); err != nil {
+		return outcome{}, false, stop(err)
 	}
-	return nil
+	if took := time.Since(start); took > r.cfg.LeaseTTL-r.cfg.margin() {
+		// Too little of the lease is left to act safely: give it back,
+		// prepared, for the run to take up again.
+		r.cfg.Warn(fmt.Sprintf("%s: the index took %v to renew the lease; trying again later",
+			store.EscapePath(a.Copy.Path), took.Round(time.Millisecond)))
+		return outcome{}, false, nil
+	}
+	a.State, a.Undo = store.ActPrepared, *u
+	r.step("armed", a.Copy.Path)
+	if out := r.recheck(a, c); out.state != "" {
+		r.dropReservation(a)
+		return out, true, nil
+	}
+	out, err = r.act(ctx, a, c)
+	if err != nil {
+		return outcome{}, false, err
+	}
+	if out.state == store.ActDone {
+		r.step("finished", a.Copy.Path)
+	}
+	return out, true, nil
 }
 
-// endBatch syncs the folders the batch changed, then records in one write
-// how each action that got that far ended (and the index change of each
-// one done); the others are released as they stand.
+// endBatch syncs the folders the batch changed, through the folders held
+// open, then records in one write how each action that got that far ended
+// (and the index change of each one done); the others are released as
+// they stand. An action whose lease was lost meanwhile is left to whoever
+// holds it now, who finds its effect on disk.
 func (r *Runner) endBatch(ctx context.Context, items []*item) error {
-	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*r.cfg.LeaseTTL)
 	defer cancel()
-	synced := map[string]bool{}
+	synced := map[[2]uint64]bool{}
 	for _, it := range items {
-		for _, dir := range it.out.sync {
-			if synced[dir] {
-				continue
-			}
-			synced[dir] = true
-			if err := syncDir(dir); err != nil {
-				return stop(err)
+		for _, d := range it.out.sync {
+			if id := d.id(); !synced[id] {
+				synced[id] = true
+				if err := d.sync(); err != nil {
+					return stop(err)
+				}
 			}
 		}
 	}
+	var lost []*item
 	err := r.db.Write(wctx, func(tx *store.Tx) error {
+		lost = nil
 		for _, it := range items {
+			var err error
 			if !it.ended {
-				if err := tx.ReleaseAction(it.a.Lease); err != nil {
-					return err
+				err = tx.ReleaseAction(it.a.Lease)
+			} else {
+				err = tx.EndAction(it.a.Lease, it.out.state, it.out.reason, it.out.reclaimed)
+				if err == nil && it.out.state == store.ActDone && it.out.index != nil {
+					err = it.out.index(tx)
 				}
+			}
+			if errors.Is(err, store.ErrLeaseLost) {
+				lost = append(lost, it)
 				continue
 			}
-			if it.out.state == store.ActDone && it.out.index != nil {
-				if err := it.out.index(tx); err != nil {
-					return err
-				}
-			}
-			if err := tx.EndAction(it.a.Lease, it.out.state, it.out.reason, it.out.reclaimed); err != nil {
+			if err != nil {
 				return err
 			}
 		}
@@ -143,39 +156,16 @@ func (r *Runner) endBatch(ctx context.Context, items []*item) error {
 	if err != nil {
 		return err
 	}
-	for _, it := range items {
+	for _, it := range lost {
 		if it.ended {
-			r.count(&it.a, it.out)
+			r.cfg.Warn(fmt.Sprintf("%s: %s, but its lease was lost before that was recorded; the next run records it",
+				store.EscapePath(it.a.Copy.Path), it.out.state))
 		}
 	}
-	return nil
-}
-
-// count adds an ended action to the progress and says why it was not done.
-func (r *Runner) count(a *store.Action, out outcome) {
-	p := r.cfg.Progress
-	switch out.state {
-	case store.ActDone, store.ActReverted:
-		p.Done.Add(1)
-		p.Reclaimed.Add(out.reclaimed)
-	case store.ActSkipped:
-		p.Skipped.Add(1)
-		r.cfg.Warn(fmt.Sprintf("%s: skipped: %s", store.EscapePath(a.Copy.Path), out.reason))
-	case store.ActFailed:
-		p.Failed.Add(1)
-		r.cfg.Warn(fmt.Sprintf("%s: failed: %s", store.EscapePath(a.Copy.Path), out.reason))
-	}
-}
-
-// syncDir makes a folder's entries durable.
-func syncDir(dir string) error {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return fmt.Errorf("sync %s: %w", dir, err)
-	}
-	defer unix.Close(fd)
-	if err := unix.Fsync(fd); err != nil && !errors.Is(err, unix.EINVAL) {
-		return fmt.Errorf("sync %s: %w", dir, err)
+	for _, it := range items {
+		if it.ended && !slices.Contains(lost, it) {
+			r.count(&it.a, it.out)
+		}
 	}
 	return nil
 }

@@ -1,233 +1,245 @@
 package act
 
 import (
-	"context"
 	"errors"
+	"fmt"
 	"os"
-	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
 )
 
-// checked is an action's two files, found as the index recorded them.
-type checked struct {
-	copyDir, keepDir *dirOf
-	copySt, keepSt   unix.Stat_t
-	copyF, keepF     *os.File
-}
+// Every effect that can lose the copy's bytes goes in two steps. First a
+// step that can be taken back: the copy is renamed aside (to the Trash, or
+// to the action's temporary name, exchanged with the link that replaces
+// it). Then the kept file is checked once more, on its held descriptor and
+// by name: unchanged since the compare, still at its path. Only then is
+// the step made final (the copy aside removed); a kept file that changed
+// or went meanwhile takes the step back. Two actions that would cross
+// (keep X and act on Y; keep Y and act on X) cannot both pass: each moves
+// its copy aside before it checks its kept file, so the later of the two
+// checks sees the other's copy gone from its path.
 
-func (c *checked) close() {
-	for _, f := range []*os.File{c.copyF, c.keepF} {
-		if f != nil {
-			f.Close()
-		}
-	}
-	for _, d := range []*dirOf{c.copyDir, c.keepDir} {
-		if d != nil {
-			d.close()
-		}
-	}
-}
+// dedupeChunk is the most FIDEDUPERANGE is asked to share at once (the
+// kernel caps a request at 16 MiB).
+const dedupeChunk = 16 << 20
 
-// tmpName is the temporary name of an action in its copy's folder: derived
-// from its key, so a killed run's leftover is found by the next.
-func tmpName(a *store.Action) string { return ".dupefs-" + a.Key[:16] + ".tmp" }
-
-// changed is the reason of an action whose file is not as indexed.
-const changed = "changed since indexed; run dupefs index"
-
-// start begins a claimed action: it reconciles one a killed worker left
-// under way, checks both files against the index and the disk, and, for a
-// leased action, says what undo will need (u; the action is prepared with
-// it before act). An action already ended comes back with its outcome and
-// no files.
-func (r *Runner) start(ctx context.Context, a *store.Action, picks map[string]bool) (*checked, *store.UndoInfo, outcome, error) {
-	if a.State == store.ActPrepared {
-		out, finished, err := r.reconcile(ctx, a)
-		if err != nil || finished {
-			return nil, nil, out, err
+// dedupe makes the copy share the kept file's extents, 16 MiB at a time:
+// the kernel locks both ranges, compares their bytes and shares them only
+// if equal. The copy keeps its inode, name, owner, mode, times and xattrs,
+// and its bytes: nothing can be lost. A file system without it fails the
+// action and says so: never a silent fallback.
+func (r *Runner) dedupe(a *store.Action, c *checked) (outcome, error) {
+	dst := c.copyF
+	for off := int64(0); off < a.Size; {
+		req := &unix.FileDedupeRange{
+			Src_offset: uint64(off),
+			Src_length: uint64(min(dedupeChunk, a.Size-off)),
+			Info:       []unix.FileDedupeRangeInfo{{Dest_fd: int64(dst.Fd()), Dest_offset: uint64(off)}},
 		}
-	}
-	c, out, err := r.check(ctx, a)
-	if err != nil || out.state != "" {
-		if out.state != "" && a.Op == store.OpTrash && a.Undo.TrashInfo != "" {
-			dropReservation(a)
-		}
-		return nil, nil, out, err
-	}
-	if a.State != store.ActLeased {
-		return c, nil, outcome{}, nil
-	}
-	u, out, err := r.undoInfo(a, c, picks)
-	if err != nil || out.state != "" {
-		c.close()
-		return nil, nil, out, err
-	}
-	return c, u, outcome{}, nil
-}
-
-// act carries out the effect of a prepared, checked action.
-func (r *Runner) act(ctx context.Context, a *store.Action, c *checked) (outcome, error) {
-	if err := ctx.Err(); err != nil {
-		return outcome{}, stop(err)
-	}
-	switch a.Op {
-	case store.OpDedupe:
-		return r.dedupe(a, c)
-	case store.OpLink, store.OpSymlink:
-		return r.link(a, c)
-	case store.OpTrash:
-		return r.trash(a, c)
-	case store.OpUnlink:
-		return r.unlink(a, c)
-	}
-	return failed("unknown op %q", a.Op), nil
-}
-
-// check finds both files as the index recorded them (device, inode, size,
-// mtime), under the indexed roots and through no symlink, and for every op
-// but dedupe (where the kernel compares) compares their bytes.
-func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome, error) {
-	if !r.underRoots(a.Copy.Path) || !r.underRoots(a.Keep.Path) {
-		return nil, skipped("outside the indexed roots"), nil
-	}
-	c := &checked{}
-	fail := func(err error) (*checked, outcome, error) {
-		c.close()
-		switch {
-		case fatal(err):
-			return nil, outcome{}, stop(err)
-		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
-			return nil, skipped("%s", changed), nil
-		}
-		return nil, failed("%v", err), nil
-	}
-	var err error
-	if c.copyDir, err = openParent(a.Copy.Path); err != nil {
-		return fail(err)
-	}
-	if c.keepDir, err = openParent(a.Keep.Path); err != nil {
-		return fail(err)
-	}
-	if c.copySt, err = c.copyDir.stat(c.copyDir.name); err != nil {
-		return fail(err)
-	}
-	if c.keepSt, err = c.keepDir.stat(c.keepDir.name); err != nil {
-		return fail(err)
-	}
-	if !matches(&c.copySt, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) ||
-		!matches(&c.keepSt, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) {
-		c.close()
-		return nil, skipped("%s", changed), nil
-	}
-	if (a.Op == store.OpLink || a.Op == store.OpDedupe) && a.Copy.Dev != a.Keep.Dev {
-		c.close()
-		return nil, skipped("on another file system than the kept file"), nil
-	}
-	if c.copyF, err = c.copyDir.open(c.copyDir.name, unix.O_RDONLY); err != nil {
-		return fail(err)
-	}
-	if c.keepF, err = c.keepDir.open(c.keepDir.name, unix.O_RDONLY); err != nil {
-		return fail(err)
-	}
-	// The files opened are the ones stat'ed.
-	var cs, ks unix.Stat_t
-	if unix.Fstat(int(c.copyF.Fd()), &cs) != nil || unix.Fstat(int(c.keepF.Fd()), &ks) != nil ||
-		!matches(&cs, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) || !matches(&ks, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) {
-		c.close()
-		return nil, skipped("%s", changed), nil
-	}
-	if a.Op != store.OpDedupe {
-		same, err := sameBytes(c.copyF, c.keepF)
-		if err != nil {
-			return fail(err)
-		}
-		if !same {
-			c.close()
-			return nil, skipped("its bytes differ from the kept file's (%s); run dupefs index", changed), nil
-		}
-	}
-	if err := ctx.Err(); err != nil {
-		c.close()
-		return nil, outcome{}, stop(err)
-	}
-	r.step("checked", a.Copy.Path)
-	return c, outcome{}, nil
-}
-
-// undoInfo reads what undo needs of the copy (mode, owner, atime, xattrs)
-// and, for the Trash, chooses its place there (not one picks holds: the
-// places chosen for the batch so far).
-func (r *Runner) undoInfo(a *store.Action, c *checked, picks map[string]bool) (*store.UndoInfo, outcome, error) {
-	u := &store.UndoInfo{Mode: c.copySt.Mode & 0o7777, UID: c.copySt.Uid, GID: c.copySt.Gid, AtimeNS: c.copySt.Atim.Nano()}
-	var err error
-	if u.Xattrs, err = readXattrs(c.copyF); err != nil {
-		return nil, failed("%v", err), nil
-	}
-	if a.Op == store.OpTrash {
-		t, err := trashFor(a.Copy.Path, c.copySt.Dev, r.cfg.HomeTrash, r.cfg.UID)
-		if err != nil {
-			if fatal(err) {
-				return nil, outcome{}, stop(err)
+		err := unix.IoctlFileDedupeRange(int(c.keepF.Fd()), req)
+		if (errors.Is(err, unix.EBADF) || errors.Is(err, unix.EPERM)) && dst == c.copyF {
+			// This user may need the copy open for writing to share its
+			// extents.
+			w, werr := c.copyDir.open(c.copyDir.name, unix.O_WRONLY)
+			if werr != nil {
+				return stepFailed(werr)
 			}
-			return nil, failed("no Trash on its file system: %v", err), nil
+			defer w.Close()
+			var st unix.Stat_t
+			if unix.Fstat(int(w.Fd()), &st) != nil || st.Dev != c.copySt.Dev || st.Ino != c.copySt.Ino {
+				return skipped("it changed since it was compared; left as it was"), nil
+			}
+			dst = w
+			continue
 		}
-		if u.TrashFile, u.TrashInfo, err = t.pick(a.Copy.Path, picks); err != nil {
-			return nil, failed("%v", err), nil
+		switch {
+		case errors.Is(err, unix.EOPNOTSUPP), errors.Is(err, unix.EINVAL), errors.Is(err, unix.ENOTTY):
+			return failed("this file system cannot share extents (FIDEDUPERANGE: %v); use dupefs link to make hard links instead", err), nil
+		case err != nil:
+			return stepFailed(err)
 		}
-		picks[u.TrashFile] = true
-		u.TrashPath = t.trashPathValue(a.Copy.Path)
+		info := req.Info[0]
+		switch {
+		case info.Status == unix.FILE_DEDUPE_RANGE_DIFFERS:
+			return skipped("the kernel found its bytes differ from the kept file's (%s)", changed), nil
+		case info.Status < 0:
+			return stepFailed(fmt.Errorf("FIDEDUPERANGE: %w", unix.Errno(-info.Status)))
+		case info.Bytes_deduped == 0:
+			return failed("FIDEDUPERANGE shared nothing at offset %d", off), nil
+		}
+		off += int64(info.Bytes_deduped)
 	}
-	return u, outcome{}, nil
+	r.step("moved", a.Copy.Path)
+	return outcome{state: store.ActDone, reclaimed: a.Size}, nil
 }
 
-// reclaimed is what removing the copy's last link frees.
-func reclaimed(st *unix.Stat_t, size int64) int64 {
-	if st.Nlink <= 1 {
-		return size
-	}
-	return 0
-}
-
-// linked is the index change of a copy that became a hard link of the
-// kept file (or, symbolic, a symlink to it, which the index does not hold).
-func linked(a *store.Action, keep *unix.Stat_t, symbolic bool) func(tx *store.Tx) error {
+// link replaces the copy by a hard link to the kept file's inode — the one
+// held open and checked — or, symbolic, by a symlink to its path, made at
+// the action's temporary name in the copy's folder and exchanged with the
+// copy in one rename, so the path always names a file. Then the kept file
+// is checked again and the copy, now at the temporary name, removed; had
+// either changed, the exchange is taken back.
+func (r *Runner) link(a *store.Action, c *checked) (outcome, error) {
+	symbolic := a.Op == store.OpSymlink
+	tmp := tmpName(a)
+	d := c.copyDir
+	unix.Unlinkat(d.fd, tmp, 0) // an earlier attempt's, never exchanged
+	keepRef := c.keepSt
+	var err error
 	if symbolic {
-		return func(tx *store.Tx) error { return tx.FileGone(a.Copy.FileID) }
+		err = unix.Symlinkat(a.Keep.Path, d.fd, tmp)
+		if err != nil {
+			err = &os.PathError{Op: "symlink", Path: d.path(tmp), Err: err}
+		}
+	} else {
+		err = linkFile(c.keepF, d, tmp)
 	}
-	ref := a.Keep
-	ref.MtimeNS = keep.Mtim.Nano()
-	nlink := uint64(keep.Nlink)
-	return func(tx *store.Tx) error { return tx.FileLinked(a.Copy.FileID, ref, nlink) }
+	if err != nil {
+		return stepFailed(err)
+	}
+	if st, err := d.stat(tmp); err != nil || !r.ours(a, d, tmp, &st) {
+		unix.Unlinkat(d.fd, tmp, 0)
+		return failed("the link made at %s is not the kept file", store.EscapePath(d.path(tmp))), nil
+	}
+	if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err != nil {
+		unix.Unlinkat(d.fd, tmp, 0)
+		return stepFailed(&os.PathError{Op: "rename", Path: a.Copy.Path, Err: err})
+	}
+	r.step("moved", a.Copy.Path)
+	if !symbolic {
+		// The link and the exchange moved the kept inode's ctime (and its
+		// link count); a write would have moved its mtime. The last check
+		// compares with the inode as the exchange left it.
+		if unix.Fstat(int(c.keepF.Fd()), &keepRef) != nil || keepRef.Size != c.keepSt.Size || keepRef.Mtim != c.keepSt.Mtim {
+			keepRef = c.keepSt // fails the check: taken back
+		}
+	}
+	return r.dropOld(a, c, tmp, &keepRef)
 }
 
-// gone is the index change of a copy moved away or deleted.
-func gone(a *store.Action) func(tx *store.Tx) error {
-	return func(tx *store.Tx) error { return tx.FileGone(a.Copy.FileID) }
-}
-
-// stepFailed turns the error of an effect into the action's outcome.
-func stepFailed(err error) (outcome, error) {
+// dropOld ends a link whose exchange is made: the copy, at the temporary
+// name, is removed once it and the kept file prove unchanged (keepRef: the
+// kept file as the link left it); otherwise the exchange is taken back and
+// the link removed.
+func (r *Runner) dropOld(a *store.Action, c *checked, tmp string, keepRef *unix.Stat_t) (outcome, error) {
+	d := c.copyDir
+	old, err := d.stat(tmp)
+	if err != nil {
+		return stepFailed(err)
+	}
+	why := ""
 	switch {
-	case fatal(err):
-		return outcome{}, stop(err)
-	case errors.Is(err, unix.EXDEV):
-		return skipped("on another file system than the kept file"), nil
-	case errors.Is(err, unix.ENOENT):
-		return skipped("%s", changed), nil
+	case !matches(&old, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS):
+		why = "it changed while it was being replaced"
+	case !c.keepUnchanged(keepRef):
+		why = "the kept file changed while the copy was being replaced"
 	}
-	return failed("%v", err), nil
+	if why != "" {
+		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err != nil {
+			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), err), nil
+		}
+		if st, err := d.stat(tmp); err == nil && r.ours(a, d, tmp, &st) {
+			unix.Unlinkat(d.fd, tmp, 0)
+		}
+		return skipped("%s; it is left as it was", why), nil
+	}
+	if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
+		return stepFailed(&os.PathError{Op: "remove", Path: d.path(tmp), Err: err})
+	}
+	return outcome{state: store.ActDone, reclaimed: reclaimed(&old, a.Size),
+		index: linked(a, keepRef, a.Op == store.OpSymlink), sync: []*dirOf{d}}, nil
 }
 
-// dropReservation removes the .trashinfo a killed attempt wrote for an
-// action that now ends without moving its file.
-func dropReservation(a *store.Action) {
-	if _, err := os.Lstat(a.Undo.TrashFile); err == nil {
-		return // the place is in use: not only a reservation
+// ours reports whether st (of name in d) is the link an action makes: the
+// kept file's inode, or a symlink to its path.
+func (r *Runner) ours(a *store.Action, d *dirOf, name string, st *unix.Stat_t) bool {
+	if a.Op != store.OpSymlink {
+		return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Dev == a.Keep.Dev && st.Ino == a.Keep.Ino
 	}
-	if b, err := os.ReadFile(a.Undo.TrashInfo); err == nil && strings.Contains(string(b), "\nPath="+a.Undo.TrashPath+"\n") {
-		os.Remove(a.Undo.TrashInfo)
+	if st.Mode&unix.S_IFMT != unix.S_IFLNK {
+		return false
 	}
+	buf := make([]byte, len(a.Keep.Path)+1)
+	n, err := unix.Readlinkat(d.fd, name, buf)
+	return err == nil && string(buf[:n]) == a.Keep.Path
+}
+
+// trash moves the copy to the Trash place it reserved, never over anything
+// (RENAME_NOREPLACE), then checks the kept file once more: a kept file that
+// changed meanwhile brings the copy back.
+func (r *Runner) trash(a *store.Action, c *checked) (outcome, error) {
+	d, t := c.copyDir, c.trash
+	name := baseName(a.Undo.TrashFile)
+	if err := t.writeInfo(name+".trashinfo", tmpName(a), a.Undo.TrashPath, time.Now()); err != nil {
+		if errors.Is(err, os.ErrExist) {
+			return failed("its place in the Trash was taken meanwhile (%v); run again", err), nil
+		}
+		return stepFailed(err)
+	}
+	if err := unix.Renameat2(d.fd, d.name, t.filesFd, name, unix.RENAME_NOREPLACE); err != nil {
+		t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
+		if errors.Is(err, unix.EXDEV) {
+			return failed("its Trash %s is on another file system", store.EscapePath(t.root)), nil
+		}
+		return stepFailed(&os.PathError{Op: "move to the Trash", Path: a.Copy.Path, Err: err})
+	}
+	r.step("moved", a.Copy.Path)
+	var st unix.Stat_t
+	if err := unix.Fstatat(t.filesFd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return stepFailed(err)
+	}
+	why := ""
+	switch {
+	case !matches(&st, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS):
+		why = "it changed while it was being moved"
+	case !c.keepUnchanged(&c.keepSt):
+		why = "the kept file changed while the copy was being moved"
+	}
+	if why != "" {
+		if err := unix.Renameat2(t.filesFd, name, d.fd, d.name, unix.RENAME_NOREPLACE); err == nil {
+			t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
+			return skipped("%s; it is left as it was", why), nil
+		}
+		// Its path is taken again: it stays in the Trash, restorable.
+		return outcome{state: store.ActDone, reason: why + "; its path is taken again, so it stays in the Trash: restore it from there if that mattered",
+			index: gone(a), sync: []*dirOf{d}}, nil
+	}
+	return outcome{state: store.ActDone, reclaimed: reclaimed(&st, a.Size), index: gone(a),
+		sync: []*dirOf{d, {fd: t.filesFd, dir: t.root}, {fd: t.infoFd, dir: t.root}}}, nil
+}
+
+// unlink deletes the copy for good: it is renamed to the temporary name,
+// the kept file checked once more, then the copy removed (a changed one,
+// or a kept file that changed, brings it back).
+func (r *Runner) unlink(a *store.Action, c *checked) (outcome, error) {
+	d := c.copyDir
+	tmp := tmpName(a)
+	if err := unix.Renameat2(d.fd, d.name, d.fd, tmp, unix.RENAME_NOREPLACE); err != nil {
+		return stepFailed(&os.PathError{Op: "rename", Path: a.Copy.Path, Err: err})
+	}
+	r.step("moved", a.Copy.Path)
+	old, err := d.stat(tmp)
+	if err != nil {
+		return stepFailed(err)
+	}
+	why := ""
+	switch {
+	case !matches(&old, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS):
+		why = "it changed while it was being removed"
+	case !c.keepUnchanged(&c.keepSt):
+		why = "the kept file changed while the copy was being removed"
+	}
+	if why != "" {
+		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
+			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), err), nil
+		}
+		return skipped("%s; it is left as it was", why), nil
+	}
+	if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
+		return stepFailed(&os.PathError{Op: "remove", Path: d.path(tmp), Err: err})
+	}
+	return outcome{state: store.ActDone, reclaimed: reclaimed(&old, a.Size), index: gone(a), sync: []*dirOf{d}}, nil
 }

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -57,18 +58,33 @@ func (d *dirOf) stat(name string) (unix.Stat_t, error) {
 	return st, nil
 }
 
-// open opens name in the folder for reading, refusing a symlink.
+// open opens name in the folder, refusing a symlink, and never blocking:
+// a FIFO swapped in after a stat opens at once (O_NONBLOCK) and is then
+// refused, as anything but a regular file is.
 func (d *dirOf) open(name string, flags int) (*os.File, error) {
-	// O_PATH folders cannot be used with openat for reading a child that
-	// is not relative: they can, as dirfd.
-	fd, err := unix.Openat(d.fd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(d.fd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: d.path(name), Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return nil, &os.PathError{Op: "open", Path: d.path(name), Err: unix.ENOENT}
 	}
 	return os.NewFile(uintptr(fd), d.path(name)), nil
 }
 
-// sync makes the folder's entries durable.
+// id is the folder's device and inode, to sync each folder once.
+func (d *dirOf) id() [2]uint64 {
+	var st unix.Stat_t
+	if unix.Fstat(d.fd, &st) != nil {
+		return [2]uint64{0, uint64(d.fd)}
+	}
+	return [2]uint64{st.Dev, st.Ino}
+}
+
+// sync makes the folder's entries durable, through the folder held open
+// (not its path, which may name another folder by now).
 func (d *dirOf) sync() error {
 	fd, err := unix.Openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -160,4 +176,60 @@ func writeXattrs(f *os.File, xs map[string][]byte) error {
 func matches(st *unix.Stat_t, dev, ino uint64, size, mtimeNS int64) bool {
 	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Dev == dev && st.Ino == ino &&
 		st.Size == size && st.Mtim.Nano() == mtimeNS
+}
+
+// unchanged reports whether a stat shows the file of ref with nothing of
+// it changed since: its inode, size, mtime and ctime (any write, chmod,
+// chown, link or rename moves the ctime), and still a name somewhere.
+func unchanged(st, ref *unix.Stat_t) bool {
+	return st.Mode&unix.S_IFMT == unix.S_IFREG && st.Dev == ref.Dev && st.Ino == ref.Ino &&
+		st.Size == ref.Size && st.Mtim == ref.Mtim && st.Ctim == ref.Ctim && st.Nlink >= 1
+}
+
+// linkFile makes a hard link at name in d to the inode f holds open: the
+// very inode checked, whatever its path names by now. AT_EMPTY_PATH needs
+// CAP_DAC_READ_SEARCH on older kernels; /proc/self/fd serves the others.
+func linkFile(f *os.File, d *dirOf, name string) error {
+	err := unix.Linkat(int(f.Fd()), "", d.fd, name, unix.AT_EMPTY_PATH)
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EINVAL) {
+		err = unix.Linkat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(int(f.Fd())), d.fd, name, unix.AT_SYMLINK_FOLLOW)
+	}
+	if err != nil {
+		return &os.PathError{Op: "link", Path: d.path(name), Err: err}
+	}
+	return nil
+}
+
+// itoa formats an id for a file name.
+func itoa(n int64) string { return strconv.FormatInt(n, 10) }
+
+// baseName is the last element of a path.
+func baseName(path string) string { return filepath.Base(path) }
+
+// modifiableFlags are the inode flags (chattr) undo sets back: those a
+// file's owner may set, but for immutable and append-only, which no file
+// dupefs acted on can have had (neither may be renamed or replaced).
+// (The values of linux/fs.h: s, u, c, S, d, A, m, C, D.)
+const modifiableFlags = 0x1 | 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x400 | 0x00800000 | 0x10000
+
+// inodeFlags reads the flags of an open file that undo would set back (0
+// where the file system has none).
+func inodeFlags(f *os.File) uint32 {
+	v, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return 0
+	}
+	return v & modifiableFlags
+}
+
+// setInodeFlags adds flags to an open file's inode flags.
+func setInodeFlags(f *os.File, flags uint32) error {
+	cur, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return err
+	}
+	if cur|flags == cur {
+		return nil
+	}
+	return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(cur|flags))
 }

@@ -51,8 +51,9 @@ func (fx *fixture) index() {
 	}
 }
 
-// act plans sel and runs it; it returns the plan's id.
-func (fx *fixture) act(sel Selection, cfg Config) (int64, *Progress) {
+// plan plans sel and records it as owner's plan; it returns the plan's
+// id and what the store refused.
+func (fx *fixture) plan(sel Selection, owner string) (int64, store.PlanResult) {
 	fx.t.Helper()
 	ctx := context.Background()
 	roots, _ := fx.db.Roots(ctx)
@@ -60,22 +61,35 @@ func (fx *fixture) act(sel Selection, cfg Config) (int64, *Progress) {
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	id, _, err := fx.db.CreatePlan(ctx, sel.Op, nil, specs)
+	res, err := fx.db.CreatePlan(ctx, store.PlanSpec{Op: sel.Op, Worker: owner, LeaseTTL: DefaultLeaseTTL,
+		UID: os.Getuid()}, specs)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	if err := fx.run(sel.Op, cfg); err != nil {
-		fx.t.Fatal(err)
-	}
-	return id, cfg.Progress
+	return res.ID, res
 }
 
-func (fx *fixture) run(op string, cfg Config) error {
+// act plans sel and runs it; it returns the plan's id.
+func (fx *fixture) act(sel Selection, cfg Config) (int64, *Progress) {
+	fx.t.Helper()
+	r := fx.runner(cfg)
+	id, _ := fx.plan(sel, r.Owner())
+	if err := r.Run(context.Background(), id); err != nil {
+		fx.t.Fatal(err)
+	}
+	return id, r.cfg.Progress
+}
+
+// runner is a runner on the fixture's root, as test/1 unless cfg says.
+func (fx *fixture) runner(cfg Config) *Runner {
 	cfg.Roots = []string{fx.root}
 	if cfg.Owner == "" {
 		cfg.Owner = "test/1"
 	}
-	return NewRunner(fx.db, cfg).Run(context.Background(), op)
+	if cfg.UID == 0 {
+		cfg.UID = os.Getuid()
+	}
+	return NewRunner(fx.db, cfg)
 }
 
 // groups counts the index's duplicate groups.

@@ -152,14 +152,23 @@ func (p *planner) fromReport(ctx context.Context, db *store.DB) error {
 }
 
 // group plans one group: the file kept, an action per file of another
-// inode.
+// inode. Files in a Trash folder are neither kept nor acted on.
 func (p *planner) group(algo string, sum []byte, size int64, files []store.GroupFile) {
-	if len(files) < 2 {
+	live := files[:0:0]
+	for _, f := range files {
+		if store.InTrash(f.Path) {
+			p.notes = append(p.notes, Note{f.Path, "in a Trash folder: dupefs neither keeps nor acts on it"})
+			continue
+		}
+		live = append(live, f)
+	}
+	if len(live) < 2 {
 		return
 	}
-	keep := p.keeper(files)
+	unit := store.GroupKey(algo, sum)
+	keep := p.keeper(live)
 	done := map[[2]uint64]bool{}
-	for _, f := range files {
+	for _, f := range live {
 		if f.ID == keep.ID {
 			continue
 		}
@@ -173,7 +182,7 @@ func (p *planner) group(algo string, sum []byte, size int64, files []store.Group
 			continue
 		}
 		done[ino] = true
-		p.specs = append(p.specs, store.ActionSpec{Op: p.sel.Op, Algo: algo, Hash: sum, Size: size,
+		p.specs = append(p.specs, store.ActionSpec{Unit: unit, Op: p.sel.Op, Algo: algo, Hash: sum, Size: size,
 			Copy: ref(f), Keep: ref(keep)})
 	}
 }

@@ -44,15 +44,16 @@ func (p *planner) planFolders(ctx context.Context, db *store.DB, keys []string) 
 		if err != nil {
 			return nil, err
 		}
-		if err := p.folderGroup(ctx, db, g); err != nil {
+		if err := p.folderGroup(ctx, db, g, k); err != nil {
 			return nil, err
 		}
 	}
 	return rest, nil
 }
 
-// folderGroup plans one folder group.
-func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderGroupInfo) error {
+// folderGroup plans one folder group, key, as one unit: the store records
+// all its actions or none. A folder in a Trash is neither kept nor acted on.
+func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderGroupInfo, key string) error {
 	ms, err := db.FolderMembersPage(ctx, g.ID, 0, 1<<20)
 	if err != nil {
 		return err
@@ -63,6 +64,10 @@ func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderG
 	}
 	var fs []*folder
 	for _, m := range ms {
+		if store.InTrash(m.Path + "/x") { // the folder, or one above it, is a Trash
+			p.notes = append(p.notes, Note{m.Path, "in a Trash folder: dupefs neither keeps nor acts on it"})
+			continue
+		}
 		files, known, err := db.SubtreeContents(ctx, m.Path)
 		if err != nil {
 			return err
@@ -126,7 +131,7 @@ func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderG
 				continue
 			}
 			done[ino] = true
-			p.specs = append(p.specs, store.ActionSpec{Op: p.sel.Op, Algo: c.Algo, Hash: c.Sum, Size: c.Size,
+			p.specs = append(p.specs, store.ActionSpec{Unit: key, Op: p.sel.Op, Algo: c.Algo, Hash: c.Sum, Size: c.Size,
 				Copy: ref(c.GroupFile), Keep: ref(k.GroupFile)})
 		}
 	}

@@ -1,7 +1,6 @@
 package act
 
 import (
-	"context"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -9,41 +8,133 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
-// reconcile looks at the disk for an action a killed worker left prepared:
-// what it finds there says how far the effect went. An effect that is
-// complete ends the action as done; a step half taken (a temporary link, a
-// copy exchanged but not yet removed) is finished or rolled back; an
-// effect not begun is done again from the checks (finished false).
-func (r *Runner) reconcile(ctx context.Context, a *store.Action) (out outcome, finished bool, err error) {
+// reconcile looks at the disk for an action left prepared (by a run that
+// died, or by this run when it stopped): what it finds there says how far
+// the effect went. An effect complete, whose kept file is still as the
+// action's compare saw it, ends the action done; a step taken back
+// (because the kept file changed, or the effect was not complete) leaves
+// nothing of it on disk and says finished false: not begun. A step half
+// taken is finished or taken back the same way. Dry, it changes nothing
+// and says what it would do.
+func (r *Runner) reconcile(a *store.Action) (out outcome, finished bool, err error) {
+	return r.settle(a, false)
+}
+
+func (r *Runner) settle(a *store.Action, dry bool) (outcome, bool, error) {
 	switch a.Op {
 	case store.OpLink, store.OpSymlink:
-		return r.reconcileLink(a)
+		return r.settleLink(a, dry)
 	case store.OpTrash:
-		var st unix.Stat_t
-		if a.Undo.TrashFile != "" && unix.Lstat(a.Undo.TrashFile, &st) == nil && st.Dev == a.Copy.Dev && st.Ino == a.Copy.Ino {
-			// Moved: done (what dropped it there checked it first).
-			return outcome{state: store.ActDone, reclaimed: reclaimed(&st, a.Size), index: gone(a)}, true, nil
-		}
-		return outcome{}, false, nil
+		return r.settleTrash(a, dry)
 	case store.OpUnlink:
-		return r.reconcileUnlink(a)
+		return r.settleUnlink(a, dry)
 	}
 	return outcome{}, false, nil // dedupe: doing it again is harmless
 }
 
-func (r *Runner) reconcileLink(a *store.Action) (outcome, bool, error) {
+// keepIntact reports whether the kept file is at its path as the action's
+// compare saw it: its inode, size and mtime, and the ctime recorded then.
+func keepIntact(a *store.Action, ctime bool) bool {
+	d, err := openParent(a.Keep.Path)
+	if err != nil {
+		return false
+	}
+	defer d.close()
+	st, err := d.stat(d.name)
+	return err == nil && matches(&st, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) && st.Nlink >= 1 &&
+		(!ctime || a.Undo.KeepCtimeNS == 0 || st.Ctim.Nano() == a.Undo.KeepCtimeNS)
+}
+
+func (r *Runner) settleTrash(a *store.Action, dry bool) (outcome, bool, error) {
+	if a.Undo.TrashFile == "" {
+		return outcome{}, false, nil
+	}
+	t, name, err := reopenTrash(a.Undo.TrashFile, r.cfg.UID)
+	if err != nil {
+		return outcome{}, false, nil // never made, or not ours: the checks say what became of the copy
+	}
+	defer t.close()
+	var st unix.Stat_t
+	if unix.Fstatat(t.filesFd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != a.Copy.Dev || st.Ino != a.Copy.Ino {
+		// Not moved: the .trashinfo alone is a reservation to drop.
+		if !dry {
+			t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
+		}
+		return outcome{reason: "not begun: nothing was changed"}, false, nil
+	}
+	if matches(&st, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) && keepIntact(a, true) {
+		return outcome{state: store.ActDone, reason: "its copy was in the Trash already", reclaimed: reclaimed(&st, a.Size),
+			index: gone(a)}, true, nil
+	}
+	// Moved, but the last check was not made or would fail: back.
+	if dry {
+		return outcome{reason: "its copy is brought back from the Trash: the kept file changed"}, false, nil
+	}
+	d, err := openParent(a.Copy.Path)
+	if err == nil {
+		err = unix.Renameat2(t.filesFd, name, d.fd, d.name, unix.RENAME_NOREPLACE)
+		d.close()
+	}
+	if err != nil {
+		return outcome{state: store.ActDone, index: gone(a),
+			reason: "the kept file changed while the copy was moved, and its path is taken again: it stays in the Trash; restore it from there if that mattered"}, true, nil
+	}
+	t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
+	return outcome{reason: "its copy was brought back from the Trash: the kept file changed"}, false, nil
+}
+
+func (r *Runner) settleUnlink(a *store.Action, dry bool) (outcome, bool, error) {
 	d, err := openParent(a.Copy.Path)
 	if err != nil {
-		return outcome{}, false, nil // the checks say what became of it
+		return outcome{}, false, nil
 	}
 	defer d.close()
 	tmp := tmpName(a)
 	tst, terr := d.stat(tmp)
 	pst, perr := d.stat(d.name)
+	switch {
+	case terr == nil && tst.Dev == a.Copy.Dev && tst.Ino == a.Copy.Ino:
+		// Renamed aside, not yet removed.
+		if matches(&tst, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) && keepIntact(a, true) {
+			if !dry {
+				if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
+					return stepFailedDone(&os.PathError{Op: "remove", Path: d.path(tmp), Err: err})
+				}
+				d.sync()
+			}
+			return outcome{state: store.ActDone, reclaimed: reclaimed(&tst, a.Size), index: gone(a)}, true, nil
+		}
+		if dry {
+			return outcome{reason: "its copy is put back: the kept file changed"}, false, nil
+		}
+		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
+			return failed("the kept file changed while it was removed, and putting it back failed: it is at %s: %v",
+				store.EscapePath(d.path(tmp)), err), true, nil
+		}
+		return outcome{reason: "its copy was put back: the kept file changed"}, false, nil
+	case perr == nil && pst.Dev == a.Copy.Dev && pst.Ino == a.Copy.Ino:
+		return outcome{reason: "not begun: nothing was changed"}, false, nil
+	case terr != nil && perr != nil:
+		// Both names gone: removed after its last check.
+		return outcome{state: store.ActDone, reclaimed: a.Size, index: gone(a)}, true, nil
+	}
+	return skipped("%s", changed), true, nil
+}
+
+func (r *Runner) settleLink(a *store.Action, dry bool) (outcome, bool, error) {
+	d, err := openParent(a.Copy.Path)
+	if err != nil {
+		return outcome{}, false, nil // the checks say what became of it
+	}
+	tmp := tmpName(a)
+	tst, terr := d.stat(tmp)
+	pst, perr := d.stat(d.name)
 	pathOurs := perr == nil && r.ours(a, d, d.name, &pst)
+	tmpIsCopy := terr == nil && tst.Dev == a.Copy.Dev && tst.Ino == a.Copy.Ino
 	switch {
 	case terr != nil && pathOurs:
-		// Exchanged and the old copy removed: complete.
+		d.close()
+		// Exchanged and the copy removed: complete.
 		var keep unix.Stat_t
 		if err := unix.Lstat(a.Keep.Path, &keep); err != nil {
 			keep.Mtim = unix.NsecToTimespec(a.Keep.MtimeNS)
@@ -51,52 +142,72 @@ func (r *Runner) reconcileLink(a *store.Action) (outcome, bool, error) {
 		}
 		return outcome{state: store.ActDone, reclaimed: a.Size, index: linked(a, &keep, a.Op == store.OpSymlink)}, true, nil
 	case terr == nil && r.ours(a, d, tmp, &tst):
-		// The link was made but not exchanged: remove it, start again.
-		if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
-			return stepFailedDone(err)
+		// The link was made but not exchanged: remove it.
+		if !dry {
+			unix.Unlinkat(d.fd, tmp, 0)
 		}
-		return outcome{}, false, nil
-	case terr == nil && pathOurs && tst.Dev == a.Copy.Dev && tst.Ino == a.Copy.Ino:
-		// Exchanged, the old copy not yet removed: check it and finish,
-		// or put it back.
-		var keep unix.Stat_t
-		if err := unix.Lstat(a.Keep.Path, &keep); err != nil {
-			return stepFailedDone(err)
+		d.close()
+		return outcome{reason: "not begun: nothing was changed"}, false, nil
+	case tmpIsCopy && pathOurs:
+		// Exchanged, the copy not yet removed: finish once the kept file
+		// proves to hold the copy's bytes still, or take it back.
+		defer d.close()
+		keep, ok := r.keepStillHolds(a, d, tmp)
+		if ok {
+			if !dry {
+				if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
+					return stepFailedDone(&os.PathError{Op: "remove", Path: d.path(tmp), Err: err})
+				}
+				d.sync()
+			}
+			return outcome{state: store.ActDone, reclaimed: reclaimed(&tst, a.Size),
+				index: linked(a, &keep, a.Op == store.OpSymlink)}, true, nil
 		}
-		out, err := r.dropOld(a, d, tmp, func() func(tx *store.Tx) error { return linked(a, &keep, a.Op == store.OpSymlink) })
-		return out, true, err
+		if dry {
+			return outcome{reason: "its copy is put back: the kept file changed"}, false, nil
+		}
+		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err != nil {
+			return failed("the kept file changed while the copy was replaced, and putting it back failed: it is at %s: %v",
+				store.EscapePath(d.path(tmp)), err), true, nil
+		}
+		if st, err := d.stat(tmp); err == nil && r.ours(a, d, tmp, &st) {
+			unix.Unlinkat(d.fd, tmp, 0)
+		}
+		return outcome{reason: "its copy was put back: the kept file changed"}, false, nil
+	case terr != nil && perr == nil && pst.Dev == a.Copy.Dev && pst.Ino == a.Copy.Ino:
+		d.close()
+		return outcome{reason: "not begun: nothing was changed"}, false, nil
 	}
-	return outcome{}, false, nil
+	d.close()
+	return skipped("%s", changed), true, nil
 }
 
-func (r *Runner) reconcileUnlink(a *store.Action) (outcome, bool, error) {
-	d, err := openParent(a.Copy.Path)
+// keepStillHolds reports whether the kept file is at its path, the inode
+// linked, and holds the bytes of the copy left at tmp in d: a link's
+// reconcile cannot tell the kept file's ctime as its own link left it, so
+// it compares the bytes.
+func (r *Runner) keepStillHolds(a *store.Action, d *dirOf, tmp string) (unix.Stat_t, bool) {
+	var st unix.Stat_t
+	kd, err := openParent(a.Keep.Path)
 	if err != nil {
-		return outcome{}, false, nil
+		return st, false
 	}
-	defer d.close()
-	tmp := tmpName(a)
-	tst, terr := d.stat(tmp)
-	_, perr := d.stat(d.name)
-	switch {
-	case terr == nil && tst.Dev == a.Copy.Dev && tst.Ino == a.Copy.Ino:
-		// Renamed aside, not yet removed.
-		if !matches(&tst, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) {
-			if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
-				return failed("it changed while it was removed, and putting it back failed: it is at %s: %v",
-					store.EscapePath(d.path(tmp)), err), true, nil
-			}
-			return skipped("it changed while it was being removed; it is left as it was"), true, nil
-		}
-		if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
-			return stepFailedDone(&os.PathError{Op: "remove", Path: d.path(tmp), Err: err})
-		}
-		return outcome{state: store.ActDone, reclaimed: reclaimed(&tst, a.Size), index: gone(a)}, true, nil
-	case terr != nil && perr != nil:
-		// Both names gone: it was removed.
-		return outcome{state: store.ActDone, reclaimed: a.Size, index: gone(a)}, true, nil
+	defer kd.close()
+	kf, err := kd.open(kd.name, unix.O_RDONLY)
+	if err != nil {
+		return st, false
 	}
-	return outcome{}, false, nil
+	defer kf.Close()
+	cf, err := d.open(tmp, unix.O_RDONLY)
+	if err != nil {
+		return st, false
+	}
+	defer cf.Close()
+	if unix.Fstat(int(kf.Fd()), &st) != nil || !matches(&st, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) {
+		return st, false
+	}
+	same, err := sameBytes(kf, cf)
+	return st, err == nil && same
 }
 
 // stepFailedDone is stepFailed for reconcile, which ends the action.

@@ -15,14 +15,16 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
-// A run stopped at each step of an action (as a kill would stop it) leaves
-// the action prepared; the next run reconciles it from what the disk shows
-// and ends it done exactly once, with no temporary file left.
+// A run killed at each step of an action leaves it as it stood; the next
+// command first reconciles what it left from what the disk shows (the
+// action under way completed or taken back, the rest abandoned), then its
+// own plan does the rest: each copy is acted on exactly once, by one plan
+// or the other, and no temporary file is left.
 func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 	for _, op := range []string{store.OpLink, store.OpSymlink, store.OpTrash, store.OpUnlink, store.OpDedupe} {
-		for _, step := range []string{"prepared", "staged", "swapped"} {
-			if (op == store.OpTrash || op == store.OpUnlink || op == store.OpDedupe) && step == "staged" {
-				continue // these have no staged step
+		for _, step := range []string{"armed", "moved", "finished"} {
+			if op == store.OpDedupe && step == "finished" {
+				continue // dedupe's moved is its end
 			}
 			t.Run(op+" "+step, func(t *testing.T) {
 				root := t.TempDir()
@@ -33,20 +35,12 @@ func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 				keep, copies, data := threeCopies(fx, 70000)
 				fx.index()
 				ctx := context.Background()
-				roots, _ := fx.db.Roots(ctx)
-				specs, _, err := Plan(ctx, fx.db, Selection{Op: op}, roots)
-				if err != nil {
-					t.Fatal(err)
-				}
-				id, _, err := fx.db.CreatePlan(ctx, op, nil, specs)
-				if err != nil {
-					t.Fatal(err)
-				}
+				id, _ := fx.plan(Selection{Op: op}, "dead/1")
 				home := filepath.Join(t.TempDir(), "Trash")
 				// The first run dies right after step, on the first copy:
 				// its goroutine ends there, as a killed process would,
 				// writing nothing more.
-				r := NewRunner(fx.db, Config{Roots: []string{root}, Owner: "dead/1", HomeTrash: home,
+				r := fx.runner(Config{Owner: "dead/1", HomeTrash: home,
 					hook: func(s, _ string) {
 						if s == step {
 							runtime.Goexit()
@@ -55,32 +49,66 @@ func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 				died := make(chan struct{})
 				go func() {
 					defer close(died)
-					r.Run(ctx, op)
+					r.Run(ctx, id)
 				}()
 				<-died
 				as, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: id, State: store.ActPrepared})
-				if len(as) == 0 {
-					t.Fatalf("no action left prepared")
+				if len(as) != 1 {
+					t.Fatalf("%d actions left prepared, want 1", len(as))
 				}
-				// Its worker is known to be dead: its action is free at once.
-				if n, err := fx.db.RecoverDead(ctx, func(w string) bool { return w == "dead/1" }); err != nil || n != len(as) {
-					t.Fatalf("recover the dead worker's action: %d %v", n, err)
-				}
-				// The next run heals it and does the rest.
-				p := &Progress{}
-				if err := fx.run(op, Config{HomeTrash: home, Progress: p}); err != nil {
+				// The next command: its worker is known to be dead.
+				next := fx.runner(Config{HomeTrash: home, Dead: func(w string) bool { return w == "dead/1" }})
+				rep, err := next.Reconcile(ctx, 0, false)
+				if err != nil {
 					t.Fatal(err)
 				}
-				all, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: id})
-				for _, a := range all {
-					if a.State != store.ActDone {
-						t.Errorf("action on %q: %s %q", a.Copy.Path, a.State, a.Reason)
+				want := store.ActDone
+				if step == "armed" || op == store.OpDedupe {
+					// Not begun; or, for dedupe, the disk cannot tell (and
+					// sharing extents again is harmless).
+					want = store.ActAbandoned
+				}
+				if got := rep.Settled[0].State; got != want {
+					t.Errorf("the action under way ended %s (%s), want %s", got, rep.Settled[0].Note, want)
+				}
+				id2, _ := fx.plan(Selection{Op: op}, next.Owner())
+				if err := next.Run(ctx, id2); err != nil {
+					t.Fatal(err)
+				}
+				done := 0
+				for _, plan := range []int64{id, id2} {
+					all, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: plan})
+					for _, a := range all {
+						switch a.State {
+						case store.ActDone:
+							done++
+						case store.ActAbandoned:
+						default:
+							t.Errorf("plan %d: action on %q: %s %q", plan, a.Copy.Path, a.State, a.Reason)
+						}
 					}
+				}
+				if done != len(copies) {
+					t.Errorf("%d actions done, want one per copy (%d)", done, len(copies))
 				}
 				leftovers(t, root)
 				checkAfter(t, op, keep, copies, data, home)
+				checkRoles(t, fx.db)
 			})
 		}
+	}
+}
+
+// checkRoles fails when the roles the index records are not those its
+// live actions hold.
+func checkRoles(t *testing.T, db *store.DB) {
+	t.Helper()
+	ms, err := db.CheckRoles(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		t.Errorf("roles of %q: recorded %q, actions hold %q", m.Path, m.Recorded, m.Actual)
 	}
 }
 
@@ -143,7 +171,7 @@ func TestOddNames(t *testing.T) {
 		as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
 		t.Fatalf("done %d of %d: %+v", p.Done.Load(), len(names), as)
 	}
-	rep, err := NewRunner(fx.db, Config{Roots: []string{fx.root}, Owner: "t", HomeTrash: home}).Undo(context.Background(), id)
+	rep, err := fx.runner(Config{Owner: "t", HomeTrash: home}).Undo(context.Background(), id)
 	if err != nil || rep.Reverted != len(names) {
 		t.Fatalf("undo: %+v %v", rep, err)
 	}
@@ -163,7 +191,7 @@ func TestUndoNeverOverwrites(t *testing.T) {
 	id, _ := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: home, Progress: &Progress{}})
 	mine := []byte("a new file at the same path")
 	os.WriteFile(copies[0], mine, 0o644)
-	rep, err := NewRunner(fx.db, Config{Roots: []string{fx.root}, Owner: "t", HomeTrash: home}).Undo(context.Background(), id)
+	rep, err := fx.runner(Config{Owner: "t", HomeTrash: home}).Undo(context.Background(), id)
 	if err != nil || rep.Reverted != 1 || len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "taken again") {
 		t.Fatalf("undo: %+v %v", rep, err)
 	}

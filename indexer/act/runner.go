@@ -19,29 +19,43 @@ type Config struct {
 	// HomeTrash is the home trash folder ($XDG_DATA_HOME/Trash): files on
 	// its file system go there, others to their topdir's trash.
 	HomeTrash string
-	// UID names the topdir trash folders (.Trash/$uid, .Trash-$uid).
+	// UID is the user the run acts as: it names the topdir trash folders
+	// (.Trash/$uid, .Trash-$uid), which must be this user's.
 	UID int
 	// LeaseTTL is how long a claimed action stays claimed without a
-	// heartbeat (default 30s).
+	// heartbeat (default DefaultLeaseTTL). It must outlast any wait for
+	// the index's write lock, so that a renewal that waited still lands
+	// before the lease ends.
 	LeaseTTL time.Duration
 	// Owner is the worker id actions are claimed with.
 	Owner string
 	// Dead reports whether a worker id names a process that is gone
-	// (indexer.WorkerDead): its actions are taken over at once instead of
-	// when their leases expire. nil: leases expire.
+	// (indexer.WorkerDead): what it left is reconciled at once. nil: no
+	// worker is known dead; their leases expire.
 	Dead func(worker string) bool
-	// PollInterval is how often a run that waits for actions another
-	// process holds looks again (default 250ms).
-	PollInterval time.Duration
 	// Progress, when set, counts what is done.
 	Progress *Progress
 	// Warn receives problems that do not stop the run. May be nil.
 	Warn func(string)
 	// hook, when set (tests), is called at each step of an action:
-	// "checked", "prepared", "staged" (the temporary name made),
-	// "swapped" (renamed into place, the old copy not yet removed).
+	// "checked" (bytes compared), "armed" (the lease renewed and the
+	// action prepared, right before the last checks), "moved" (the
+	// effect's reversible step taken: the copy renamed aside or
+	// exchanged, not yet removed or checked against the kept file again),
+	// "finished" (the effect complete, not yet recorded).
 	hook func(step, path string)
 }
+
+// DefaultLeaseTTL is the lease of an action: longer than the longest wait
+// for the index's write lock (2 minutes of retries on top of the busy
+// timeout), so a heartbeat that waited behind a long write still renews it
+// in time.
+const DefaultLeaseTTL = 5 * time.Minute
+
+// margin is the part of its lease an effect must have left when it starts:
+// the write that renewed the lease must have come back in LeaseTTL -
+// margin.
+func (c *Config) margin() time.Duration { return c.LeaseTTL / 2 }
 
 // Progress counts a run's actions.
 type Progress struct {
@@ -61,7 +75,7 @@ type Runner struct {
 // NewRunner returns a Runner on db.
 func NewRunner(db *store.DB, cfg Config) *Runner {
 	if cfg.LeaseTTL <= 0 {
-		cfg.LeaseTTL = 30 * time.Second
+		cfg.LeaseTTL = DefaultLeaseTTL
 	}
 	if cfg.Progress == nil {
 		cfg.Progress = &Progress{}
@@ -71,9 +85,6 @@ func NewRunner(db *store.DB, cfg Config) *Runner {
 	}
 	if cfg.Dead == nil {
 		cfg.Dead = func(string) bool { return false }
-	}
-	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 250 * time.Millisecond
 	}
 	return &Runner{db: db, cfg: cfg}
 }
@@ -86,11 +97,11 @@ func (r *Runner) step(step, path string) {
 
 // outcome is how an action ended, and what the index must record of it.
 type outcome struct {
-	state     string // store.ActDone, ActSkipped or ActFailed
+	state     string // store.ActDone, ActSkipped, ActFailed, ActAbandoned or ActReverted
 	reason    string
 	reclaimed int64
 	index     func(tx *store.Tx) error // nil: the index does not change
-	sync      []string                 // folders to sync before the action is recorded done
+	sync      []*dirOf                 // folders to sync before the action is recorded ended
 }
 
 func skipped(format string, args ...any) outcome {
@@ -112,50 +123,31 @@ func (e errStop) Unwrap() error { return e.err }
 // stop wraps err so it stops the run.
 func stop(err error) error { return errStop{err} }
 
-// batchSize is how many actions a run claims and works at once: one
-// write claims them, one prepares them, one ends them (and the index
-// follows), and each folder they touched is synced once.
+// batchSize is how many actions a run claims at once: one write claims
+// them, one ends them (and the index follows), and each folder they
+// touched is synced once. Each action still makes its own fenced write
+// right before its effect.
 const batchSize = 32
 
-// Run works every action of op that is planned, or was left under way by
-// a worker that is gone, until none is left (it waits for those other
-// live processes hold). It returns the error that stopped it: the index
-// failing, a full disk (store.ErrDiskFull or ENOSPC), the context ending;
-// the actions at hand are then left for the next run, which heals them
-// first.
-func (r *Runner) Run(ctx context.Context, op string) error {
-	if _, err := r.db.RecoverDead(ctx, r.cfg.Dead); err != nil {
-		return err
-	}
+// Run works the actions of plan, its own, until none is left. It returns
+// the error that stopped it: the index failing, a full disk
+// (store.ErrDiskFull or ENOSPC), the context ending; the actions at hand
+// are then left for reconcile.
+func (r *Runner) Run(ctx context.Context, plan int64) error {
 	for {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		batch, err := r.db.ClaimActions(ctx, op, r.cfg.Owner, r.cfg.LeaseTTL, batchSize)
+		batch, err := r.db.ClaimActions(ctx, plan, r.cfg.Owner, r.cfg.LeaseTTL, batchSize)
 		if err != nil {
 			return err
 		}
 		if len(batch) == 0 {
-			held, err := r.db.OpenActions(ctx, op)
-			if err != nil {
-				return err
-			}
-			if held == 0 {
-				return r.foldFolders(ctx)
-			}
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(r.cfg.PollInterval):
-			}
-			if _, err := r.db.RecoverDead(ctx, r.cfg.Dead); err != nil {
-				return err
-			}
-			continue
+			return r.foldFolders(ctx)
 		}
-		if err := r.runBatch(ctx, batch); err != nil {
+		if err := r.runBatch(ctx, plan, batch); err != nil {
 			if errors.Is(err, store.ErrLeaseLost) {
-				r.cfg.Warn(fmt.Sprintf("%v: leaving the rest of the batch to its new owner", err))
+				r.cfg.Warn(fmt.Sprintf("%v: the rest of the batch is left as it stands", err))
 				continue
 			}
 			return err
@@ -172,58 +164,16 @@ func (r *Runner) foldFolders(ctx context.Context) error {
 	return nil
 }
 
-// work runs fn on one claimed action under heartbeats (undo works its
-// actions one by one), then records its outcome and the index change in
-// one write. An error that stops the run releases the action as it
-// stands.
-func (r *Runner) work(ctx context.Context, a store.Action, fn func(context.Context, *store.Action) (outcome, error)) error {
-	actx, cancel := context.WithCancelCause(ctx)
-	defer cancel(nil)
-	stopBeat := r.heartbeat(actx, []store.Lease{a.Lease}, cancel)
-	out, err := fn(actx, &a)
-	stopBeat()
-	if cause := context.Cause(actx); err != nil && errors.Is(cause, store.ErrLeaseLost) {
-		err = cause
-	}
-	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
-	defer wcancel()
-	if err != nil {
-		if !errors.Is(err, store.ErrLeaseLost) {
-			_ = r.db.Write(wctx, func(tx *store.Tx) error { return tx.ReleaseAction(a.Lease) })
-		}
-		return err
-	}
-	for _, dir := range out.sync {
-		if err := syncDir(dir); err != nil {
-			return stop(err)
-		}
-	}
-	err = r.db.Write(wctx, func(tx *store.Tx) error {
-		if (out.state == store.ActDone || out.state == store.ActReverted) && out.index != nil {
-			if err := out.index(tx); err != nil {
-				return err
-			}
-		}
-		if out.state == store.ActReverted {
-			return tx.RevertAction(a.Lease, out.reason)
-		}
-		if err := tx.EndAction(a.Lease, out.state, out.reason, out.reclaimed); err != nil {
-			return err
-		}
-		return tx.CloseDonePlans()
-	})
-	if err != nil {
-		return err
-	}
-	r.count(&a, out)
-	return nil
-}
-
-// heartbeat renews the leases every TTL/3 until stopped; a lost lease
-// cancels the context with ErrLeaseLost.
-func (r *Runner) heartbeat(ctx context.Context, ls []store.Lease, cancel context.CancelCauseFunc) (stop func()) {
+// heartbeat renews the leases (and the plan's, when plan is not 0) every
+// TTL/3 until stopped; a lost lease cancels the context with ErrLeaseLost.
+func (r *Runner) heartbeat(ctx context.Context, plan int64, ls []store.Lease, cancel context.CancelCauseFunc) (stop func()) {
 	return store.KeepLease(ctx, r.cfg.LeaseTTL/3, cancel, func(ctx context.Context) error {
-		return r.db.Write(ctx, func(tx *store.Tx) error {
+		err := r.db.Write(ctx, func(tx *store.Tx) error {
+			if plan != 0 {
+				if err := tx.RenewPlan(plan, r.cfg.Owner, r.cfg.LeaseTTL); err != nil {
+					return err
+				}
+			}
 			for _, l := range ls {
 				if err := tx.Fence(l); err != nil {
 					return err
@@ -231,6 +181,10 @@ func (r *Runner) heartbeat(ctx context.Context, ls []store.Lease, cancel context
 			}
 			return nil
 		})
+		if err != nil && !errors.Is(err, store.ErrLeaseLost) {
+			r.cfg.Warn(fmt.Sprintf("heartbeat: %v", err))
+		}
+		return err
 	})
 }
 
@@ -250,3 +204,25 @@ func (r *Runner) underRoots(path string) bool {
 	}
 	return false
 }
+
+// count adds an ended action to the progress and says why it was not done.
+func (r *Runner) count(a *store.Action, out outcome) {
+	p := r.cfg.Progress
+	switch out.state {
+	case store.ActDone, store.ActReverted:
+		p.Done.Add(1)
+		p.Reclaimed.Add(out.reclaimed)
+	case store.ActSkipped:
+		p.Skipped.Add(1)
+		r.cfg.Warn(fmt.Sprintf("%s: skipped: %s", store.EscapePath(a.Copy.Path), out.reason))
+	case store.ActFailed:
+		p.Failed.Add(1)
+		r.cfg.Warn(fmt.Sprintf("%s: failed: %s", store.EscapePath(a.Copy.Path), out.reason))
+	}
+}
+
+// Owner is the worker id the runner claims with.
+func (r *Runner) Owner() string { return r.cfg.Owner }
+
+// LeaseTTL is the lease the runner holds its actions and its plan under.
+func (r *Runner) LeaseTTL() time.Duration { return r.cfg.LeaseTTL }

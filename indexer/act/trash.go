@@ -1,8 +1,6 @@
 package act
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"net/url"
@@ -19,39 +17,67 @@ import (
 // of its own file system, never across file systems. That is the home
 // trash ($XDG_DATA_HOME/Trash) when it lies on the file's file system;
 // otherwise $topdir/.Trash/$uid when $topdir/.Trash is a folder with the
-// sticky bit and not a symlink, else $topdir/.Trash-$uid. A file is
-// trashed by writing info/NAME.trashinfo first with O_EXCL, which
-// reserves NAME, then renaming the file to files/NAME; on a clash NAME.2,
-// NAME.3 … are tried. Any file manager restores from there.
+// sticky bit and not a symlink, else $topdir/.Trash-$uid. A trash can
+// another user could write to is never used: $topdir/.Trash/$uid and
+// $topdir/.Trash-$uid must be this user's own folders, mode 0700, and the
+// home trash and every files/ and info/ folder this user's. A file is
+// trashed by writing info/NAME.trashinfo first, which reserves NAME, then
+// renaming the file to files/NAME; on a clash NAME.2, NAME.3 … are tried.
+// Every step goes through the folders held open, reached through no
+// symlink. Any file manager restores from there.
 
-// trashDir is a trash can: its files/ and info/ folders, and how the Path=
-// of its .trashinfo files is written.
-type trashDir struct {
-	root   string
-	topdir string // "": the home trash, whose Path= values are absolute
+// trashCan is a trash can, its files/ and info/ folders held open.
+type trashCan struct {
+	root    string
+	topdir  string // "": the home trash, whose Path= values are absolute
+	rootFd  int
+	filesFd int
+	infoFd  int
 }
 
-// trashFor finds (and creates) the trash for a file on device dev. home is
-// the home trash folder (the caller's $XDG_DATA_HOME/Trash).
-func trashFor(path string, dev uint64, home string, uid int) (trashDir, error) {
+func (t *trashCan) close() {
+	for _, fd := range []int{t.rootFd, t.filesFd, t.infoFd} {
+		if fd > 0 {
+			unix.Close(fd)
+		}
+	}
+}
+
+// errUntrusted: a trash can another user could write to, or reached
+// through a symlink.
+var errUntrusted = errors.New("not a trash can of this user's")
+
+// trashFor finds (and creates) the trash of a file on device dev for uid.
+// home is the home trash folder; warn hears of a shared .Trash that fails
+// its checks (the specification asks that it be reported, and not used).
+func trashFor(path string, dev uint64, home string, uid int, warn func(string)) (*trashCan, error) {
 	if home != "" {
-		if err := os.MkdirAll(home, 0o700); err == nil {
-			var st unix.Stat_t
-			if unix.Stat(home, &st) == nil && st.Dev == dev {
-				return makeTrash(trashDir{root: home})
+		if err := os.MkdirAll(filepath.Dir(home), 0o700); err == nil {
+			if err := os.Mkdir(home, 0o700); err == nil || errors.Is(err, os.ErrExist) {
+				var st unix.Stat_t
+				if unix.Lstat(home, &st) == nil && st.Dev == dev {
+					return openTrash(home, "", uid, false, true)
+				}
 			}
 		}
 	}
 	top, err := topdir(path, dev)
 	if err != nil {
-		return trashDir{}, err
+		return nil, err
 	}
 	shared := filepath.Join(top, ".Trash")
 	var st unix.Stat_t
-	if unix.Lstat(shared, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Mode&unix.S_ISVTX != 0 {
-		return makeTrash(trashDir{root: filepath.Join(shared, strconv.Itoa(uid)), topdir: top})
+	if err := unix.Lstat(shared, &st); err == nil {
+		switch {
+		case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+			warn(fmt.Sprintf("%s is not a folder (or is a symlink): not used as a trash", shared))
+		case st.Mode&unix.S_ISVTX == 0:
+			warn(fmt.Sprintf("%s has no sticky bit: not used as a trash", shared))
+		default:
+			return openTrash(filepath.Join(shared, strconv.Itoa(uid)), top, uid, true, true)
+		}
 	}
-	return makeTrash(trashDir{root: filepath.Join(top, ".Trash-"+strconv.Itoa(uid)), topdir: top})
+	return openTrash(filepath.Join(top, ".Trash-"+strconv.Itoa(uid)), top, uid, true, true)
 }
 
 // topdir is the mount point of the file system holding path: the highest
@@ -68,24 +94,80 @@ func topdir(path string, dev uint64) (string, error) {
 	}
 }
 
-// makeTrash creates the trash's folders (0700), refusing symlinks on the
-// way in.
-func makeTrash(t trashDir) (trashDir, error) {
-	for _, d := range []string{t.root, filepath.Join(t.root, "files"), filepath.Join(t.root, "info")} {
-		if err := os.Mkdir(d, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-			return t, fmt.Errorf("make the trash: %w", err)
+// openTrash opens the trash can at root, making it and its folders (0700)
+// when create is set. Every folder must be uid's and reached through no
+// symlink; private, the can itself must be mode 0700 too.
+func openTrash(root, top string, uid int, private, create bool) (*trashCan, error) {
+	t := &trashCan{root: root, topdir: top}
+	if create {
+		if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+			return nil, fmt.Errorf("make the trash %s: %w", root, err)
 		}
-		var st unix.Stat_t
-		if err := unix.Lstat(d, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return t, fmt.Errorf("trash folder %s is not a folder (or is a symlink)", d)
+	}
+	var err error
+	t.rootFd, err = unix.Openat2(unix.AT_FDCWD, root, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return nil, fmt.Errorf("trash %s: %w", root, err)
+	}
+	if err := trusted(t.rootFd, root, uid, private); err != nil {
+		t.close()
+		return nil, err
+	}
+	for _, sub := range []struct {
+		name string
+		fd   *int
+	}{{"files", &t.filesFd}, {"info", &t.infoFd}} {
+		if create {
+			if err := unix.Mkdirat(t.rootFd, sub.name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+				t.close()
+				return nil, fmt.Errorf("make the trash %s: %w", filepath.Join(root, sub.name), err)
+			}
+		}
+		*sub.fd, err = unix.Openat(t.rootFd, sub.name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			err = trusted(*sub.fd, filepath.Join(root, sub.name), uid, false)
+		} else {
+			err = fmt.Errorf("trash folder %s: %w", filepath.Join(root, sub.name), err)
+		}
+		if err != nil {
+			t.close()
+			return nil, err
 		}
 	}
 	return t, nil
 }
 
-// trashPathValue is the Path= value of a file at path: absolute in the home
+// trusted checks a trash folder held open: a folder of uid's, and, private,
+// one no one else may enter (mode 0700).
+func trusted(fd int, path string, uid int, private bool) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return fmt.Errorf("trash %s: %w", path, err)
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFDIR:
+		return fmt.Errorf("trash %s is not a folder: %w", path, errUntrusted)
+	case int(st.Uid) != uid:
+		return fmt.Errorf("trash %s belongs to uid %d, not to uid %d: %w (remove it, or fix its owner)", path, st.Uid, uid, errUntrusted)
+	case private && st.Mode&0o777 != 0o700:
+		return fmt.Errorf("trash %s is mode %04o, not 0700: %w (chmod 700 it)", path, st.Mode&0o7777, errUntrusted)
+	}
+	return nil
+}
+
+// reopenTrash opens the trash can a recorded place lies in (…/files/NAME),
+// without creating anything.
+func reopenTrash(trashFile string, uid int) (*trashCan, string, error) {
+	root := filepath.Dir(filepath.Dir(trashFile))
+	private := strings.HasPrefix(filepath.Base(root), ".Trash-") || filepath.Base(filepath.Dir(root)) == ".Trash"
+	t, err := openTrash(root, "", uid, private, false)
+	return t, filepath.Base(trashFile), err
+}
+
+// pathValue is the Path= value of a file at path: absolute in the home
 // trash, relative to the topdir in others; percent-escaped as a URL path.
-func (t trashDir) trashPathValue(path string) string {
+func (t *trashCan) pathValue(path string) string {
 	p := path
 	if t.topdir != "" {
 		if rel, err := filepath.Rel(t.topdir, path); err == nil && !strings.HasPrefix(rel, "..") {
@@ -100,11 +182,12 @@ func (t trashDir) trashPathValue(path string) string {
 const maxName = 255
 
 // pick chooses the place of path in the trash: a NAME such that neither
-// files/NAME nor info/NAME.trashinfo exists (NAME, NAME.2, NAME.3 …).
-// Nothing is written: the action records the place first (so a run killed
-// after it writes the .trashinfo finds that file its own), then
-// writeInfo reserves it.
-func (t trashDir) pick(path string, taken map[string]bool) (file, info string, err error) {
+// files/NAME nor info/NAME.trashinfo exists (NAME, NAME.2, NAME.3 …), and
+// not one taken holds (the places chosen for the batch so far). Nothing is
+// written: the action records the place first (so a run killed after it
+// writes the .trashinfo finds that file its own), then writeInfo
+// reserves it.
+func (t *trashCan) pick(path string, taken map[string]bool) (file, info string, err error) {
 	base := filepath.Base(path)
 	room := maxName - len(".trashinfo") - len(".9999")
 	if len(base) > room {
@@ -115,39 +198,42 @@ func (t trashDir) pick(path string, taken map[string]bool) (file, info string, e
 		if n > 1 {
 			name = base + "." + strconv.Itoa(n)
 		}
-		info = filepath.Join(t.root, "info", name+".trashinfo")
 		file = filepath.Join(t.root, "files", name)
-		if taken[file] {
+		if taken[file] || exists(t.filesFd, name) || exists(t.infoFd, name+".trashinfo") {
 			continue
 		}
-		if _, err := os.Lstat(file); err == nil {
-			continue
-		}
-		if _, err := os.Lstat(info); err == nil {
-			continue
-		}
-		return file, info, nil
+		return file, filepath.Join(t.root, "info", name+".trashinfo"), nil
 	}
 	return "", "", fmt.Errorf("no free name in the trash %s for %s", t.root, base)
 }
 
-// writeInfo writes the .trashinfo of path at info, whole or not at all:
-// it is written at a temporary name and linked into place, which fails
-// when the name exists (the O_EXCL of the specification, without a torn
-// file if a kill comes in the middle). One that exists already and records
-// path is this action's own, written by a run that was killed before it
-// moved the file: it is kept. One that records another path means someone
-// else took the place: ErrExist.
-func writeInfo(info, path, pathValue string, now time.Time) error {
-	sum := sha256.Sum256([]byte(info))
-	tmp := filepath.Join(filepath.Dir(info), ".dupefs-"+hex.EncodeToString(sum[:8])+".tmp")
-	os.Remove(tmp) // a killed attempt's
-	body := "[Trash Info]\nPath=" + pathValue + "\nDeletionDate=" + now.Format("2006-01-02T15:04:05") + "\n"
-	f, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+// exists reports whether name is taken in the folder dirfd.
+func exists(dirfd int, name string) bool {
+	var st unix.Stat_t
+	return unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// infoBody is the .trashinfo of a file whose Path= value is pathValue.
+func infoBody(pathValue string, now time.Time) string {
+	return "[Trash Info]\nPath=" + pathValue + "\nDeletionDate=" + now.Format("2006-01-02T15:04:05") + "\n"
+}
+
+// writeInfo writes info/name (a .trashinfo recording pathValue), whole or
+// not at all: at the action's own temporary name tmp (no two actions or
+// processes share one), then linked into place, which fails when the name
+// exists (the O_EXCL of the specification, without a torn file if a kill
+// comes in the middle). One that exists already and records pathValue is
+// this action's own, written by a run killed before it moved the file
+// (no other live action acts on that path): it is kept. One that records
+// another path means someone else took the place: os.ErrExist.
+func (t *trashCan) writeInfo(name, tmp, pathValue string, now time.Time) error {
+	unix.Unlinkat(t.infoFd, tmp, 0) // a killed attempt's
+	fd, err := unix.Openat(t.infoFd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
-		return fmt.Errorf("write %s: %w", info, err)
+		return fmt.Errorf("write %s: %w", filepath.Join(t.root, "info", tmp), err)
 	}
-	_, err = f.WriteString(body)
+	f := os.NewFile(uintptr(fd), tmp)
+	_, err = f.WriteString(infoBody(pathValue, now))
 	if err == nil {
 		err = f.Sync()
 	}
@@ -155,19 +241,42 @@ func writeInfo(info, path, pathValue string, now time.Time) error {
 		err = cerr
 	}
 	if err == nil {
-		err = os.Link(tmp, info)
+		err = unix.Linkat(t.infoFd, tmp, t.infoFd, name, 0)
 	}
-	os.Remove(tmp)
-	if errors.Is(err, os.ErrExist) {
-		if b, rerr := os.ReadFile(info); rerr == nil && strings.Contains(string(b), "\nPath="+pathValue+"\n") {
+	unix.Unlinkat(t.infoFd, tmp, 0)
+	if errors.Is(err, unix.EEXIST) {
+		if t.infoRecords(name, pathValue) {
 			return nil
 		}
-		return fmt.Errorf("%s records another file: %w", info, os.ErrExist)
+		return fmt.Errorf("%s records another file: %w", filepath.Join(t.root, "info", name), os.ErrExist)
 	}
 	if err != nil {
-		return fmt.Errorf("write %s: %w", info, err)
+		return fmt.Errorf("write %s: %w", filepath.Join(t.root, "info", name), err)
 	}
 	return nil
+}
+
+// infoRecords reports whether info/name is a .trashinfo recording
+// pathValue.
+func (t *trashCan) infoRecords(name, pathValue string) bool {
+	fd, err := unix.Openat(t.infoFd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	b := make([]byte, 8192)
+	n, _ := f.Read(b)
+	return strings.Contains(string(b[:n]), "\nPath="+pathValue+"\n")
+}
+
+// dropInfo removes info/name when it records pathValue and files/ has no
+// entry of that name: a reservation nothing came to use.
+func (t *trashCan) dropInfo(name, pathValue string) {
+	if exists(t.filesFd, strings.TrimSuffix(name, ".trashinfo")) || !t.infoRecords(name, pathValue) {
+		return
+	}
+	unix.Unlinkat(t.infoFd, name, 0)
 }
 
 // TrashInfoPath reads the original path a .trashinfo records (for tests

@@ -6,7 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,17 +16,42 @@ import (
 // UndoReport says what an undo did.
 type UndoReport struct {
 	Reverted int      // actions reverted
-	Notes    []string // what could not be reverted, and why (one line each)
+	Settled  int      // actions of the plan not ended, abandoned or completed first
+	Notes    []string // what could not be reverted, or only in part, and why (one line each)
 }
 
 // Undo reverts the done actions of a plan, latest first, each under a
-// lease: copies in the Trash go back to their path (never over a file that
-// took the path since); hard-linked and symlinked copies become files of
-// their own again, with their recorded mode, owner, times and xattrs;
-// deduplicated copies need nothing (their bytes never changed). A copy
-// deleted for good cannot come back, and the report says so.
+// lease. First it ends what the plan has not: actions not begun are
+// abandoned (a run still working the plan then stops), actions left
+// prepared by a dead run are completed or taken back, and it waits for
+// those a live run is carrying out. Copies in the Trash go back to their
+// path (never over a file that took the path since); hard-linked and
+// symlinked copies become files of their own again, with their recorded
+// owner, mode, xattrs, flags and times; deduplicated copies need nothing
+// (their bytes never changed). A copy deleted for good cannot come back,
+// and the report says so. Every step is recorded so that a killed undo is
+// finished by the next.
 func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 	var rep UndoReport
+	for {
+		rr, err := r.reconcileRuns(ctx, planID, false, true)
+		if err != nil {
+			return rep, err
+		}
+		live := rr.Count("")
+		rep.Settled += len(rr.Settled) - live
+		if live == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return rep, ctx.Err()
+		case <-time.After(250 * time.Millisecond): // a live run is carrying some out
+		}
+	}
+	if _, err := r.db.ReleaseDeadUndo(ctx, planID, r.cfg.Dead); err != nil {
+		return rep, err
+	}
 	var tried []int64
 	for {
 		if err := ctx.Err(); err != nil {
@@ -54,6 +79,9 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 			return rep, err
 		default:
 			rep.Reverted++
+			if note != "" {
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s", store.EscapePath(a.Copy.Path), note))
+			}
 		}
 	}
 	n, err := r.db.CountActions(ctx, planID, store.ActDone, store.OpUnlink)
@@ -66,11 +94,44 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 	return rep, r.foldFolders(ctx)
 }
 
+// work runs fn on one claimed action under heartbeats, then records its
+// outcome and the index change in one write. An error that stops the run
+// releases the action as it stands.
+func (r *Runner) work(ctx context.Context, a store.Action, fn func(context.Context, *store.Action) (outcome, error)) error {
+	actx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	stopBeat := r.heartbeat(actx, 0, []store.Lease{a.Lease}, cancel)
+	out, err := fn(actx, &a)
+	stopBeat()
+	if cause := context.Cause(actx); err != nil && errors.Is(cause, store.ErrLeaseLost) {
+		err = cause
+	}
+	wctx, wcancel := context.WithTimeout(context.WithoutCancel(ctx), 2*r.cfg.LeaseTTL)
+	defer wcancel()
+	if err != nil {
+		if !errors.Is(err, store.ErrLeaseLost) {
+			_ = r.db.Write(wctx, func(tx *store.Tx) error { return tx.ReleaseAction(a.Lease) })
+		}
+		return err
+	}
+	return r.db.Write(wctx, func(tx *store.Tx) error {
+		if err := tx.RevertAction(a.Lease, out.reason); err != nil {
+			return err
+		}
+		if out.index != nil {
+			return out.index(tx)
+		}
+		return nil
+	})
+}
+
 // errKept: an undo that leaves its action done, with a note.
 var errKept = errors.New("left as it is")
 
 // revert undoes one done action. It returns errKept (and a note) when the
-// action must stay done: the work loop then releases it untouched.
+// action must stay done: the work loop then releases it untouched; a note
+// with no error is a revert done only in part (metadata it could not set
+// back).
 func (r *Runner) revert(ctx context.Context, a *store.Action) (outcome, string, error) {
 	switch a.Op {
 	case store.OpDedupe:
@@ -84,25 +145,41 @@ func (r *Runner) revert(ctx context.Context, a *store.Action) (outcome, string, 
 }
 
 // restoreFromTrash moves a trashed copy back to its path, only if the path
-// is free.
+// is free. The entry must be the one the action made: at its recorded
+// place, with its .trashinfo, the copy's inode, size and mtime, and the
+// content's hash.
 func (r *Runner) restoreFromTrash(a *store.Action) (outcome, string, error) {
-	var st unix.Stat_t
-	if err := unix.Lstat(a.Undo.TrashFile, &st); err != nil || st.Dev != a.Copy.Dev || st.Ino != a.Copy.Ino {
-		var now unix.Stat_t
-		if unix.Lstat(a.Copy.Path, &now) == nil && now.Dev == a.Copy.Dev && now.Ino == a.Copy.Ino {
-			// Restored already, by a file manager or an undo killed
-			// after the move.
-			os.Remove(a.Undo.TrashInfo)
-			return restored(a, &now, "it was back at its path already"), "", nil
-		}
-		return outcome{}, "not in the Trash any more (" + store.EscapePath(a.Undo.TrashFile) + ")", errKept
-	}
 	d, err := openParent(a.Copy.Path)
 	if err != nil {
 		return outcome{}, fmt.Sprintf("its folder is not there: %v", err), errKept
 	}
 	defer d.close()
-	if err := unix.Renameat2(unix.AT_FDCWD, a.Undo.TrashFile, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
+	t, name, terr := reopenTrash(a.Undo.TrashFile, r.cfg.UID)
+	if terr == nil {
+		defer t.close()
+	}
+	var st unix.Stat_t
+	inTrash := terr == nil && unix.Fstatat(t.filesFd, name, &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+	if !inTrash || st.Dev != a.Copy.Dev || st.Ino != a.Copy.Ino {
+		if now, err := d.stat(d.name); err == nil && matches(&now, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) {
+			// Back at its path already: by a file manager, or by an undo
+			// killed after the move.
+			if terr == nil {
+				t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
+			}
+			return restored(a, &now, "it was back at its path already"), "", nil
+		}
+		if terr != nil {
+			return outcome{}, fmt.Sprintf("its Trash cannot be used: %v", terr), errKept
+		}
+		return outcome{}, "not in the Trash any more (" + store.EscapePath(a.Undo.TrashFile) + ")", errKept
+	}
+	if !matches(&st, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) || !t.infoRecords(name+".trashinfo", a.Undo.TrashPath) ||
+		!r.holds(t.filesFd, name, a) {
+		return outcome{}, "the Trash entry at " + store.EscapePath(a.Undo.TrashFile) +
+			" is not the copy dupefs moved there (changed since, or another file); left as it is", errKept
+	}
+	if err := unix.Renameat2(t.filesFd, name, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, unix.EEXIST) {
 			return outcome{}, "its path is taken again; it stays in the Trash at " + store.EscapePath(a.Undo.TrashFile), errKept
 		}
@@ -111,9 +188,24 @@ func (r *Runner) restoreFromTrash(a *store.Action) (outcome, string, error) {
 		}
 		return outcome{}, fmt.Sprintf("move back from the Trash: %v", err), errKept
 	}
-	os.Remove(a.Undo.TrashInfo)
+	unix.Unlinkat(t.infoFd, name+".trashinfo", 0)
 	d.sync()
+	(&dirOf{fd: t.infoFd, dir: t.root}).sync()
 	return restored(a, &st, "restored from the Trash"), "", nil
+}
+
+// holds reports whether name in dirfd holds the action's content: its
+// bytes hash to the group's hash.
+func (r *Runner) holds(dirfd int, name string, a *store.Action) bool {
+	d := &dirOf{fd: dirfd}
+	f, err := d.open(name, unix.O_RDONLY)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	h := store.NewHash(a.Algo)
+	n, err := io.Copy(h, f)
+	return err == nil && n == a.Size && bytes.Equal(h.Sum(nil), a.Hash)
 }
 
 // restored is the outcome of a copy back at its path.
@@ -122,87 +214,4 @@ func restored(a *store.Action, st *unix.Stat_t, note string) outcome {
 	return outcome{state: store.ActReverted, reason: note, index: func(tx *store.Tx) error {
 		return tx.FileRestored(a.Copy.FileID, dev, ino, mtime, nlink)
 	}}
-}
-
-// unlinkCopy makes a hard-linked or symlinked copy a file of its own
-// again: the kept file's bytes (which are the copy's: they were compared)
-// are written to the action's temporary name with the recorded mode,
-// owner, xattrs and times, then renamed over the link — only while the
-// path still holds the link the action made.
-func (r *Runner) unlinkCopy(ctx context.Context, a *store.Action) (outcome, string, error) {
-	d, err := openParent(a.Copy.Path)
-	if err != nil {
-		return outcome{}, fmt.Sprintf("its folder is not there: %v", err), errKept
-	}
-	defer d.close()
-	if st, err := d.stat(d.name); err != nil || !r.ours(a, d, d.name, &st) {
-		return outcome{}, "its path no longer holds the link dupefs made; left as it is", errKept
-	}
-	keep, err := os.OpenFile(a.Keep.Path, os.O_RDONLY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return outcome{}, fmt.Sprintf("the kept file cannot be read: %v", err), errKept
-	}
-	defer keep.Close()
-	var ks unix.Stat_t
-	if unix.Fstat(int(keep.Fd()), &ks) != nil || ks.Dev != a.Keep.Dev || ks.Ino != a.Keep.Ino || ks.Size != a.Size {
-		return outcome{}, "the kept file is not the one it was linked to; left as it is", errKept
-	}
-	tmp := tmpName(a)
-	unix.Unlinkat(d.fd, tmp, 0) // a killed undo's leftover
-	fd, err := unix.Openat(d.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		if fatal(err) {
-			return outcome{}, "", stop(err)
-		}
-		return outcome{}, fmt.Sprintf("make its own file: %v", err), errKept
-	}
-	f := os.NewFile(uintptr(fd), d.path(tmp))
-	drop := func() { f.Close(); unix.Unlinkat(d.fd, tmp, 0) }
-	h := store.NewHash(a.Algo)
-	if _, err := io.Copy(io.MultiWriter(f, h), keep); err != nil {
-		drop()
-		if fatal(err) {
-			return outcome{}, "", stop(err)
-		}
-		return outcome{}, fmt.Sprintf("copy its bytes: %v", err), errKept
-	}
-	if !bytes.Equal(h.Sum(nil), a.Hash) {
-		drop()
-		return outcome{}, "the kept file's bytes changed since it was linked: the copy's cannot be restored", errKept
-	}
-	u := a.Undo
-	var meta []error
-	meta = append(meta, writeXattrs(f, u.Xattrs))
-	if err := unix.Fchown(fd, int(u.UID), int(u.GID)); err != nil && !errors.Is(err, unix.EPERM) {
-		meta = append(meta, err)
-	}
-	meta = append(meta, unix.Fchmod(fd, u.Mode))
-	times := []unix.Timespec{unix.NsecToTimespec(u.AtimeNS), unix.NsecToTimespec(a.Copy.MtimeNS)}
-	meta = append(meta, unix.UtimesNanoAt(d.fd, tmp, times, unix.AT_SYMLINK_NOFOLLOW))
-	if err := errors.Join(append(meta, f.Sync())...); err != nil {
-		drop()
-		if fatal(err) {
-			return outcome{}, "", stop(err)
-		}
-		return outcome{}, fmt.Sprintf("give it back its metadata: %v", err), errKept
-	}
-	if err := ctx.Err(); err != nil {
-		drop()
-		return outcome{}, "", stop(err)
-	}
-	if st, err := d.stat(d.name); err != nil || !r.ours(a, d, d.name, &st) {
-		drop()
-		return outcome{}, "its path changed meanwhile; left as it is", errKept
-	}
-	if err := unix.Renameat(d.fd, tmp, d.fd, d.name); err != nil {
-		drop()
-		return outcome{}, fmt.Sprintf("rename into place: %v", err), errKept
-	}
-	var st unix.Stat_t
-	f.Close()
-	if err := unix.Fstatat(d.fd, d.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
-		return outcome{}, "", stop(err)
-	}
-	d.sync()
-	return restored(a, &st, "a file of its own again"), "", nil
 }

@@ -1,0 +1,276 @@
+package act
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// checked is an action's two files, found as the index recorded them and
+// held open, with their stats as its own compare saw them.
+type checked struct {
+	copyDir, keepDir *dirOf
+	copySt, keepSt   unix.Stat_t
+	copyF, keepF     *os.File
+	trash            *trashCan // the copy's trash can (trash only)
+	copyAtime        int64     // the copy's atime before the compare read it
+}
+
+func (c *checked) close() {
+	for _, f := range []*os.File{c.copyF, c.keepF} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, d := range []*dirOf{c.copyDir, c.keepDir} {
+		if d != nil {
+			d.close()
+		}
+	}
+	if c.trash != nil {
+		c.trash.close()
+	}
+}
+
+// tmpName is the temporary name of an action in its copy's folder:
+// derived from its key and its id, so no two actions (of any plan or
+// process) share one, and the next run finds a killed one's leftover.
+func tmpName(a *store.Action) string {
+	return ".dupefs-" + a.Key[:16] + "-" + itoa(a.ID) + ".tmp"
+}
+
+// undoTmpName is the temporary name an undo of the action restores the
+// copy's own file at.
+func undoTmpName(a *store.Action) string {
+	return ".dupefs-" + a.Key[:16] + "-" + itoa(a.ID) + "-undo.tmp"
+}
+
+// changed is the reason of an action whose file is not as indexed.
+const changed = "changed since indexed; run dupefs index"
+
+// act carries out the effect of a prepared, checked action.
+func (r *Runner) act(ctx context.Context, a *store.Action, c *checked) (outcome, error) {
+	if err := ctx.Err(); err != nil {
+		return outcome{}, stop(err)
+	}
+	switch a.Op {
+	case store.OpDedupe:
+		return r.dedupe(a, c)
+	case store.OpLink, store.OpSymlink:
+		return r.link(a, c)
+	case store.OpTrash:
+		return r.trash(a, c)
+	case store.OpUnlink:
+		return r.unlink(a, c)
+	}
+	return failed("unknown op %q", a.Op), nil
+}
+
+// check finds both files as the index recorded them (device, inode, size,
+// mtime), under the indexed roots and through no symlink, holds them open,
+// and for every op but dedupe (where the kernel compares) compares their
+// bytes through what it holds. Neither may change while compared.
+func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome, error) {
+	if !r.underRoots(a.Copy.Path) || !r.underRoots(a.Keep.Path) {
+		return nil, skipped("outside the indexed roots"), nil
+	}
+	if store.InTrash(a.Keep.Path) || store.InTrash(a.Copy.Path) {
+		return nil, skipped("in a Trash folder: dupefs neither keeps nor acts on what lies in a Trash"), nil
+	}
+	c := &checked{}
+	fail := func(err error) (*checked, outcome, error) {
+		c.close()
+		switch {
+		case fatal(err):
+			return nil, outcome{}, stop(err)
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+			return nil, skipped("%s", changed), nil
+		}
+		return nil, failed("%v", err), nil
+	}
+	notAsIndexed := func() (*checked, outcome, error) {
+		c.close()
+		return nil, skipped("%s", changed), nil
+	}
+	var err error
+	if c.copyDir, err = openParent(a.Copy.Path); err != nil {
+		return fail(err)
+	}
+	if c.keepDir, err = openParent(a.Keep.Path); err != nil {
+		return fail(err)
+	}
+	if (a.Op == store.OpLink || a.Op == store.OpDedupe) && a.Copy.Dev != a.Keep.Dev {
+		c.close()
+		return nil, skipped("on another file system than the kept file"), nil
+	}
+	if c.copyF, err = c.copyDir.open(c.copyDir.name, unix.O_RDONLY); err != nil {
+		return fail(err)
+	}
+	if c.keepF, err = c.keepDir.open(c.keepDir.name, unix.O_RDONLY); err != nil {
+		return fail(err)
+	}
+	var cs, ks unix.Stat_t
+	if unix.Fstat(int(c.copyF.Fd()), &cs) != nil || unix.Fstat(int(c.keepF.Fd()), &ks) != nil ||
+		!matches(&cs, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) || !matches(&ks, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) {
+		return notAsIndexed()
+	}
+	c.copyAtime = cs.Atim.Nano()
+	if a.Op != store.OpDedupe {
+		same, err := sameBytes(c.copyF, c.keepF)
+		if err != nil {
+			return fail(err)
+		}
+		if !same {
+			c.close()
+			return nil, skipped("its bytes differ from the kept file's (%s)", changed), nil
+		}
+	}
+	// What the compare read is what the files hold: neither changed while
+	// it read them, and their names still lead to them.
+	if unix.Fstat(int(c.copyF.Fd()), &c.copySt) != nil || unix.Fstat(int(c.keepF.Fd()), &c.keepSt) != nil ||
+		!unchanged(&c.copySt, &cs) || !unchanged(&c.keepSt, &ks) {
+		c.close()
+		return nil, skipped("it or the kept file changed while they were compared; run dupefs index"), nil
+	}
+	if reason := c.stillThere(); reason != "" {
+		c.close()
+		return nil, skipped("%s", reason), nil
+	}
+	if err := ctx.Err(); err != nil {
+		c.close()
+		return nil, outcome{}, stop(err)
+	}
+	r.step("checked", a.Copy.Path)
+	return c, outcome{}, nil
+}
+
+// stillThere checks both files on their held descriptors and by name
+// against the stats of the compare: nothing of either changed since (size,
+// mtime, ctime), each name still leads to its inode. It returns why not,
+// or "".
+func (c *checked) stillThere() string {
+	if !c.keepUnchanged(&c.keepSt) {
+		return "the kept file changed since it was compared; left as it was"
+	}
+	var fd, byName unix.Stat_t
+	if unix.Fstat(int(c.copyF.Fd()), &fd) != nil || !unchanged(&fd, &c.copySt) ||
+		unix.Fstatat(c.copyDir.fd, c.copyDir.name, &byName, unix.AT_SYMLINK_NOFOLLOW) != nil || !unchanged(&byName, &c.copySt) {
+		return "it changed since it was compared; left as it was"
+	}
+	return ""
+}
+
+// keepUnchanged reports whether the kept file, on its held descriptor and
+// by name, is still ref (see unchanged).
+func (c *checked) keepUnchanged(ref *unix.Stat_t) bool {
+	var fd, byName unix.Stat_t
+	return unix.Fstat(int(c.keepF.Fd()), &fd) == nil && unchanged(&fd, ref) &&
+		unix.Fstatat(c.keepDir.fd, c.keepDir.name, &byName, unix.AT_SYMLINK_NOFOLLOW) == nil && unchanged(&byName, ref)
+}
+
+// recheck is the last check before an effect, after the lease was renewed:
+// see stillThere.
+func (r *Runner) recheck(a *store.Action, c *checked) outcome {
+	if reason := c.stillThere(); reason != "" {
+		return skipped("%s", reason)
+	}
+	return outcome{}
+}
+
+// undoInfo reads what undo needs of the copy (mode, owner, atime, xattrs,
+// inode flags) and, for the Trash, chooses its place there (not one picks
+// holds: the places chosen for the batch so far). An action prepared
+// before keeps what was recorded then; only the kept file's ctime is of
+// this attempt.
+func (r *Runner) undoInfo(a *store.Action, c *checked, picks map[string]bool) (*store.UndoInfo, outcome, error) {
+	if a.State == store.ActPrepared {
+		u := a.Undo
+		u.KeepCtimeNS = c.keepSt.Ctim.Nano()
+		if a.Op == store.OpTrash {
+			t, _, err := reopenTrash(u.TrashFile, r.cfg.UID)
+			if err != nil {
+				return nil, failed("its Trash: %v", err), nil
+			}
+			c.trash = t
+		}
+		return &u, outcome{}, nil
+	}
+	u := &store.UndoInfo{Mode: c.copySt.Mode & 0o7777, UID: c.copySt.Uid, GID: c.copySt.Gid,
+		AtimeNS: c.copyAtime, KeepCtimeNS: c.keepSt.Ctim.Nano(), Flags: inodeFlags(c.copyF)}
+	var err error
+	if u.Xattrs, err = readXattrs(c.copyF); err != nil {
+		return nil, failed("%v", err), nil
+	}
+	if a.Op == store.OpTrash {
+		t, err := trashFor(a.Copy.Path, c.copySt.Dev, r.cfg.HomeTrash, r.cfg.UID, r.cfg.Warn)
+		if err != nil {
+			if fatal(err) {
+				return nil, outcome{}, stop(err)
+			}
+			return nil, failed("no Trash on its file system: %v", err), nil
+		}
+		c.trash = t
+		if u.TrashFile, u.TrashInfo, err = t.pick(a.Copy.Path, picks); err != nil {
+			return nil, failed("%v", err), nil
+		}
+		picks[u.TrashFile] = true
+		u.TrashPath = t.pathValue(a.Copy.Path)
+	}
+	return u, outcome{}, nil
+}
+
+// reclaimed is what removing the copy's last link frees.
+func reclaimed(st *unix.Stat_t, size int64) int64 {
+	if st.Nlink <= 1 {
+		return size
+	}
+	return 0
+}
+
+// linked is the index change of a copy that became a hard link of the
+// kept file (or, symbolic, a symlink to it, which the index does not hold).
+func linked(a *store.Action, keep *unix.Stat_t, symbolic bool) func(tx *store.Tx) error {
+	if symbolic {
+		return gone(a)
+	}
+	ref := a.Keep
+	ref.MtimeNS = keep.Mtim.Nano()
+	nlink := uint64(keep.Nlink)
+	return func(tx *store.Tx) error { return tx.FileLinked(a.Copy.FileID, ref, nlink) }
+}
+
+// gone is the index change of a copy moved away or deleted.
+func gone(a *store.Action) func(tx *store.Tx) error {
+	return func(tx *store.Tx) error { return tx.FileGone(a.Copy.FileID) }
+}
+
+// stepFailed turns the error of an effect into the action's outcome.
+func stepFailed(err error) (outcome, error) {
+	switch {
+	case fatal(err):
+		return outcome{}, stop(err)
+	case errors.Is(err, unix.EXDEV):
+		return skipped("on another file system than the kept file"), nil
+	case errors.Is(err, unix.ENOENT):
+		return skipped("%s", changed), nil
+	}
+	return failed("%v", err), nil
+}
+
+// dropReservation removes the .trashinfo an earlier attempt of a trash
+// action wrote, now that the action ends without moving its file there.
+func (r *Runner) dropReservation(a *store.Action) {
+	if a.Op != store.OpTrash || a.Undo.TrashInfo == "" {
+		return
+	}
+	t, name, err := reopenTrash(a.Undo.TrashFile, r.cfg.UID)
+	if err != nil {
+		return
+	}
+	defer t.close()
+	t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
+}

@@ -1,0 +1,195 @@
+package act
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// What a run leaves when it dies: actions planned or claimed but not
+// begun, which no later run works (each run acts on its own plan only):
+// they are abandoned; and actions prepared, whose effect may have
+// happened: the disk says how far it went, and reconcile completes them
+// or takes them back. A run is gone when its process is known dead, or
+// its lease expired; an action prepared under a lease is left to its
+// worker even past the lease (a process frozen there may still act), until
+// staleGrace has passed. Actions of a live run are never touched.
+
+// staleGrace is how long past its lease a prepared action waits for its
+// worker before reconcile takes it over: a worker in another PID
+// namespace, or on another host, cannot be proven dead.
+const staleGrace = time.Hour
+
+// Settled is what reconcile did, or would do, with one action.
+type Settled struct {
+	Action store.Action
+	State  string // the state it ended in (store.ActDone, ActAbandoned …); "" when left as it is
+	Note   string
+}
+
+// ReconcileReport says what reconcile did with what dead runs left.
+type ReconcileReport struct {
+	Settled []Settled
+}
+
+// Count counts the actions that ended in state ("": left as they are).
+func (r ReconcileReport) Count(state string) int {
+	n := 0
+	for _, s := range r.Settled {
+		if s.State == state {
+			n++
+		}
+	}
+	return n
+}
+
+// Reconcile ends what dead runs left of every plan (plan 0) or of one:
+// see the comment at the top of this file. Dry, it only says what it would
+// do. Plans of another user are left to that user.
+func (r *Runner) Reconcile(ctx context.Context, plan int64, dry bool) (ReconcileReport, error) {
+	return r.reconcileRuns(ctx, plan, dry, false)
+}
+
+// reconcileRuns is Reconcile; force (undo of plan) abandons what is not
+// begun even of a live run, whose next fenced write then fails.
+func (r *Runner) reconcileRuns(ctx context.Context, plan int64, dry, force bool) (ReconcileReport, error) {
+	var rep ReconcileReport
+	open, err := r.db.ReconcileCandidates(ctx, plan)
+	if err != nil {
+		return rep, err
+	}
+	owners := map[int64]int{}
+	for _, o := range open {
+		if err := ctx.Err(); err != nil {
+			return rep, err
+		}
+		uid, ok := owners[o.PlanID]
+		if !ok {
+			ps, err := r.db.Plans(ctx, o.PlanID, 1)
+			if err != nil || len(ps) == 0 {
+				return rep, err
+			}
+			uid, owners[o.PlanID] = ps[0].UID, ps[0].UID
+		}
+		if uid >= 0 && uid != r.cfg.UID && r.cfg.UID != 0 {
+			continue // another user's plan: theirs to reconcile
+		}
+		gone, why := r.runGone(o)
+		notBegun := o.State == store.ActPlanned || o.State == store.ActLeased
+		if !gone && !(force && notBegun) {
+			rep.Settled = append(rep.Settled, Settled{Action: o.Action, Note: "under way in a live run"})
+			continue
+		}
+		if force && !gone {
+			why = "plan undone"
+		}
+		s, err := r.settleRun(ctx, o.Action, why, dry)
+		if err != nil {
+			return rep, err
+		}
+		rep.Settled = append(rep.Settled, s)
+	}
+	if !dry && len(open) > 0 {
+		if err := r.db.Write(ctx, func(tx *store.Tx) error { return tx.CloseDonePlans() }); err != nil {
+			return rep, err
+		}
+	}
+	return rep, nil
+}
+
+// runGone says whether the run that holds (or planned) an action is gone,
+// and why.
+func (r *Runner) runGone(o store.OpenAction) (bool, string) {
+	if o.Worker != "" {
+		switch {
+		case r.cfg.Dead(o.Worker):
+			return true, "its process is gone"
+		case !o.LeaseExpires.Before(o.Now):
+			return false, ""
+		case o.State != store.ActPrepared:
+			return true, "its lease expired"
+		case o.Now.Sub(o.LeaseExpires) > staleGrace:
+			return true, fmt.Sprintf("its lease expired %v ago", o.Now.Sub(o.LeaseExpires).Round(time.Minute))
+		}
+		return false, ""
+	}
+	switch {
+	case o.PlanWorker == "":
+		return true, "a run of an older dupefs"
+	case o.PlanWorker == r.cfg.Owner:
+		return false, ""
+	case r.cfg.Dead(o.PlanWorker):
+		return true, "its process is gone"
+	case !o.PlanLeaseExpires.IsZero() && o.PlanLeaseExpires.Before(o.Now):
+		return true, "its run stopped renewing its lease"
+	}
+	return false, ""
+}
+
+// settleRun ends one action a gone run left: abandoned when not begun;
+// prepared, taken over and settled from what the disk shows.
+func (r *Runner) settleRun(ctx context.Context, a store.Action, why string, dry bool) (Settled, error) {
+	s := Settled{Action: a}
+	if a.State != store.ActPrepared {
+		s.State, s.Note = store.ActAbandoned, "its run ended before it began ("+why+"): nothing was changed"
+		if dry {
+			return s, nil
+		}
+		err := r.db.Write(ctx, func(tx *store.Tx) error { return tx.AbandonAction(a, s.Note) })
+		if errors.Is(err, store.ErrNotFound) {
+			return Settled{Action: a, Note: "taken up meanwhile"}, nil
+		}
+		return s, err
+	}
+	if dry {
+		out, finished, err := r.settle(&a, true)
+		s.State, s.Note = outcomeOf(out, finished, why)
+		return s, err
+	}
+	held, err := r.db.TakeOver(ctx, a, r.cfg.Owner, r.cfg.LeaseTTL)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return Settled{Action: a, Note: "taken up meanwhile"}, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	out, finished, err := r.settle(&held, false)
+	if err != nil {
+		_ = r.db.Write(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.ReleaseAction(held.Lease) })
+		return s, err
+	}
+	s.State, s.Note = outcomeOf(out, finished, why)
+	if !finished {
+		r.dropReservation(&held)
+		out = outcome{state: store.ActAbandoned, reason: s.Note}
+	}
+	err = r.db.Write(ctx, func(tx *store.Tx) error {
+		if err := tx.EndAction(held.Lease, out.state, out.reason, out.reclaimed); err != nil {
+			return err
+		}
+		if out.state == store.ActDone && out.index != nil {
+			return out.index(tx)
+		}
+		return nil
+	})
+	return s, err
+}
+
+// outcomeOf names the state a settled action ends in, and why.
+func outcomeOf(out outcome, finished bool, why string) (string, string) {
+	if !finished {
+		note := "its run ended before its effect was complete (" + why + ")"
+		if out.reason != "" {
+			note += ": " + out.reason
+		}
+		return store.ActAbandoned, note
+	}
+	note := "completed after its run ended (" + why + ")"
+	if out.reason != "" {
+		note = out.reason + "; " + note
+	}
+	return out.state, note
+}
