@@ -208,8 +208,14 @@ func (p *planner) copyRefusal(u *unit) (*Refused, error) {
 // that is back: the index has their copy's row live again with the
 // content they removed.
 func (p *planner) retireRestored(path string) error {
-	rows, err := p.tx.tx.QueryContext(p.tx.ctx, `SELECT a.id FROM actions a JOIN files f ON f.id = a.copy_file_id
-		WHERE a.keep_path = ? AND a.state = 'done' AND a.op IN ('symlink', 'trash', 'unlink')
+	if role, err := p.tx.role(path); err != nil || role != RoleKeep {
+		return err
+	}
+	// keepRoleSQL, whose columns name a's, lets the lookup use the index
+	// of keep roles.
+	rows, err := p.tx.queryP(`SELECT a.id FROM actions a JOIN files f ON f.id = a.copy_file_id
+		WHERE a.keep_path = ? AND `+keepRoleSQL+` AND a.state = 'done'
+		  AND a.op IN ('symlink', 'trash', 'unlink')
 		  AND f.missing = 0 AND f.hash_algo = a.hash_algo AND f.content_hash = a.content_hash`, path)
 	if err != nil {
 		return classify("find restored copies", err)
@@ -304,7 +310,7 @@ func (p *planner) insertUnit(u *unit) (*Refused, error) {
 		k := s.IdemKey()
 		var id, plan int64
 		var state string
-		err := tx.tx.QueryRowContext(tx.ctx, `SELECT id, plan_id, state FROM actions WHERE idem_key = ?
+		err := tx.queryRowP(`SELECT id, plan_id, state FROM actions WHERE idem_key = ?
 			AND state IN ('planned', 'leased', 'prepared', 'done')`, k).Scan(&id, &plan, &state)
 		switch {
 		case err == nil && state == ActDone && s.Op == OpDedupe:

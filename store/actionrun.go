@@ -218,21 +218,21 @@ func (tx *Tx) moveHeld(l Lease, to string, keep bool, set string, args ...any) e
 // kept file's ctime of this attempt's compare and extends the lease: the
 // fenced write each effect must make first.
 func (tx *Tx) ArmAction(l Lease, u UndoInfo) error {
-	from, err := tx.actionState(l.ID)
-	if err != nil {
-		return err
-	}
-	if from == ActPrepared {
-		return tx.update(l, `updated_at = `+nowSQL+`, keep_ctime_ns = ?5`, u.KeepCtimeNS)
-	}
 	xattrs, err := json.Marshal(u.Xattrs)
 	if err != nil {
 		return fmt.Errorf("xattrs: %w", err)
 	}
-	return tx.moveHeld(l, ActPrepared, true, `copy_mode = ?6, copy_uid = ?7, copy_gid = ?8, copy_atime_ns = ?9,
-		copy_xattrs = ?10, copy_flags = ?11, keep_ctime_ns = ?12, trash_file = ?13, trash_info = ?14, trash_path = ?15`,
-		u.Mode, u.UID, u.GID, u.AtimeNS, string(xattrs), u.Flags, u.KeepCtimeNS, nullStr(u.TrashFile),
-		nullStr(u.TrashInfo), nullStr(u.TrashPath))
+	err = tx.moveAction(l.ID, ActLeased, ActPrepared, fmt.Sprintf(fenceSQL, 3, 4),
+		`worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?5, copy_mode = ?6, copy_uid = ?7,
+		copy_gid = ?8, copy_atime_ns = ?9, copy_xattrs = ?10, copy_flags = ?11, keep_ctime_ns = ?12, trash_file = ?13,
+		trash_info = ?14, trash_path = ?15`,
+		l.Owner, l.Attempt, l.TTL.Milliseconds(), u.Mode, u.UID, u.GID, u.AtimeNS, string(xattrs), u.Flags,
+		u.KeepCtimeNS, nullStr(u.TrashFile), nullStr(u.TrashInfo), nullStr(u.TrashPath))
+	if !errors.Is(err, ErrNotFound) {
+		return err
+	}
+	// Prepared already: only this attempt's ctime.
+	return tx.update(l, `updated_at = `+nowSQL+`, keep_ctime_ns = ?5`, u.KeepCtimeNS)
 }
 
 // EndAction ends a held action as done, skipped, failed or abandoned, with

@@ -115,7 +115,7 @@ func (tx *Tx) moveAction(id int64, from, to, where, set string, args ...any) err
 		set = ", " + set
 	}
 	var op, copyPath, keepPath string
-	err := tx.tx.QueryRowContext(tx.ctx, `UPDATE actions SET state = ?2, updated_at = `+nowSQL+set+`
+	err := tx.queryRowP(`UPDATE actions SET state = ?2, updated_at = `+nowSQL+set+`
 		WHERE id = ?1 AND state = '`+from+`'`+where+` RETURNING op, copy_path, keep_path`,
 		append([]any{id, to}, args...)...).Scan(&op, &copyPath, &keepPath)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -138,7 +138,7 @@ func (tx *Tx) moveAction(id int64, from, to, where, set string, args ...any) err
 // actionState reads the state of an action inside a write.
 func (tx *Tx) actionState(id int64) (string, error) {
 	var state string
-	err := tx.tx.QueryRowContext(tx.ctx, "SELECT state FROM actions WHERE id = ?", id).Scan(&state)
+	err := tx.queryRowP("SELECT state FROM actions WHERE id = ?", id).Scan(&state)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", fmt.Errorf("action %d: %w", id, ErrNotFound)
 	}
@@ -155,9 +155,22 @@ type RoleHolder struct {
 	Other    string // the action's other file: its copy for a keep role, its kept file for a copy role
 }
 
+// role is the role path holds ("" for none).
+func (tx *Tx) role(path string) (string, error) {
+	var role string
+	err := tx.queryRowP("SELECT role FROM file_roles WHERE path = ?", path).Scan(&role)
+	if errors.Is(err, sql.ErrNoRows) {
+		return "", nil
+	}
+	return role, classify("read a role", err)
+}
+
 // roleHolders lists the actions holding a role on path (at most limit).
 func (tx *Tx) roleHolders(path string, limit int) ([]RoleHolder, error) {
-	rows, err := tx.tx.QueryContext(tx.ctx, `
+	if role, err := tx.role(path); err != nil || role == "" {
+		return nil, err
+	}
+	rows, err := tx.queryP(`
 		SELECT id, plan_id, op, state, 'keep', copy_path FROM actions WHERE keep_path = ?1 AND `+keepRoleSQL+`
 		UNION ALL
 		SELECT id, plan_id, op, state, 'copy', keep_path FROM actions WHERE copy_path = ?1 AND `+copyRoleSQL+`

@@ -214,6 +214,46 @@ func (tx *Tx) bumpEpoch() error {
 	return nil
 }
 
+// prepared returns query prepared once for the rest of the transaction:
+// for the statements a write runs once per row of a plan or a batch.
+func (tx *Tx) prepared(query string) (*sql.Stmt, error) {
+	if st := tx.stmts[query]; st != nil {
+		return st, nil
+	}
+	st, err := tx.tx.PrepareContext(tx.ctx, query)
+	if err != nil {
+		return nil, err
+	}
+	if tx.stmts == nil {
+		tx.stmts = map[string]*sql.Stmt{}
+	}
+	tx.stmts[query] = st
+	return st, nil
+}
+
+// queryRowP runs a query of one row through prepared.
+func (tx *Tx) queryRowP(query string, args ...any) rowScanner {
+	st, err := tx.prepared(query)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(tx.ctx, args...)
+}
+
+// queryP runs a query through prepared.
+func (tx *Tx) queryP(query string, args ...any) (*sql.Rows, error) {
+	st, err := tx.prepared(query)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(tx.ctx, args...)
+}
+
+// errRow is a row whose query could not be prepared.
+type errRow struct{ err error }
+
+func (r errRow) Scan(...any) error { return r.err }
+
 func (tx *Tx) exec(op, query string, args ...any) (sql.Result, error) {
 	if st := tx.stmts[query]; st != nil {
 		res, err := st.ExecContext(tx.ctx, args...)

@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
 	"time"
 
 	"github.com/urfave/cli/v2"
@@ -27,6 +29,7 @@ type actOptions struct {
 	FromReport string
 	DryRun     bool
 	LeaseTTL   time.Duration // 0: act.DefaultLeaseTTL (tests shorten it)
+	PauseAt    string        // tests: the process stops itself (SIGSTOP) at this step of its first action
 }
 
 // actFlags are the flags of dedupe, link and remove.
@@ -40,13 +43,14 @@ func actFlags() []cli.Flag {
 		&cli.StringFlag{Name: "from-report", Usage: "act on the groups and paths of an fclones json or text `FILE` (as dupefs groups writes it; - for stdin)"},
 		&cli.BoolFlag{Name: "dry-run", Usage: "print what would be done, one line per action, and change nothing"},
 		&cli.DurationFlag{Name: "lease-ttl", Usage: "the lease of an action (tests)", Hidden: true},
+		&cli.StringFlag{Name: "pause-at", Usage: "stop this process (SIGSTOP) at `STEP` of its first action: checked, armed, moved or finished (tests)", Hidden: true},
 	}
 }
 
 func actOptionsFrom(c *cli.Context, op string) actOptions {
 	return actOptions{Op: op, Keep: c.String("keep"), Prefer: c.StringSlice("prefer"), MinSize: c.Int64("min-size"),
 		Groups: c.StringSlice("group"), FromReport: c.String("from-report"), DryRun: c.Bool("dry-run"),
-		LeaseTTL: c.Duration("lease-ttl")}
+		LeaseTTL: c.Duration("lease-ttl"), PauseAt: c.String("pause-at")}
 }
 
 func dedupeCommand() *cli.Command {
@@ -165,7 +169,9 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 			return err
 		}
 		p := &act.Progress{}
-		run := act.NewRunner(db, runnerConfig(roots, opts.LeaseTTL, p, con))
+		cfg := runnerConfig(roots, opts.LeaseTTL, p, con)
+		cfg.Hook = pauseAt(opts.PauseAt)
+		run := act.NewRunner(db, cfg)
 		// What dead runs left comes first: this run acts on its own plan
 		// only, made after that.
 		rep, err := run.Reconcile(ctx, 0, opts.DryRun)
@@ -240,6 +246,20 @@ func runnerConfig(roots []store.Root, ttl time.Duration, p *act.Progress, con *c
 	}
 	return act.Config{Roots: paths, HomeTrash: homeTrash(), UID: os.Getuid(), Owner: indexer.NewWorkerID(),
 		Dead: indexer.WorkerDead, LeaseTTL: ttl, Progress: p, Warn: con.Warn}
+}
+
+// pauseAt is a hook that stops the process at step, once: a test then
+// finds it frozen there, as a paused or descheduled worker would be.
+func pauseAt(step string) func(string, string) {
+	if step == "" {
+		return nil
+	}
+	var once sync.Once
+	return func(s, _ string) {
+		if s == step {
+			once.Do(func() { _ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) })
+		}
+	}
 }
 
 // recorded are the specs of the units a plan recorded (or would).

@@ -272,5 +272,6 @@ func (r *Runner) dropReservation(a *store.Action) {
 		return
 	}
 	defer t.close()
+	unix.Unlinkat(t.infoFd, tmpName(a), 0)
 	t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
 }

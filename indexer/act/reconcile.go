@@ -54,6 +54,9 @@ func (r *Runner) settleTrash(a *store.Action, dry bool) (outcome, bool, error) {
 		return outcome{}, false, nil // never made, or not ours: the checks say what became of the copy
 	}
 	defer t.close()
+	if !dry {
+		unix.Unlinkat(t.infoFd, tmpName(a), 0) // its .trashinfo half written
+	}
 	var st unix.Stat_t
 	if unix.Fstatat(t.filesFd, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Dev != a.Copy.Dev || st.Ino != a.Copy.Ino {
 		// Not moved: the .trashinfo alone is a reservation to drop.

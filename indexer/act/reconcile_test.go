@@ -41,7 +41,7 @@ func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 				// its goroutine ends there, as a killed process would,
 				// writing nothing more.
 				r := fx.runner(Config{Owner: "dead/1", HomeTrash: home,
-					hook: func(s, _ string) {
+					Hook: func(s, _ string) {
 						if s == step {
 							runtime.Goexit()
 						}

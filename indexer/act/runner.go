@@ -37,13 +37,13 @@ type Config struct {
 	Progress *Progress
 	// Warn receives problems that do not stop the run. May be nil.
 	Warn func(string)
-	// hook, when set (tests), is called at each step of an action:
+	// Hook, when set (tests), is called at each step of an action:
 	// "checked" (bytes compared), "armed" (the lease renewed and the
 	// action prepared, right before the last checks), "moved" (the
 	// effect's reversible step taken: the copy renamed aside or
 	// exchanged, not yet removed or checked against the kept file again),
 	// "finished" (the effect complete, not yet recorded).
-	hook func(step, path string)
+	Hook func(step, path string)
 }
 
 // DefaultLeaseTTL is the lease of an action: longer than the longest wait
@@ -90,8 +90,8 @@ func NewRunner(db *store.DB, cfg Config) *Runner {
 }
 
 func (r *Runner) step(step, path string) {
-	if r.cfg.hook != nil {
-		r.cfg.hook(step, path)
+	if r.cfg.Hook != nil {
+		r.cfg.Hook(step, path)
 	}
 }
 

@@ -62,6 +62,7 @@ func (r *Runner) reconcileRuns(ctx context.Context, plan int64, dry, force bool)
 		return rep, err
 	}
 	owners := map[int64]int{}
+	var abandon []Settled
 	for _, o := range open {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -86,18 +87,37 @@ func (r *Runner) reconcileRuns(ctx context.Context, plan int64, dry, force bool)
 		if force && !gone {
 			why = "plan undone"
 		}
+		if notBegun {
+			abandon = append(abandon, Settled{Action: o.Action, State: store.ActAbandoned,
+				Note: "its run ended before it began (" + why + "): nothing was changed"})
+			continue
+		}
 		s, err := r.settleRun(ctx, o.Action, why, dry)
 		if err != nil {
 			return rep, err
 		}
 		rep.Settled = append(rep.Settled, s)
 	}
-	if !dry && len(open) > 0 {
-		if err := r.db.Write(ctx, func(tx *store.Tx) error { return tx.CloseDonePlans() }); err != nil {
-			return rep, err
-		}
+	if dry || len(open) == 0 {
+		return rep, nil
 	}
-	return rep, nil
+	// What was not begun is abandoned in one write: each action fenced
+	// by what was seen of it (one taken up meanwhile is left).
+	err = r.db.Write(ctx, func(tx *store.Tx) error {
+		for i, s := range abandon {
+			err := tx.AbandonAction(s.Action, s.Note)
+			if errors.Is(err, store.ErrNotFound) {
+				abandon[i] = Settled{Action: s.Action, Note: "taken up meanwhile"}
+				continue
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return tx.CloseDonePlans()
+	})
+	rep.Settled = append(rep.Settled, abandon...)
+	return rep, err
 }
 
 // runGone says whether the run that holds (or planned) an action is gone,
@@ -129,21 +149,10 @@ func (r *Runner) runGone(o store.OpenAction) (bool, string) {
 	return false, ""
 }
 
-// settleRun ends one action a gone run left: abandoned when not begun;
-// prepared, taken over and settled from what the disk shows.
+// settleRun ends one prepared action a gone run left: taken over and
+// settled from what the disk shows.
 func (r *Runner) settleRun(ctx context.Context, a store.Action, why string, dry bool) (Settled, error) {
 	s := Settled{Action: a}
-	if a.State != store.ActPrepared {
-		s.State, s.Note = store.ActAbandoned, "its run ended before it began ("+why+"): nothing was changed"
-		if dry {
-			return s, nil
-		}
-		err := r.db.Write(ctx, func(tx *store.Tx) error { return tx.AbandonAction(a, s.Note) })
-		if errors.Is(err, store.ErrNotFound) {
-			return Settled{Action: a, Note: "taken up meanwhile"}, nil
-		}
-		return s, err
-	}
 	if dry {
 		out, finished, err := r.settle(&a, true)
 		s.State, s.Note = outcomeOf(out, finished, why)
