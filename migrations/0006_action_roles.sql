@@ -112,6 +112,9 @@ CREATE UNIQUE INDEX actions_once ON actions (idem_key)
 CREATE INDEX actions_plan ON actions (plan_id, id);
 CREATE INDEX actions_open ON actions (plan_id, id) WHERE state IN ('planned', 'leased', 'prepared');
 CREATE INDEX actions_held ON actions (lease_expires_at) WHERE worker_id IS NOT NULL;
+-- Done actions an undo holds or left a step of, for reconcile.
+CREATE INDEX actions_undoing ON actions (plan_id, id)
+    WHERE state = 'done' AND (worker_id IS NOT NULL OR undo_ino IS NOT NULL);
 -- The actions that hold a role on a path, to name them when a plan is
 -- refused and to release the role when they end.
 CREATE INDEX actions_keep_role ON actions (keep_path)

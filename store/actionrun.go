@@ -322,6 +322,10 @@ func (tx *Tx) RenewPlan(plan int64, worker string, ttl time.Duration) error {
 	return nil
 }
 
+// undoingSQL is true of a done action an undo holds or left a step of
+// (the partial index actions_undoing).
+const undoingSQL = `state = 'done' AND (worker_id IS NOT NULL OR undo_ino IS NOT NULL)`
+
 // OpenAction is an action not ended yet, with the run its plan records.
 type OpenAction struct {
 	Action
@@ -331,13 +335,17 @@ type OpenAction struct {
 }
 
 // ReconcileCandidates lists the actions not ended yet (of plan, or of
-// every plan for 0), in id order, for reconcile and undo to judge whose
-// run is gone.
+// every plan for 0), in id order, and the done ones an undo holds or left
+// a step of, for reconcile and undo to judge whose run is gone.
 func (db *DB) ReconcileCandidates(ctx context.Context, plan int64) ([]OpenAction, error) {
 	rows, err := db.query(ctx, `SELECT `+actionCols+`,
 		(SELECT coalesce(worker_id, '') FROM plans WHERE id = actions.plan_id),
 		(SELECT lease_expires_at FROM plans WHERE id = actions.plan_id), `+nowSQL+`
-		FROM actions WHERE state IN `+liveStates+` AND (?1 = 0 OR plan_id = ?1) ORDER BY id`, plan)
+		FROM actions WHERE id IN (
+			SELECT id FROM actions WHERE state IN `+liveStates+` AND (?1 = 0 OR plan_id = ?1)
+			UNION ALL
+			SELECT id FROM actions WHERE `+undoingSQL+` AND (?1 = 0 OR plan_id = ?1))
+		ORDER BY id`, plan)
 	if err != nil {
 		return nil, classify("list open actions", err)
 	}

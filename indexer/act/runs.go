@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -79,6 +81,19 @@ func (r *Runner) reconcileRuns(ctx context.Context, plan int64, dry, force bool)
 			continue // another user's plan: theirs to reconcile
 		}
 		gone, why := r.runGone(o)
+		if o.State == store.ActDone {
+			// An undo under way, or one that stopped in the middle.
+			if !gone {
+				rep.Settled = append(rep.Settled, Settled{Action: o.Action, Note: "an undo of it is under way"})
+				continue
+			}
+			s, err := r.settleUndoRun(ctx, o.Action, why, dry)
+			if err != nil {
+				return rep, err
+			}
+			rep.Settled = append(rep.Settled, s)
+			continue
+		}
 		notBegun := o.State == store.ActPlanned || o.State == store.ActLeased
 		if !gone && !(force && notBegun) {
 			rep.Settled = append(rep.Settled, Settled{Action: o.Action, Note: "under way in a live run"})
@@ -129,7 +144,8 @@ func (r *Runner) runGone(o store.OpenAction) (bool, string) {
 			return true, "its process is gone"
 		case !o.LeaseExpires.Before(o.Now):
 			return false, ""
-		case o.State != store.ActPrepared:
+		case o.State != store.ActPrepared && o.State != store.ActDone:
+			// Not begun: its worker's next write is fenced.
 			return true, "its lease expired"
 		case o.Now.Sub(o.LeaseExpires) > staleGrace:
 			return true, fmt.Sprintf("its lease expired %v ago", o.Now.Sub(o.LeaseExpires).Round(time.Minute))
@@ -137,6 +153,8 @@ func (r *Runner) runGone(o store.OpenAction) (bool, string) {
 		return false, ""
 	}
 	switch {
+	case o.State == store.ActDone:
+		return true, "an undo stopped in the middle" // released: no one works it
 	case o.PlanWorker == "":
 		return true, "a run of an older dupefs"
 	case o.PlanWorker == r.cfg.Owner:
@@ -201,4 +219,50 @@ func outcomeOf(out outcome, finished bool, why string) (string, string) {
 		note = out.reason + "; " + note
 	}
 	return out.state, note
+}
+
+// settleUndoRun ends the step a gone undo left of a done action: the file
+// it recorded in place finishes the undo (reverted); otherwise that file
+// is removed and the action, still done, freed for the next undo.
+func (r *Runner) settleUndoRun(ctx context.Context, a store.Action, why string, dry bool) (Settled, error) {
+	s := Settled{Action: a, Note: "an undo that stopped in the middle (" + why + ") is taken back: the action stays done"}
+	if dry {
+		return s, nil
+	}
+	held, err := r.db.TakeOver(ctx, a, r.cfg.Owner, r.cfg.LeaseTTL)
+	if errors.Is(err, store.ErrLeaseLost) {
+		return Settled{Action: a, Note: "taken up meanwhile"}, nil
+	}
+	if err != nil {
+		return s, err
+	}
+	var out outcome
+	finished := false
+	if held.Op == store.OpLink || held.Op == store.OpSymlink {
+		if d, err := openParent(held.Copy.Path); err == nil {
+			tmp := undoTmpName(&held)
+			if held.UndoIno != 0 {
+				out, finished = r.settleUndo(&held, d, tmp)
+			} else {
+				unix.Unlinkat(d.fd, tmp, 0) // never recorded: never renamed into place
+			}
+			d.close()
+		}
+	}
+	err = r.db.Write(ctx, func(tx *store.Tx) error {
+		if finished {
+			if err := tx.RevertAction(held.Lease, out.reason); err != nil {
+				return err
+			}
+			return out.index(tx)
+		}
+		if err := tx.ClearUndo(held.Lease); err != nil {
+			return err
+		}
+		return tx.ReleaseAction(held.Lease)
+	})
+	if finished {
+		s.State, s.Note = store.ActReverted, "an undo that stopped in the middle ("+why+") is finished"
+	}
+	return s, err
 }
