@@ -20,7 +20,7 @@ type undoOptions struct {
 func undoCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "undo",
-		Usage:     "revert the last plan of dedupe, link or remove (or PLAN)",
+		Usage:     "revert the last plan of dedupe, link or remove that did something (or PLAN)",
 		ArgsUsage: "[PLAN]",
 		Description: "Copies in the Trash go back to their path; hard-linked and symlinked copies become\n" +
 			"files of their own again, with their recorded mode, owner, times and xattrs; deduplicated\n" +
@@ -47,17 +47,10 @@ func undoCommand() *cli.Command {
 func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, stderr io.Writer) error {
 	con := newConsole(stderr)
 	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
-		plans, err := db.Plans(ctx, opts.Plan, 1)
+		p, err := planToUndo(ctx, db, opts.Plan)
 		if err != nil {
 			return err
 		}
-		if len(plans) == 0 {
-			if opts.Plan != 0 {
-				return usageErrorf("there is no plan %d (see dupefs ops)", opts.Plan)
-			}
-			return usageErrorf("there is no plan to undo: dedupe, link and remove make plans")
-		}
-		p := plans[0]
 		roots, err := db.Roots(ctx)
 		if err != nil {
 			return err
@@ -82,4 +75,26 @@ func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, std
 		}
 		return nil
 	})
+}
+
+// planToUndo is plan id, or for 0 the last plan that changed anything or
+// still has work under way (a plan that did nothing has nothing to undo).
+func planToUndo(ctx context.Context, db *store.DB, id int64) (store.ActionPlan, error) {
+	plans, err := db.Plans(ctx, id, 0)
+	if err != nil {
+		return store.ActionPlan{}, err
+	}
+	if id != 0 {
+		if len(plans) == 0 {
+			return store.ActionPlan{}, usageErrorf("there is no plan %d (see dupefs ops)", id)
+		}
+		return plans[0], nil
+	}
+	for _, p := range plans {
+		c := p.Counts
+		if c[store.ActDone]+c[store.ActPlanned]+c[store.ActLeased]+c[store.ActPrepared] > 0 {
+			return p, nil
+		}
+	}
+	return store.ActionPlan{}, usageErrorf("there is no plan to undo: no plan of dedupe, link or remove has anything done or under way")
 }

@@ -196,6 +196,7 @@ func (r *Runner) undoInfo(a *store.Action, c *checked, picks map[string]bool) (*
 				return nil, failed("its Trash: %v", err), nil
 			}
 			c.trash = t
+			picks[u.TrashFile] = true
 		}
 		return &u, outcome{}, nil
 	}
