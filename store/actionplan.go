@@ -72,7 +72,10 @@ func (db *DB) CreatePlan(ctx context.Context, ps PlanSpec, specs []ActionSpec) (
 			return classify("record plan", err)
 		}
 		p := &planner{tx: tx, res: &res, kept: map[string]string{}, acted: map[string]bool{}}
-		return p.record(specs)
+		if err := p.record(specs); err != nil {
+			return err
+		}
+		return tx.CloseDonePlans() // a plan that recorded nothing is done at once
 	})
 	return res, err
 }

@@ -89,6 +89,8 @@ func (tx *Tx) recoverStale(q *Queue, filter string, args []any) error {
 	if !q.Scoped || filter == "" {
 		args = nil
 	} else {
+		// The claim's arguments, ?1 to ?3 among them, bound as they are
+		// to the claim: each must be named for the statement to take them.
 		where += ` AND (` + filter + `) AND ?1 IS NOT NULL AND ?2 IS NOT NULL AND ?3 IS NOT NULL`
 	}
 	_, err := tx.exec("recover expired leases of "+q.Table, `UPDATE `+q.Table+` SET `+q.onStale(CodeLeaseExpired)+`,

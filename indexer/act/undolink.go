@@ -58,12 +58,19 @@ func (r *Runner) unlinkCopy(ctx context.Context, a *store.Action) (outcome, stri
 		unix.Unlinkat(d.fd, tmp, 0)
 		return outcome{}, "", stop(err)
 	}
-	if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err != nil {
-		unix.Unlinkat(d.fd, tmp, 0)
-		if fatal(err) {
+	// From here a step taken back forgets the file it recorded.
+	giveUp := func(note string, err error) (outcome, string, error) {
+		if cerr := r.db.Write(context.WithoutCancel(ctx), func(tx *store.Tx) error { return tx.ClearUndo(a.Lease) }); cerr != nil {
+			return outcome{}, "", stop(cerr) // the next undo, or reconcile, finds the record
+		}
+		if err != nil && fatal(err) {
 			return outcome{}, "", stop(err)
 		}
-		return outcome{}, fmt.Sprintf("put it in place: %v", err), errKept
+		return outcome{}, note, errKept
+	}
+	if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err != nil {
+		unix.Unlinkat(d.fd, tmp, 0)
+		return giveUp(fmt.Sprintf("put it in place: %v", err), err)
 	}
 	if old, err := d.stat(tmp); err != nil || !r.ours(a, d, tmp, &old) {
 		// Something else took the path between the check and the
@@ -71,7 +78,7 @@ func (r *Runner) unlinkCopy(ctx context.Context, a *store.Action) (outcome, stri
 		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err == nil {
 			unix.Unlinkat(d.fd, tmp, 0)
 		}
-		return outcome{}, "its path changed meanwhile; left as it is", errKept
+		return giveUp("its path changed meanwhile; left as it is", nil)
 	}
 	unix.Unlinkat(d.fd, tmp, 0)
 	d.sync()
