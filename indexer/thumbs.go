@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dupefs/dupefs/indexer/thumb"
 	"github.com/dupefs/dupefs/store"
 )
@@ -130,8 +132,37 @@ func NewThumbnailer(db *store.DB, cfg ThumbConfig) (*Thumbnailer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create thumbnail cache: %w", err)
 	}
+	if msg := privateCache(dir); msg != "" {
+		cfg.Warn(msg)
+	}
 	cfg.Dir = dir
 	return &Thumbnailer{db: db, cfg: cfg, owner: NewWorkerID(), budget: thumb.NewBudget(cfg.MemoryBudget)}, nil
+}
+
+// privateCache makes a thumbnail cache of this user's that others could
+// enter mode 0700, and its thumbnails 0600 (a thumbnail shows a private
+// photo as well as the photo does), and says what it changed ("" for
+// nothing).
+func privateCache(dir string) string {
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) != nil || int(st.Uid) != os.Geteuid() || st.Mode&0o077 == 0 {
+		return ""
+	}
+	if err := unix.Chmod(dir, 0o700); err != nil {
+		return fmt.Sprintf("the thumbnail cache %s can be entered by other users (mode %04o), and could not be made private: %v",
+			store.EscapePath(dir), st.Mode&0o7777, err)
+	}
+	files := 0
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		var fst unix.Stat_t
+		p := filepath.Join(dir, e.Name())
+		if unix.Lstat(p, &fst) == nil && fst.Mode&unix.S_IFMT == unix.S_IFREG && fst.Mode&0o077 != 0 && unix.Chmod(p, 0o600) == nil {
+			files++
+		}
+	}
+	return fmt.Sprintf("the thumbnail cache %s could be entered by other users (mode %04o): made private (0700, %d thumbnails 0600)",
+		store.EscapePath(dir), st.Mode&0o7777, files)
 }
 
 // Dir is the absolute cache directory.

@@ -341,3 +341,24 @@ func TestServeMakesThumbnailsOfNewGroups(t *testing.T) {
 	e.run()
 	waitReady("c.jpg")
 }
+
+// A thumbnail cache others could enter (an older dupefs, or a folder made
+// 0755 by hand) is made private when it is next used, and the user told.
+func TestThumbnailCacheIsPrivate(t *testing.T) {
+	e := newEnv(t)
+	cfg := e.thumbConfig()
+	os.MkdirAll(cfg.Dir, 0o755)
+	os.Chmod(cfg.Dir, 0o755)
+	thumb := filepath.Join(cfg.Dir, "x.jpg")
+	os.WriteFile(thumb, []byte("jpeg"), 0o644)
+	var warned []string
+	cfg.Warn = func(s string) { warned = append(warned, s) }
+	if _, err := NewThumbnailer(e.db, cfg); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := os.Stat(cfg.Dir)
+	f, _ := os.Stat(thumb)
+	if d.Mode().Perm() != 0o700 || f.Mode().Perm() != 0o600 || len(warned) != 1 {
+		t.Errorf("cache %v, thumbnail %v, told %q; want 0700, 0600 and one notice", d.Mode(), f.Mode(), warned)
+	}
+}

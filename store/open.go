@@ -52,6 +52,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err := prepareFile(abs, opts.MustExist || opts.ReadOnly); err != nil {
 		return nil, err
 	}
+	if changed := makePrivate(abs); changed != "" && opts.Notice != nil {
+		opts.Notice(changed)
+	}
 	// OFD locks survive a stray close(2) of the database file elsewhere in
 	// the process (sqlite.org/howtocorrupt.html section 2.2), e.g. when
 	// `dupefs check` is pointed at the index itself. The call fails only
@@ -254,9 +257,10 @@ func createIndex(path string) error {
 		return fmt.Errorf("create index: %w: %w", ErrCantOpen, err)
 	}
 	name := tmp.Name()
-	// As SQLite would make it; the folder (0700 when dupefs made it)
-	// keeps others out.
-	err = tmp.Chmod(0o644)
+	// The index names every file under the roots, their sizes and hashes:
+	// its owner's alone (SQLite gives its -wal, -shm and journal the same
+	// mode).
+	err = tmp.Chmod(0o600)
 	tmp.Close()
 	if err != nil {
 		return fmt.Errorf("create index: %w: %w", ErrCantOpen, err)
@@ -286,6 +290,28 @@ func createIndex(path string) error {
 		return fmt.Errorf("create index %s: %w: %w", path, ErrCantOpen, err)
 	}
 	return nil
+}
+
+// makePrivate makes the index and its -wal, -shm and -journal files mode
+// 0600 where this user owns them and others could read them (an index an
+// older dupefs made 0644), and says what it changed ("" for nothing).
+func makePrivate(path string) string {
+	var changed []string
+	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() ||
+			st.Mode&0o077 == 0 {
+			continue
+		}
+		if unix.Chmod(p, st.Mode&0o600) == nil {
+			changed = append(changed, fmt.Sprintf("%s (was %04o)", filepath.Base(p), st.Mode&0o7777))
+		}
+	}
+	if len(changed) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("the index could be read by other users: %s made private (mode 0600) in %s",
+		strings.Join(changed, ", "), EscapePath(filepath.Dir(path)))
 }
 
 // checkHeader refuses a file that is not a SQLite database.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -276,5 +277,37 @@ func TestCommitAfterCancelRollsBack(t *testing.T) {
 	db.r.QueryRow("SELECT count(*) FROM settings WHERE key IN ('x', 'x2')").Scan(&n)
 	if n != 0 {
 		t.Errorf("a cancelled transaction left %d rows", n)
+	}
+}
+
+// The index is its owner's alone: a new one is mode 0600, and one an
+// older dupefs left readable by others is made so at the next open, which
+// says it did.
+func TestIndexIsPrivate(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "state", "index.db")
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Write(ctx, func(tx *Tx) error { return tx.SetCounter("scan_epoch", 1) })
+	for _, p := range []string{path, path + "-wal", path + "-shm"} {
+		if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+			t.Errorf("%s: %v %v, want mode 0600", p, fi.Mode(), err)
+		}
+	}
+	if fi, _ := os.Stat(filepath.Dir(path)); fi.Mode().Perm() != 0o700 {
+		t.Errorf("the index folder dupefs made is %v, want 0700", fi.Mode())
+	}
+	db.Close()
+	os.Chmod(path, 0o644)
+	var notices []string
+	db, err = Open(ctx, Options{Path: path, ReadOnly: true, Notice: func(s string) { notices = append(notices, s) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 || len(notices) != 1 || !strings.Contains(notices[0], "0644") {
+		t.Errorf("an index left 0644: now %v, notices %q", fi.Mode(), notices)
 	}
 }

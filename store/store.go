@@ -38,6 +38,9 @@ type Options struct {
 	// on a read-only file system, on an index owned by another user and
 	// on a full disk. Every write fails with ErrReadOnly.
 	ReadOnly bool
+	// Notice hears what Open changed on its own: an index of this user's
+	// that others could read, made private. May be nil.
+	Notice func(string)
 }
 
 // DB is an open index.

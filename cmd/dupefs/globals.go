@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -13,12 +14,13 @@ import (
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	DB       string // --db: the index file
-	CacheDir string // --cache-dir: the thumbnail cache
+	DB       string    // --db: the index file
+	CacheDir string    // --cache-dir: the thumbnail cache
+	Stderr   io.Writer // notices of what opening the index changed (nil: none)
 }
 
 func globalsFrom(c *cli.Context) globalOptions {
-	return globalOptions{DB: c.String("db"), CacheDir: c.String("cache-dir")}
+	return globalOptions{DB: c.String("db"), CacheDir: c.String("cache-dir"), Stderr: c.App.ErrWriter}
 }
 
 // defaultDB is $XDG_STATE_HOME/dupefs/index.db, ~/.local/state by default.
@@ -63,6 +65,9 @@ func openIndex(ctx context.Context, g globalOptions, o openOpts) (*store.DB, err
 		return nil, usageErrorf("--db must not be empty")
 	}
 	so := store.Options{Path: g.DB, MustExist: o.mustExist, ReadOnly: o.readOnly, HashAlgo: o.hashAlgo}
+	if g.Stderr != nil {
+		so.Notice = func(msg string) { fmt.Fprintln(g.Stderr, "dupefs: "+msg) }
+	}
 	if o.batch {
 		// Large page caches buy an index run nothing: the pages SQLite
 		// reads again come from the kernel's page cache (a writer cache
