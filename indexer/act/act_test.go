@@ -227,10 +227,15 @@ func TestUndoOfALinkRestoresTheFile(t *testing.T) {
 	fx := newFixture(t, filepath.Join(loopfs.Mount(t, "ext4", 0), "tree"))
 	keep, copies, data := threeCopies(fx, 150000)
 	c := copies[0]
-	os.Chmod(c, 0o640)
-	os.Chown(c, 1234, 5678)
-	if err := unix.Setxattr(c, "user.tag", []byte("holiday"), 0); err != nil {
-		t.Fatal(err)
+	// A link never changes who may read a path: the copies linked share
+	// the kept file's owner, mode and xattrs. The file undo writes is new
+	// (root's, 0600): each of them must be set back.
+	for _, p := range append([]string{keep}, copies...) {
+		os.Chmod(p, 0o640)
+		os.Chown(p, 1234, 5678)
+		if err := unix.Setxattr(p, "user.tag", []byte("holiday"), 0); err != nil {
+			t.Fatal(err)
+		}
 	}
 	at, mt := time.Date(2021, 2, 3, 4, 5, 6, 789, time.UTC), time.Date(2022, 3, 4, 5, 6, 7, 890, time.UTC)
 	os.Chtimes(c, at, mt)

@@ -1,9 +1,14 @@
 package act
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -140,6 +145,10 @@ func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome,
 		c.close()
 		return nil, skipped("%s", reason), nil
 	}
+	if reason := crossesOwners(a, c); reason != "" {
+		c.close()
+		return nil, skipped("%s", reason), nil
+	}
 	if err := ctx.Err(); err != nil {
 		c.close()
 		return nil, outcome{}, stop(err)
@@ -191,7 +200,7 @@ func (r *Runner) undoInfo(a *store.Action, c *checked, picks map[string]bool) (*
 		u := a.Undo
 		u.KeepCtimeNS = c.keepSt.Ctim.Nano()
 		if a.Op == store.OpTrash {
-			t, _, err := reopenTrash(u.TrashFile, r.cfg.UID)
+			t, _, err := reopenTrash(u.TrashFile, r.cfg.UID, int(u.UID))
 			if err != nil {
 				return nil, failed("its Trash: %v", err), nil
 			}
@@ -207,7 +216,7 @@ func (r *Runner) undoInfo(a *store.Action, c *checked, picks map[string]bool) (*
 		return nil, failed("%v", err), nil
 	}
 	if a.Op == store.OpTrash {
-		t, err := trashFor(a.Copy.Path, c.copySt.Dev, r.cfg.HomeTrash, r.cfg.UID, r.cfg.Warn)
+		t, err := trashFor(a.Copy.Path, c.copySt.Dev, r.trashUser(&c.copySt), r.cfg.Warn)
 		if err != nil {
 			if fatal(err) {
 				return nil, outcome{}, stop(err)
@@ -268,11 +277,75 @@ func (r *Runner) dropReservation(a *store.Action) {
 	if a.Op != store.OpTrash || a.Undo.TrashInfo == "" {
 		return
 	}
-	t, name, err := reopenTrash(a.Undo.TrashFile, r.cfg.UID)
+	t, name, err := reopenTrash(a.Undo.TrashFile, r.cfg.UID, int(a.Undo.UID))
 	if err != nil {
 		return
 	}
 	defer t.close()
 	unix.Unlinkat(t.infoFd, tmpName(a), 0)
 	t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
+}
+
+// crossesOwners says why acting on the copy would take its owner's data
+// away or hand its path to another's file, or "". Removing or linking a
+// copy whose owner or group is not the kept file's leaves its owner
+// without their bytes (or, linked, with a file that is another's); a hard
+// link or a symlink also gives the path the kept file's mode, ACLs and
+// xattrs, so those must match too. Deduplication keeps every inode, and
+// with it who may read or write each.
+func crossesOwners(a *store.Action, c *checked) string {
+	if a.Op == store.OpDedupe {
+		return ""
+	}
+	cs, ks := &c.copySt, &c.keepSt
+	if cs.Uid != ks.Uid || cs.Gid != ks.Gid {
+		return fmt.Sprintf("its owner %d:%d is not the kept file's (%d:%d): dupefs never gives one user's path to another's file, nor takes their copy away",
+			cs.Uid, cs.Gid, ks.Uid, ks.Gid)
+	}
+	if a.Op != store.OpLink && a.Op != store.OpSymlink {
+		return ""
+	}
+	if cs.Mode&0o7777 != ks.Mode&0o7777 {
+		return fmt.Sprintf("its mode %04o is not the kept file's (%04o): a link would change who may read or write it",
+			cs.Mode&0o7777, ks.Mode&0o7777)
+	}
+	cx, err1 := readXattrs(c.copyF)
+	kx, err2 := readXattrs(c.keepF)
+	if err1 != nil || err2 != nil || !sameXattrs(cx, kx) {
+		return "its ACLs or extended attributes are not the kept file's: a link would change them"
+	}
+	return ""
+}
+
+// sameXattrs reports whether two sets of extended attributes are equal.
+func sameXattrs(a, b map[string][]byte) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for k, v := range a {
+		if w, ok := b[k]; !ok || !bytes.Equal(v, w) {
+			return false
+		}
+	}
+	return true
+}
+
+// trashUser is whose Trash a copy st describes goes to (see trashUser).
+func (r *Runner) trashUser(st *unix.Stat_t) trashUser {
+	if r.cfg.UID != 0 || st.Uid == 0 {
+		return trashUser{uid: r.cfg.UID, gid: os.Getgid(), home: r.cfg.HomeTrash}
+	}
+	u := trashUser{uid: int(st.Uid), gid: int(st.Gid)}
+	pw, err := user.LookupId(strconv.Itoa(u.uid))
+	if err != nil {
+		return u // no home: the Trash of the file's own file system
+	}
+	if g, err := strconv.Atoi(pw.Gid); err == nil {
+		u.gid = g
+	}
+	var hs unix.Stat_t
+	if filepath.IsAbs(pw.HomeDir) && unix.Lstat(pw.HomeDir, &hs) == nil && hs.Mode&unix.S_IFMT == unix.S_IFDIR && int(hs.Uid) == u.uid {
+		u.home = filepath.Join(pw.HomeDir, ".local", "share", "Trash")
+	}
+	return u
 }

@@ -49,7 +49,7 @@ func (r *Runner) settleTrash(a *store.Action, dry bool) (outcome, bool, error) {
 	if a.Undo.TrashFile == "" {
 		return outcome{}, false, nil
 	}
-	t, name, err := reopenTrash(a.Undo.TrashFile, r.cfg.UID)
+	t, name, err := reopenTrash(a.Undo.TrashFile, r.cfg.UID, int(a.Undo.UID))
 	if err != nil {
 		return outcome{}, false, nil // never made, or not ours: the checks say what became of the copy
 	}

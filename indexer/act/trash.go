@@ -28,11 +28,20 @@ import (
 
 // trashCan is a trash can, its files/ and info/ folders held open.
 type trashCan struct {
-	root    string
-	topdir  string // "": the home trash, whose Path= values are absolute
-	rootFd  int
-	filesFd int
-	infoFd  int
+	root     string
+	topdir   string // "": the home trash, whose Path= values are absolute
+	rootFd   int
+	filesFd  int
+	infoFd   int
+	uid, gid int // its user: what root makes in it is theirs
+}
+
+// trashUser is whose Trash a copy goes to: the user who runs dupefs, but
+// for root acting on another user's file, that file's owner, so its owner
+// finds it in their own Trash and restores it from there.
+type trashUser struct {
+	uid, gid int
+	home     string // their home trash folder ("" for none)
 }
 
 func (t *trashCan) close() {
@@ -47,16 +56,16 @@ func (t *trashCan) close() {
 // through a symlink.
 var errUntrusted = errors.New("not a trash can of this user's")
 
-// trashFor finds (and creates) the trash of a file on device dev for uid.
-// home is the home trash folder; warn hears of a shared .Trash that fails
-// its checks (the specification asks that it be reported, and not used).
-func trashFor(path string, dev uint64, home string, uid int, warn func(string)) (*trashCan, error) {
-	if home != "" {
-		if err := os.MkdirAll(filepath.Dir(home), 0o700); err == nil {
-			if err := os.Mkdir(home, 0o700); err == nil || errors.Is(err, os.ErrExist) {
+// trashFor finds (and creates) the trash of a file on device dev for u;
+// warn hears of a shared .Trash that fails its checks (the specification
+// asks that it be reported, and not used).
+func trashFor(path string, dev uint64, u trashUser, warn func(string)) (*trashCan, error) {
+	if u.home != "" {
+		if err := mkdirOwned(filepath.Dir(u.home), u); err == nil {
+			if err := mkdirOwned(u.home, u); err == nil {
 				var st unix.Stat_t
-				if unix.Lstat(home, &st) == nil && st.Dev == dev {
-					return openTrash(home, "", uid, false, true)
+				if unix.Lstat(u.home, &st) == nil && st.Dev == dev {
+					return openTrash(u.home, "", u, false, true)
 				}
 			}
 		}
@@ -74,10 +83,33 @@ func trashFor(path string, dev uint64, home string, uid int, warn func(string)) 
 		case st.Mode&unix.S_ISVTX == 0:
 			warn(fmt.Sprintf("%s has no sticky bit: not used as a trash", shared))
 		default:
-			return openTrash(filepath.Join(shared, strconv.Itoa(uid)), top, uid, true, true)
+			return openTrash(filepath.Join(shared, strconv.Itoa(u.uid)), top, u, true, true)
 		}
 	}
-	return openTrash(filepath.Join(top, ".Trash-"+strconv.Itoa(uid)), top, uid, true, true)
+	return openTrash(filepath.Join(top, ".Trash-"+strconv.Itoa(u.uid)), top, u, true, true)
+}
+
+// mkdirOwned makes the folder at path, and those missing above it, mode
+// 0700 and u's (root making them in another user's home); a folder there
+// already is left as it is.
+func mkdirOwned(path string, u trashUser) error {
+	var st unix.Stat_t
+	if err := unix.Lstat(path, &st); err == nil {
+		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return fmt.Errorf("%s is not a folder", path)
+		}
+		return nil
+	}
+	if err := mkdirOwned(filepath.Dir(path), u); err != nil {
+		return err
+	}
+	if err := unix.Mkdir(path, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+		return err
+	}
+	if os.Geteuid() == 0 && u.uid != 0 {
+		return unix.Lchown(path, u.uid, u.gid)
+	}
+	return nil
 }
 
 // topdir is the mount point of the file system holding path: the highest
@@ -97,10 +129,10 @@ func topdir(path string, dev uint64) (string, error) {
 // openTrash opens the trash can at root, making it and its folders (0700)
 // when create is set. Every folder must be uid's and reached through no
 // symlink; private, the can itself must be mode 0700 too.
-func openTrash(root, top string, uid int, private, create bool) (*trashCan, error) {
-	t := &trashCan{root: root, topdir: top}
+func openTrash(root, top string, u trashUser, private, create bool) (*trashCan, error) {
+	t := &trashCan{root: root, topdir: top, uid: u.uid, gid: u.gid}
 	if create {
-		if err := os.Mkdir(root, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
+		if err := mkdirOwned(root, u); err != nil {
 			return nil, fmt.Errorf("make the trash %s: %w", root, err)
 		}
 	}
@@ -110,7 +142,7 @@ func openTrash(root, top string, uid int, private, create bool) (*trashCan, erro
 	if err != nil {
 		return nil, fmt.Errorf("trash %s: %w", root, err)
 	}
-	if err := trusted(t.rootFd, root, uid, private); err != nil {
+	if err := trusted(t.rootFd, root, u.uid, private); err != nil {
 		t.close()
 		return nil, err
 	}
@@ -119,14 +151,18 @@ func openTrash(root, top string, uid int, private, create bool) (*trashCan, erro
 		fd   *int
 	}{{"files", &t.filesFd}, {"info", &t.infoFd}} {
 		if create {
-			if err := unix.Mkdirat(t.rootFd, sub.name, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
+			err := unix.Mkdirat(t.rootFd, sub.name, 0o700)
+			if err == nil && os.Geteuid() == 0 && u.uid != 0 {
+				err = unix.Fchownat(t.rootFd, sub.name, u.uid, u.gid, unix.AT_SYMLINK_NOFOLLOW)
+			}
+			if err != nil && !errors.Is(err, unix.EEXIST) {
 				t.close()
 				return nil, fmt.Errorf("make the trash %s: %w", filepath.Join(root, sub.name), err)
 			}
 		}
 		*sub.fd, err = unix.Openat(t.rootFd, sub.name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err == nil {
-			err = trusted(*sub.fd, filepath.Join(root, sub.name), uid, false)
+			err = trusted(*sub.fd, filepath.Join(root, sub.name), u.uid, false)
 		} else {
 			err = fmt.Errorf("trash folder %s: %w", filepath.Join(root, sub.name), err)
 		}
@@ -157,12 +193,19 @@ func trusted(fd int, path string, uid int, private bool) error {
 }
 
 // reopenTrash opens the trash can a recorded place lies in (…/files/NAME),
-// without creating anything.
-func reopenTrash(trashFile string, uid int) (*trashCan, string, error) {
+// without creating anything: the can of one of uids (the user running,
+// or, for root, the copy's owner).
+func reopenTrash(trashFile string, uids ...int) (*trashCan, string, error) {
 	root := filepath.Dir(filepath.Dir(trashFile))
 	private := strings.HasPrefix(filepath.Base(root), ".Trash-") || filepath.Base(filepath.Dir(root)) == ".Trash"
-	t, err := openTrash(root, "", uid, private, false)
-	return t, filepath.Base(trashFile), err
+	var err error
+	for _, uid := range uids {
+		var t *trashCan
+		if t, err = openTrash(root, "", trashUser{uid: uid, gid: -1}, private, false); err == nil {
+			return t, filepath.Base(trashFile), nil
+		}
+	}
+	return nil, "", err
 }
 
 // pathValue is the Path= value of a file at path: absolute in the home
@@ -233,7 +276,12 @@ func (t *trashCan) writeInfo(name, tmp, pathValue string, now time.Time) error {
 		return fmt.Errorf("write %s: %w", filepath.Join(t.root, "info", tmp), err)
 	}
 	f := os.NewFile(uintptr(fd), tmp)
-	_, err = f.WriteString(infoBody(pathValue, now))
+	if os.Geteuid() == 0 && t.uid != 0 && t.gid >= 0 {
+		err = unix.Fchown(fd, t.uid, t.gid) // their Trash, their .trashinfo
+	}
+	if err == nil {
+		_, err = f.WriteString(infoBody(pathValue, now))
+	}
 	if err == nil {
 		err = f.Sync()
 	}

@@ -154,7 +154,7 @@ func (r *Runner) restoreFromTrash(a *store.Action) (outcome, string, error) {
 		return outcome{}, fmt.Sprintf("its folder is not there: %v", err), errKept
 	}
 	defer d.close()
-	t, name, terr := reopenTrash(a.Undo.TrashFile, r.cfg.UID)
+	t, name, terr := reopenTrash(a.Undo.TrashFile, r.cfg.UID, int(a.Undo.UID))
 	if terr == nil {
 		defer t.close()
 	}

@@ -25,7 +25,7 @@ const DefaultSize = 320 << 20
 func Mount(t testing.TB, kind string, size int64) string {
 	t.Helper()
 	if os.Geteuid() != 0 {
-		t.Fatal("this test mounts a file system image: run it as root (CI does)")
+		t.Skip("this test mounts a file system image: run it as root (CI does)")
 	}
 	mkfs, ok := map[string][]string{
 		"btrfs": {"mkfs.btrfs", "-q"},

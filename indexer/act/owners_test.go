@@ -1,0 +1,111 @@
+package act
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/integration/loopfs"
+	"github.com/dupefs/dupefs/store"
+)
+
+// No action gives one user's path to another's file or takes a user's
+// copy away because another holds the same bytes: link, symlink and
+// remove skip a copy whose owner or group is not the kept file's, and
+// links one whose mode or xattrs differ (the path would change who may
+// read it). dedupe keeps every inode, so it may share extents across
+// owners.
+func TestActionsNeverCrossOwners(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("gives files to other users: run as root (CI does)")
+	}
+	for _, op := range []string{store.OpLink, store.OpSymlink, store.OpTrash, store.OpUnlink, store.OpDedupe} {
+		t.Run(op, func(t *testing.T) {
+			root := t.TempDir()
+			if op == store.OpDedupe {
+				root = filepath.Join(loopfs.Mount(t, "btrfs", 0), "tree")
+			}
+			fx := newFixture(t, root)
+			keep, copies, data := threeCopies(fx, 20000)
+			os.Chown(keep, 1000, 1000)
+			os.Chown(copies[0], 2000, 2000) // bob's copy of alice's bytes
+			os.Chown(copies[1], 1000, 1000)
+			os.Chmod(copies[1], 0o600) // alice's, another mode
+			fx.index()
+			id, _ := fx.act(Selection{Op: op}, Config{HomeTrash: filepath.Join(t.TempDir(), "Trash")})
+			as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+			for _, a := range as {
+				want := store.ActSkipped
+				switch {
+				case op == store.OpDedupe:
+					want = store.ActDone
+				case a.Copy.Path == copies[1] && (op == store.OpTrash || op == store.OpUnlink):
+					want = store.ActDone // same owner: the mode is the copy's own business
+				}
+				if a.State != want {
+					t.Errorf("%s of %q: %s %q, want %s", op, a.Copy.Path, a.State, a.Reason, want)
+				}
+			}
+			var st unix.Stat_t
+			if unix.Lstat(copies[0], &st) != nil || st.Uid != 2000 || st.Mode&unix.S_IFMT != unix.S_IFREG {
+				t.Errorf("bob's copy is no longer bob's regular file")
+			}
+			if b, _ := os.ReadFile(copies[0]); !bytes.Equal(b, data) {
+				t.Errorf("bob's copy lost its bytes")
+			}
+			checkRoles(t, fx.db)
+		})
+	}
+}
+
+// A copy root removes for a user goes to that user's Trash — on its own
+// file system, made theirs (mode 0700) when it was not there — with a
+// .trashinfo of theirs, so their file manager restores it; undo brings it
+// back all the same.
+func TestRootRemovesIntoTheOwnersTrash(t *testing.T) {
+	mnt := loopfs.Mount(t, "ext4", 0)
+	fx := newFixture(t, filepath.Join(mnt, "tree"))
+	_, copies, data := threeCopies(fx, 20000)
+	const uid = 54321 // no account: no home, so the Trash of its file system
+	filepath.Walk(fx.root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, uid) })
+	fx.index()
+	id, p := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: filepath.Join(t.TempDir(), "Trash"), Progress: &Progress{}})
+	if p.Done.Load() != 2 {
+		as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+		t.Fatalf("done %d: %+v", p.Done.Load(), as)
+	}
+	trash := filepath.Join(mnt, ".Trash-54321")
+	for _, d := range []string{trash, filepath.Join(trash, "files"), filepath.Join(trash, "info")} {
+		var st unix.Stat_t
+		if err := unix.Lstat(d, &st); err != nil || st.Uid != uid || st.Mode&0o777 != 0o700 {
+			t.Errorf("%s: uid %d mode %o (%v), want the owner's, 0700", d, st.Uid, st.Mode&0o777, err)
+		}
+	}
+	infos, _ := filepath.Glob(filepath.Join(trash, "info", "*.trashinfo"))
+	for _, info := range infos {
+		var st unix.Stat_t
+		if unix.Lstat(info, &st) != nil || st.Uid != uid {
+			t.Errorf("%s is not the owner's", info)
+		}
+	}
+	if len(infos) != 2 {
+		t.Fatalf("%d .trashinfo files in the owner's Trash, want 2", len(infos))
+	}
+	rep, err := fx.runner(Config{Owner: "t"}).Undo(context.Background(), id)
+	if err != nil || rep.Reverted != 2 {
+		t.Fatalf("undo: %+v %v", rep, err)
+	}
+	for _, c := range copies {
+		if b, _ := os.ReadFile(c); !bytes.Equal(b, data) {
+			t.Errorf("%q not back", c)
+		}
+	}
+	if left, _ := filepath.Glob(filepath.Join(trash, "info", "*")); len(left) != 0 || strings.Contains(strings.Join(left, ""), ".dupefs-") {
+		t.Errorf("left in the Trash after undo: %v", left)
+	}
+}
