@@ -72,7 +72,12 @@ func (db *DB) CreatePlan(ctx context.Context, ps PlanSpec, specs []ActionSpec) (
 			return classify("record plan", err)
 		}
 		p := &planner{tx: tx, res: &res, kept: map[string]string{}, acted: map[string]bool{}}
-		return p.record(specs)
+		if err := p.record(specs); err != nil {
+			return err
+		}
+		// A plan that recorded no action (every unit refused, or done
+		// already) is over as soon as it is made.
+		return tx.CloseDonePlans()
 	})
 	return res, err
 }
