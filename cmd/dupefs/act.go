@@ -189,7 +189,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		}
 		printNotes(con, notes)
 		if opts.DryRun {
-			res, err := db.PreviewPlan(ctx, specs)
+			res, err := db.PreviewPlan(ctx, specs, rep.Ended())
 			if err != nil {
 				return err
 			}
