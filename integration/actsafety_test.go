@@ -720,6 +720,72 @@ func TestUndoOfLinksKilledAtRandomMoments(t *testing.T) {
 	}
 }
 
+// A user whose undo was killed inside a container (another PID namespace:
+// no dupefs outside can prove it dead) ran undo again on the host: it said
+// "N actions reverted" and exit 0 while the action the dead undo held was
+// still a link, left to nobody.
+func TestUndoKilledInAnotherPIDNamespace(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	files := agedTree(t, dir, 150, 5)
+	db := filepath.Join(base, "index.db")
+	mustRun(t, db, "index", dir)
+	sdb := openIndex(t, db)
+	held := 0
+	for try := 0; try < 20 && held == 0; try++ {
+		mustRun(t, db, "link")
+		var plan int64
+		sdb.QueryRow(`SELECT max(id) FROM plans`).Scan(&plan)
+		cmd := exec.Command("unshare", "--pid", "--fork", bin, "--db", db, "undo")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		// Killed while it holds an action of the plan.
+		deadline := time.Now().Add(time.Minute)
+	poll:
+		for {
+			select {
+			case <-exited:
+				break poll
+			default:
+			}
+			if time.Now().After(deadline) {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				t.Fatal("undo still runs after a minute")
+			}
+			var n int
+			sdb.QueryRow(`SELECT count(*) FROM actions WHERE plan_id = ? AND state = 'done' AND worker_id IS NOT NULL`, plan).Scan(&n)
+			if n > 0 {
+				syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+				<-exited
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		sdb.QueryRow(`SELECT count(*) FROM actions WHERE plan_id = ? AND state = 'done' AND worker_id IS NOT NULL`, plan).Scan(&held)
+		if held == 0 {
+			mustRun(t, db, "undo")
+		}
+	}
+	if held == 0 {
+		t.Skip("no undo was killed while it held an action, in 20 tries")
+	}
+	r := runFor(t, time.Minute, db, "undo")
+	t.Logf("undo after an undo killed in another PID namespace: exit %d", r.code)
+	if r.code == 0 {
+		// It says all is back: every copy must be its own file again.
+		checkOwnFiles(t, files)
+		if t.Failed() {
+			t.Logf("undo exit 0:\n%s", r.stderr)
+		}
+	} else if !strings.Contains(r.stderr, "another dupefs") {
+		t.Errorf("undo: exit %d, and no word of the action another dupefs holds:\n%s", r.code, r.stderr)
+	}
+}
+
 // checkOwnFiles checks that every path of files is a regular file of its
 // own (no other path of the tree shares its inode) holding its bytes.
 func checkOwnFiles(tb testing.TB, files tree) {
