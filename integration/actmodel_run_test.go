@@ -200,7 +200,7 @@ func (m *model) frozen(cs ...*command) {
 		c.cmd.Process.Signal(syscall.SIGSTOP)
 	}
 	for _, c := range cs {
-		waitFor(m.t, 10*time.Second, "a frozen dupefs", func() bool { return stopped(c.cmd.Process.Pid) })
+		waitFor(m.t, 10*time.Second, "a frozen dupefs", func() bool { return stoppedOrGone(c.cmd.Process.Pid) })
 	}
 	m.check(fmt.Sprintf("with %q frozen", cs[0].args))
 	for k := 0; k < 1+m.rnd.Intn(2); k++ {
@@ -212,15 +212,18 @@ func (m *model) frozen(cs ...*command) {
 	}
 }
 
-// stopped reports whether a process is stopped (or gone).
-func stopped(pid int) bool {
+// stoppedOrGone reports whether a process is stopped (every thread of it),
+// or ended before the signal reached it.
+func stoppedOrGone(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return true
 	}
 	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	return i < 0 || len(s) < i+3 || s[i+2] == 'T' || s[i+2] == 't' || s[i+2] == 'Z'
+	if i := strings.LastIndexByte(s, ')'); i > 0 && i+2 < len(s) && s[i+2] == 'Z' {
+		return true
+	}
+	return stopped(pid)
 }
 
 // ended checks how a command ended: killed, or with an exit code a user

@@ -75,18 +75,22 @@ func (db *DB) CreatePlan(ctx context.Context, ps PlanSpec, specs []ActionSpec) (
 		if err := p.record(specs); err != nil {
 			return err
 		}
-		return tx.CloseDonePlans() // a plan that recorded nothing is done at once
+		// A plan that recorded no action (every unit refused, or done
+		// already) is over as soon as it is made.
+		return tx.CloseDonePlans()
 	})
 	return res, err
 }
 
 // PreviewPlan says what CreatePlan would record of specs, and changes
 // nothing (a dry run; the index may be open read-only). Done actions it
-// would retire are counted in Retired.
-func (db *DB) PreviewPlan(ctx context.Context, specs []ActionSpec) (PlanResult, error) {
+// would retire are counted in Retired. ended maps the actions the real
+// run's reconcile ends first to the state each ends in: their roles count
+// as that state holds them.
+func (db *DB) PreviewPlan(ctx context.Context, specs []ActionSpec, ended map[int64]string) (PlanResult, error) {
 	var res PlanResult
 	err := db.read(ctx, func(tx *Tx) error {
-		p := &planner{tx: tx, res: &res, kept: map[string]string{}, acted: map[string]bool{}, dry: true}
+		p := &planner{tx: tx, res: &res, kept: map[string]string{}, acted: map[string]bool{}, dry: true, ended: ended}
 		return p.record(specs)
 	})
 	return res, err
@@ -99,6 +103,9 @@ type planner struct {
 	kept  map[string]string // kept file -> the unit keeping it, this plan
 	acted map[string]bool   // copies of the units recorded so far
 	dry   bool              // decide only: write nothing
+	// ended are the actions a dry run's reconcile would end first, and
+	// the state each would end in (see PreviewPlan).
+	ended map[int64]string
 	// retired are the done actions retired so far (dry: that would be).
 	retired map[int64]bool
 }
@@ -263,16 +270,24 @@ func (p *planner) retire(id int64) error {
 }
 
 // holder is the first live action holding a role on path, but for those
-// retired (or, dry, that would be); nil for none.
+// retired (or, dry, that would be) and those whose end (dry) gives the
+// role up; nil for none.
 func (p *planner) holder(path string) (*RoleHolder, error) {
-	hs, err := p.tx.roleHolders(path, len(p.retired)+1)
+	hs, err := p.tx.roleHolders(path, len(p.retired)+len(p.ended)+1)
 	if err != nil {
 		return nil, err
 	}
 	for _, h := range hs {
-		if !p.retired[h.ActionID] {
-			return &h, nil
+		if p.retired[h.ActionID] {
+			continue
 		}
+		if st, ok := p.ended[h.ActionID]; ok {
+			if (h.Role == RoleCopy && !holdsCopy(st)) || (h.Role == RoleKeep && !holdsKeep(h.Op, st)) {
+				continue
+			}
+			h.State = st
+		}
+		return &h, nil
 	}
 	return nil, nil
 }
@@ -315,6 +330,13 @@ func (p *planner) insertUnit(u *unit) (*Refused, error) {
 		var state string
 		err := tx.queryRowP(`SELECT id, plan_id, state FROM actions WHERE idem_key = ?
 			AND state IN ('planned', 'leased', 'prepared', 'done')`, k).Scan(&id, &plan, &state)
+		if st, ok := p.ended[id]; ok && err == nil {
+			// Dry: reconcile ends it first.
+			state = st
+			if !holdsCopy(st) && st != ActDone {
+				err = sql.ErrNoRows
+			}
+		}
 		switch {
 		case err == nil && state == ActDone && s.Op == OpDedupe:
 			// Deduplicated already: its bytes are shared, nothing to do.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"syscall"
@@ -188,7 +189,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		}
 		printNotes(con, notes)
 		if opts.DryRun {
-			res, err := db.PreviewPlan(ctx, specs)
+			res, err := db.PreviewPlan(ctx, specs, rep.Ended())
 			if err != nil {
 				return err
 			}
@@ -249,7 +250,10 @@ func runnerConfig(roots []store.Root, ttl time.Duration, p *act.Progress, con *c
 }
 
 // pauseAt is a hook that stops the process at step, once: a test then
-// finds it frozen there, as a paused or descheduled worker would be.
+// finds it frozen there, as a paused or descheduled worker would be. The
+// SIGSTOP goes to the thread at the step, which takes it before it returns
+// from the call: sent to the process, another thread may take it and this
+// one run on past the step before the stop reaches it.
 func pauseAt(step string) func(string, string) {
 	if step == "" {
 		return nil
@@ -257,7 +261,11 @@ func pauseAt(step string) func(string, string) {
 	var once sync.Once
 	return func(s, _ string) {
 		if s == step {
-			once.Do(func() { _ = syscall.Kill(os.Getpid(), syscall.SIGSTOP) })
+			once.Do(func() {
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				_ = syscall.Tgkill(os.Getpid(), syscall.Gettid(), syscall.SIGSTOP)
+			})
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
+	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -101,7 +102,7 @@ func runOps(ctx context.Context, g globalOptions, opts opsOptions, stdout, stder
 		if opts.Plan == 0 && opts.State == "" {
 			fmt.Fprintln(tw, "PLAN\tOP\tSTATE\tCREATED\tDONE\tSKIPPED\tFAILED\tABANDONED\tREVERTED\tRECLAIMED")
 			for _, p := range plans {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.ID, p.Op, planState(p, time.Now()),
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.ID, p.Op, planState(p, time.Now(), indexer.WorkerDead),
 					p.CreatedAt.Local().Format("2006-01-02 15:04:05"), p.Counts[store.ActDone], p.Counts[store.ActSkipped],
 					p.Counts[store.ActFailed], p.Counts[store.ActAbandoned], p.Counts[store.ActReverted], humanBytes(p.Reclaimed))
 			}
@@ -128,7 +129,7 @@ func printOpsJSON(stdout io.Writer, plans []store.ActionPlan, actions []store.Ac
 		if list && len(byPlan[p.ID]) == 0 {
 			continue
 		}
-		out = append(out, planJSON{ID: p.ID, Op: p.Op, State: planState(p, time.Now()), CreatedAt: jsonTime(p.CreatedAt),
+		out = append(out, planJSON{ID: p.ID, Op: p.Op, State: planState(p, time.Now(), indexer.WorkerDead), CreatedAt: jsonTime(p.CreatedAt),
 			FinishedAt: jsonTime(p.FinishedAt), RevertedAt: jsonTime(p.RevertedAt), Actions: p.Counts,
 			Reclaimed: p.Reclaimed, Options: rawJSON(p.Options), List: byPlan[p.ID]})
 	}
@@ -145,14 +146,15 @@ func (r rawJSON) MarshalJSON() ([]byte, error) {
 	return []byte(r), nil
 }
 
-// planState tells how a plan stands: running (its run renews its lease),
-// stopped (its run ended with actions left: the next dedupe, link, remove
-// or undo abandons them), interrupted (ended with some abandoned),
-// reverted, partly reverted, or done.
-func planState(p store.ActionPlan, now time.Time) string {
+// planState tells how a plan stands: running (its run renews its lease,
+// and its process is not known to be gone: dead says), stopped (its run
+// ended with actions left: the next dedupe, link, remove or undo abandons
+// them), interrupted (ended with some abandoned), reverted, partly
+// reverted, or done.
+func planState(p store.ActionPlan, now time.Time, dead func(worker string) bool) string {
 	open := p.Counts[store.ActPlanned] + p.Counts[store.ActLeased] + p.Counts[store.ActPrepared]
 	switch {
-	case open > 0 && p.LeaseExpires.After(now):
+	case open > 0 && p.LeaseExpires.After(now) && !dead(p.Worker):
 		return "running"
 	case open > 0:
 		return "stopped"

@@ -48,6 +48,19 @@ func (r ReconcileReport) Count(state string) int {
 	return n
 }
 
+// Ended maps each action reconcile ended (or, dry, would end) to the
+// state it ends in: a dry run's preview of a plan sees the roles those
+// actions hold as they will be once it ran.
+func (r ReconcileReport) Ended() map[int64]string {
+	out := map[int64]string{}
+	for _, s := range r.Settled {
+		if s.State != "" {
+			out[s.Action.ID] = s.State
+		}
+	}
+	return out
+}
+
 // Reconcile ends what dead runs left of every plan (plan 0) or of one:
 // see the comment at the top of this file. Dry, it only says what it would
 // do. Plans of another user are left to that user.
@@ -113,7 +126,11 @@ func (r *Runner) reconcileRuns(ctx context.Context, plan int64, dry, force bool)
 		}
 		rep.Settled = append(rep.Settled, s)
 	}
-	if dry || len(open) == 0 {
+	if dry {
+		rep.Settled = append(rep.Settled, abandon...)
+		return rep, nil
+	}
+	if len(open) == 0 {
 		return rep, nil
 	}
 	// What was not begun is abandoned in one write: each action fenced

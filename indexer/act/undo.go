@@ -53,6 +53,7 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 		return rep, err
 	}
 	var tried []int64
+	kept := 0 // actions left done, each with its note
 	for {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -73,6 +74,7 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 		})
 		switch {
 		case errors.Is(err, errKept):
+			kept++
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s", store.EscapePath(a.Copy.Path), note))
 		case errors.Is(err, store.ErrLeaseLost):
 		case err != nil:
@@ -90,6 +92,17 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 	}
 	if n > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d copies were deleted for good (remove --permanent): they cannot come back", n))
+	}
+	// The done actions neither reverted nor noted are held by another
+	// dupefs: a live one, or one gone where this one cannot prove it
+	// (another PID namespace, another host) until its lease ends. They are
+	// left to it, and said: an undo never ends as if all were back.
+	done, err := r.db.CountActions(ctx, planID, store.ActDone, "")
+	if err != nil {
+		return rep, err
+	}
+	if held := done - n - int64(kept); held > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d actions are held by another dupefs (running, or gone where this one cannot tell until its lease ends): left to it; run dupefs undo %d again later", held, planID))
 	}
 	return rep, r.foldFolders(ctx)
 }
