@@ -959,14 +959,18 @@ func TestUndoOfLinkRestoresMetadata(t *testing.T) {
 		keep, cp := filepath.Join(dir, "a/tool"), filepath.Join(dir, "b/tool")
 		put(t, nil, keep, "a program's bytes", day(1))
 		put(t, nil, cp, "a program's bytes", day(2))
-		os.Chmod(cp, 0o750)
 		// A file capability: VFS_CAP_REVISION_2, cap_net_bind_service
-		// permitted and effective.
+		// permitted and effective. A link never changes a path's mode or
+		// xattrs, so the kept file has the same; the file undo writes is
+		// new, and must be given them back.
 		capv := make([]byte, 20)
 		binary.LittleEndian.PutUint32(capv[0:], 0x02000001)
 		binary.LittleEndian.PutUint32(capv[4:], 1<<10)
-		if err := unix.Setxattr(cp, "security.capability", capv, 0); err != nil {
-			t.Fatal(err)
+		for _, p := range []string{keep, cp} {
+			os.Chmod(p, 0o750)
+			if err := unix.Setxattr(p, "security.capability", capv, 0); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if out, err := exec.Command("chattr", "+d", cp).CombinedOutput(); err != nil {
 			t.Fatalf("chattr +d: %v %s", err, out)
@@ -1020,6 +1024,8 @@ func TestUndoOfLinkRestoresMetadata(t *testing.T) {
 		keep, cp := filepath.Join(dir, "a/notes"), filepath.Join(dir, "b/notes")
 		put(t, nil, keep, "notes, in two copies", day(1))
 		put(t, nil, cp, "notes, in two copies", day(2))
+		// Both the user's: a link never crosses owners.
+		os.Chown(keep, 1234, 1234)
 		os.Chown(cp, 1234, 1234)
 		idx := filepath.Join(base, "idx")
 		os.Mkdir(idx, 0o755)

@@ -30,6 +30,9 @@ type Settled struct {
 	Action store.Action
 	State  string // the state it ended in (store.ActDone, ActAbandoned …); "" when left as it is
 	Note   string
+	// Held: left to the worker that holds it under a lease not expired
+	// (a live run, most likely in the middle of its effect).
+	Held bool
 }
 
 // ReconcileReport says what reconcile did with what dead runs left.
@@ -97,7 +100,8 @@ func (r *Runner) reconcileRuns(ctx context.Context, plan int64, dry, force bool)
 		if o.State == store.ActDone {
 			// An undo under way, or one that stopped in the middle.
 			if !gone {
-				rep.Settled = append(rep.Settled, Settled{Action: o.Action, Note: "an undo of it is under way"})
+				rep.Settled = append(rep.Settled, Settled{Action: o.Action, Note: "an undo of it is under way",
+					Held: o.Worker != "" && o.LeaseExpires.After(o.Now)})
 				continue
 			}
 			s, err := r.settleUndoRun(ctx, o.Action, why, dry)
@@ -109,7 +113,8 @@ func (r *Runner) reconcileRuns(ctx context.Context, plan int64, dry, force bool)
 		}
 		notBegun := o.State == store.ActPlanned || o.State == store.ActLeased
 		if !gone && !(force && notBegun) {
-			rep.Settled = append(rep.Settled, Settled{Action: o.Action, Note: "under way in a live run"})
+			rep.Settled = append(rep.Settled, Settled{Action: o.Action, Note: "under way in a live run",
+				Held: o.Worker != "" && o.LeaseExpires.After(o.Now)})
 			continue
 		}
 		if force && !gone {

@@ -33,20 +33,35 @@ type UndoReport struct {
 // finished by the next.
 func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 	var rep UndoReport
+	told := false
+	giveUp := time.Now().Add(heldWait)
 	for {
 		rr, err := r.reconcileRuns(ctx, planID, false, true)
 		if err != nil {
 			return rep, err
 		}
-		live := rr.Count("")
-		rep.Settled += len(rr.Settled) - live
-		if live == 0 {
-			break
+		rep.Settled += len(rr.Settled) - rr.Count("")
+		// Wait for the actions a live run is carrying out under its lease
+		// (an effect takes milliseconds; abandoning the rest stops that
+		// run at its next write). One whose lease expired while its worker
+		// may still be there is not waited for: it is left, and said.
+		held := 0
+		for _, s := range rr.Settled {
+			if s.Held {
+				held++
+			}
+		}
+		if held == 0 || time.Now().After(giveUp) {
+			break // what is still held is left, and said below
+		}
+		if !told {
+			r.cfg.Warn(fmt.Sprintf("waiting for %d actions of plan %d another dupefs is carrying out", held, planID))
+			told = true
 		}
 		select {
 		case <-ctx.Done():
 			return rep, ctx.Err()
-		case <-time.After(250 * time.Millisecond): // a live run is carrying some out
+		case <-time.After(250 * time.Millisecond):
 		}
 	}
 	if _, err := r.db.ReleaseDeadUndo(ctx, planID, r.cfg.Dead); err != nil {
@@ -101,11 +116,29 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 	if err != nil {
 		return rep, err
 	}
+	var open int64
+	for _, st := range []string{store.ActPlanned, store.ActLeased, store.ActPrepared} {
+		k, err := r.db.CountActions(ctx, planID, st, "")
+		if err != nil {
+			return rep, err
+		}
+		open += k
+	}
+	if open > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d actions are still under way in a dupefs this one cannot prove gone (its lease ran out; another PID namespace or host): left to it, or to a later run an hour past its lease; run dupefs undo %d again later", open, planID))
+	}
 	if held := done - n - int64(kept); held > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d actions are held by another dupefs (running, or gone where this one cannot tell until its lease ends): left to it; run dupefs undo %d again later", held, planID))
 	}
 	return rep, r.foldFolders(ctx)
 }
+
+// heldWait bounds how long undo waits for the actions of its plan another
+// dupefs holds under a lease: a live run's effect takes milliseconds, and
+// the abandoning of what it has not begun stops it at its next write; a
+// holder that does not let go in that time (frozen, or gone where this
+// process cannot tell) keeps what it holds, and undo says so.
+const heldWait = 10 * time.Second
 
 // work runs fn on one claimed action under heartbeats, then records its
 // outcome and the index change in one write. An error that stops the run
