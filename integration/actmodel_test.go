@@ -272,8 +272,12 @@ func (m *model) edit() {
 		data = make([]byte, st.Size)
 		m.rnd.Read(data)
 	}
-	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC, 0)
+	// Without waiting: a frozen dupefs may hold a read lease on the file,
+	// and an open for writing would wait for it (lease-break-time, 45 s).
+	// That the edit cannot happen then is the lease's point.
+	f, err := os.OpenFile(p, os.O_WRONLY|os.O_TRUNC|syscall.O_NONBLOCK, 0)
 	if err != nil {
+		m.logf("edit %q: %v", p, err)
 		return
 	}
 	f.Write(data)

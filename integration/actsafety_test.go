@@ -515,11 +515,20 @@ func TestKeptFileEditedBeforeTheEffect(t *testing.T) {
 				mustRun(t, db, "index", dir)
 				p := startBackground(t, db, append(op, "--pause-at", step)...)
 				waitStopped(t, p)
-				if err := os.WriteFile(keep, []byte("the photo, retouched"), 0o644); err != nil {
-					t.Fatal(err)
-				}
+				// The user saves the kept file: dupefs holds a read lease on
+				// it, so the save waits until dupefs lets go; dupefs, let
+				// go on, sees a writer waiting and leaves its copy.
+				saved := make(chan error, 1)
+				go func() { saved <- os.WriteFile(keep, []byte("the photo, retouched"), 0o644) }()
+				waitFor(t, 10*time.Second, "the save to wait on dupefs' lease", func() bool {
+					b, _ := os.ReadFile("/proc/locks")
+					return strings.Contains(string(b), "BREAKING")
+				})
 				p.cmd.Process.Signal(syscall.SIGCONT)
 				code := waitExit(t, p, 30*time.Second)
+				if err := <-saved; err != nil {
+					t.Fatal(err)
+				}
 				var st unix.Stat_t
 				b, err := os.ReadFile(cp)
 				if unix.Lstat(cp, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || sameInode(t, keep, cp) ||

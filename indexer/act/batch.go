@@ -102,6 +102,7 @@ func (r *Runner) one(ctx context.Context, it *item, picks map[string]bool) (out 
 		return out, true, nil
 	}
 	out, err = r.act(ctx, a, c)
+	c.unlease() // the effect is over: a writer waiting on a file goes on
 	if err != nil {
 		return outcome{}, false, err
 	}

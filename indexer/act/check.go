@@ -21,11 +21,31 @@ type checked struct {
 	copyDir, keepDir *dirOf
 	copySt, keepSt   unix.Stat_t
 	copyF, keepF     *os.File
-	trash            *trashCan // the copy's trash can (trash only)
-	copyAtime        int64     // the copy's atime before the compare read it
+	trash            *trashCan  // the copy's trash can (trash only)
+	copyAtime        int64      // the copy's atime before the compare read it
+	leased           []*os.File // the files holding a read lease (see lease)
+}
+
+// leasesHeld reports whether every lease the action took still stands.
+func (c *checked) leasesHeld() bool {
+	for _, f := range c.leased {
+		if !leaseHeld(f) {
+			return false
+		}
+	}
+	return true
+}
+
+// unlease gives up the action's leases: a writer waiting for one goes on.
+func (c *checked) unlease() {
+	for _, f := range c.leased {
+		unlease(f)
+	}
+	c.leased = nil
 }
 
 func (c *checked) close() {
+	c.unlease()
 	for _, f := range []*os.File{c.copyF, c.keepF} {
 		if f != nil {
 			f.Close()
@@ -118,6 +138,17 @@ func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome,
 	if c.keepF, err = c.keepDir.open(c.keepDir.name, unix.O_RDONLY); err != nil {
 		return fail(err)
 	}
+	if a.Op != store.OpDedupe { // dedupe may open the copy for writing itself; the kernel compares
+		for _, f := range []*os.File{c.keepF, c.copyF} {
+			switch err := lease(f); {
+			case errors.Is(err, errWriters):
+				c.close()
+				return nil, skipped("it or the kept file is %v (an editor, a mapping): left as it is", errWriters), nil
+			case err == nil:
+				c.leased = append(c.leased, f)
+			}
+		}
+	}
 	var cs, ks unix.Stat_t
 	if unix.Fstat(int(c.copyF.Fd()), &cs) != nil || unix.Fstat(int(c.keepF.Fd()), &ks) != nil ||
 		!matches(&cs, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) || !matches(&ks, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) {
@@ -162,6 +193,9 @@ func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome,
 // mtime, ctime), each name still leads to its inode. It returns why not,
 // or "".
 func (c *checked) stillThere() string {
+	if !c.leasesHeld() {
+		return "another process is opening it or the kept file for writing; left as it was"
+	}
 	if !c.keepUnchanged(&c.keepSt) {
 		return "the kept file changed since it was compared; left as it was"
 	}
@@ -174,10 +208,10 @@ func (c *checked) stillThere() string {
 }
 
 // keepUnchanged reports whether the kept file, on its held descriptor and
-// by name, is still ref (see unchanged).
+// by name, is still ref (see unchanged), no writer waiting on a lease.
 func (c *checked) keepUnchanged(ref *unix.Stat_t) bool {
 	var fd, byName unix.Stat_t
-	return unix.Fstat(int(c.keepF.Fd()), &fd) == nil && unchanged(&fd, ref) &&
+	return c.leasesHeld() && unix.Fstat(int(c.keepF.Fd()), &fd) == nil && unchanged(&fd, ref) &&
 		unix.Fstatat(c.keepDir.fd, c.keepDir.name, &byName, unix.AT_SYMLINK_NOFOLLOW) == nil && unchanged(&byName, ref)
 }
 

@@ -233,3 +233,38 @@ func setInodeFlags(f *os.File, flags uint32) error {
 	}
 	return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(cur|flags))
 }
+
+// Leases: an action holds a read lease (F_SETLEASE F_RDLCK) on both its
+// files from before the compare to the end of its effect. The kernel
+// grants one only while no process has the file open for writing (a
+// writable mapping included), and a later open for writing waits until the
+// lease is given up, the lease showing that a writer waits. So a write
+// that moves no timestamp (through a mapping whose page was dirty already,
+// or within the tick of a coarse clock) cannot slip between the compare
+// and the effect. Where the file system or the user cannot take leases
+// (another user's file without CAP_LEASE, NFS), the checks of inode, size,
+// mtime and ctime stand alone.
+
+// errWriters: a file an action would take a lease on is open for writing.
+var errWriters = errors.New("open for writing by another process")
+
+// lease takes a read lease on an open file: errWriters when some process
+// has it open for writing; any other error means the lease cannot be had
+// here (the action goes on without it).
+func lease(f *os.File) error {
+	_, err := unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_RDLCK)
+	if errors.Is(err, unix.EAGAIN) {
+		return errWriters
+	}
+	return err
+}
+
+// leaseHeld reports whether the read lease on f still stands: no process
+// waits to open it for writing.
+func leaseHeld(f *os.File) bool {
+	t, err := unix.FcntlInt(f.Fd(), unix.F_GETLEASE, 0)
+	return err == nil && t == unix.F_RDLCK
+}
+
+// unlease gives up the lease on f.
+func unlease(f *os.File) { _, _ = unix.FcntlInt(f.Fd(), unix.F_SETLEASE, unix.F_UNLCK) }

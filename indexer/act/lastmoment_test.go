@@ -29,20 +29,30 @@ func TestKeptFileEditedAtTheLastMoment(t *testing.T) {
 				fx.index()
 				home := filepath.Join(t.TempDir(), "Trash")
 				edited := false
+				wrote := make(chan struct{})
 				id, _ := fx.act(Selection{Op: op}, Config{HomeTrash: home, Hook: func(s, _ string) {
 					if s == step && !edited {
 						edited = true
-						f, err := os.OpenFile(keep, os.O_WRONLY, 0)
-						if err != nil {
-							t.Fatal(err)
-						}
-						f.WriteAt([]byte("edited"), 100) // same size, other bytes
-						f.Close()
+						// An editor saves the kept file: its open waits
+						// on the action's lease until the action lets go.
+						go func() {
+							defer close(wrote)
+							f, err := os.OpenFile(keep, os.O_WRONLY, 0)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							f.WriteAt([]byte("edited"), 100) // same size, other bytes
+							f.Close()
+						}()
+						waitBreaking(t)
 					}
 				}})
+				<-wrote
 				as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
 				first := as[0]
-				if first.State != store.ActSkipped || !strings.Contains(first.Reason, "kept file changed") {
+				if first.State != store.ActSkipped ||
+					!(strings.Contains(first.Reason, "kept file changed") || strings.Contains(first.Reason, "for writing")) {
 					t.Errorf("the action whose kept file was edited: %s %q", first.State, first.Reason)
 				}
 				if b, err := os.ReadFile(first.Copy.Path); err != nil || !bytes.Equal(b, data) {
@@ -140,5 +150,21 @@ func TestFIFOSwappedInNeverBlocks(t *testing.T) {
 	var st unix.Stat_t
 	if unix.Lstat(copies[0], &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFIFO {
 		t.Error("the FIFO was touched")
+	}
+}
+
+// waitBreaking waits until a writer waits on a lease (/proc/locks shows it
+// breaking).
+func waitBreaking(t *testing.T) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if b, _ := os.ReadFile("/proc/locks"); strings.Contains(string(b), "BREAKING") {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no writer waits on the action's lease after 10 s")
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
