@@ -147,7 +147,18 @@ func (r *Runner) dropOld(a *store.Action, c *checked, tmp string, keepRef *unix.
 		return skipped("%s; it is left as it was", why), nil
 	}
 	if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
-		return stepFailed(&os.PathError{Op: "remove", Path: d.path(tmp), Err: err})
+		// The last step failed (a folder made immutable, an I/O error):
+		// the copy goes back to its path, the link away.
+		why := fmt.Sprintf("the copy could not be removed once replaced (%v)", err)
+		if xerr := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); xerr != nil {
+			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), xerr), nil
+		}
+		if st, err := d.stat(tmp); err == nil && r.ours(a, d, tmp, &st) {
+			if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
+				return failed("%s; it is back at its path, and the link dupefs made is left at %s", why, store.EscapePath(d.path(tmp))), nil
+			}
+		}
+		return failed("%s; it is left as it was", why), nil
 	}
 	return outcome{state: store.ActDone, reclaimed: reclaimed(&old, a.Size),
 		index: linked(a, keepRef, a.Op == store.OpSymlink), sync: []*dirOf{d}}, nil
@@ -239,7 +250,11 @@ func (r *Runner) unlink(a *store.Action, c *checked) (outcome, error) {
 		return skipped("%s; it is left as it was", why), nil
 	}
 	if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
-		return stepFailed(&os.PathError{Op: "remove", Path: d.path(tmp), Err: err})
+		why := fmt.Sprintf("it could not be deleted (%v)", err)
+		if xerr := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE); xerr != nil {
+			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), xerr), nil
+		}
+		return failed("%s; it is left as it was", why), nil
 	}
 	return outcome{state: store.ActDone, reclaimed: reclaimed(&old, a.Size), index: gone(a), sync: []*dirOf{d}}, nil
 }

@@ -168,3 +168,55 @@ func waitBreaking(t *testing.T) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// An effect whose last step fails (the folder made immutable after the
+// copy was moved aside, say) is never recorded done: the action fails and
+// says where the copy is, and the copy still holds its bytes.
+func TestLastStepFailingIsNotDone(t *testing.T) {
+	for _, op := range []string{store.OpLink, store.OpUnlink} {
+		t.Run(op, func(t *testing.T) {
+			fx := newFixture(t, filepath.Join(loopfs.Mount(t, "ext4", 0), "tree"))
+			_, copies, data := threeCopies(fx, 20000)
+			fx.index()
+			var dir string
+			id, _ := fx.act(Selection{Op: op}, Config{Hook: func(s, path string) {
+				if s == "moved" && dir == "" {
+					dir = filepath.Dir(path)
+					if err := setImmutable(dir, true); err != nil {
+						t.Fatal(err)
+					}
+				}
+			}})
+			defer setImmutable(dir, false)
+			as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+			a := as[0]
+			if a.State != store.ActFailed || !strings.Contains(a.Reason, tmpName(&a)) {
+				t.Fatalf("%s whose last step failed: %s %q", op, a.State, a.Reason)
+			}
+			if b, err := os.ReadFile(filepath.Join(dir, tmpName(&a))); err != nil || !bytes.Equal(b, data) {
+				t.Errorf("the copy is not where the ledger says: %v", err)
+			}
+			_ = copies
+		})
+	}
+}
+
+// setImmutable sets or clears a folder's immutable flag (chattr +i).
+func setImmutable(dir string, on bool) error {
+	f, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	flags, err := unix.IoctlGetUint32(int(f.Fd()), unix.FS_IOC_GETFLAGS)
+	if err != nil {
+		return err
+	}
+	const immutable = 0x10
+	if on {
+		flags |= immutable
+	} else {
+		flags &^= immutable
+	}
+	return unix.IoctlSetPointerInt(int(f.Fd()), unix.FS_IOC_SETFLAGS, int(flags))
+}

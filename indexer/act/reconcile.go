@@ -89,7 +89,7 @@ func (r *Runner) settleTrash(a *store.Action, dry bool) (outcome, bool, error) {
 func (r *Runner) settleUnlink(a *store.Action, dry bool) (outcome, bool, error) {
 	d, err := openParent(a.Copy.Path)
 	if err != nil {
-		return outcome{}, false, nil
+		return folderGone(a, err)
 	}
 	defer d.close()
 	tmp := tmpName(a)
@@ -111,8 +111,8 @@ func (r *Runner) settleUnlink(a *store.Action, dry bool) (outcome, bool, error) 
 			return outcome{reason: "its copy is put back: the kept file changed"}, false, nil
 		}
 		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
-			return failed("the kept file changed while it was removed, and putting it back failed: it is at %s: %v",
-				store.EscapePath(d.path(tmp)), err), true, nil
+			return failed("the kept file changed while it was removed, and its path is taken again: the copy is kept at %s",
+				store.EscapePath(d.path(tmp))), true, nil
 		}
 		return outcome{reason: "its copy was put back: the kept file changed"}, false, nil
 	case perr == nil && pst.Dev == a.Copy.Dev && pst.Ino == a.Copy.Ino:
@@ -120,6 +120,10 @@ func (r *Runner) settleUnlink(a *store.Action, dry bool) (outcome, bool, error) 
 	case terr != nil && perr != nil:
 		// Both names gone: removed after its last check.
 		return outcome{state: store.ActDone, reclaimed: a.Size, index: gone(a)}, true, nil
+	case terr == nil:
+		// Aside, and something else took its path since: the copy stays
+		// where it is, and the ledger says where.
+		return failed("its path holds another file now: the copy is kept at %s", store.EscapePath(d.path(tmp))), true, nil
 	}
 	return skipped("%s", changed), true, nil
 }
@@ -127,7 +131,7 @@ func (r *Runner) settleUnlink(a *store.Action, dry bool) (outcome, bool, error) 
 func (r *Runner) settleLink(a *store.Action, dry bool) (outcome, bool, error) {
 	d, err := openParent(a.Copy.Path)
 	if err != nil {
-		return outcome{}, false, nil // the checks say what became of it
+		return folderGone(a, err)
 	}
 	tmp := tmpName(a)
 	tst, terr := d.stat(tmp)
@@ -180,6 +184,15 @@ func (r *Runner) settleLink(a *store.Action, dry bool) (outcome, bool, error) {
 	case terr != nil && perr == nil && pst.Dev == a.Copy.Dev && pst.Ino == a.Copy.Ino:
 		d.close()
 		return outcome{reason: "not begun: nothing was changed"}, false, nil
+	case tmpIsCopy:
+		// Exchanged, and something else took its path since: the copy
+		// goes back if the path is free, else stays where it is, and the
+		// ledger says where.
+		defer d.close()
+		if perr != nil && !dry && unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE) == nil {
+			return outcome{reason: "its copy was put back"}, false, nil
+		}
+		return failed("its path holds another file now: the copy is kept at %s", store.EscapePath(d.path(tmp))), true, nil
 	}
 	d.close()
 	return skipped("%s", changed), true, nil
@@ -211,6 +224,14 @@ func (r *Runner) keepStillHolds(a *store.Action, d *dirOf, tmp string) (unix.Sta
 	}
 	same, err := sameBytes(kf, cf)
 	return st, err == nil && same
+}
+
+// folderGone ends an action whose copy's folder is not where it was (moved
+// away, or a symlink now): if its effect had begun, the copy may be left at
+// its temporary name in that folder, wherever it went; the ledger says so.
+func folderGone(a *store.Action, err error) (outcome, bool, error) {
+	return failed("its folder is not where it was (%v): if the copy had been moved aside, it is at %s in that folder, wherever it went",
+		err, tmpName(a)), true, nil
 }
 
 // stepFailedDone is stepFailed for reconcile, which ends the action.
