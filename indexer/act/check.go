@@ -250,7 +250,7 @@ func (r *Runner) undoInfo(a *store.Action, c *checked, picks map[string]bool) (*
 		return nil, failed("%v", err), nil
 	}
 	if a.Op == store.OpTrash {
-		t, err := trashFor(a.Copy.Path, c.copySt.Dev, r.trashUser(&c.copySt), r.cfg.Warn)
+		t, err := trashFor(a.Copy.Path, r.trashUser(&c.copySt), r.cfg.Warn)
 		if err != nil {
 			if fatal(err) {
 				return nil, outcome{}, stop(err)

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -108,4 +110,65 @@ func TestRootRemovesIntoTheOwnersTrash(t *testing.T) {
 	if left, _ := filepath.Glob(filepath.Join(trash, "info", "*")); len(left) != 0 || strings.Contains(strings.Join(left, ""), ".dupefs-") {
 		t.Errorf("left in the Trash after undo: %v", left)
 	}
+}
+
+// The home Trash is found through the symlinks its path may hold (/home
+// a symlink to /var/home); one whose existing part is another user's is
+// never used, nor made (root run with a user's $HOME); a bind mount is a
+// mount of its own, whose Trash is at its top.
+func TestTheRightTrash(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("makes folders of other users and bind mounts: run as root (CI does)")
+	}
+	ctx := context.Background()
+	t.Run("a home through a symlink", func(t *testing.T) {
+		base := t.TempDir()
+		fx := newFixture(t, filepath.Join(base, "tree"))
+		threeCopies(fx, 10000)
+		fx.index()
+		os.Mkdir(filepath.Join(base, "var-home"), 0o700)
+		os.Symlink("var-home", filepath.Join(base, "home"))
+		_, p := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: filepath.Join(base, "home", ".local/share/Trash"), Progress: &Progress{}})
+		infos, _ := filepath.Glob(filepath.Join(base, "var-home", ".local/share/Trash/info/*.trashinfo"))
+		if p.Done.Load() != 2 || len(infos) != 2 {
+			t.Errorf("done %d, %d in the home Trash, want 2 and 2", p.Done.Load(), len(infos))
+		}
+	})
+	t.Run("root with another user's HOME", func(t *testing.T) {
+		base := loopfs.Mount(t, "ext4", 0) // the Trash of its file system is at its top
+		fx := newFixture(t, filepath.Join(base, "tree"))
+		threeCopies(fx, 10000)
+		fx.index()
+		alice := filepath.Join(base, "alice")
+		os.Mkdir(alice, 0o700)
+		os.Chown(alice, 4242, 4242)
+		_, p := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: filepath.Join(alice, ".local/share/Trash"), Progress: &Progress{}})
+		if _, err := os.Lstat(filepath.Join(alice, ".local")); err == nil {
+			t.Error("root made folders in another user's home")
+		}
+		if infos, _ := filepath.Glob(filepath.Join(base, ".Trash-0/info/*")); p.Done.Load() != 2 || len(infos) != 2 {
+			t.Errorf("done %d, %d in the Trash of the file system, want 2 and 2", p.Done.Load(), len(infos))
+		}
+	})
+	t.Run("a bind mount", func(t *testing.T) {
+		base := t.TempDir()
+		real, bind := filepath.Join(base, "real"), filepath.Join(base, "bind")
+		os.MkdirAll(real, 0o755)
+		os.MkdirAll(bind, 0o755)
+		if out, err := exec.Command("mount", "--bind", real, bind).CombinedOutput(); err != nil {
+			t.Fatalf("%v %s", err, out)
+		}
+		t.Cleanup(func() { syscall.Unmount(bind, syscall.MNT_DETACH) })
+		fx := newFixture(t, filepath.Join(bind, "tree"))
+		threeCopies(fx, 10000)
+		fx.index()
+		id, p := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: filepath.Join(base, "home/Trash"), Progress: &Progress{}})
+		if p.Done.Load() != 2 {
+			as, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: id})
+			t.Fatalf("done %d: %+v", p.Done.Load(), as)
+		}
+		if infos, _ := filepath.Glob(filepath.Join(bind, ".Trash-0/info/*")); len(infos) != 2 {
+			t.Errorf("%d in the bind mount's Trash, want 2", len(infos))
+		}
+	})
 }

@@ -59,18 +59,14 @@ var errUntrusted = errors.New("not a trash can of this user's")
 // trashFor finds (and creates) the trash of a file on device dev for u;
 // warn hears of a shared .Trash that fails its checks (the specification
 // asks that it be reported, and not used).
-func trashFor(path string, dev uint64, u trashUser, warn func(string)) (*trashCan, error) {
-	if u.home != "" {
-		if err := mkdirOwned(filepath.Dir(u.home), u); err == nil {
-			if err := mkdirOwned(u.home, u); err == nil {
-				var st unix.Stat_t
-				if unix.Lstat(u.home, &st) == nil && st.Dev == dev {
-					return openTrash(u.home, "", u, false, true)
-				}
-			}
+func trashFor(path string, u trashUser, warn func(string)) (*trashCan, error) {
+	here := mountOf(filepath.Dir(path))
+	if home := homeTrash(u); home != "" && mountOf(nearest(home)) == here {
+		if err := mkdirOwned(home, u); err == nil {
+			return openTrash(home, "", u, false, true)
 		}
 	}
-	top, err := topdir(path, dev)
+	top, err := topdir(path, here)
 	if err != nil {
 		return nil, err
 	}
@@ -112,14 +108,62 @@ func mkdirOwned(path string, u trashUser) error {
 	return nil
 }
 
-// topdir is the mount point of the file system holding path: the highest
-// folder above it on the same device.
-func topdir(path string, dev uint64) (string, error) {
+// homeTrash is u's home trash folder, its symlinks resolved (a home under
+// /home -> /var/home, say), or "" when u has none, or when the part of it
+// that exists is not u's: root run with another user's $HOME never makes
+// folders in that home.
+func homeTrash(u trashUser) string {
+	if u.home == "" {
+		return ""
+	}
+	have := nearest(u.home)
+	real, err := filepath.EvalSymlinks(have)
+	if err != nil {
+		return ""
+	}
+	var st unix.Stat_t
+	if unix.Stat(real, &st) != nil || int(st.Uid) != u.uid {
+		return ""
+	}
+	rest, _ := filepath.Rel(have, u.home)
+	return filepath.Join(real, rest)
+}
+
+// nearest is path, or the nearest folder above it that exists.
+func nearest(path string) string {
+	for {
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) == nil || path == filepath.Dir(path) {
+			return path
+		}
+		path = filepath.Dir(path)
+	}
+}
+
+// mount names the mount a path lies on: its mount id where the kernel
+// tells it (a bind mount is a mount of its own: no rename crosses it),
+// and its device.
+type mount struct{ id, dev uint64 }
+
+func mountOf(path string) mount {
+	var sx unix.Statx_t
+	if err := unix.Statx(unix.AT_FDCWD, path, 0, unix.STATX_MNT_ID, &sx); err != nil {
+		return mount{}
+	}
+	m := mount{dev: unix.Mkdev(sx.Dev_major, sx.Dev_minor)}
+	if sx.Mask&unix.STATX_MNT_ID != 0 {
+		m.id = sx.Mnt_id
+	}
+	return m
+}
+
+// topdir is the mount point of the mount holding path (here): the highest
+// folder above it on the same mount.
+func topdir(path string, here mount) (string, error) {
 	dir := filepath.Dir(path)
 	for {
 		up := filepath.Dir(dir)
-		var st unix.Stat_t
-		if up == dir || unix.Stat(up, &st) != nil || st.Dev != dev {
+		if up == dir || mountOf(up) != here {
 			return dir, nil
 		}
 		dir = up
