@@ -1233,3 +1233,48 @@ func TestFailedActionLeavesNoTemporaryFile(t *testing.T) {
 	}
 	checkLedger(t, db)
 }
+
+// A user whose $XDG_DATA_HOME is not the default had their Trash indexed
+// by a run from another environment (a systemd unit, cron): the copies
+// there were grouped with the live ones and deleted out of the Trash by a
+// later remove --permanent, and undo then found them gone. The home Trash
+// a plan recorded is a Trash for every later run.
+func TestARecordedHomeTrashIsATrashForEveryone(t *testing.T) {
+	base := t.TempDir()
+	home := filepath.Join(base, "home")   // the root: a home
+	custom := filepath.Join(home, "data") // $XDG_DATA_HOME of the user's shell
+	keep, cp := filepath.Join(home, "a/letter"), filepath.Join(home, "b/letter")
+	put(t, nil, keep, "a letter", day(1))
+	put(t, nil, cp, "a letter", day(2))
+	db := filepath.Join(base, "index.db")
+	t.Setenv("XDG_DATA_HOME", custom)
+	mustRun(t, db, "index", home)
+	mustRun(t, db, "remove")
+	trashed := globT(t, filepath.Join(custom, "Trash/files/*"))
+	if len(trashed) != 1 {
+		t.Fatalf("%d files in the Trash, want 1", len(trashed))
+	}
+	// Another environment: the default $XDG_DATA_HOME.
+	t.Setenv("XDG_DATA_HOME", "")
+	put(t, nil, filepath.Join(home, "c/letter"), "a letter", day(3))
+	mustRun(t, db, "index")
+	for _, g := range groups(t, db, home) {
+		for _, p := range g {
+			if strings.HasPrefix(p, "data/") {
+				t.Errorf("a file of the recorded Trash is in a group: %v", g)
+			}
+		}
+	}
+	mustRun(t, db, "remove", "--permanent")
+	if b, err := os.ReadFile(trashed[0]); err != nil || string(b) != "a letter" {
+		t.Errorf("the file in the Trash went: %v", err)
+	}
+	t.Setenv("XDG_DATA_HOME", custom)
+	if r := dupefs(t, db, "undo", "1"); r.code != 0 {
+		t.Errorf("undo of the first remove: exit %d\n%s", r.code, r.stderr)
+	}
+	if b, err := os.ReadFile(cp); err != nil || string(b) != "a letter" {
+		t.Errorf("the copy is not back: %v", err)
+	}
+	checkLedger(t, db)
+}

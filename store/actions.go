@@ -244,3 +244,23 @@ func (db *DB) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan, err
 	}
 	return out, classify("list plans", rows.Err())
 }
+
+// HomeTrashes lists the home Trash folders plans recorded: a run of
+// another environment ($XDG_DATA_HOME set otherwise) must know them for
+// Trash folders too.
+func (db *DB) HomeTrashes(ctx context.Context) ([]string, error) {
+	rows, err := db.query(ctx, `SELECT DISTINCT home_trash FROM plans WHERE home_trash IS NOT NULL`)
+	if err != nil {
+		return nil, classify("list home trashes", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var p string
+		if err := rows.Scan(&p); err != nil {
+			return nil, classify("list home trashes", err)
+		}
+		out = append(out, p)
+	}
+	return out, classify("list home trashes", rows.Err())
+}

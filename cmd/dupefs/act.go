@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -116,6 +117,12 @@ func removeCommand() *cli.Command {
 // selection checks the options and turns them into a selection.
 func (o actOptions) selection() (act.Selection, error) {
 	sel := act.Selection{Op: o.Op, Keep: o.Keep, MinSize: max(o.MinSize, 1), Groups: o.Groups}
+	if o.LeaseTTL != 0 && o.LeaseTTL < time.Second {
+		return sel, usageErrorf("--lease-ttl %v: want 1s or more", o.LeaseTTL)
+	}
+	if o.PauseAt != "" && !slices.Contains([]string{"checked", "armed", "moved", "finished"}, o.PauseAt) {
+		return sel, usageErrorf("--pause-at %q: want checked, armed, moved or finished", o.PauseAt)
+	}
 	if err := act.ValidKeep(o.Keep); err != nil {
 		return sel, usageErrorf("--keep: %v", err)
 	}
@@ -169,9 +176,14 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		if err != nil {
 			return err
 		}
+		trashes, err := knownTrashes(ctx, db)
+		if err != nil {
+			return err
+		}
+		sel.Trashes = trashes
 		p := &act.Progress{}
 		cfg := runnerConfig(roots, opts.LeaseTTL, p, con)
-		cfg.Hook = pauseAt(opts.PauseAt)
+		cfg.Hook, cfg.Trashes = pauseAt(opts.PauseAt), trashes
 		run := act.NewRunner(db, cfg)
 		// What dead runs left comes first: this run acts on its own plan
 		// only, made after that.
@@ -237,6 +249,17 @@ func reconcileDead(ctx context.Context, db *store.DB, con *console) error {
 	rep, err := act.NewRunner(db, runnerConfig(roots, 0, nil, con)).Reconcile(ctx, 0, false)
 	printReconcile(con, rep, false)
 	return err
+}
+
+// knownTrashes are the home Trash folders never indexed nor acted on:
+// this user's, and those the plans recorded (a run with another
+// $XDG_DATA_HOME).
+func knownTrashes(ctx context.Context, db *store.DB) ([]string, error) {
+	recorded, err := db.HomeTrashes(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return append([]string{homeTrash()}, recorded...), nil
 }
 
 // runnerConfig is the configuration of this process's runner of actions.

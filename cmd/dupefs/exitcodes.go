@@ -20,7 +20,7 @@ const (
 	ExitUsage       = 3   // bad flags or arguments
 	ExitNoRoot      = 4   // a root or path is missing or not a folder
 	ExitBadIndex    = 5   // the index is absent, unreadable, corrupt or from a newer dupefs
-	ExitDiskFull    = 6   // the disk holding the index is full
+	ExitDiskFull    = 6   // a disk is full: the one holding the index, or one a command writes to
 	ExitMount       = 7   // the mount point is unusable, or mounting or unmounting failed
 	ExitNotReady    = 8   // folders: the index is still being built (no complete scan yet)
 	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM
@@ -77,7 +77,7 @@ func exitCode(err error) int {
 		return ee.code
 	case errors.Is(err, context.Canceled):
 		return ExitInterrupted
-	case errors.Is(err, store.ErrDiskFull), errors.Is(err, syscall.ENOSPC):
+	case errors.Is(err, store.ErrDiskFull), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return ExitDiskFull
 	case errors.Is(err, store.ErrNoIndex), errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrNewerSchema),
 		errors.Is(err, store.ErrOldSchema),
@@ -99,8 +99,10 @@ func report(w io.Writer, err error) {
 	switch {
 	case errors.Is(err, context.Canceled):
 		msg = "interrupted"
-	case errors.Is(err, store.ErrDiskFull), errors.Is(err, syscall.ENOSPC):
+	case errors.Is(err, store.ErrDiskFull):
 		msg += "\n(the disk holding the index is full: free some space and run the command again; nothing recorded so far is lost)"
+	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
+		msg += "\n(a disk or quota is full: free some space and run the command again; nothing recorded so far is lost)"
 	case errors.Is(err, store.ErrCorrupt):
 		msg += "\n(the index file is damaged or is not a dupefs index; move it away and index again, or pass another --db)"
 	}

@@ -98,7 +98,7 @@ func (o indexerOptions) validate() error {
 
 // config turns the options into an indexer.Config; close releases what it
 // opened (the read log).
-func (o indexerOptions) config(g globalOptions) (cfg indexer.Config, close func(), err error) {
+func (o indexerOptions) config(g globalOptions, trashes []string) (cfg indexer.Config, close func(), err error) {
 	if err := o.validate(); err != nil {
 		return cfg, nil, err
 	}
@@ -111,7 +111,7 @@ func (o indexerOptions) config(g globalOptions) (cfg indexer.Config, close func(
 		MaxBytesPerSec:  o.MaxBytesPerSec,
 		// A GOMAXPROCS the user set is kept as it is.
 		FixedProcs: os.Getenv("GOMAXPROCS") != "",
-		SkipPaths:  []string{g.CacheDir, homeTrash()},
+		SkipPaths:  append([]string{g.CacheDir}, trashes...),
 		Progress:   &indexer.Progress{},
 	}
 	close = func() {}
@@ -171,7 +171,11 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		if len(roots) == 0 {
 			return usageErrorf("no roots to index: give PATHs (dupefs index ~/Pictures), or add them with 'dupefs root add'")
 		}
-		cfg, closeLog, err := opts.Indexer.config(g)
+		trashes, err := knownTrashes(ctx, db)
+		if err != nil {
+			return err
+		}
+		cfg, closeLog, err := opts.Indexer.config(g, trashes)
 		if err != nil {
 			return err
 		}

@@ -120,7 +120,11 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		if err := checkOverlap(ctx, db, mnt); err != nil {
 			return err
 		}
-		cfg, closeLog, err := opts.Indexer.config(g)
+		trashes, err := knownTrashes(ctx, db)
+		if err != nil {
+			return err
+		}
+		cfg, closeLog, err := opts.Indexer.config(g, trashes)
 		if err != nil {
 			return err
 		}

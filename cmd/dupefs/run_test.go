@@ -170,7 +170,7 @@ func TestRunExitCodesAndFlagNames(t *testing.T) {
 func TestIndexerKeepsAUserGOMAXPROCS(t *testing.T) {
 	for env, fixed := range map[string]bool{"": false, "3": true} {
 		t.Setenv("GOMAXPROCS", env)
-		cfg, closeCfg, err := indexerOptions{}.config(globalOptions{})
+		cfg, closeCfg, err := indexerOptions{}.config(globalOptions{}, nil)
 		if err != nil {
 			t.Fatal(err)
 		}

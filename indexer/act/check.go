@@ -103,7 +103,7 @@ func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome,
 	if !r.underRoots(a.Copy.Path) || !r.underRoots(a.Keep.Path) {
 		return nil, skipped("outside the indexed roots"), nil
 	}
-	if store.InTrash(a.Keep.Path) || store.InTrash(a.Copy.Path) {
+	if inTrash(a.Keep.Path, r.cfg.Trashes) || inTrash(a.Copy.Path, r.cfg.Trashes) {
 		return nil, skipped("in a Trash folder: dupefs neither keeps nor acts on what lies in a Trash"), nil
 	}
 	c := &checked{}

@@ -43,6 +43,23 @@ type Selection struct {
 	// them (an fclones report, maybe edited): only the listed paths are
 	// touched, and the file kept is one of them.
 	Report [][]string
+	// Trashes are Trash folders besides those store.InTrash knows (home
+	// Trashes under another $XDG_DATA_HOME): nothing in them is kept or
+	// acted on.
+	Trashes []string
+}
+
+// inTrash reports whether path lies in a Trash folder.
+func inTrash(path string, trashes []string) bool {
+	if store.InTrash(path) {
+		return true
+	}
+	for _, t := range trashes {
+		if store.Below(t, path) {
+			return true
+		}
+	}
+	return false
 }
 
 // Options is what a plan records of its selection.
@@ -114,7 +131,12 @@ func (p *planner) fromReport(ctx context.Context, db *store.DB) error {
 		byContent := map[string][]store.GroupFile{}
 		var keys []string
 		sizes := map[string]int64{}
+		seen := map[string]bool{}
 		for _, path := range paths {
+			if seen[path] {
+				continue // listed twice: one file
+			}
+			seen[path] = true
 			f, err := db.FileByPath(ctx, path)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
@@ -156,7 +178,7 @@ func (p *planner) fromReport(ctx context.Context, db *store.DB) error {
 func (p *planner) group(algo string, sum []byte, size int64, files []store.GroupFile) {
 	live := files[:0:0]
 	for _, f := range files {
-		if store.InTrash(f.Path) {
+		if inTrash(f.Path, p.sel.Trashes) {
 			p.notes = append(p.notes, Note{f.Path, "in a Trash folder: dupefs neither keeps nor acts on it"})
 			continue
 		}

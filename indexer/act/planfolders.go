@@ -64,7 +64,7 @@ func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderG
 	}
 	var fs []*folder
 	for _, m := range ms {
-		if store.InTrash(m.Path + "/x") { // the folder, or one above it, is a Trash
+		if inTrash(m.Path+"/x", p.sel.Trashes) { // the folder, or one above it, is a Trash
 			p.notes = append(p.notes, Note{m.Path, "in a Trash folder: dupefs neither keeps nor acts on it"})
 			continue
 		}

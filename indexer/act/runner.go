@@ -19,6 +19,9 @@ type Config struct {
 	// HomeTrash is the home trash folder ($XDG_DATA_HOME/Trash): files on
 	// its file system go there, others to their topdir's trash.
 	HomeTrash string
+	// Trashes are Trash folders besides those store.InTrash knows (see
+	// Selection.Trashes).
+	Trashes []string
 	// UID is the user the run acts as: it names the topdir trash folders
 	// (.Trash/$uid, .Trash-$uid), which must be this user's.
 	UID int

@@ -128,8 +128,11 @@ func (r *Runner) restoreFile(a *store.Action, d *dirOf, tmp string) (f *os.File,
 	}
 	defer keep.Close()
 	var ks unix.Stat_t
-	if unix.Fstat(int(keep.Fd()), &ks) != nil || ks.Dev != a.Keep.Dev || ks.Ino != a.Keep.Ino || ks.Size != a.Size {
+	switch {
+	case unix.Fstat(int(keep.Fd()), &ks) != nil || ks.Dev != a.Keep.Dev || ks.Ino != a.Keep.Ino:
 		return nil, "", "the kept file is not the one it was linked to; left as it is", errKept
+	case ks.Size != a.Size:
+		return nil, "", "the kept file was changed since it was linked (its size is not the copy's): the copy's bytes cannot be restored; left as it is", errKept
 	}
 	fd, err := unix.Openat(d.fd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	if err != nil {
