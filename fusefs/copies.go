@@ -56,6 +56,16 @@ func (f *FS) copyMode() uint32 {
 func (f *FS) copyAttr(a *fuse.Attr, node uint64, m store.Member) {
 	if f.cfg.ServeFiles {
 		f.fileAttr(a, node, m.Size, time.Unix(0, m.MtimeNS))
+		// The original's owner and permission bits, but for writing: ls
+		// -l tells the truth, and the kernel (default_permissions) lets
+		// only those read it who may read the original. One that is not
+		// the file indexed any more reads for no one.
+		var st unix.Stat_t
+		a.Mode = syscall.S_IFREG
+		if unix.Lstat(m.Path(), &st) == nil && st.Dev == m.Dev && st.Ino == m.Ino {
+			a.Mode |= st.Mode & 0o555
+			a.Uid, a.Gid = st.Uid, st.Gid
+		}
 		return
 	}
 	f.linkAttr(a, node, m.Path(), time.Unix(0, m.MtimeNS))

@@ -56,7 +56,8 @@ func (t *handleTable) release(fh uint64) {
 	}
 }
 
-// statusSnap is the current contents of /status.json.
+// statusSnap is the current contents of /status.json (for the mounting
+// user and root, or, public, for the others: aggregates only).
 type statusSnap struct {
 	data  []byte
 	made  time.Time
@@ -65,14 +66,17 @@ type statusSnap struct {
 
 // snapshot returns the contents of /status.json, made again at most every
 // StatusEvery once the index changed.
-func (f *FS) snapshot() ([]byte, time.Time, fuse.Status) {
+func (f *FS) snapshot(public bool) ([]byte, time.Time, fuse.Status) {
 	f.statusMu.Lock()
 	defer f.statusMu.Unlock()
-	s := &f.snap
+	s, build := &f.snap, f.cfg.Status
+	if public {
+		s, build = &f.publicSnap, f.cfg.PublicStatus
+	}
 	if s.data == nil || s.stale && time.Since(s.made) >= f.cfg.StatusEvery {
 		data := []byte("{}\n")
-		if f.cfg.Status != nil {
-			b, err := f.cfg.Status(dbctx())
+		if build != nil {
+			b, err := build(dbctx())
 			if err != nil {
 				if s.data == nil {
 					return nil, time.Time{}, f.status("make status.json", err)
@@ -90,7 +94,7 @@ func (f *FS) snapshot() ([]byte, time.Time, fuse.Status) {
 // statusChanged marks the snapshot stale.
 func (f *FS) statusChanged() {
 	f.statusMu.Lock()
-	f.snap.stale = true
+	f.snap.stale, f.publicSnap.stale = true, true
 	f.statusMu.Unlock()
 }
 
@@ -99,14 +103,17 @@ const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall
 // open opens status.json, with one snapshot for the reader (direct I/O: its
 // size changes, and a reader reads to EOF), or a thumbnail, whose pages the
 // kernel keeps between opens until the watcher says it changed.
-func (f *FS) open(in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+func (f *FS) open(c *caller, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	if in.Flags&writeFlags != 0 {
 		return fuse.EROFS
+	}
+	if !f.visible(c, in.NodeId) {
+		return fuse.EACCES // seen at its lookup, unreadable now
 	}
 	kind, id := split(in.NodeId)
 	switch {
 	case in.NodeId == inoStatus:
-		data, _, st := f.snapshot()
+		data, _, st := f.snapshot(c != nil)
 		if st != fuse.OK {
 			return st
 		}

@@ -29,7 +29,7 @@ func (f *FS) lookupFolderGroup(name string, out *fuse.EntryOut) fuse.Status {
 	}
 	node := ino(kindFolderGroup, g.ID)
 	f.dirAttr(&out.Attr, node, g.ChangedAt)
-	return entry(out, node, rowTimeout)
+	return f.entry(out, node, rowTimeout)
 }
 
 func (f *FS) lookupFolderLink(groupID int64, name string, out *fuse.EntryOut) fuse.Status {
@@ -54,7 +54,7 @@ func (f *FS) lookupFolderLink(groupID int64, name string, out *fuse.EntryOut) fu
 	}
 	node := ino(kindFolderLink, m.FolderID)
 	f.linkAttr(&out.Attr, node, m.Path, g.ChangedAt)
-	return entry(out, node, linkTimeout)
+	return f.entry(out, node, linkTimeout)
 }
 
 // folderLink reads what a folder link shows: its target and its group's

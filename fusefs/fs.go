@@ -35,7 +35,8 @@ import (
 type Config struct {
 	// AllowOther lets other users see the mount (with
 	// default_permissions); non-root users need user_allow_other in
-	// /etc/fuse.conf.
+	// /etc/fuse.conf. Each caller is then answered as the disk would
+	// answer them (access.go), and the kernel keeps no answer.
 	AllowOther bool
 	// ThumbDir is the thumbnail cache that /thumbs serves files from
 	// ("": /thumbs stays empty).
@@ -43,6 +44,10 @@ type Config struct {
 	// Status returns the contents of /status.json. It is called at most
 	// every StatusEvery, and only when the index changed.
 	Status func(ctx context.Context) ([]byte, error)
+	// PublicStatus is Status for the other users of a view they may
+	// enter (AllowOther): aggregates only, no root, path or index
+	// location. nil: "{}".
+	PublicStatus func(ctx context.Context) ([]byte, error)
 	// StatusEvery bounds how often status.json is recomputed (default 1s).
 	StatusEvery time.Duration
 	// PollInterval is how often the watcher looks for commits (default
@@ -78,11 +83,13 @@ type FS struct {
 	// appliedSeq is the last change of the feed the kernel was told of.
 	appliedSeq atomic.Int64
 
-	statusMu sync.Mutex
-	snap     statusSnap
+	statusMu   sync.Mutex
+	snap       statusSnap
+	publicSnap statusSnap
 
 	handles  handleTable
 	backings backings
+	access   accessCache // who may read what (access.go)
 	ends     listEnds
 	ahead    copiesAhead // group listings read ahead (listahead.go)
 }

@@ -25,6 +25,7 @@ type Index interface {
 	MemberByName(ctx context.Context, g store.GroupRef, name string) (store.Member, error)
 	MemberByID(ctx context.Context, g store.GroupRef, fileID int64) (store.Member, bool, error)
 	FileByID(ctx context.Context, id int64) (store.Member, error)
+	GroupPaths(ctx context.Context, contentID int64) ([]string, error)
 
 	// Thumbnails.
 	ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]store.Thumb, error)
@@ -40,6 +41,7 @@ type Index interface {
 	FolderMemberByName(ctx context.Context, groupID int64, name string) (store.FolderMember, error)
 	FolderMemberByID(ctx context.Context, groupID, folderID int64) (store.FolderMember, error)
 	FolderMemberOf(ctx context.Context, folderID int64) (store.FolderMember, error)
+	SubtreeContents(ctx context.Context, dir string) ([]store.SubtreeFile, bool, error)
 
 	// What changed, and when anything was committed.
 	ChangesSince(ctx context.Context, seq int64, limit int) ([]store.Change, error)

@@ -46,12 +46,18 @@ type fetchFunc func(ctx context.Context, off uint64) ([]listed, error)
 // readdir fills out with the entries of folder node after offset off, as
 // many as fit; with plus (READDIRPLUS), with the attributes of the entries
 // that offer them.
-func (f *FS) readdir(node uint64, off uint64, out *fuse.DirEntryList, plus bool) fuse.Status {
+func (f *FS) readdir(c *caller, node uint64, off uint64, out *fuse.DirEntryList, plus bool) fuse.Status {
 	self, parent, what, fetch, st := f.lister(node)
 	if st != fuse.OK {
 		return st
 	}
+	if !f.visible(c, node) {
+		return fuse.ENOENT
+	}
 	add := func(e listed) bool {
+		if e.Off > 2 && !f.visible(c, e.Ino) {
+			return true // not there for this caller: skipped, the listing goes on
+		}
 		if !plus {
 			return out.AddDirEntry(e.DirEntry)
 		}
@@ -60,7 +66,7 @@ func (f *FS) readdir(node uint64, off uint64, out *fuse.DirEntryList, plus bool)
 			return false
 		}
 		if e.plus {
-			f.plusEntry(eo, e)
+			f.plusEntry(c, eo, e)
 		}
 		return true
 	}
@@ -94,17 +100,17 @@ func (f *FS) readdir(node uint64, off uint64, out *fuse.DirEntryList, plus bool)
 }
 
 // plusEntry fills the lookup answer of an entry that offers one.
-func (f *FS) plusEntry(eo *fuse.EntryOut, e listed) {
+func (f *FS) plusEntry(c *caller, eo *fuse.EntryOut, e listed) {
 	if kind, _ := split(e.Ino); kind == 0 {
 		// A fixed node: its attributes as GETATTR gives them.
-		timeout, st := f.getattr(e.Ino, &eo.Attr)
+		timeout, st := f.getattr(c, e.Ino, &eo.Attr)
 		if st == fuse.OK {
-			entry(eo, e.Ino, timeout)
+			f.entry(eo, e.Ino, timeout)
 		}
 		return
 	}
 	f.dirAttr(&eo.Attr, e.Ino, e.mtime)
-	entry(eo, e.Ino, rowTimeout)
+	f.entry(eo, e.Ino, rowTimeout)
 }
 
 // lister returns how to list folder node.

@@ -13,13 +13,13 @@ import (
 // lookup finds name in the folder parent. Names that cannot be in it (a
 // file manager probing .Trash or autorun.inf) are answered without a
 // query; a name that is not there is cached by the kernel for a moment.
-func (f *FS) lookup(parent uint64, name string, out *fuse.EntryOut) fuse.Status {
+func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) fuse.Status {
 	f.lookups.Add(1)
 	kind, id := split(parent)
 	var st fuse.Status
 	switch {
 	case parent == inoRoot:
-		st = f.lookupRoot(name, out)
+		st = f.lookupRoot(c, name, out)
 	case parent == inoByHash:
 		st = f.lookupGroup(name, out)
 	case parent == inoBySize:
@@ -37,9 +37,12 @@ func (f *FS) lookup(parent uint64, name string, out *fuse.EntryOut) fuse.Status 
 	default:
 		return fuse.ENOTDIR
 	}
+	if st == fuse.OK && !f.visible(c, out.NodeId) {
+		st = fuse.ENOENT
+	}
 	if st == fuse.ENOENT {
 		*out = fuse.EntryOut{}
-		out.SetEntryTimeout(negTimeout)
+		out.SetEntryTimeout(f.ttl(negTimeout))
 		return fuse.OK
 	}
 	return st
@@ -47,14 +50,24 @@ func (f *FS) lookup(parent uint64, name string, out *fuse.EntryOut) fuse.Status 
 
 // entry fills out for node with the given cache time, its attributes
 // having been set by the caller.
-func entry(out *fuse.EntryOut, node uint64, timeout time.Duration) fuse.Status {
+func (f *FS) entry(out *fuse.EntryOut, node uint64, timeout time.Duration) fuse.Status {
 	out.NodeId, out.Ino = node, node
-	out.SetEntryTimeout(timeout)
-	out.SetAttrTimeout(timeout)
+	out.SetEntryTimeout(f.ttl(timeout))
+	out.SetAttrTimeout(f.ttl(timeout))
 	return fuse.OK
 }
 
-func (f *FS) lookupRoot(name string, out *fuse.EntryOut) fuse.Status {
+// ttl is how long the kernel may keep an answer: timeout, but none at all
+// in a view other users enter, where the kernel would hand one caller's
+// answer to the next.
+func (f *FS) ttl(timeout time.Duration) time.Duration {
+	if f.cfg.AllowOther {
+		return 0
+	}
+	return timeout
+}
+
+func (f *FS) lookupRoot(c *caller, name string, out *fuse.EntryOut) fuse.Status {
 	var node uint64
 	switch name {
 	case "by-hash":
@@ -70,11 +83,11 @@ func (f *FS) lookupRoot(name string, out *fuse.EntryOut) fuse.Status {
 	default:
 		return fuse.ENOENT
 	}
-	timeout, st := f.getattr(node, &out.Attr)
+	timeout, st := f.getattr(c, node, &out.Attr)
 	if st != fuse.OK {
 		return st
 	}
-	return entry(out, node, timeout)
+	return f.entry(out, node, timeout)
 }
 
 // lookupGroup finds a group by its name, with one indexed query.
@@ -89,7 +102,7 @@ func (f *FS) lookupGroup(name string, out *fuse.EntryOut) fuse.Status {
 	}
 	node := ino(kindGroup, g.ID)
 	f.dirAttr(&out.Attr, node, g.ChangedAt)
-	return entry(out, node, rowTimeout)
+	return f.entry(out, node, rowTimeout)
 }
 
 // lookupCopy finds a copy by the name it shows under: its basename (the
@@ -117,7 +130,7 @@ func (f *FS) lookupCopy(contentID int64, name string, out *fuse.EntryOut) fuse.S
 	}
 	node := ino(kindLink, m.FileID)
 	f.copyAttr(&out.Attr, node, m)
-	return entry(out, node, linkTimeout)
+	return f.entry(out, node, linkTimeout)
 }
 
 // parseSize accepts the decimal names /by-size lists, nothing else.
@@ -145,7 +158,7 @@ func (f *FS) lookupSize(name string, out *fuse.EntryOut) fuse.Status {
 	}
 	node := ino(kindSizeDir, size)
 	f.dirAttr(&out.Attr, node, changed)
-	return entry(out, node, rowTimeout)
+	return f.entry(out, node, rowTimeout)
 }
 
 func (f *FS) lookupSizeLink(size int64, name string, out *fuse.EntryOut) fuse.Status {
@@ -162,7 +175,7 @@ func (f *FS) lookupSizeLink(size int64, name string, out *fuse.EntryOut) fuse.St
 	}
 	node := ino(kindSizeLink, g.ID)
 	f.linkAttr(&out.Attr, node, sizeTarget(g.GroupRef), g.ChangedAt)
-	return entry(out, node, rowTimeout)
+	return f.entry(out, node, rowTimeout)
 }
 
 // sizeTarget is where a by-size link points: the group's folder.
@@ -184,12 +197,12 @@ func (f *FS) lookupThumb(name string, out *fuse.EntryOut) fuse.Status {
 	}
 	node := ino(kindThumb, th.ID)
 	f.fileAttr(&out.Attr, node, th.BytesSize, th.FinishedAt)
-	return entry(out, node, rowTimeout)
+	return f.entry(out, node, rowTimeout)
 }
 
-// getattr fills the attributes of node and says how long the kernel may
-// keep them.
-func (f *FS) getattr(node uint64, a *fuse.Attr) (time.Duration, fuse.Status) {
+// getattr fills the attributes of node, as c sees them, and says how long
+// the kernel may keep them.
+func (f *FS) getattr(c *caller, node uint64, a *fuse.Attr) (time.Duration, fuse.Status) {
 	kind, id := split(node)
 	ctx := dbctx()
 	switch {
@@ -202,7 +215,7 @@ func (f *FS) getattr(node uint64, a *fuse.Attr) (time.Duration, fuse.Status) {
 		f.dirAttr(a, node, f.lastThumbChange())
 		return time.Second, fuse.OK
 	case node == inoStatus:
-		data, made, st := f.snapshot()
+		data, made, st := f.snapshot(c != nil)
 		if st == fuse.OK {
 			f.fileAttr(a, node, int64(len(data)), made)
 		}

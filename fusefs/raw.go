@@ -19,43 +19,59 @@ func (r *raw) String() string { return "dupefs" }
 func (r *raw) Init(*fuse.Server) {}
 
 func (r *raw) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	return r.f.lookup(h.NodeId, name, out)
+	return r.f.lookup(r.f.who(h), h.NodeId, name, out)
 }
 
 // Forget: no node is kept, so there is nothing to forget.
 func (r *raw) Forget(nodeid, nlookup uint64) {}
 
 func (r *raw) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	timeout, st := r.f.getattr(in.NodeId, &out.Attr)
-	out.SetTimeout(timeout)
+	c := r.f.who(&in.InHeader)
+	if !r.f.visible(c, in.NodeId) {
+		return fuse.ENOENT
+	}
+	timeout, st := r.f.getattr(c, in.NodeId, &out.Attr)
+	out.SetTimeout(r.f.ttl(timeout))
 	return st
 }
 
 func (r *raw) Readlink(_ <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
+	if !r.f.visible(r.f.who(h), h.NodeId) {
+		return nil, fuse.ENOENT
+	}
 	return r.f.readlink(h.NodeId)
 }
 
 // OpenDir answers ENOSYS: the kernel then opens folders without asking
 // (FUSE_NO_OPENDIR_SUPPORT, Linux 5.1) and caches their listings until the
 // watcher says they changed. A walk of the mount saves two round trips a
-// folder.
-func (r *raw) OpenDir(<-chan struct{}, *fuse.OpenIn, *fuse.OpenOut) fuse.Status { return fuse.ENOSYS }
+// folder. A view other users enter answers every caller on its own: its
+// folders are opened, and their listings never cached by the kernel.
+func (r *raw) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
+	if !r.f.cfg.AllowOther {
+		return fuse.ENOSYS
+	}
+	if !r.f.visible(r.f.who(&in.InHeader), in.NodeId) {
+		return fuse.ENOENT
+	}
+	return fuse.OK
+}
 
 func (r *raw) ReleaseDir(*fuse.ReleaseIn) {}
 
 func (r *raw) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	return r.f.readdir(in.NodeId, in.Offset, out, false)
+	return r.f.readdir(r.f.who(&in.InHeader), in.NodeId, in.Offset, out, false)
 }
 
 // ReadDirPlus lists a folder with the attributes of the entries that
 // offer them cheaply (the folders of /by-hash and /by-size): a cold walk
 // of the view then makes no LOOKUP per folder.
 func (r *raw) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	return r.f.readdir(in.NodeId, in.Offset, out, true)
+	return r.f.readdir(r.f.who(&in.InHeader), in.NodeId, in.Offset, out, true)
 }
 
 func (r *raw) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	return r.f.open(in, out)
+	return r.f.open(r.f.who(&in.InHeader), in, out)
 }
 
 func (r *raw) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {

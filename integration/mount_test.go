@@ -60,7 +60,7 @@ func startMount(tb testing.TB, db, mnt string, args ...string) *mountProc {
 func startMountEnv(tb testing.TB, env []string, db, mnt string, args ...string) *mountProc {
 	tb.Helper()
 	if os.Geteuid() != 0 {
-		tb.Fatal("the mount tests mount with mount(2): run them as root (CI does)")
+		tb.Skip("the mount tests mount with mount(2): run them as root (CI does)")
 	}
 	p := &mountProc{stderr: &bytes.Buffer{}, done: make(chan struct{}), mnt: mnt}
 	mountLogs[mnt] = p.stderr

@@ -395,3 +395,25 @@ func (db *DB) FileByID(ctx context.Context, id int64) (Member, error) {
 	}
 	return ms[0], nil
 }
+
+// GroupPaths lists the paths of the live copies of the group of content
+// id contentID, for a view that shows a group only to a caller who may
+// read one of its copies on disk.
+func (db *DB) GroupPaths(ctx context.Context, contentID int64) ([]string, error) {
+	rows, err := db.query(ctx, `SELECT d.path, f.name
+		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
+		WHERE c.id = ? AND c.inode_count >= 2 AND f.missing = 0 ORDER BY f.name, f.id`, contentID)
+	if err != nil {
+		return nil, classify("list the paths of a group", err)
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var dir, name string
+		if err := rows.Scan(&dir, &name); err != nil {
+			return nil, classify("list the paths of a group", err)
+		}
+		out = append(out, JoinPath(dir, name))
+	}
+	return out, classify("list the paths of a group", rows.Err())
+}

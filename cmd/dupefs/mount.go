@@ -158,6 +158,14 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 				b, err := json.MarshalIndent(s, "", "  ")
 				return append(b, '\n'), err
 			},
+			PublicStatus: func(ctx context.Context) ([]byte, error) {
+				s, err := buildStatus(ctx, db)
+				if err != nil {
+					return nil, err
+				}
+				b, err := json.MarshalIndent(publicStatusJSON{Hash: s.Hash, Totals: s.Totals, Thumbs: s.Thumbs}, "", "  ")
+				return append(b, '\n'), err
+			},
 			Logf: func(format string, args ...any) { con.Printf(format+"\n", args...) },
 		})
 		m, err := fsys.Mount(mnt)

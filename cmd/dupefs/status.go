@@ -67,6 +67,14 @@ type statusJSON struct {
 	active []store.Job
 }
 
+// publicStatusJSON is status.json for the other users of a view they may
+// enter: aggregates only, no root, path or index location.
+type publicStatusJSON struct {
+	Hash   string       `json:"hash_algorithm"`
+	Totals store.Totals `json:"totals"`
+	Thumbs thumbsJSON   `json:"thumbnails"`
+}
+
 // thumbsJSON counts thumbnails by status.
 type thumbsJSON struct {
 	Pending int64 `json:"pending"`

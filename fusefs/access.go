@@ -1,0 +1,260 @@
+package fusefs
+
+import (
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
+)
+
+// Who sees what. A view other users may enter (AllowOther) answers each
+// caller as the disk would: a copy is there only for a caller who could
+// open it for reading — search permission on every folder above it, read
+// permission on it, by its owner, group and other bits and its POSIX ACL —
+// and everything made from copies (a group, a size, a thumbnail, a folder
+// group) only where the caller can read one of them. What the caller
+// cannot read is absent (ENOENT), as if it were not there. Root, and the
+// user who mounted (who indexed it all), see everything. The caller is the
+// request's uid and gid and the supplementary groups of its process, read
+// from /proc/PID/status (none when they cannot be read). The answers of
+// the disk are kept a second per caller at most; the view only stats the
+// originals and their folders for them, and reads their ACLs.
+
+// caller is whom a request answers.
+type caller struct {
+	uid, gid uint32
+	groups   []uint32
+	key      string // uid, gid and groups: what answers may be kept under
+}
+
+// accessTTL bounds how long an answer of the disk is kept for a caller.
+const accessTTL = time.Second
+
+// who is the caller of a request when its answers must be narrowed to
+// what the caller may read on disk, or nil for a caller who sees all.
+func (f *FS) who(h *fuse.InHeader) *caller {
+	if !f.cfg.AllowOther || h == nil {
+		return nil
+	}
+	uid, gid := h.Caller.Uid, h.Caller.Gid
+	if uid == 0 || uid == f.uid {
+		return nil
+	}
+	groups := f.access.groups(h.Caller.Pid)
+	var b strings.Builder
+	b.WriteString(strconv.FormatUint(uint64(uid), 10) + ":" + strconv.FormatUint(uint64(gid), 10))
+	for _, g := range groups {
+		b.WriteString("," + strconv.FormatUint(uint64(g), 10))
+	}
+	return &caller{uid: uid, gid: gid, groups: groups, key: b.String()}
+}
+
+// accessCache keeps the answers of the disk for a moment.
+type accessCache struct {
+	mu    sync.Mutex
+	perms map[string]permEntry   // caller key + want + path
+	procs map[uint32]groupsEntry // the groups of a pid
+}
+
+type permEntry struct {
+	ok      bool
+	expires time.Time
+}
+
+type groupsEntry struct {
+	groups  []uint32
+	expires time.Time
+}
+
+// groups reads the supplementary groups of process pid (kept a second: a
+// process whose groups change is a new process, or says so within it).
+func (a *accessCache) groups(pid uint32) []uint32 {
+	now := time.Now()
+	a.mu.Lock()
+	if e, ok := a.procs[pid]; ok && now.Before(e.expires) {
+		a.mu.Unlock()
+		return e.groups
+	}
+	a.mu.Unlock()
+	var out []uint32
+	if b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/status"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			if rest, ok := strings.CutPrefix(line, "Groups:"); ok {
+				for _, g := range strings.Fields(rest) {
+					if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+						out = append(out, uint32(n))
+					}
+				}
+			}
+		}
+	}
+	slices.Sort(out)
+	a.mu.Lock()
+	if a.procs == nil || len(a.procs) > 4096 {
+		a.procs = map[uint32]groupsEntry{}
+	}
+	a.procs[pid] = groupsEntry{groups: out, expires: now.Add(accessTTL)}
+	a.mu.Unlock()
+	return out
+}
+
+// What a caller needs of a path.
+const (
+	wantRead   = 4 // read a file, list a folder
+	wantSearch = 1 // pass through a folder
+)
+
+// mayRead reports whether c could open the file at path for reading:
+// search permission on every folder above it and read permission on it.
+func (f *FS) mayRead(c *caller, path string) bool {
+	return f.mayReach(c, filepath.Dir(path)) && f.allowed(c, path, wantRead)
+}
+
+// mayList reports whether c could list the folder at path.
+func (f *FS) mayList(c *caller, path string) bool {
+	return f.mayReach(c, filepath.Dir(path)) && f.allowed(c, path, wantRead|wantSearch)
+}
+
+// mayReach reports whether c could pass through every folder from / down
+// to dir, dir included.
+func (f *FS) mayReach(c *caller, dir string) bool {
+	if dir != "/" && !f.mayReach(c, filepath.Dir(dir)) {
+		return false
+	}
+	return f.allowed(c, dir, wantSearch)
+}
+
+// allowed reports whether the disk grants c want on path, as the kernel
+// would decide it (kept accessTTL).
+func (f *FS) allowed(c *caller, path string, want uint32) bool {
+	k := c.key + "\x00" + strconv.Itoa(int(want)) + "\x00" + path
+	now := time.Now()
+	a := &f.access
+	a.mu.Lock()
+	if e, ok := a.perms[k]; ok && now.Before(e.expires) {
+		a.mu.Unlock()
+		return e.ok
+	}
+	a.mu.Unlock()
+	ok := grants(c, path, want)
+	a.mu.Lock()
+	if a.perms == nil || len(a.perms) > 1<<16 {
+		a.perms = map[string]permEntry{}
+	}
+	a.perms[k] = permEntry{ok: ok, expires: now.Add(accessTTL)}
+	a.mu.Unlock()
+	return ok
+}
+
+// grants decides want for c on path from its mode and owner, or its POSIX
+// access ACL when it has one (ACL_USER_OBJ, named users, the owning and
+// named groups under the mask, others), as the kernel's permission check
+// does.
+func grants(c *caller, path string, want uint32) bool {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return false
+	}
+	inGroup := func(g uint32) bool { return g == c.gid || slices.Contains(c.groups, g) }
+	if acl, ok := readACL(path); ok {
+		return acl.grants(c, st.Uid, st.Gid, inGroup, want)
+	}
+	mode := st.Mode & 0o777
+	var bits uint32
+	switch {
+	case c.uid == st.Uid:
+		bits = mode >> 6
+	case inGroup(st.Gid):
+		bits = mode >> 3
+	default:
+		bits = mode
+	}
+	return bits&7&want == want
+}
+
+// aclEntry is one entry of a POSIX ACL.
+type aclEntry struct {
+	tag  uint16
+	perm uint16
+	id   uint32
+}
+
+type acl []aclEntry
+
+// POSIX ACL tags, as the xattr stores them.
+const (
+	aclUserObj  = 0x01
+	aclUser     = 0x02
+	aclGroupObj = 0x04
+	aclGroup    = 0x08
+	aclMask     = 0x10
+	aclOther    = 0x20
+)
+
+// readACL reads the access ACL of path (system.posix_acl_access), if it
+// has one beyond its mode.
+func readACL(path string) (acl, bool) {
+	buf := make([]byte, 1024)
+	n, err := unix.Lgetxattr(path, "system.posix_acl_access", buf)
+	if err != nil || n < 4 || binary.LittleEndian.Uint32(buf) != 2 {
+		return nil, false
+	}
+	var a acl
+	for off := 4; off+8 <= n; off += 8 {
+		a = append(a, aclEntry{tag: binary.LittleEndian.Uint16(buf[off:]), perm: binary.LittleEndian.Uint16(buf[off+2:]),
+			id: binary.LittleEndian.Uint32(buf[off+4:])})
+	}
+	return a, len(a) > 0
+}
+
+// grants is the kernel's ACL check (posix_acl_permission).
+func (a acl) grants(c *caller, owner, group uint32, inGroup func(uint32) bool, want uint32) bool {
+	var mask uint16 = 7
+	hasMask := false
+	for _, e := range a {
+		if e.tag == aclMask {
+			mask, hasMask = e.perm, true
+		}
+	}
+	ok := func(perm uint16, masked bool) bool {
+		if masked && hasMask {
+			perm &= mask
+		}
+		return uint32(perm)&want == want
+	}
+	for _, e := range a {
+		if e.tag == aclUserObj && c.uid == owner {
+			return ok(e.perm, false)
+		}
+	}
+	for _, e := range a {
+		if e.tag == aclUser && e.id == c.uid {
+			return ok(e.perm, true)
+		}
+	}
+	found := false
+	for _, e := range a {
+		if (e.tag == aclGroupObj && inGroup(group)) || (e.tag == aclGroup && inGroup(e.id)) {
+			found = true
+			if ok(e.perm, true) {
+				return true
+			}
+		}
+	}
+	if found {
+		return false
+	}
+	for _, e := range a {
+		if e.tag == aclOther {
+			return ok(e.perm, false)
+		}
+	}
+	return false
+}

@@ -1,0 +1,108 @@
+package integration
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// Mounted by root for everyone (--allow-other), the view answers an
+// ordinary user as the disk would: no name, size, hash or byte of a file
+// they cannot read on disk, while the groups of what they can read are
+// there, listing only the copies they can reach. Root walks the view first,
+// so that nothing the kernel kept of root's answers reaches the user.
+func TestOtherUsersSeeWhatTheDiskShowsThem(t *testing.T) {
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Fatal("setpriv is missing (Debian package util-linux; .ci/run installs it)")
+	}
+	for _, serve := range []string{"links", "files"} {
+		t.Run(serve, func(t *testing.T) {
+			base := t.TempDir()
+			os.Chmod(base, 0o755)
+			os.Chmod(filepath.Dir(base), 0o755)
+			tree := filepath.Join(base, "tree")
+			write := func(rel, data string, mode os.FileMode, gid int) {
+				p := filepath.Join(tree, rel)
+				os.MkdirAll(filepath.Dir(p), 0o755)
+				if err := os.WriteFile(p, []byte(data), mode); err != nil {
+					t.Fatal(err)
+				}
+				os.Chmod(p, mode)
+				if gid != 0 {
+					os.Chown(p, 0, gid)
+				}
+			}
+			write("pub/a.txt", "public", 0o644, 0)
+			write("pub2/a.txt", "public", 0o644, 0)
+			write("secret/s.txt", "secret-shared", 0o644, 0) // readable, in a folder no one may enter
+			write("pub/s.txt", "secret-shared", 0o644, 0)
+			os.Chmod(filepath.Join(tree, "secret"), 0o700)
+			write("priv/x.txt", "private", 0o600, 0)
+			write("priv2/x.txt", "private", 0o600, 0)
+			write("grp/g.txt", "group-only", 0o640, 4321)
+			write("grp2/g.txt", "group-only", 0o640, 4321)
+			mnt := filepath.Join(base, "mnt")
+			os.Mkdir(mnt, 0o755)
+			db := filepath.Join(base, "index.db")
+			args := []string{tree, "--allow-other"}
+			if serve == "files" {
+				args = append(args, "--serve", "files")
+			}
+			startMount(t, db, mnt, args...)
+			waitIndexed(t, mnt)
+			key := func(s string) string { h := sha256.Sum256([]byte(s)); return "sha256:" + hex.EncodeToString(h[:]) }
+			// Root first: everything, into every cache the kernel has.
+			rootView, err := sh(t, "find "+mnt+" -print; find "+mnt+" -type l -exec readlink {} +; cat "+mnt+"/status.json")
+			if err != nil || !strings.Contains(rootView, key("private")) {
+				t.Fatalf("root's walk: %v\n%s", err, rootView)
+			}
+			as := func(groups string, script string) string {
+				args := []string{"--reuid=65534", "--regid=65534"}
+				if groups == "" {
+					args = append(args, "--clear-groups")
+				} else {
+					args = append(args, "--groups="+groups)
+				}
+				out, _ := exec.Command("setpriv", append(args, "sh", "-c", script)...).CombinedOutput()
+				return string(out)
+			}
+			view := as("", "find "+mnt+" -print; find "+mnt+" -type l -exec readlink {} +; cat "+mnt+"/status.json; ls -lR "+mnt)
+			for _, want := range []string{key("public"), key("secret-shared"), "by-size/6", "by-size/13"} {
+				if !strings.Contains(view, want) {
+					t.Errorf("the user does not see %s, which they may read on disk:\n%s", want, view)
+				}
+			}
+			for _, hidden := range []string{key("private"), key("group-only"), "by-size/7\n", "by-size/10\n", "priv", "secret/",
+				"\"index\":", "\"roots\": [", tree + "\n"} {
+				if strings.Contains(view, hidden) {
+					t.Errorf("the user sees %q, which they cannot reach on disk:\n%s", hidden, view)
+				}
+			}
+			// The group of what is also in the secret folder lists only
+			// the copy the user can reach.
+			if n := strings.Count(as("", "ls "+filepath.Join(mnt, "by-hash", key("secret-shared"))), "s.txt"); n != 1 {
+				t.Errorf("the user lists %d copies of secret-shared, want the 1 they may reach", n)
+			}
+			if serve == "files" {
+				out := as("", "cat "+filepath.Join(mnt, "by-hash", key("public"))+"/*")
+				if out != "publicpublic" {
+					t.Errorf("the user reads %q from the public group, want both copies' bytes", out)
+				}
+				if out := as("", "cat "+filepath.Join(mnt, "by-hash", key("private"), "x.txt")+" 2>&1"); !strings.Contains(out, "No such file") {
+					t.Errorf("the user reading a private copy: %q, want no such file", out)
+				}
+			}
+			// In the group that may read them, the user sees those files.
+			if view := as("4321", "ls "+filepath.Join(mnt, "by-hash")); !strings.Contains(view, key("group-only")) {
+				t.Errorf("with group 4321 the user does not see the group's files:\n%s", view)
+			}
+			if view := as("", "ls "+filepath.Join(mnt, "by-hash")); strings.Contains(view, key("group-only")) {
+				t.Errorf("without group 4321 the user still sees its files (a kept answer?)")
+			}
+		})
+	}
+}
