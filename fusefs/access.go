@@ -59,8 +59,51 @@ func (f *FS) who(h *fuse.InHeader) *caller {
 // accessCache keeps the answers of the disk for a moment.
 type accessCache struct {
 	mu    sync.Mutex
-	perms map[string]permEntry   // caller key + want + path
+	perms map[string]permEntry   // caller key + want + path, or + node
 	procs map[uint32]groupsEntry // the groups of a pid
+	attrs map[string]attrEntry   // a path's mode, owner and ACL
+	paths map[int64]pathsEntry   // the paths of a group's copies
+}
+
+// attrEntry is what the permission check reads of a path.
+type attrEntry struct {
+	st      unix.Stat_t
+	ok      bool // the path was there
+	acl     acl
+	hasACL  bool
+	expires time.Time
+}
+
+type pathsEntry struct {
+	paths   []string
+	expires time.Time
+}
+
+// attrs reads the mode, owner and access ACL of path, kept accessTTL for
+// every caller.
+func (a *accessCache) attrsOf(path string) attrEntry {
+	now := time.Now()
+	a.mu.Lock()
+	if e, ok := a.attrs[path]; ok && now.Before(e.expires) {
+		a.mu.Unlock()
+		return e
+	}
+	a.mu.Unlock()
+	e := attrEntry{expires: now.Add(accessTTL)}
+	if unix.Lstat(path, &e.st) == nil {
+		e.ok = true
+		e.acl, e.hasACL = readACL(path)
+	}
+	a.mu.Lock()
+	if a.attrs == nil {
+		a.attrs = map[string]attrEntry{}
+	}
+	if len(a.attrs) > cacheCap {
+		sweep(a.attrs, now, func(e attrEntry) time.Time { return e.expires })
+	}
+	a.attrs[path] = e
+	a.mu.Unlock()
+	return e
 }
 
 type permEntry struct {
@@ -143,28 +186,33 @@ func (f *FS) allowed(c *caller, path string, want uint32) bool {
 		return e.ok
 	}
 	a.mu.Unlock()
-	ok := grants(c, path, want)
+	ok := grants(c, a.attrsOf(path), want)
 	a.mu.Lock()
-	if a.perms == nil || len(a.perms) > 1<<16 {
-		a.perms = map[string]permEntry{}
-	}
-	a.perms[k] = permEntry{ok: ok, expires: now.Add(accessTTL)}
+	a.keep(k, ok, now)
 	a.mu.Unlock()
 	return ok
 }
 
-// grants decides want for c on path from its mode and owner, or its POSIX
-// access ACL when it has one (ACL_USER_OBJ, named users, the owning and
+// grants decides want for c on a path (e: what it is) from its mode and
+// owner, or its POSIX access ACL when it has one (ACL_USER_OBJ, named users, the owning and
 // named groups under the mask, others), as the kernel's permission check
 // does.
-func grants(c *caller, path string, want uint32) bool {
-	var st unix.Stat_t
-	if unix.Lstat(path, &st) != nil {
+func grants(c *caller, e attrEntry, want uint32) bool {
+	if !e.ok {
 		return false
 	}
+	st := &e.st
+	if want&forEveryone != 0 {
+		want &^= forEveryone
+		if e.hasACL {
+			return false
+		}
+		all := want<<6 | want<<3 | want
+		return uint32(st.Mode)&all == all
+	}
 	inGroup := func(g uint32) bool { return g == c.gid || slices.Contains(c.groups, g) }
-	if acl, ok := readACL(path); ok {
-		return acl.grants(c, st.Uid, st.Gid, inGroup, want)
+	if e.hasACL {
+		return e.acl.grants(c, st.Uid, st.Gid, inGroup, want)
 	}
 	mode := st.Mode & 0o777
 	var bits uint32
@@ -257,4 +305,51 @@ func (a acl) grants(c *caller, owner, group uint32, inGroup func(uint32) bool, w
 		}
 	}
 	return false
+}
+
+// allReach reports whether every user may pass through every folder from
+// / down to dir.
+func (f *FS) allReach(dir string) bool {
+	if dir != "/" && !f.allReach(filepath.Dir(dir)) {
+		return false
+	}
+	return f.forAll(dir, wantSearch)
+}
+
+// forAll reports whether the disk grants want on path to every user
+// alike: owner, group and others each have it, and no ACL says otherwise
+// (kept accessTTL).
+func (f *FS) forAll(path string, want uint32) bool {
+	return f.allowed(&caller{key: "*"}, path, want|forEveryone)
+}
+
+// forEveryone marks a want asked for every user at once.
+const forEveryone = 1 << 8
+
+// cacheCap is how many answers a cache holds before it drops those whose
+// time is up: the answers of the last second, in a walk.
+const cacheCap = 1 << 14
+
+// sweep drops the entries of m whose time is up, or all of them when that
+// leaves more than cacheCap.
+func sweep[K comparable, V any](m map[K]V, now time.Time, expires func(V) time.Time) {
+	for k, v := range m {
+		if !now.Before(expires(v)) {
+			delete(m, k)
+		}
+	}
+	if len(m) > cacheCap {
+		clear(m)
+	}
+}
+
+// keep records an answer under k (a.mu held).
+func (a *accessCache) keep(k string, ok bool, now time.Time) {
+	if a.perms == nil {
+		a.perms = map[string]permEntry{}
+	}
+	if len(a.perms) > cacheCap {
+		sweep(a.perms, now, func(e permEntry) time.Time { return e.expires })
+	}
+	a.perms[k] = permEntry{ok: ok, expires: now.Add(accessTTL)}
 }

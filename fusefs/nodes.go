@@ -42,7 +42,9 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 	}
 	if st == fuse.ENOENT {
 		*out = fuse.EntryOut{}
-		out.SetEntryTimeout(f.ttl(negTimeout))
+		if !f.cfg.AllowOther { // absent for one caller, there for another
+			out.SetEntryTimeout(negTimeout)
+		}
 		return fuse.OK
 	}
 	return st
@@ -52,16 +54,17 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 // having been set by the caller.
 func (f *FS) entry(out *fuse.EntryOut, node uint64, timeout time.Duration) fuse.Status {
 	out.NodeId, out.Ino = node, node
-	out.SetEntryTimeout(f.ttl(timeout))
-	out.SetAttrTimeout(f.ttl(timeout))
+	timeout = f.ttl(node, timeout)
+	out.SetEntryTimeout(timeout)
+	out.SetAttrTimeout(timeout)
 	return fuse.OK
 }
 
-// ttl is how long the kernel may keep an answer: timeout, but none at all
-// in a view other users enter, where the kernel would hand one caller's
-// answer to the next.
-func (f *FS) ttl(timeout time.Duration) time.Duration {
-	if f.cfg.AllowOther {
+// ttl is how long the kernel may keep an answer about node: timeout, but
+// none in a view other users enter when the answer is not the same for
+// every user (the kernel would hand one caller's answer to the next).
+func (f *FS) ttl(node uint64, timeout time.Duration) time.Duration {
+	if !f.public(node) {
 		return 0
 	}
 	return timeout

@@ -31,7 +31,7 @@ func (r *raw) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) 
 		return fuse.ENOENT
 	}
 	timeout, st := r.f.getattr(c, in.NodeId, &out.Attr)
-	out.SetTimeout(r.f.ttl(timeout))
+	out.SetTimeout(r.f.ttl(in.NodeId, timeout))
 	return st
 }
 
@@ -46,13 +46,17 @@ func (r *raw) Readlink(_ <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status
 // (FUSE_NO_OPENDIR_SUPPORT, Linux 5.1) and caches their listings until the
 // watcher says they changed. A walk of the mount saves two round trips a
 // folder. A view other users enter answers every caller on its own: its
-// folders are opened, and their listings never cached by the kernel.
+// folders are opened, and the kernel keeps only listings that are the
+// same for every user.
 func (r *raw) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	if !r.f.cfg.AllowOther {
 		return fuse.ENOSYS
 	}
 	if !r.f.visible(r.f.who(&in.InHeader), in.NodeId) {
 		return fuse.ENOENT
+	}
+	if r.f.listingPublic(in.NodeId) {
+		out.OpenFlags = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE // the same for every user
 	}
 	return fuse.OK
 }

@@ -2,9 +2,41 @@ package fusefs
 
 import (
 	"path/filepath"
+	"strconv"
+	"time"
 
 	"github.com/dupefs/dupefs/store"
 )
+
+// reader is whose reading decides what a node shows: a caller, or everyone
+// at once.
+type reader interface {
+	read(path string) bool // may open the file at path for reading
+	list(path string) bool // may list the folder at path
+	key() string           // what answers for it may be kept under
+}
+
+// callerReader is a caller's reading.
+type callerReader struct {
+	f *FS
+	c *caller
+}
+
+func (r callerReader) read(path string) bool { return r.f.mayRead(r.c, path) }
+func (r callerReader) list(path string) bool { return r.f.mayList(r.c, path) }
+func (r callerReader) key() string           { return r.c.key }
+
+// everyone reads what every user may read: every folder above it, and it,
+// open to owner, group and others alike, with no ACL.
+type everyone struct{ f *FS }
+
+func (r everyone) read(path string) bool {
+	return r.f.allReach(filepath.Dir(path)) && r.f.forAll(path, wantRead)
+}
+func (r everyone) list(path string) bool {
+	return r.f.allReach(filepath.Dir(path)) && r.f.forAll(path, wantRead|wantSearch)
+}
+func (r everyone) key() string { return "*" }
 
 // visible reports whether node is there for c (see access.go); nil sees
 // everything. A copy is there when c may read it; a group, a size folder,
@@ -15,16 +47,57 @@ func (f *FS) visible(c *caller, node uint64) bool {
 	if c == nil {
 		return true
 	}
+	return f.shows(callerReader{f, c}, node)
+}
+
+// public reports whether node is there for every user alike: its answer
+// may then stay in the kernel's cache, whoever asks next.
+func (f *FS) public(node uint64) bool {
+	if !f.cfg.AllowOther {
+		return true
+	}
+	if node == inoStatus {
+		return false // each reader has its own
+	}
+	return f.shows(everyone{f}, node)
+}
+
+// shows is visible for r, kept accessTTL per reader and node.
+func (f *FS) shows(r reader, node uint64) bool {
 	kind, id := split(node)
-	ctx := dbctx()
-	switch kind {
-	case 0:
+	if kind == 0 {
 		return true // the fixed folders and status.json
+	}
+	k := r.key() + "\x00n" + strconv.FormatUint(node, 10)
+	now := time.Now()
+	a := &f.access
+	a.mu.Lock()
+	if e, ok := a.perms[k]; ok && now.Before(e.expires) {
+		a.mu.Unlock()
+		return e.ok
+	}
+	a.mu.Unlock()
+	ok := f.showsNow(r, kind, id)
+	a.mu.Lock()
+	a.keep(k, ok, now)
+	a.mu.Unlock()
+	return ok
+}
+
+func (f *FS) showsNow(r reader, kind uint64, id int64) bool {
+	ctx := dbctx()
+	if l, ok := r.(listingReader); ok {
+		if kind == kindGroup {
+			return f.groupShows(l.everyone, id, true)
+		}
+		return f.folderGroupShows(l.everyone, id, true)
+	}
+	switch kind {
 	case kindGroup, kindSizeLink:
-		return f.groupVisible(c, id)
+		return f.groupShows(r, id, false)
 	case kindLink:
 		m, err := f.db.FileByID(ctx, id)
-		return err == nil && f.mayRead(c, m.Path())
+		return err == nil && r.read(m.Path())
 	case kindSizeDir:
 		for after := int64(0); ; {
 			gs, err := f.db.SizeGroupsPage(ctx, id, after, pageSize)
@@ -32,7 +105,7 @@ func (f *FS) visible(c *caller, node uint64) bool {
 				return false
 			}
 			for _, g := range gs {
-				if f.groupVisible(c, g.ID) {
+				if f.groupShows(r, g.ID, false) {
 					return true
 				}
 			}
@@ -43,35 +116,57 @@ func (f *FS) visible(c *caller, node uint64) bool {
 		}
 	case kindThumb:
 		th, err := f.db.ThumbByID(ctx, id)
-		return err == nil && f.groupVisible(c, th.ContentID)
+		return err == nil && f.groupShows(r, th.ContentID, false)
 	case kindFolderGroup:
-		for after := int64(0); ; {
-			ms, err := f.db.FolderMembersPage(ctx, id, after, pageSize)
-			if err != nil {
-				return false
-			}
-			for _, m := range ms {
-				if f.folderReadable(c, m.Path) {
-					return true
-				}
-			}
-			if len(ms) < pageSize {
-				return false
-			}
-			after = ms[len(ms)-1].FolderID
-		}
+		return f.folderGroupShows(r, id, false)
 	case kindFolderLink:
 		m, err := f.db.FolderMemberOf(ctx, id)
-		return err == nil && f.folderReadable(c, m.Path)
+		return err == nil && f.folderReadable(r, m.Path)
 	}
 	return false
 }
 
-// folderReadable reports whether c may read all of the folder at dir: list
+// groupShows reports whether r may read a copy of the group of content
+// id contentID (all: every copy).
+func (f *FS) groupShows(r reader, contentID int64, all bool) bool {
+	paths, err := f.groupPaths(contentID)
+	if err != nil {
+		f.logf("dupefs: %v", err)
+		return false
+	}
+	for _, p := range paths {
+		if r.read(p) != all {
+			return !all
+		}
+	}
+	return all && len(paths) > 0
+}
+
+// folderGroupShows reports whether r may read all of one folder of a
+// folder group (all: of every folder).
+func (f *FS) folderGroupShows(r reader, groupID int64, all bool) bool {
+	for after := int64(0); ; {
+		ms, err := f.db.FolderMembersPage(dbctx(), groupID, after, pageSize)
+		if err != nil {
+			return false
+		}
+		for _, m := range ms {
+			if f.folderReadable(r, m.Path) != all {
+				return !all
+			}
+		}
+		if len(ms) < pageSize {
+			return all
+		}
+		after = ms[len(ms)-1].FolderID
+	}
+}
+
+// folderReadable reports whether r may read all of the folder at dir: list
 // it and every folder under it, and read every file (a folder group tells
 // that two folders hold the same bytes).
-func (f *FS) folderReadable(c *caller, dir string) bool {
-	if !f.mayList(c, dir) {
+func (f *FS) folderReadable(r reader, dir string) bool {
+	if !r.list(dir) {
 		return false
 	}
 	files, _, err := f.db.SubtreeContents(dbctx(), dir)
@@ -82,30 +177,69 @@ func (f *FS) folderReadable(c *caller, dir string) bool {
 	listed := map[string]bool{dir: true}
 	for _, sf := range files {
 		for d := filepath.Dir(sf.Path); !listed[d] && store.Below(dir, d); d = filepath.Dir(d) {
-			if !f.mayList(c, d) {
+			if !r.list(d) {
 				return false
 			}
 			listed[d] = true
 		}
-		if !f.mayRead(c, sf.Path) {
+		if !r.read(sf.Path) {
 			return false
 		}
 	}
 	return true
 }
 
-// groupVisible reports whether c may read a copy of the group of content
-// id contentID.
-func (f *FS) groupVisible(c *caller, contentID int64) bool {
+// groupPathsTTL bounds how long the paths of a group's copies are kept:
+// the watcher forgets those of a group that changed at once (forgetGroup),
+// so this only bounds the memory of groups no one asks about.
+const groupPathsTTL = time.Minute
+
+// forgetGroup drops the paths kept of a group that changed.
+func (a *accessCache) forgetGroup(contentID int64) {
+	a.mu.Lock()
+	delete(a.paths, contentID)
+	a.mu.Unlock()
+}
+
+// groupPaths is GroupPaths, kept until the group changes: a walk asks it
+// of each group for every reader and every request. (What the disk says
+// of those paths is asked again within accessTTL.)
+func (f *FS) groupPaths(contentID int64) ([]string, error) {
+	now := time.Now()
+	a := &f.access
+	a.mu.Lock()
+	if e, ok := a.paths[contentID]; ok && now.Before(e.expires) {
+		a.mu.Unlock()
+		return e.paths, nil
+	}
+	a.mu.Unlock()
 	paths, err := f.db.GroupPaths(dbctx(), contentID)
 	if err != nil {
-		f.logf("dupefs: %v", err)
+		return nil, err
+	}
+	a.mu.Lock()
+	if a.paths == nil {
+		a.paths = map[int64]pathsEntry{}
+	}
+	if len(a.paths) > cacheCap {
+		sweep(a.paths, now, func(e pathsEntry) time.Time { return e.expires })
+	}
+	a.paths[contentID] = pathsEntry{paths: paths, expires: now.Add(groupPathsTTL)}
+	a.mu.Unlock()
+	return paths, nil
+}
+
+// listingPublic reports whether the listing of folder node is the same for
+// every user: the kernel may then keep it.
+func (f *FS) listingPublic(node uint64) bool {
+	if kind, _ := split(node); kind != kindGroup && kind != kindFolderGroup {
 		return false
 	}
-	for _, p := range paths {
-		if f.mayRead(c, p) {
-			return true
-		}
-	}
-	return false
+	return f.shows(listingReader{everyone{f}}, node)
 }
+
+// listingReader stands for "every user, every entry" in shows' cache: a
+// listing is the same for all when every copy (or folder) in it is theirs.
+type listingReader struct{ everyone }
+
+func (r listingReader) key() string { return "*L" }

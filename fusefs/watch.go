@@ -104,6 +104,7 @@ func (f *FS) applyChanges(ctx context.Context, seq int64) int64 {
 // copies are kept a second only.) The kernel answers ENOENT for what it
 // did not hold; that is ignored.
 func (f *FS) invalidate(c store.Change) {
+	f.access.forgetGroup(c.ID)
 	k := key(c.GroupRef)
 	f.srv.EntryNotify(inoByHash, k)
 	f.srv.InodeNotify(ino(kindGroup, c.ID), 0, 0)

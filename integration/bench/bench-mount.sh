@@ -72,6 +72,24 @@ bench_mount() {
 		kill -TERM "$fpid"
 		wait "$fpid" || true
 	fi
+	# The same view others may enter (--allow-other): every caller answered
+	# as the disk would answer them, and nothing kept by the kernel. Its
+	# owner's walk, and another user's (setpriv; as root only).
+	local other=0 pid2 mnt2=$WORK/mnt-other
+	if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+		other=1
+		mkdir -p "$mnt2"
+		"$BIN" --db "$db" mount "$mnt2" --no-index --no-thumbs --allow-other 2>"$WORK/mount-other.err" &
+		pid2=$!
+		trap 'kill -TERM '"$pid $pid2"' 2>/dev/null; wait '"$pid $pid2"' 2>/dev/null; umount -l "'"$mnt"'" 2>/dev/null; umount -l "'"$mnt2"'" 2>/dev/null' EXIT
+		for _ in $(seq 300); do [ -r "$mnt2/status.json" ] && cat "$mnt2/status.json" >/dev/null 2>&1 && break; sleep 0.1; done
+		for ((r = 0; r < RUNS; r++)); do
+			timed m.findowner sh -c "find '$mnt2' -type l | wc -l >'$WORK/m.linksowner'"
+			timed m.findother sh -c "setpriv --reuid=65534 --regid=65534 --clear-groups find '$mnt2' -type l | wc -l >'$WORK/m.linksother'"
+		done
+		kill -TERM "$pid2"
+		wait "$pid2" || true
+	fi
 	groups=$(($(cat "$WORK/m.groups") - 2)) # . and ..
 	links=$(cat "$WORK/m.links")
 	files=$(cat "$WORK/m.files")
@@ -90,6 +108,10 @@ bench_mount() {
 		printf '| ls -f /by-hash | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.ls"))" "$(col 1 "$WORK/t.m.ls")"
 		printf '| find mount -type l | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.find"))" "$(col 1 "$WORK/t.m.find")"
 		printf '| find originals -type f | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.findorig"))" "$(col 1 "$WORK/t.m.findorig")"
+		if [ "$other" = 1 ]; then
+			printf '| find mount -type l, --allow-other, as its owner (root) | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.findowner"))" "$(col 1 "$WORK/t.m.findowner")"
+			printf '| find mount -type l, --allow-other, as another user (%s links seen) | %.3f | %s|\n' "$(cat "$WORK/m.linksother")" "$("$TOOL" median $(col 1 "$WORK/t.m.findother"))" "$(col 1 "$WORK/t.m.findother")"
+		fi
 		if cold_ok; then
 			local c r fl
 			c=$("$TOOL" median $(col 1 "$WORK/t.m.coldfind"))
