@@ -61,13 +61,18 @@ func (f *FS) entry(out *fuse.EntryOut, node uint64, timeout time.Duration) fuse.
 }
 
 // ttl is how long the kernel may keep an answer about node: timeout, but
-// none in a view other users enter when the answer is not the same for
+// in a view other users enter none when the answer is not the same for
 // every user (the kernel would hand one caller's answer to the next).
 func (f *FS) ttl(node uint64, timeout time.Duration) time.Duration {
-	if !f.public(node) {
+	switch {
+	case !f.cfg.AllowOther:
+		return timeout
+	case !f.public(node):
 		return 0
 	}
-	return timeout
+	// The same for every user: kept no longer than what the disk said of
+	// it (a chmod shows within a second).
+	return min(timeout, accessTTL)
 }
 
 func (f *FS) lookupRoot(c *caller, name string, out *fuse.EntryOut) fuse.Status {
