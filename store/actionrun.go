@@ -26,20 +26,6 @@ var QueueActions = &Queue{
 	Scoped:  true,
 }
 
-// QueueUndo is the same table seen by dupefs undo: done actions of a plan,
-// latest first, claimed under the same leases (an undo is no state of its
-// own: the action stays done until it is reverted; undo_dev and undo_ino
-// record the file an undo under way made).
-var QueueUndo = &Queue{
-	Table:   "actions",
-	Held:    QueueActions.Held,
-	Ready:   "worker_id IS NULL AND state = 'done' AND op <> 'unlink'",
-	Order:   "id DESC",
-	OnClaim: "updated_at = " + nowSQL,
-	OnStale: "updated_at = " + nowSQL,
-	Scoped:  true,
-}
-
 // fenceSQL is the fence of a write on an action the caller holds: ?1 id,
 // ?2 owner, ?3 attempt, besides moveAction's own arguments.
 const fenceSQL = "worker_id = ?%d AND attempt = ?%d"
@@ -87,74 +73,6 @@ func (tx *Tx) actionsByID(ids []int64) ([]Action, error) {
 		out = append(out, a)
 	}
 	return out, classify("read actions", rows.Err())
-}
-
-// ClaimUndo claims the next done action of a plan to revert, latest first,
-// but for those in skip (this undo left them as they are) and deletions
-// (which cannot be undone).
-func (db *DB) ClaimUndo(ctx context.Context, planID int64, skip []int64, owner string, ttl time.Duration) (Action, error) {
-	var a Action
-	err := db.Write(ctx, func(tx *Tx) error {
-		l, err := tx.claim(QueueUndo, "plan_id = ?4 AND id NOT IN (SELECT value FROM json_each(?5))", owner, ttl,
-			planID, jsonInts(skip))
-		if errors.Is(err, ErrNotFound) {
-			return nil // commit the recovery all the same
-		}
-		if err != nil {
-			return err
-		}
-		as, err := tx.actionsByID([]int64{l.ID})
-		if err == nil && len(as) == 1 {
-			a = as[0]
-			a.Lease = l
-		}
-		return err
-	})
-	if err == nil && a.ID == 0 {
-		err = ErrNotFound
-	}
-	return a, err
-}
-
-// ReleaseDeadUndo frees the done actions of plan held by undo workers that
-// dead says are gone, so the next undo takes them up at once (what such a
-// worker recorded of its step, undo_dev and undo_ino, stays for it).
-func (db *DB) ReleaseDeadUndo(ctx context.Context, plan int64, dead func(worker string) bool) (int, error) {
-	rows, err := db.query(ctx, `SELECT DISTINCT worker_id FROM actions WHERE plan_id = ? AND state = 'done'
-		AND worker_id IS NOT NULL`, plan)
-	if err != nil {
-		return 0, classify("list undo workers", err)
-	}
-	var gone []string
-	for rows.Next() {
-		var w string
-		if err := rows.Scan(&w); err != nil {
-			rows.Close()
-			return 0, classify("list undo workers", err)
-		}
-		if dead(w) {
-			gone = append(gone, w)
-		}
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(gone) == 0 {
-		return 0, classify("list undo workers", err)
-	}
-	var n int64
-	err = db.Write(ctx, func(tx *Tx) error {
-		n = 0
-		for _, w := range gone {
-			res, err := tx.exec("free a dead undo's actions", `UPDATE actions SET worker_id = NULL, worker_heartbeat_at = NULL,
-				lease_expires_at = NULL, updated_at = `+nowSQL+` WHERE plan_id = ?1 AND state = 'done' AND worker_id = ?2`, plan, w)
-			if err != nil {
-				return err
-			}
-			k, _ := res.RowsAffected()
-			n += k
-		}
-		return nil
-	})
-	return int(n), err
 }
 
 // TakeOver claims an action that a dead worker (a.Worker; "" for none)
@@ -273,19 +191,6 @@ func (tx *Tx) notePlanReverted(actionID int64) error {
 		WHERE id = (SELECT plan_id FROM actions WHERE id = ?) AND NOT EXISTS
 		(SELECT 1 FROM actions a WHERE a.plan_id = plans.id AND a.state = 'done')`, actionID)
 	return err
-}
-
-// StartUndo records, under the lease, the file an undo made to take the
-// copy's place, before it is renamed there: a killed undo is then finished
-// or rolled back from what the disk shows.
-func (tx *Tx) StartUndo(l Lease, dev, ino uint64) error {
-	return tx.update(l, `undo_dev = ?5, undo_ino = ?6, updated_at = `+nowSQL, int64(dev), int64(ino))
-}
-
-// ClearUndo forgets an undo that was rolled back (its file removed): the
-// action stays done.
-func (tx *Tx) ClearUndo(l Lease) error {
-	return tx.update(l, `undo_dev = NULL, undo_ino = NULL, updated_at = `+nowSQL)
 }
 
 // ReleaseAction gives a held action back as it is (a run that stops before

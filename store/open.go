@@ -292,28 +292,6 @@ func createIndex(path string) error {
 	return nil
 }
 
-// makePrivate makes the index and its -wal, -shm and -journal files mode
-// 0600 where this user owns them and others could read them (an index an
-// older dupefs made 0644), and says what it changed ("" for nothing).
-func makePrivate(path string) string {
-	var changed []string
-	for _, p := range []string{path, path + "-wal", path + "-shm", path + "-journal"} {
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || int(st.Uid) != os.Geteuid() ||
-			st.Mode&0o077 == 0 {
-			continue
-		}
-		if unix.Chmod(p, st.Mode&0o600) == nil {
-			changed = append(changed, fmt.Sprintf("%s (was %04o)", filepath.Base(p), st.Mode&0o7777))
-		}
-	}
-	if len(changed) == 0 {
-		return ""
-	}
-	return fmt.Sprintf("the index could be read by other users: %s made private (mode 0600) in %s",
-		strings.Join(changed, ", "), EscapePath(filepath.Dir(path)))
-}
-
 // checkHeader refuses a file that is not a SQLite database.
 func checkHeader(path string, size int64) error {
 	f, err := os.Open(path)

@@ -8,7 +8,7 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
-// Folder groups (seed 003): --group may name an exact folder group, as
+// Folder groups: --group may name an exact folder group, as
 // dupefs folders and /by-folder name it. One folder of the group is kept
 // (under the first --prefer folder that holds one; else by the keep rule:
 // oldest, the folder holding the oldest file; newest, the one holding the
