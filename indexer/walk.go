@@ -348,7 +348,9 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ u
 		res.files = append(res.files, store.FileStat{Name: name, Size: st.Size,
 			MtimeNS: st.Mtim.Nano(), Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink)})
 	case unix.S_IFDIR:
-		if skipTrash && store.IsTrashDir(n.abs, name) {
+		// A Trash by name, or a folder never indexed (a home Trash) by
+		// its inode, whatever path leads to it (a symlinked ~/.local/share).
+		if (skipTrash && store.IsTrashDir(n.abs, name)) || w.skipIno[[2]uint64{st.Dev, st.Ino}] {
 			res.skipped++
 			return
 		}

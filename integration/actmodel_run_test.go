@@ -76,9 +76,17 @@ func (m *model) step(i int) {
 				continue
 			}
 			if b, err := os.ReadFile(p); err == nil {
-				// p holds these bytes too: one of their original paths.
-				if sum := sha256.Sum256(b); m.contents[sum] == nil || !slices.Contains(m.contents[sum].paths, p) {
-					m.own(p, sum)
+				// p holds these bytes too, and so does every path of its
+				// inode: original paths of theirs.
+				sum := sha256.Sum256(b)
+				for _, q := range m.paths {
+					var qs syscall.Stat_t
+					if q != p && (syscall.Lstat(q, &qs) != nil || qs.Dev != st.Dev || qs.Ino != st.Ino) {
+						continue
+					}
+					if m.contents[sum] == nil || !slices.Contains(m.contents[sum].paths, q) {
+						m.own(q, sum)
+					}
 				}
 				rel := filepath.Join(modelDirs[m.rnd.Intn(len(modelDirs))], fmt.Sprintf("more%d-%d", i, k))
 				m.write(rel, b)

@@ -243,7 +243,8 @@ func (m *model) checkRoles(when string) {
 		SELECT coalesce(group_concat(coalesce(r.path, a.path) || ': ' || coalesce(r.roles, '-') || ' vs ' || coalesce(a.roles, '-'), '; '), '')
 		  FROM recorded r FULL JOIN actual a ON a.path = r.path WHERE r.roles IS NOT a.roles`).Scan(&bad)
 	switch {
-	case err != nil && (strings.Contains(err.Error(), "SQLITE_BUSY") || strings.Contains(err.Error(), "locking protocol")) && strings.Contains(when, "frozen"):
+	case err != nil && strings.Contains(when, "frozen") && (strings.Contains(err.Error(), "SQLITE_BUSY") ||
+		strings.Contains(err.Error(), "locking protocol") || strings.Contains(err.Error(), "database is locked")):
 	case err != nil && strings.Contains(err.Error(), "no such table: file_roles") && os.Getenv("DUPEFS_TEST_BIN") != "":
 		// An older build under test: it has no roles to check.
 	case err != nil:

@@ -87,23 +87,40 @@ func trashFor(path string, u trashUser, warn func(string)) (*trashCan, error) {
 
 // mkdirOwned makes the folder at path, and those missing above it, mode
 // 0700 and u's (root making them in another user's home); a folder there
-// already is left as it is.
+// already is left as it is. It works from the nearest folder there,
+// reached through no symlink, one name at a time through the folder made
+// just before: a user who swaps a folder of theirs for a symlink meanwhile
+// makes it fail, never makes root give them another folder. (homeTrash
+// decides whether a home is u's to make folders in.)
 func mkdirOwned(path string, u trashUser) error {
-	var st unix.Stat_t
-	if err := unix.Lstat(path, &st); err == nil {
-		if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return fmt.Errorf("%s is not a folder", path)
-		}
+	have := nearest(path)
+	fd, err := unix.Openat2(unix.AT_FDCWD, have, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return fmt.Errorf("%s: %w", have, err)
+	}
+	defer func() { unix.Close(fd) }()
+	if have == path {
 		return nil
 	}
-	if err := mkdirOwned(filepath.Dir(path), u); err != nil {
+	rest, err := filepath.Rel(have, path)
+	if err != nil {
 		return err
 	}
-	if err := unix.Mkdir(path, 0o700); err != nil && !errors.Is(err, unix.EEXIST) {
-		return err
-	}
-	if os.Geteuid() == 0 && u.uid != 0 {
-		return unix.Lchown(path, u.uid, u.gid)
+	for _, name := range strings.Split(rest, "/") {
+		err := unix.Mkdirat(fd, name, 0o700)
+		if err == nil && os.Geteuid() == 0 && u.uid != 0 {
+			err = unix.Fchownat(fd, name, u.uid, u.gid, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("make %s: %w", filepath.Join(have, name), err)
+		}
+		next, err := unix.Openat(fd, name, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return fmt.Errorf("%s: %w", filepath.Join(have, name), err)
+		}
+		unix.Close(fd)
+		fd, have = next, filepath.Join(have, name)
 	}
 	return nil
 }
