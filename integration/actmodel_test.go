@@ -159,6 +159,9 @@ func (m *model) data() []byte {
 // build writes the tree: groups of files, folders copied whole, hard links
 // and files of their own.
 func (m *model) build() {
+	for _, d := range modelDirs { // --prefer names them all
+		os.MkdirAll(filepath.Join(m.root, d), 0o755)
+	}
 	n := 0
 	for g := 0; g < 14+m.rnd.Intn(8); g++ {
 		data := m.data()

@@ -44,6 +44,10 @@ func classify(op string, err error) error {
 	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
+		if se.Code() == sqlite3.SQLITE_IOERR_SHMSIZE {
+			// The -shm file could not grow: the disk is full.
+			return fmt.Errorf("%s: %w: %w", op, ErrDiskFull, err)
+		}
 		switch se.Code() & 0xff {
 		case sqlite3.SQLITE_FULL:
 			return fmt.Errorf("%s: %w: %w", op, ErrDiskFull, err)

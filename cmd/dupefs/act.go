@@ -126,15 +126,19 @@ func (o actOptions) selection() (act.Selection, error) {
 	if err := act.ValidKeep(o.Keep); err != nil {
 		return sel, usageErrorf("--keep: %v", err)
 	}
+	if o.MinSize < 0 {
+		return sel, usageErrorf("--min-size %d: want 0 or more bytes", o.MinSize)
+	}
 	for _, p := range o.Prefer {
 		abs, err := filepath.Abs(p)
 		if err != nil {
 			return sel, usageErrorf("--prefer %s: %v", store.EscapePath(p), err)
 		}
-		if real, err := filepath.EvalSymlinks(abs); err == nil {
-			abs = real
+		real, err := filepath.EvalSymlinks(abs)
+		if fi, serr := os.Stat(abs); err != nil || serr != nil || !fi.IsDir() {
+			return sel, usageErrorf("--prefer %s: no such folder", store.EscapePath(p))
 		}
-		sel.Prefer = append(sel.Prefer, abs)
+		sel.Prefer = append(sel.Prefer, real)
 	}
 	for _, k := range o.Groups {
 		if _, _, err := store.ParseKey(k); err != nil {

@@ -210,8 +210,14 @@ func (c *checked) stillThere() string {
 // keepUnchanged reports whether the kept file, on its held descriptor and
 // by name, is still ref (see unchanged), no writer waiting on a lease.
 func (c *checked) keepUnchanged(ref *unix.Stat_t) bool {
+	return c.leasesHeld() && c.keepAsIs(ref)
+}
+
+// keepAsIs is keepUnchanged but for the leases: the kept file, on its held
+// descriptor and by name, is still ref.
+func (c *checked) keepAsIs(ref *unix.Stat_t) bool {
 	var fd, byName unix.Stat_t
-	return c.leasesHeld() && unix.Fstat(int(c.keepF.Fd()), &fd) == nil && unchanged(&fd, ref) &&
+	return unix.Fstat(int(c.keepF.Fd()), &fd) == nil && unchanged(&fd, ref) &&
 		unix.Fstatat(c.keepDir.fd, c.keepDir.name, &byName, unix.AT_SYMLINK_NOFOLLOW) == nil && unchanged(&byName, ref)
 }
 
@@ -377,8 +383,8 @@ func (r *Runner) trashUser(st *unix.Stat_t) trashUser {
 	if g, err := strconv.Atoi(pw.Gid); err == nil {
 		u.gid = g
 	}
-	var hs unix.Stat_t
-	if filepath.IsAbs(pw.HomeDir) && unix.Lstat(pw.HomeDir, &hs) == nil && hs.Mode&unix.S_IFMT == unix.S_IFDIR && int(hs.Uid) == u.uid {
+	var hs unix.Stat_t // a home that is a symlink counts where it leads (homeTrash resolves it)
+	if filepath.IsAbs(pw.HomeDir) && unix.Stat(pw.HomeDir, &hs) == nil && hs.Mode&unix.S_IFMT == unix.S_IFDIR && int(hs.Uid) == u.uid {
 		u.home = filepath.Join(pw.HomeDir, ".local", "share", "Trash")
 	}
 	return u

@@ -113,7 +113,8 @@ func (r *Runner) link(a *store.Action, c *checked) (outcome, error) {
 		// The link and the exchange moved the kept inode's ctime (and its
 		// link count); a write would have moved its mtime. The last check
 		// compares with the inode as the exchange left it.
-		if unix.Fstat(int(c.keepF.Fd()), &keepRef) != nil || keepRef.Size != c.keepSt.Size || keepRef.Mtim != c.keepSt.Mtim {
+		if unix.Fstat(int(c.keepF.Fd()), &keepRef) != nil || keepRef.Size != c.keepSt.Size || keepRef.Mtim != c.keepSt.Mtim ||
+			keepRef.Mode != c.keepSt.Mode || keepRef.Uid != c.keepSt.Uid || keepRef.Gid != c.keepSt.Gid {
 			keepRef = c.keepSt // fails the check: taken back
 		}
 	}
@@ -134,9 +135,15 @@ func (r *Runner) dropOld(a *store.Action, c *checked, tmp string, keepRef *unix.
 	switch {
 	case !matches(&old, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS):
 		why = "it changed while it was being replaced"
-	case !c.keepUnchanged(keepRef):
+	case !c.keepAsIs(keepRef):
 		why = "the kept file changed while the copy was being replaced"
 	}
+	// A writer waiting on the kept file's lease is not taken for a change:
+	// it may have opened the copy's path, which names the kept file since
+	// the exchange, and taking the exchange back would send its write to
+	// the kept file. It writes once the link is made, into the file both
+	// paths now name, as a write to a hard link (or through a symlink)
+	// does.
 	if why != "" {
 		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err != nil {
 			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), err), nil

@@ -3,6 +3,7 @@ package act
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -171,4 +172,33 @@ func TestTheRightTrash(t *testing.T) {
 			t.Errorf("%d in the bind mount's Trash, want 2", len(infos))
 		}
 	})
+}
+
+// The file an undo makes takes no default ACL of its folder that the copy
+// never had: no one may read the copy back who could not read it.
+func TestUndoGivesNoAccessTheCopyNeverGave(t *testing.T) {
+	fx := newFixture(t, filepath.Join(loopfs.Mount(t, "ext4", 0), "tree"))
+	_, copies, _ := threeCopies(fx, 10000)
+	fx.index()
+	id, p := fx.act(Selection{Op: store.OpLink}, Config{Progress: &Progress{}})
+	if p.Done.Load() != 2 {
+		t.Fatalf("done %d", p.Done.Load())
+	}
+	// A default ACL on the copy's folder, set after the link: user 4242
+	// may read whatever is made there.
+	acl := []byte{2, 0, 0, 0}
+	for _, e := range [][3]uint32{{0x01, 7, 0xffffffff}, {0x02, 4, 4242}, {0x04, 5, 0xffffffff}, {0x10, 5, 0xffffffff}, {0x20, 4, 0xffffffff}} {
+		acl = binary.LittleEndian.AppendUint16(acl, uint16(e[0]))
+		acl = binary.LittleEndian.AppendUint16(acl, uint16(e[1]))
+		acl = binary.LittleEndian.AppendUint32(acl, e[2])
+	}
+	if err := unix.Setxattr(filepath.Dir(copies[0]), "system.posix_acl_default", acl, 0); err != nil {
+		t.Skipf("no ACLs here: %v", err)
+	}
+	if _, err := fx.runner(Config{Owner: "t"}).Undo(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := unix.Lgetxattr(copies[0], "system.posix_acl_access", make([]byte, 256)); err == nil && n > 0 {
+		t.Error("the copy undo made back took its folder's default ACL")
+	}
 }

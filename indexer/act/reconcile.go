@@ -118,8 +118,10 @@ func (r *Runner) settleUnlink(a *store.Action, dry bool) (outcome, bool, error) 
 	case perr == nil && pst.Dev == a.Copy.Dev && pst.Ino == a.Copy.Ino:
 		return outcome{reason: "not begun: nothing was changed"}, false, nil
 	case terr != nil && perr != nil:
-		// Both names gone: removed after its last check.
-		return outcome{state: store.ActDone, reclaimed: a.Size, index: gone(a)}, true, nil
+		// Both names gone: removed after its last check, or moved away by
+		// someone before this run's rename (nothing tells which).
+		return outcome{state: store.ActDone, index: gone(a),
+			reason: "its copy is gone from its path: deleted by this plan's run, or moved away by someone else"}, true, nil
 	case terr == nil:
 		// Aside, and something else took its path since: the copy stays
 		// where it is, and the ledger says where.

@@ -68,7 +68,6 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 		return rep, err
 	}
 	var tried []int64
-	kept := 0 // actions left done, each with its note
 	for {
 		if err := ctx.Err(); err != nil {
 			return rep, err
@@ -89,7 +88,6 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 		})
 		switch {
 		case errors.Is(err, errKept):
-			kept++
 			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s", store.EscapePath(a.Copy.Path), note))
 		case errors.Is(err, store.ErrLeaseLost):
 		case err != nil:
@@ -108,27 +106,24 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 	if n > 0 {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%d copies were deleted for good (remove --permanent): they cannot come back", n))
 	}
-	// The done actions neither reverted nor noted are held by another
-	// dupefs: a live one, or one gone where this one cannot prove it
-	// (another PID namespace, another host) until its lease ends. They are
-	// left to it, and said: an undo never ends as if all were back.
-	done, err := r.db.CountActions(ctx, planID, store.ActDone, "")
+	// What another dupefs still holds — actions under way, undos of done
+	// ones — is left to it, and said, each with its worker: an undo never
+	// ends as if all were back.
+	left, err := r.db.ReconcileCandidates(ctx, planID)
 	if err != nil {
 		return rep, err
 	}
-	var open int64
-	for _, st := range []string{store.ActPlanned, store.ActLeased, store.ActPrepared} {
-		k, err := r.db.CountActions(ctx, planID, st, "")
-		if err != nil {
-			return rep, err
+	for _, o := range left {
+		who := "a run that cannot be proven gone (another PID namespace or host; left to it for an hour past its lease)"
+		if o.Worker != "" && o.LeaseExpires.After(o.Now) {
+			who = "another dupefs, at work on it now (" + o.Worker + ")"
 		}
-		open += k
-	}
-	if open > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d actions are still under way in a dupefs this one cannot prove gone (its lease ran out; another PID namespace or host): left to it, or to a later run an hour past its lease; run dupefs undo %d again later", open, planID))
-	}
-	if held := done - n - int64(kept); held > 0 {
-		rep.Notes = append(rep.Notes, fmt.Sprintf("%d actions are held by another dupefs (running, or gone where this one cannot tell until its lease ends): left to it; run dupefs undo %d again later", held, planID))
+		what := "an action under way"
+		if o.State == store.ActDone {
+			what = "an undo of it under way"
+		}
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s in %s: left to it; run dupefs undo %d again once it ends",
+			store.EscapePath(o.Copy.Path), what, who, planID))
 	}
 	return rep, r.foldFolders(ctx)
 }

@@ -117,12 +117,7 @@ func (r *Runner) settleUndo(a *store.Action, d *dirOf, tmp string) (outcome, boo
 // metadata. partial names what of the metadata could not be set back; a
 // note with errKept says why there is no file.
 func (r *Runner) restoreFile(a *store.Action, d *dirOf, tmp string) (f *os.File, partial, note string, err error) {
-	kd, err := openParent(a.Keep.Path)
-	if err != nil {
-		return nil, "", fmt.Sprintf("the kept file cannot be read: %v", err), errKept
-	}
-	defer kd.close()
-	keep, err := kd.open(kd.name, unix.O_RDONLY)
+	keep, err := r.openKept(a, d)
 	if err != nil {
 		return nil, "", fmt.Sprintf("the kept file cannot be read: %v", err), errKept
 	}
@@ -164,14 +159,25 @@ func (r *Runner) restoreFile(a *store.Action, d *dirOf, tmp string) (f *os.File,
 }
 
 // setMeta gives a restored file the copy's recorded metadata: owner, then
-// mode, xattrs, inode flags and times. It names what could not be set
-// back ("" when all was).
+// mode (the xattrs it took from its folder dropped first), xattrs, inode
+// flags and times. It names what could not be set back ("" when all was).
 func setMeta(f *os.File, d *dirOf, name string, a *store.Action) string {
 	u := a.Undo
 	fd := int(f.Fd())
 	var errs []error
 	if err := unix.Fchown(fd, int(u.UID), int(u.GID)); err != nil {
 		errs = append(errs, fmt.Errorf("owner %d:%d: %w", u.UID, u.GID, err))
+	}
+	// What the new file took from its folder (a default ACL) and the copy
+	// never had goes: no one may read it who could not read the copy.
+	if have, err := readXattrs(f); err == nil {
+		for name := range have {
+			if _, ok := u.Xattrs[name]; !ok {
+				if err := unix.Fremovexattr(fd, name); err != nil {
+					errs = append(errs, fmt.Errorf("xattr %s it took from its folder: %w", name, err))
+				}
+			}
+		}
 	}
 	if err := unix.Fchmod(fd, u.Mode); err != nil {
 		errs = append(errs, fmt.Errorf("mode %04o: %w", u.Mode, err))
@@ -192,4 +198,27 @@ func setMeta(f *os.File, d *dirOf, name string, a *store.Action) string {
 		return "its metadata could not all be set back: " + err.Error()
 	}
 	return ""
+}
+
+// openKept opens the bytes an undo restores the copy from: the kept file;
+// for a hard link whose kept file was renamed or deleted since, the
+// copy's own path, which names that very inode (the caller checked it).
+func (r *Runner) openKept(a *store.Action, d *dirOf) (*os.File, error) {
+	kd, err := openParent(a.Keep.Path)
+	if err == nil {
+		defer kd.close()
+		var f *os.File
+		if f, err = kd.open(kd.name, unix.O_RDONLY); err == nil {
+			var st unix.Stat_t
+			if unix.Fstat(int(f.Fd()), &st) == nil && st.Dev == a.Keep.Dev && st.Ino == a.Keep.Ino {
+				return f, nil
+			}
+			f.Close()
+			err = unix.ESTALE
+		}
+	}
+	if a.Op != store.OpLink {
+		return nil, err
+	}
+	return d.open(d.name, unix.O_RDONLY)
 }
