@@ -70,14 +70,14 @@ func TestUndoOfLinksKilledAtRandomMoments(t *testing.T) {
 			// own; after 20 kills one runs through: right after a crash
 			// it must not wait for the dead runs' leases.
 			kills := 0
-			for kills < 20 && killAfter(t, time.Duration(5+rnd.Intn(30+5*kills))*time.Millisecond, db, "undo") {
+			for kills < 20 && killAfter(t, time.Duration(5+rnd.Intn(30+5*kills))*time.Millisecond, db, "undo", "1") {
 				kills++
 			}
 			if kills == 20 {
 				var left int
 				openIndex(t, db).QueryRow(`SELECT count(*) FROM actions WHERE state = 'done'`).Scan(&left)
 				t.Logf("%d actions left to revert after the last kill", left)
-				if r := runFor(t, time.Minute, db, "undo"); r.code != 0 {
+				if r := runFor(t, time.Minute, db, "undo", "1"); r.code != 0 {
 					t.Errorf("undo after %d kills: exit %d\n%s", kills, r.code, r.stderr)
 				}
 			}
