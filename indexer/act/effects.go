@@ -131,13 +131,7 @@ func (r *Runner) dropOld(a *store.Action, c *checked, tmp string, keepRef *unix.
 	if err != nil {
 		return stepFailed(err)
 	}
-	why := ""
-	switch {
-	case !matches(&old, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS):
-		why = "it changed while it was being replaced"
-	case !c.keepAsIs(keepRef):
-		why = "the kept file changed while the copy was being replaced"
-	}
+	why := whyBack(a, &old, c.keepAsIs(keepRef), "replaced")
 	// A writer waiting on the kept file's lease is not taken for a change:
 	// it may have opened the copy's path, which names the kept file since
 	// the exchange, and taking the exchange back would send its write to
@@ -209,13 +203,7 @@ func (r *Runner) trash(a *store.Action, c *checked) (outcome, error) {
 	if err := unix.Fstatat(t.filesFd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return stepFailed(err)
 	}
-	why := ""
-	switch {
-	case !matches(&st, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS):
-		why = "it changed while it was being moved"
-	case !c.keepUnchanged(&c.keepSt):
-		why = "the kept file changed while the copy was being moved"
-	}
+	why := whyBack(a, &st, c.keepUnchanged(&c.keepSt), "moved")
 	if why != "" {
 		if err := unix.Renameat2(t.filesFd, name, d.fd, d.name, unix.RENAME_NOREPLACE); err == nil {
 			t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
@@ -243,13 +231,7 @@ func (r *Runner) unlink(a *store.Action, c *checked) (outcome, error) {
 	if err != nil {
 		return stepFailed(err)
 	}
-	why := ""
-	switch {
-	case !matches(&old, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS):
-		why = "it changed while it was being removed"
-	case !c.keepUnchanged(&c.keepSt):
-		why = "the kept file changed while the copy was being removed"
-	}
+	why := whyBack(a, &old, c.keepUnchanged(&c.keepSt), "removed")
 	if why != "" {
 		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
 			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), err), nil
@@ -264,4 +246,17 @@ func (r *Runner) unlink(a *store.Action, c *checked) (outcome, error) {
 		return failed("%s; it is left as it was", why), nil
 	}
 	return outcome{state: store.ActDone, reclaimed: reclaimed(&old, a.Size), index: gone(a), sync: []*dirOf{d}}, nil
+}
+
+// whyBack says why a step taken aside must be taken back: the file aside
+// (st) is not the copy as indexed any more, or the kept file did not stay
+// as it was (keepOK false); "" when neither. doing names the step.
+func whyBack(a *store.Action, st *unix.Stat_t, keepOK bool, doing string) string {
+	switch {
+	case !matches(st, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS):
+		return "it changed while it was being " + doing
+	case !keepOK:
+		return "the kept file changed while the copy was being " + doing
+	}
+	return ""
 }
