@@ -1,6 +1,10 @@
 package store
 
-import "strings"
+import (
+	"os"
+	"path/filepath"
+	"strings"
+)
 
 // The names nothing indexes: the Trash cans of the freedesktop.org Trash
 // specification, and dupefs' own temporary files. A copy in a Trash is no
@@ -46,4 +50,23 @@ const (
 // IsTempName reports whether name is one dupefs gives its temporary files.
 func IsTempName(name string) bool {
 	return strings.HasPrefix(name, tempPrefix) && strings.HasSuffix(name, tempSuffix)
+}
+
+// Resolved is path with the symlinks of the part of it that exists
+// resolved (the rest may be made later), and that existing part; on an
+// error, path itself. A home Trash is known by where its symlinks lead.
+func Resolved(path string) (real, existing string) {
+	existing = path
+	for {
+		if _, err := os.Lstat(existing); err == nil || existing == filepath.Dir(existing) {
+			break
+		}
+		existing = filepath.Dir(existing)
+	}
+	r, err := filepath.EvalSymlinks(existing)
+	if err != nil {
+		return path, existing
+	}
+	rest, _ := filepath.Rel(existing, path)
+	return filepath.Join(r, rest), r
 }

@@ -268,28 +268,11 @@ func knownTrashes(ctx context.Context, db *store.DB) ([]string, error) {
 		// And where its symlinks lead (a ~/.local/share on another disk):
 		// the walk and the plans see the folders by their own paths.
 		out = append(out, t)
-		if real := resolved(t); real != t {
+		if real, _ := store.Resolved(t); real != t {
 			out = append(out, real)
 		}
 	}
 	return out, nil
-}
-
-// resolved is path with the symlinks of its existing part resolved.
-func resolved(path string) string {
-	have := path
-	for {
-		if _, err := os.Lstat(have); err == nil || have == filepath.Dir(have) {
-			break
-		}
-		have = filepath.Dir(have)
-	}
-	real, err := filepath.EvalSymlinks(have)
-	if err != nil {
-		return path
-	}
-	rest, _ := filepath.Rel(have, path)
-	return filepath.Join(real, rest)
 }
 
 // runnerConfig is the configuration of this process's runner of actions.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dupefs/dupefs/store"
 	"golang.org/x/sys/unix"
 )
 
@@ -133,17 +134,12 @@ func homeTrash(u trashUser) string {
 	if u.home == "" {
 		return ""
 	}
-	have := nearest(u.home)
-	real, err := filepath.EvalSymlinks(have)
-	if err != nil {
-		return ""
-	}
+	real, existing := store.Resolved(u.home)
 	var st unix.Stat_t
-	if unix.Stat(real, &st) != nil || int(st.Uid) != u.uid {
+	if unix.Stat(existing, &st) != nil || int(st.Uid) != u.uid {
 		return ""
 	}
-	rest, _ := filepath.Rel(have, u.home)
-	return filepath.Join(real, rest)
+	return real
 }
 
 // nearest is path, or the nearest folder above it that exists.
