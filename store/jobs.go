@@ -186,7 +186,7 @@ func (tx *Tx) Finish(l Lease, status, code, msg string, retryAfter time.Duration
 	}
 	var retry sql.NullInt64
 	if status == StatusRetryable {
-		retry = sql.NullInt64{Int64: time.Now().Add(retryAfter).UnixMilli(), Valid: true}
+		retry = sql.NullInt64{Int64: now().Add(retryAfter).UnixMilli(), Valid: true}
 	}
 	progress := "progress"
 	if status == StatusCompleted {

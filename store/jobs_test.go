@@ -83,11 +83,12 @@ func TestFenceRefusesALostLease(t *testing.T) {
 	db := openTest(t)
 	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
 	db.Enqueue(ctx, KindScan, r.ID)
+	clk := fakeClock(t)
 	_, old, err := db.Claim(ctx, KindScan, "w1", 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(120 * time.Millisecond) // the lease expires
+	clk.Advance(51 * time.Millisecond) // the lease expires
 	j, fresh, err := db.Claim(ctx, KindScan, "w2", time.Minute)
 	if err != nil {
 		t.Fatalf("stale job not recovered: %v", err)
@@ -130,9 +131,10 @@ func TestHeartbeatKeepsTheLease(t *testing.T) {
 	db := openTest(t)
 	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
 	db.Enqueue(ctx, KindScan, r.ID)
+	clk := fakeClock(t)
 	_, l, _ := db.Claim(ctx, KindScan, "w1", 200*time.Millisecond)
 	for i := 0; i < 5; i++ {
-		time.Sleep(60 * time.Millisecond)
+		clk.Advance(199 * time.Millisecond)
 		if err := db.Heartbeat(ctx, l, float64(i)/5, int64(i)); err != nil {
 			t.Fatal(err)
 		}
@@ -149,6 +151,7 @@ func TestKeepLeaseHoldsAndCancelsOnLoss(t *testing.T) {
 	db := openTest(t)
 	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
 	db.Enqueue(ctx, KindScan, r.ID)
+	clk := fakeClock(t)
 	ttl := 150 * time.Millisecond
 	_, l, err := db.Claim(ctx, KindScan, "w1", ttl)
 	if err != nil {
@@ -164,24 +167,25 @@ func TestKeepLeaseHoldsAndCancelsOnLoss(t *testing.T) {
 		mu.Unlock()
 		return db.Renew(ctx, l)
 	})
-	time.Sleep(3 * ttl)
-	if _, _, err := db.Claim(ctx, KindScan, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("a kept lease was taken over after 3 TTLs: %v", err)
+	// The store's clock moves a third of the TTL after each beat: three
+	// TTLs pass, and the lease is never free for w2.
+	beats := func() int { mu.Lock(); defer mu.Unlock(); return n }
+	for i := 1; i <= 9; i++ {
+		eventually(t, 10*time.Second, "KeepLease stopped beating", func() bool { return beats() >= i })
+		clk.Advance(ttl / 3)
+		if _, _, err := db.Claim(ctx, KindScan, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a kept lease was taken over after %d thirds of its TTL: %v", i, err)
+		}
 	}
 	stop()
 	stop() // twice is fine
-	mu.Lock()
-	if n < 4 {
-		t.Errorf("%d heartbeats in 3 TTLs at TTL/3, want at least 4", n)
-	}
-	mu.Unlock()
 	if work.Err() != nil {
 		t.Fatalf("stopping cancelled the work: %v", context.Cause(work))
 	}
 
 	// Stopped, the lease expires and w2 takes the row: the next beat of a
 	// new keeper finds it lost and cancels.
-	time.Sleep(2 * ttl)
+	clk.Advance(2 * ttl)
 	if _, _, err := db.Claim(ctx, KindScan, "w2", time.Minute); err != nil {
 		t.Fatalf("expired lease not taken over: %v", err)
 	}

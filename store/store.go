@@ -186,10 +186,6 @@ func (db *DB) countHashed(ctx context.Context) (int64, error) {
 	return n, classify("count hashes", err)
 }
 
-// nowSQL is the SQL clock in unix milliseconds. Lease deadlines are computed
-// in SQL, after the write lock is taken, not before (notes/sqlite.md §2).
-const nowSQL = "CAST(unixepoch('subsec') * 1000 AS INTEGER)"
-
 // ms converts a time to unix milliseconds; the zero time becomes 0.
 func ms(t time.Time) int64 {
 	if t.IsZero() {

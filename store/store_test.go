@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/dupefs/dupefs/migrations"
 )
@@ -219,4 +220,24 @@ func fileID(tb testing.TB, db *DB, folder int64, name string) int64 {
 		tb.Fatal(err)
 	}
 	return id
+}
+
+// fakeClock stops the store's clock for the test; Advance moves it.
+func fakeClock(t *testing.T) *FakeClock {
+	t.Helper()
+	c := NewFakeClock(time.Now())
+	t.Cleanup(SetClock(c.Now))
+	return c
+}
+
+// eventually polls cond until it holds, failing the test after d.
+func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("after %v: %s", d, what)
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
 }

@@ -77,6 +77,7 @@ func TestThumbLeaseExpiresAndFences(t *testing.T) {
 	db := openTest(t)
 	ids := makeGroups(t, db, 1)
 	admit(t, db, 10, ids...)
+	clk := fakeClock(t)
 	row, a, err := db.ClaimThumb(ctx, "worker-a", 50*time.Millisecond)
 	if err != nil || row.Status != ThumbRunning || !row.Group || row.Key == "" {
 		t.Fatalf("claim: %+v %v", row, err)
@@ -87,7 +88,7 @@ func TestThumbLeaseExpiresAndFences(t *testing.T) {
 	if err := db.Renew(ctx, a); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(80 * time.Millisecond)
+	clk.Advance(51 * time.Millisecond)
 	// The claim path requeues the expired row and hands it to b.
 	row2, b, err := db.ClaimThumb(ctx, "worker-b", time.Minute)
 	if err != nil || row2.ID != row.ID || b.Attempt != a.Attempt+1 {
@@ -118,6 +119,7 @@ func TestFailedThumbWaitsForRetryAfter(t *testing.T) {
 	db := openTest(t)
 	ids := makeGroups(t, db, 3)
 	admit(t, db, 10, ids...)
+	clk := fakeClock(t)
 	fail := func(code string, after time.Duration) {
 		_, l, err := db.ClaimThumb(ctx, "w", time.Minute)
 		if err != nil {
@@ -133,7 +135,7 @@ func TestFailedThumbWaitsForRetryAfter(t *testing.T) {
 	if n, _ := db.RequeueFailedThumbs(ctx, false, "ffmpeg_missing"); n != 0 {
 		t.Fatalf("requeued %d before any retry_after", n)
 	}
-	time.Sleep(50 * time.Millisecond)
+	clk.Advance(31 * time.Millisecond)
 	if n, _ := db.RequeueFailedThumbs(ctx, false, "ffmpeg_missing"); n != 1 {
 		t.Fatalf("requeued %d once one retry_after passed, want 1", n)
 	}
@@ -250,11 +252,12 @@ func TestCleanupLeaseExpiresAndFences(t *testing.T) {
 		t.Fatal(err)
 	}
 	db.ScheduleThumbCleanups(ctx, 0)
+	clk := fakeClock(t)
 	a, err := db.ClaimThumbCleanup(ctx, "a", 30*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	clk.Advance(31 * time.Millisecond)
 	b, err := db.ClaimThumbCleanup(ctx, "b", time.Minute)
 	if err != nil || b.ID != a.ID {
 		t.Fatalf("stale cleanup not requeued: %+v %v", b, err)

@@ -38,17 +38,18 @@ func TestWALJobsUniqueClaimAndStaleRecovery(t *testing.T) {
 	if ok, _ := db.EnqueueWAL(ctx, WALTruncate, "again", 0); ok {
 		t.Fatal("two WAL jobs active at once")
 	}
+	clk := fakeClock(t)
 	j, err := db.ClaimWAL(ctx, "a", 30*time.Millisecond)
 	if err != nil || j.Mode != WALPassive || j.Status != "running" {
 		t.Fatalf("claim: %+v %v", j, err)
 	}
-	time.Sleep(50 * time.Millisecond)
+	clk.Advance(31 * time.Millisecond)
 	// The claim path turns the stale job retryable, with a backoff.
 	if _, err := db.ClaimWAL(ctx, "b", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a stale job was claimed before its retry_after: %v", err)
 	}
 	js, _ := db.WALJobs(ctx, 1)
-	if s := js[0]; s.Status != "retryable" || s.RetryCount != 1 || s.ErrorCode != "lease_expired" || !s.RetryAfter.After(time.Now()) {
+	if s := js[0]; s.Status != "retryable" || s.RetryCount != 1 || s.ErrorCode != "lease_expired" || !s.RetryAfter.After(clk.Now()) {
 		t.Fatalf("stale job: %+v", s)
 	}
 	if err := db.FinishWAL(ctx, j, Checkpoint{}, nil); !errors.Is(err, ErrLeaseLost) {
