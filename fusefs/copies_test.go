@@ -17,7 +17,7 @@ import (
 func (t *testFS) realCopies(root string, content []byte, names ...string) {
 	t.tb.Helper()
 	ctx := context.Background()
-	r, _, err := t.db.AddRoot(ctx, store.RootSpec{Path: root}, false)
+	r, _, err := t.db.Files().AddRoot(ctx, store.RootSpec{Path: root}, false)
 	if err != nil {
 		t.tb.Fatal(err)
 	}

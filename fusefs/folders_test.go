@@ -23,10 +23,10 @@ func TestFolderGroupsShowAndGo(t *testing.T) {
 	if len(tf.names("by-folder")) != 0 {
 		t.Fatal("folder groups listed before the signatures were folded in")
 	}
-	if _, err := tf.db.UpdateFolderSigs(ctx); err != nil {
+	if _, err := tf.db.Folders().UpdateFolderSigs(ctx); err != nil {
 		t.Fatal(err)
 	}
-	gs, err := tf.db.FolderGroupsPage(ctx, 0, 10)
+	gs, err := tf.db.View().FolderGroupsPage(ctx, 0, 10)
 	if err != nil || len(gs) != 1 || gs[0].Folders != 3 || gs[0].Files != 2 || gs[0].Bytes != 30 {
 		t.Fatalf("folder groups: %+v %v", gs, err)
 	}
@@ -72,7 +72,7 @@ func TestFolderGroupsShowAndGo(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := tf.db.UpdateFolderSigs(ctx); err != nil {
+	if _, err := tf.db.Folders().UpdateFolderSigs(ctx); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "the folder group goes", func() bool {

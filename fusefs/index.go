@@ -9,7 +9,7 @@ import (
 
 // Index is everything the view reads of the index: keyset pages of groups,
 // sizes, copies and thumbnails, single rows by id or name, the change feeds
-// and a watcher of commits. *store.DB implements it; the view never writes.
+// and a watcher of commits. *store.View implements it; the view never writes.
 type Index interface {
 	// Groups, by content id and by size.
 	GroupsPage(ctx context.Context, afterID int64, limit int) ([]store.GroupInfo, error)
@@ -53,4 +53,4 @@ type Index interface {
 	NewWatcher(ctx context.Context) (*store.Watcher, error)
 }
 
-var _ Index = (*store.DB)(nil)
+var _ Index = (*store.View)(nil)

@@ -116,7 +116,7 @@ func TestGroupListingsReadAhead(t *testing.T) {
 			copyOf{"/data/b", "f" + itoa(int64(g)), int64(10 * g), uint64(2*g + 1), g})
 	}
 	tf.add("/data", files...)
-	seq, _, err := tf.db.LastChange(context.Background())
+	seq, _, err := tf.db.View().LastChange(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}

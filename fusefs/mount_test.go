@@ -76,9 +76,9 @@ func mountWrapped(tb testing.TB, cfg Config, wrap func(Index) Index) *testFS {
 	os.Mkdir(thumbs, 0o700)
 	cfg.PollInterval, cfg.Strict, cfg.ThumbDir = 50*time.Millisecond, true, thumbs
 	cfg.Logf = func(format string, args ...any) { tb.Logf(format, args...) }
-	var idx Index = db
+	var idx Index = db.View()
 	if wrap != nil {
-		idx = wrap(db)
+		idx = wrap(db.View())
 	}
 	f := New(idx, cfg)
 	m, err := f.Mount(mnt)
@@ -120,7 +120,7 @@ type copyOf struct {
 func (t *testFS) add(root string, files ...copyOf) {
 	t.tb.Helper()
 	ctx := context.Background()
-	r, _, err := t.db.AddRoot(ctx, store.RootSpec{Path: root}, false)
+	r, _, err := t.db.Files().AddRoot(ctx, store.RootSpec{Path: root}, false)
 	if err != nil {
 		t.tb.Fatal(err)
 	}

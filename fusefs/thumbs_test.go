@@ -20,11 +20,11 @@ import (
 // admit, claim, write the cache file, finish ready. It returns the bytes.
 func (t *testFS) makeThumb(i int, w, h int) []byte {
 	t.tb.Helper()
-	g, err := t.db.GroupByKey(context.Background(), "sha256", sum(i))
+	g, err := t.db.Files().GroupByKey(context.Background(), "sha256", sum(i))
 	if err != nil {
 		t.tb.Fatal(err)
 	}
-	if _, _, err := t.db.AdmitThumbs(context.Background(), []store.Admission{{ContentID: g.ContentID, MediaType: "image"}}, 100); err != nil {
+	if _, _, err := t.db.Thumbs().AdmitThumbs(context.Background(), []store.Admission{{ContentID: g.ContentID, MediaType: "image"}}, 100); err != nil {
 		t.tb.Fatal(err)
 	}
 	return t.finishThumb(i, w, h)
@@ -35,7 +35,7 @@ func (t *testFS) makeThumb(i int, w, h int) []byte {
 func (t *testFS) finishThumb(i, w, h int) []byte {
 	t.tb.Helper()
 	ctx := context.Background()
-	row, l, err := t.db.ClaimThumb(ctx, "test", time.Minute)
+	row, l, err := t.db.Thumbs().ClaimThumb(ctx, "test", time.Minute)
 	if err != nil || row.Key != keyOf(i) {
 		t.tb.Fatalf("claim: %+v %v", row, err)
 	}
@@ -49,7 +49,7 @@ func (t *testFS) finishThumb(i, w, h int) []byte {
 	if err := os.WriteFile(filepath.Join(t.thumbs, keyOf(i)+".jpg"), buf.Bytes(), 0o600); err != nil {
 		t.tb.Fatal(err)
 	}
-	if err := t.db.FinishThumbReady(ctx, l, w, h, int64(buf.Len())); err != nil {
+	if err := t.db.Thumbs().FinishThumbReady(ctx, l, w, h, int64(buf.Len())); err != nil {
 		t.tb.Fatal(err)
 	}
 	return buf.Bytes()
@@ -136,11 +136,11 @@ func TestThumbRemadeIsReadAfresh(t *testing.T) {
 	if got, _ := os.ReadFile(one); !bytes.Equal(got, first) {
 		t.Fatal("first read differs")
 	}
-	th, err := tf.db.ReadyThumb(context.Background(), "sha256", sum(1))
+	th, err := tf.db.View().ReadyThumb(context.Background(), "sha256", sum(1))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tf.db.RemakeThumb(context.Background(), th.ID); err != nil {
+	if err := tf.db.Thumbs().RemakeThumb(context.Background(), th.ID); err != nil {
 		t.Fatal(err)
 	}
 	second := tf.finishThumb(1, 48, 80)

@@ -288,7 +288,7 @@ func TestWalkAfterListingLooksUpNoFolder(t *testing.T) {
 	// Once the watcher has told the kernel of these new groups (it drops
 	// entries of changed groups), list and walk.
 	ctx := context.Background()
-	seq, _, err := tf.db.LastChange(ctx)
+	seq, _, err := tf.db.View().LastChange(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -322,7 +322,7 @@ func TestWalkAfterListingLooksUpNoFolder(t *testing.T) {
 			}
 			if top.dir == "by-size" {
 				size, _ := strconv.ParseInt(n, 10, 64)
-				changed, err := tf.db.SizeInfo(ctx, size)
+				changed, err := tf.db.View().SizeInfo(ctx, size)
 				if err != nil || st.Mtim.Nano() != changed.UnixNano() {
 					t.Fatalf("by-size/%s: mtime %v, want %v (%v)", n, time.Unix(0, st.Mtim.Nano()), changed, err)
 				}

@@ -54,7 +54,7 @@ func Check(ctx context.Context, db *store.DB, path string) (CheckResult, error) 
 	if st.Size == 0 {
 		return res, nil
 	}
-	rows, err := db.SizeRows(ctx, st.Size)
+	rows, err := db.Files().SizeRows(ctx, st.Size)
 	if err != nil {
 		return res, err
 	}

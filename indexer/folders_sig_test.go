@@ -16,7 +16,7 @@ import (
 // relative to the tree.
 func (e *env) folderGroups(layout bool) [][]string {
 	e.tb.Helper()
-	gs, err := e.db.ExactFolderGroups(context.Background(), layout, 1)
+	gs, err := e.db.Folders().ExactFolderGroups(context.Background(), layout, 1)
 	if err != nil {
 		e.tb.Fatal(err)
 	}
@@ -36,7 +36,7 @@ func (e *env) folderGroups(layout bool) [][]string {
 
 func (e *env) verifyFolderSigs() {
 	e.tb.Helper()
-	bad, err := e.db.VerifyFolderSigs(context.Background())
+	bad, err := e.db.Folders().VerifyFolderSigs(context.Background())
 	if err != nil {
 		e.tb.Fatal(err)
 	}

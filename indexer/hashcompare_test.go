@@ -33,7 +33,7 @@ func (e *env) wantTrueHashes(algo string) {
 		if err := unix.Stat(p, &st); err != nil {
 			e.tb.Fatal(err)
 		}
-		got, err := e.db.ReusableHash(context.Background(), st.Size, st.Mtim.Nano(), st.Dev, st.Ino)
+		got, err := e.db.Files().ReusableHash(context.Background(), st.Size, st.Mtim.Nano(), st.Dev, st.Ino)
 		if err != nil {
 			e.tb.Fatal(err)
 		}

@@ -107,7 +107,7 @@ func (e *env) addRoot(spec store.RootSpec) {
 	if spec.Path == "" {
 		spec.Path = e.dir
 	}
-	if _, _, err := e.db.AddRoot(context.Background(), spec, true); err != nil {
+	if _, _, err := e.db.Files().AddRoot(context.Background(), spec, true); err != nil {
 		e.tb.Fatal(err)
 	}
 }
@@ -129,7 +129,7 @@ func (e *env) run() {
 func (e *env) groups() [][]string {
 	e.tb.Helper()
 	var out [][]string
-	err := e.db.Report(context.Background(), store.GroupQuery{MinSize: 1}, nil, func(g store.Group, files []store.GroupFile) error {
+	err := e.db.Files().Report(context.Background(), store.GroupQuery{MinSize: 1}, nil, func(g store.Group, files []store.GroupFile) error {
 		var ps []string
 		for _, f := range files {
 			rel, _ := filepath.Rel(e.dir, f.Path)

@@ -225,7 +225,7 @@ func TestScanResumesFromItsCheckpoint(t *testing.T) {
 	cancel()
 	<-done
 
-	jobs, _ := e.db.ActiveJobs(context.Background())
+	jobs, _ := e.db.Jobs().ActiveJobs(context.Background())
 	if len(jobs) != 1 || jobs[0].Checkpoint == "" || jobs[0].Status != store.StatusRetryable {
 		t.Fatalf("interrupted scan left %+v", jobs)
 	}
@@ -238,7 +238,7 @@ func TestScanResumesFromItsCheckpoint(t *testing.T) {
 	if got := p2.FoldersSeen.Load(); got >= 61 || got+first < 61 {
 		t.Fatalf("resumed scan visited %d folders after %d: it started over", got, first)
 	}
-	r, _ := e.db.Roots(context.Background())
+	r, _ := e.db.Files().Roots(context.Background())
 	if r[0].FileCount != 1200 || r[0].FolderCount != 61 {
 		t.Fatalf("root totals after a resumed scan: %+v", r[0])
 	}
@@ -270,13 +270,13 @@ func TestScanInterruptedAfterItsWalkIsRetryable(t *testing.T) {
 	if walked != 1 {
 		t.Fatalf("the walk ended %d times", walked)
 	}
-	jobs, _ := e.db.ActiveJobs(context.Background())
+	jobs, _ := e.db.Jobs().ActiveJobs(context.Background())
 	if len(jobs) != 1 || jobs[0].Kind != store.KindScan || jobs[0].Status != store.StatusRetryable {
 		t.Fatalf("scan interrupted after its walk left %+v", jobs)
 	}
 	e.run()
 	e.wantGroups([]string{"a/x", "b/y"})
-	if jobs, _ := e.db.ActiveJobs(context.Background()); len(jobs) != 0 {
+	if jobs, _ := e.db.Jobs().ActiveJobs(context.Background()); len(jobs) != 0 {
 		t.Fatalf("jobs left after the next run: %+v", jobs)
 	}
 }
@@ -344,12 +344,12 @@ func TestHashRunKilledMidwayIsPlannedAgain(t *testing.T) {
 	// job after its first pass by cancelling it as soon as pass 2 starts.
 	ix := New(e.db, e.config())
 	ix.sizes = newSizeCache()
-	e.db.Enqueue(ctx, store.KindScan, 1)
+	e.db.Jobs().Enqueue(ctx, store.KindScan, 1)
 	if _, err := ix.runClaimable(ctx, store.KindScan); err != nil {
 		t.Fatal(err)
 	}
-	e.db.Enqueue(ctx, store.KindHash, 0)
-	_, lease, err := e.db.Claim(ctx, store.KindHash, ix.owner, time.Minute)
+	e.db.Jobs().Enqueue(ctx, store.KindHash, 0)
+	_, lease, err := e.db.Jobs().Claim(ctx, store.KindHash, ix.owner, time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -360,7 +360,7 @@ func TestHashRunKilledMidwayIsPlannedAgain(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The process dies here: pass 1 is recorded, pass 2 never ran.
-	e.db.Finish(ctx, lease, store.StatusRetryable, "interrupted", "test", 0)
+	e.db.Jobs().Finish(ctx, lease, store.StatusRetryable, "interrupted", "test", 0)
 	if g := e.groups(); len(g) != 0 {
 		t.Fatalf("groups before pass 2: %q", g)
 	}
@@ -400,11 +400,11 @@ func TestFolderSignatureSeesEveryChange(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.run()
-	f, err := e.db.FolderByPath(ctx, filepath.Join(e.dir, "keep"))
+	f, err := e.db.Files().FolderByPath(ctx, filepath.Join(e.dir, "keep"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, _, err := e.db.FolderListing(ctx, f.ID, true)
+	files, _, err := e.db.Files().FolderListing(ctx, f.ID, true)
 	if err != nil || len(files) != 2 || files[0].Name != "a" || files[0].Nlink != 2 {
 		t.Fatalf("keep/a after a hard link elsewhere: %+v %v", files, err)
 	}

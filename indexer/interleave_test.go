@@ -60,7 +60,7 @@ func (e *env) settled() {
 	if t := e.totals(); t.State != store.StateUpToDate || t.Queued != 0 {
 		e.tb.Fatalf("index not settled: state %q, %d queued", t.State, t.Queued)
 	}
-	pairs, err := e.db.FullHashPlan(context.Background(), e.allSizes())
+	pairs, err := e.db.Files().FullHashPlan(context.Background(), e.allSizes())
 	if err != nil {
 		e.tb.Fatal(err)
 	}

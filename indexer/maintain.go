@@ -87,40 +87,40 @@ func (m *Maintainer) Serve(ctx context.Context) error {
 // Step queues what is due and runs at most one due job. It reports whether
 // it ran one.
 func (m *Maintainer) Step(ctx context.Context) (bool, error) {
-	size, err := m.db.WALSize()
+	size, err := m.db.Maint().WALSize()
 	if err != nil {
 		return false, err
 	}
 	switch {
 	case size > m.cfg.WALBound:
-		if _, err := m.db.EnqueueWAL(ctx, store.WALPassive, "wal_size", 0); err != nil {
+		if _, err := m.db.Maint().EnqueueWAL(ctx, store.WALPassive, "wal_size", 0); err != nil {
 			return false, err
 		}
 	case time.Since(m.scheduled) >= m.cfg.Every:
-		if _, err := m.db.EnqueueWAL(ctx, store.WALPassive, "schedule", 0); err != nil {
+		if _, err := m.db.Maint().EnqueueWAL(ctx, store.WALPassive, "schedule", 0); err != nil {
 			return false, err
 		}
 		m.scheduled = time.Now()
 	}
-	j, err := m.db.ClaimWAL(ctx, m.owner, m.cfg.LeaseTTL)
+	j, err := m.db.Maint().ClaimWAL(ctx, m.owner, m.cfg.LeaseTTL)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	c, runErr := m.db.RunCheckpoint(ctx, j.Mode)
-	if err := m.db.FinishWAL(context.WithoutCancel(ctx), j, c, runErr); err != nil {
+	c, runErr := m.db.Maint().RunCheckpoint(ctx, j.Mode)
+	if err := m.db.Maint().FinishWAL(context.WithoutCancel(ctx), j, c, runErr); err != nil {
 		return true, err
 	}
 	if runErr != nil {
 		return true, runErr
 	}
 	if j.Mode == store.WALPassive && c.Busy == 0 {
-		if size, err := m.db.WALSize(); err == nil && size > m.cfg.WALBound {
+		if size, err := m.db.Maint().WALSize(); err == nil && size > m.cfg.WALBound {
 			// Readers kept frames from being copied back, or the file
 			// kept its size: restart the WAL from its start.
-			if _, err := m.db.EnqueueWAL(ctx, store.WALTruncate, "passive_left_wal_above_bound", 0); err != nil {
+			if _, err := m.db.Maint().EnqueueWAL(ctx, store.WALTruncate, "passive_left_wal_above_bound", 0); err != nil {
 				return true, err
 			}
 		}

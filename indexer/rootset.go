@@ -16,7 +16,7 @@ type rootSet struct {
 }
 
 func loadRoots(ctx context.Context, db *store.DB) (*rootSet, error) {
-	rs, err := db.Roots(ctx)
+	rs, err := db.Files().Roots(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -52,7 +52,7 @@ func TestTargetedScansFollowChanges(t *testing.T) {
 			}
 			e.addRoot(store.RootSpec{})
 			e.run()
-			roots, _ := e.db.Roots(ctx)
+			roots, _ := e.db.Files().Roots(ctx)
 			for round := 0; round < 3; round++ {
 				before := listings(t, e.dir)
 				for i := 0; i < 25; i++ {
@@ -97,7 +97,7 @@ func TestTargetedScansFollowChanges(t *testing.T) {
 				e.verifyFolderSigs()
 			}
 			// A targeted scan leaves the root's last full scan as it was.
-			r, _ := e.db.Root(ctx, roots[0].ID)
+			r, _ := e.db.Files().Root(ctx, roots[0].ID)
 			if r.FileCount != roots[0].FileCount || !r.LastScanAt.Equal(roots[0].LastScanAt) {
 				t.Errorf("root totals moved: %+v, were %+v", r, roots[0])
 			}

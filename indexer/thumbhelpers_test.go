@@ -152,7 +152,7 @@ func (e *env) thumbOf(rel string) (store.Thumb, bool) {
 	h := sha256.Sum256(b)
 	var after int64
 	for {
-		ts, err := e.db.ThumbsPage(ctx, after, 100)
+		ts, err := e.db.Thumbs().ThumbsPage(ctx, after, 100)
 		if err != nil {
 			e.tb.Fatal(err)
 		}

@@ -135,19 +135,19 @@ func TestStaleThumbLeaseIsRequeued(t *testing.T) {
 	e.addRoot(store.RootSpec{})
 	e.run()
 	ctx := context.Background()
-	cs, _ := e.db.ThumbCandidates(ctx, store.CandidateCursor{}, 10)
+	cs, _ := e.db.Thumbs().ThumbCandidates(ctx, store.CandidateCursor{}, 10)
 	as := []store.Admission{{ContentID: cs[0].ContentID, MediaType: "image"}, {ContentID: cs[1].ContentID, MediaType: "image"}}
-	if _, _, err := e.db.AdmitThumbs(ctx, as, 10); err != nil {
+	if _, _, err := e.db.Thumbs().AdmitThumbs(ctx, as, 10); err != nil {
 		t.Fatal(err)
 	}
 	// One worker of another host claims a row and vanishes: its lease
 	// expires. One of a process of this host that is gone is requeued at
 	// once.
-	_, lost, err := e.db.ClaimThumb(ctx, "otherhost/1/1/ab", 100*time.Millisecond)
+	_, lost, err := e.db.Thumbs().ClaimThumb(ctx, "otherhost/1/1/ab", 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, dead, err := e.db.ClaimThumb(ctx, deadWorkerID(t), time.Hour)
+	_, dead, err := e.db.Thumbs().ClaimThumb(ctx, deadWorkerID(t), time.Hour)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func TestStaleThumbLeaseIsRequeued(t *testing.T) {
 	cfg := e.thumbConfig()
 	e.drain(cfg)
 	for _, l := range []store.Lease{lost, dead} {
-		row, err := e.db.ThumbByID(ctx, l.ID)
+		row, err := e.db.View().ThumbByID(ctx, l.ID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -164,7 +164,7 @@ func TestStaleThumbLeaseIsRequeued(t *testing.T) {
 			t.Fatalf("row %d: attempt %d, want %d", row.ID, row.Attempt, l.Attempt+1)
 		}
 	}
-	if err := e.db.FinishThumbReady(ctx, lost, 1, 1, 1); err == nil {
+	if err := e.db.Thumbs().FinishThumbReady(ctx, lost, 1, 1, 1); err == nil {
 		t.Fatal("the vanished worker could still finish its row")
 	}
 }
@@ -218,7 +218,7 @@ func TestCleanupRemovesOnlyCacheFiles(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(cfg.Dir, gone.Key+".jpg")); !os.IsNotExist(err) {
 		t.Fatalf("the thumbnail of a gone group is still cached: %v", err)
 	}
-	if _, err := e.db.ThumbByID(context.Background(), gone.ID); err == nil {
+	if _, err := e.db.View().ThumbByID(context.Background(), gone.ID); err == nil {
 		t.Fatal("the row of a gone group's thumbnail is still there")
 	}
 	if _, err := os.Stat(filepath.Join(cfg.Dir, keep.Key+".jpg")); err != nil {
@@ -273,7 +273,7 @@ func TestThumbReadsGoThroughTheGlobalLimiter(t *testing.T) {
 	e.drain(cfg)
 	// The bucket moved on by the cost of every read: the next slot is
 	// at least total/rate after the start.
-	next, err := e.db.ReserveIO(ctx, store.IOBucketThumbs, 0)
+	next, err := e.db.Jobs().ReserveIO(ctx, store.IOBucketThumbs, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

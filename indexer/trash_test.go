@@ -54,12 +54,12 @@ func TestWalkLeavesTrashAndTempFilesOut(t *testing.T) {
 	e.run()
 	e.wantGroups(trashGroups...)
 	for _, rel := range append(inTrash, tempFile) {
-		if f, err := e.db.FileByPath(ctx, filepath.Join(e.dir, rel)); !errors.Is(err, store.ErrNotFound) {
+		if f, err := e.db.Files().FileByPath(ctx, filepath.Join(e.dir, rel)); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s indexed: %+v %v", rel, f, err)
 		}
 	}
 	for _, rel := range []string{"home/u/.local/share/Trash", "mnt/.Trash-1000", "mnt/.Trash", ".Trash-0"} {
-		if f, err := e.db.FolderByPath(ctx, filepath.Join(e.dir, rel)); !errors.Is(err, store.ErrNotFound) {
+		if f, err := e.db.Files().FolderByPath(ctx, filepath.Join(e.dir, rel)); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("folder %s indexed: %+v %v", rel, f, err)
 		}
 	}
@@ -95,7 +95,7 @@ func (e *env) wantTrashGone(ctx context.Context) {
 	e.tb.Helper()
 	e.wantGroups(trashGroups...)
 	for _, rel := range inTrash {
-		f, err := e.db.FileByPath(ctx, filepath.Join(e.dir, rel))
+		f, err := e.db.Files().FileByPath(ctx, filepath.Join(e.dir, rel))
 		if err != nil || !f.Missing {
 			e.tb.Errorf("%s after a rescan: %+v %v", rel, f, err)
 		}
@@ -139,7 +139,7 @@ func TestTargetedScanLeavesTrashOut(t *testing.T) {
 	if err := os.WriteFile(tmp, []byte("photo a"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	roots, _ := e.db.Roots(ctx)
+	roots, _ := e.db.Files().Roots(ctx)
 	ix := New(e.db, e.config())
 	if _, err := ix.Rescan(ctx, roots[0].ID, []string{files, filepath.Join(e.dir, "home/u/photos")}); err != nil {
 		t.Fatal(err)
@@ -148,7 +148,7 @@ func TestTargetedScanLeavesTrashOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, p := range []string{filepath.Join(files, "new.jpg"), tmp} {
-		if f, err := e.db.FileByPath(ctx, p); !errors.Is(err, store.ErrNotFound) {
+		if f, err := e.db.Files().FileByPath(ctx, p); !errors.Is(err, store.ErrNotFound) {
 			t.Errorf("%s indexed by a targeted scan: %+v %v", p, f, err)
 		}
 	}

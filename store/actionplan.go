@@ -58,13 +58,13 @@ type PlanResult struct {
 // A done action whose keep role stands in the way is retired when its
 // copy is back in the index (its path holds the content again). A key
 // done already by dedupe is not made again (Done).
-func (db *DB) CreatePlan(ctx context.Context, ps PlanSpec, specs []ActionSpec) (PlanResult, error) {
+func (lg *Ledger) CreatePlan(ctx context.Context, ps PlanSpec, specs []ActionSpec) (PlanResult, error) {
 	opts, err := json.Marshal(ps.Options)
 	if err != nil {
 		return PlanResult{}, fmt.Errorf("plan options: %w", err)
 	}
 	var res PlanResult
-	err = db.Write(ctx, func(tx *Tx) error {
+	err = lg.db.Write(ctx, func(tx *Tx) error {
 		res = PlanResult{}
 		if err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO plans (op, options, created_at, worker_id, lease_expires_at,
 			uid, home_trash) VALUES (?, ?, `+nowSQL+`, ?, `+nowSQL+` + ?, ?, ?) RETURNING id`,
@@ -87,9 +87,9 @@ func (db *DB) CreatePlan(ctx context.Context, ps PlanSpec, specs []ActionSpec) (
 // would retire are counted in Retired. ended maps the actions the real
 // run's reconcile ends first to the state each ends in: their roles count
 // as that state holds them.
-func (db *DB) PreviewPlan(ctx context.Context, specs []ActionSpec, ended map[int64]string) (PlanResult, error) {
+func (lg *Ledger) PreviewPlan(ctx context.Context, specs []ActionSpec, ended map[int64]string) (PlanResult, error) {
 	var res PlanResult
-	err := db.read(ctx, func(tx *Tx) error {
+	err := lg.db.read(ctx, func(tx *Tx) error {
 		p := &planner{tx: tx, res: &res, kept: map[string]string{}, acted: map[string]bool{}, dry: true, ended: ended}
 		return p.record(specs)
 	})

@@ -33,9 +33,9 @@ const fenceSQL = "worker_id = ?%d AND attempt = ?%d"
 // ClaimActions claims up to n actions of plan to work on, in id order:
 // planned ones, or ones its own run released under way. None (and no
 // error) when none is left.
-func (db *DB) ClaimActions(ctx context.Context, plan int64, owner string, ttl time.Duration, n int) ([]Action, error) {
+func (lg *Ledger) ClaimActions(ctx context.Context, plan int64, owner string, ttl time.Duration, n int) ([]Action, error) {
 	var out []Action
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := lg.db.Write(ctx, func(tx *Tx) error {
 		out = nil
 		ls, err := tx.claimN(QueueActions, "plan_id = ?4", owner, ttl, n, plan)
 		if err != nil || len(ls) == 0 {
@@ -78,8 +78,8 @@ func (tx *Tx) actionsByID(ids []int64) ([]Action, error) {
 // TakeOver claims an action that a dead worker (a.Worker; "" for none)
 // left under way, so its caller may reconcile it with the disk.
 // ErrLeaseLost when the action is not as the caller saw it any more.
-func (db *DB) TakeOver(ctx context.Context, a Action, owner string, ttl time.Duration) (Action, error) {
-	err := db.Write(ctx, func(tx *Tx) error {
+func (lg *Ledger) TakeOver(ctx context.Context, a Action, owner string, ttl time.Duration) (Action, error) {
+	err := lg.db.Write(ctx, func(tx *Tx) error {
 		var attempt int64
 		err := tx.tx.QueryRowContext(tx.ctx, `UPDATE actions SET worker_id = ?3, attempt = attempt + 1,
 			worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?4, updated_at = `+nowSQL+`
@@ -242,8 +242,8 @@ type OpenAction struct {
 // ReconcileCandidates lists the actions not ended yet (of plan, or of
 // every plan for 0), in id order, and the done ones an undo holds or left
 // a step of, for reconcile and undo to judge whose run is gone.
-func (db *DB) ReconcileCandidates(ctx context.Context, plan int64) ([]OpenAction, error) {
-	rows, err := db.query(ctx, `SELECT `+actionCols+`,
+func (lg *Ledger) ReconcileCandidates(ctx context.Context, plan int64) ([]OpenAction, error) {
+	rows, err := lg.db.query(ctx, `SELECT `+actionCols+`,
 		(SELECT coalesce(worker_id, '') FROM plans WHERE id = actions.plan_id),
 		(SELECT lease_expires_at FROM plans WHERE id = actions.plan_id), `+nowSQL+`
 		FROM actions WHERE id IN (
@@ -280,9 +280,9 @@ type withExtra struct {
 func (w withExtra) Scan(dest ...any) error { return w.r.Scan(append(dest, w.extra...)...) }
 
 // CountActions counts the actions of a plan in a state, of op ("": any).
-func (db *DB) CountActions(ctx context.Context, planID int64, state, op string) (int64, error) {
+func (lg *Ledger) CountActions(ctx context.Context, planID int64, state, op string) (int64, error) {
 	var n int64
-	err := db.queryRow(ctx, `SELECT count(*) FROM actions WHERE plan_id = ? AND state = ? AND (? = '' OR op = ?)`,
+	err := lg.db.queryRow(ctx, `SELECT count(*) FROM actions WHERE plan_id = ? AND state = ? AND (? = '' OR op = ?)`,
 		planID, state, op, op).Scan(&n)
 	return n, classify("count actions", err)
 }

@@ -186,11 +186,11 @@ type ActionQuery struct {
 }
 
 // Actions lists actions by id.
-func (db *DB) Actions(ctx context.Context, q ActionQuery) ([]Action, error) {
+func (lg *Ledger) Actions(ctx context.Context, q ActionQuery) ([]Action, error) {
 	if q.Limit <= 0 {
 		q.Limit = 1000
 	}
-	rows, err := db.query(ctx, `SELECT `+actionCols+` FROM actions
+	rows, err := lg.db.query(ctx, `SELECT `+actionCols+` FROM actions
 		WHERE (?1 = 0 OR plan_id = ?1) AND (?2 = '' OR state = ?2) AND id > ?3 ORDER BY id LIMIT ?4`,
 		q.PlanID, q.State, q.After, q.Limit)
 	if err != nil {
@@ -209,11 +209,11 @@ func (db *DB) Actions(ctx context.Context, q ActionQuery) ([]Action, error) {
 }
 
 // Plans lists plans, newest first (limit 0: all), or the one with id.
-func (db *DB) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan, error) {
+func (lg *Ledger) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan, error) {
 	if limit <= 0 {
 		limit = -1
 	}
-	rows, err := db.query(ctx, `SELECT p.id, p.op, p.options, p.state, p.created_at, p.finished_at, p.reverted_at,
+	rows, err := lg.db.query(ctx, `SELECT p.id, p.op, p.options, p.state, p.created_at, p.finished_at, p.reverted_at,
 		(SELECT json_group_object(state, n) FROM (SELECT state, count(*) AS n FROM actions WHERE plan_id = p.id GROUP BY state)),
 		(SELECT coalesce(sum(bytes_reclaimed), 0) FROM actions WHERE plan_id = p.id AND state = 'done'),
 		coalesce(p.worker_id, ''), p.lease_expires_at, coalesce(p.uid, -1), coalesce(p.home_trash, '')
@@ -248,8 +248,8 @@ func (db *DB) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan, err
 // HomeTrashes lists the home Trash folders plans recorded: a run of
 // another environment ($XDG_DATA_HOME set otherwise) must know them for
 // Trash folders too.
-func (db *DB) HomeTrashes(ctx context.Context) ([]string, error) {
-	rows, err := db.query(ctx, `SELECT DISTINCT home_trash FROM plans WHERE home_trash IS NOT NULL`)
+func (lg *Ledger) HomeTrashes(ctx context.Context) ([]string, error) {
+	rows, err := lg.db.query(ctx, `SELECT DISTINCT home_trash FROM plans WHERE home_trash IS NOT NULL`)
 	if err != nil {
 		return nil, classify("list home trashes", err)
 	}

@@ -14,7 +14,7 @@ import (
 func ledgerFixture(t *testing.T, db *DB) ActionSpec {
 	t.Helper()
 	ctx := context.Background()
-	r, _, err := db.AddRoot(ctx, RootSpec{Path: "/data"}, false)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/data"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +53,7 @@ func ledgerFixture(t *testing.T, db *DB) ActionSpec {
 // plan records specs as a plan of w's.
 func plan(t *testing.T, db *DB, specs ...ActionSpec) PlanResult {
 	t.Helper()
-	res, err := db.CreatePlan(context.Background(), PlanSpec{Op: specs[0].Op, Worker: "w", LeaseTTL: time.Minute}, specs)
+	res, err := db.Ledger().CreatePlan(context.Background(), PlanSpec{Op: specs[0].Op, Worker: "w", LeaseTTL: time.Minute}, specs)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,7 +63,7 @@ func plan(t *testing.T, db *DB, specs ...ActionSpec) PlanResult {
 // claim claims the next action of plan for owner.
 func claim(t *testing.T, db *DB, plan int64, owner string) Action {
 	t.Helper()
-	as, err := db.ClaimActions(context.Background(), plan, owner, time.Minute, 1)
+	as, err := db.Ledger().ClaimActions(context.Background(), plan, owner, time.Minute, 1)
 	if err != nil || len(as) != 1 {
 		t.Fatalf("claim: %v %v", as, err)
 	}
@@ -88,7 +88,7 @@ func end(t *testing.T, db *DB, a Action, state string) {
 // the recorded roles.
 func roles(t *testing.T, db *DB) map[string]string {
 	t.Helper()
-	ms, err := db.CheckRoles(context.Background())
+	ms, err := db.Ledger().CheckRoles(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -175,7 +175,7 @@ func TestDoneTrashPinsItsKeptFileUntilTheCopyIsBack(t *testing.T) {
 	if r.Actions != 1 || r.Retired != 1 {
 		t.Fatalf("a plan acting on a file whose pin's copy is back: %+v", r)
 	}
-	as, _ := db.Actions(ctx, ActionQuery{PlanID: r1.ID})
+	as, _ := db.Ledger().Actions(ctx, ActionQuery{PlanID: r1.ID})
 	if as[0].State != ActReverted || !strings.Contains(as[0].Reason, "back at its path") {
 		t.Fatalf("the retired action: %s %q", as[0].State, as[0].Reason)
 	}
@@ -216,24 +216,24 @@ func TestActionStatesMoveOnlyForward(t *testing.T) {
 	if _, err := db.w.ExecContext(ctx, "UPDATE actions SET state = 'leased' WHERE id = ?", a.ID); err == nil {
 		t.Error("the index let an action go from done back to leased")
 	}
-	got, _ := db.Actions(ctx, ActionQuery{})
+	got, _ := db.Ledger().Actions(ctx, ActionQuery{})
 	if got[0].State != ActDone || got[0].Undo.Mode != 0o644 || string(got[0].Undo.Xattrs["user.x"]) != "y" ||
 		got[0].Undo.KeepCtimeNS != 6 || got[0].BytesReclaimed != 100 {
 		t.Fatalf("action after done: %+v", got[0])
 	}
-	ps, _ := db.Plans(ctx, 0, 0)
+	ps, _ := db.Ledger().Plans(ctx, 0, 0)
 	if ps[0].State != "done" || ps[0].Counts[ActDone] != 1 || ps[0].Reclaimed != 100 || ps[0].Worker != "w" {
 		t.Fatalf("plan: %+v", ps[0])
 	}
 	// done -> reverted is the one way on, through an undo lease.
-	u, err := db.ClaimUndo(ctx, ps[0].ID, nil, "w2", time.Minute)
+	u, err := db.Ledger().ClaimUndo(ctx, ps[0].ID, nil, "w2", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Write(ctx, func(tx *Tx) error { return tx.RevertAction(u.Lease, "restored") }); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ClaimUndo(ctx, ps[0].ID, nil, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Ledger().ClaimUndo(ctx, ps[0].ID, nil, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Errorf("a reverted action claimed for undo again: %v", err)
 	}
 	roles(t, db)
@@ -247,7 +247,7 @@ func TestActionLeasesAreFenced(t *testing.T) {
 	spec := ledgerFixture(t, db)
 	p := plan(t, db, spec)
 	other := plan(t, db, ActionSpec{Op: OpLink}) // an empty plan
-	if as, _ := db.ClaimActions(ctx, other.ID, "w2", time.Minute, 10); len(as) != 0 {
+	if as, _ := db.Ledger().ClaimActions(ctx, other.ID, "w2", time.Minute, 10); len(as) != 0 {
 		t.Fatalf("a run claimed another plan's action: %+v", as)
 	}
 	a := claim(t, db, p.ID, "w1")
@@ -269,15 +269,15 @@ func TestActionLeasesAreFenced(t *testing.T) {
 	p2 := plan(t, db, spec)
 	b := claim(t, db, p2.ID, "w1")
 	db.Write(ctx, func(tx *Tx) error { return tx.ArmAction(b.Lease, UndoInfo{}) })
-	open, err := db.ReconcileCandidates(ctx, 0)
+	open, err := db.Ledger().ReconcileCandidates(ctx, 0)
 	if err != nil || len(open) != 1 || open[0].State != ActPrepared || open[0].Worker != "w1" || open[0].PlanWorker != "w" {
 		t.Fatalf("open actions: %+v %v", open, err)
 	}
-	c, err := db.TakeOver(ctx, open[0].Action, "w3", time.Minute)
+	c, err := db.Ledger().TakeOver(ctx, open[0].Action, "w3", time.Minute)
 	if err != nil || c.Lease.Attempt != 2 {
 		t.Fatalf("take over: %+v %v", c, err)
 	}
-	if _, err := db.TakeOver(ctx, open[0].Action, "w4", time.Minute); !errors.Is(err, ErrLeaseLost) {
+	if _, err := db.Ledger().TakeOver(ctx, open[0].Action, "w4", time.Minute); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("taken over twice: %v", err)
 	}
 	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndAction(b.Lease, ActDone, "", 0) }); !errors.Is(err, ErrLeaseLost) {

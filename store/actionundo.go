@@ -27,9 +27,9 @@ var QueueUndo = &Queue{
 // ClaimUndo claims the next done action of a plan to revert, latest first,
 // but for those in skip (this undo left them as they are) and deletions
 // (which cannot be undone).
-func (db *DB) ClaimUndo(ctx context.Context, planID int64, skip []int64, owner string, ttl time.Duration) (Action, error) {
+func (lg *Ledger) ClaimUndo(ctx context.Context, planID int64, skip []int64, owner string, ttl time.Duration) (Action, error) {
 	var a Action
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := lg.db.Write(ctx, func(tx *Tx) error {
 		l, err := tx.claim(QueueUndo, "plan_id = ?4 AND id NOT IN (SELECT value FROM json_each(?5))", owner, ttl,
 			planID, jsonInts(skip))
 		if errors.Is(err, ErrNotFound) {
@@ -54,8 +54,8 @@ func (db *DB) ClaimUndo(ctx context.Context, planID int64, skip []int64, owner s
 // ReleaseDeadUndo frees the done actions of plan held by undo workers that
 // dead says are gone, so the next undo takes them up at once (what such a
 // worker recorded of its step, undo_dev and undo_ino, stays for it).
-func (db *DB) ReleaseDeadUndo(ctx context.Context, plan int64, dead func(worker string) bool) (int, error) {
-	rows, err := db.query(ctx, `SELECT DISTINCT worker_id FROM actions WHERE plan_id = ? AND state = 'done'
+func (lg *Ledger) ReleaseDeadUndo(ctx context.Context, plan int64, dead func(worker string) bool) (int, error) {
+	rows, err := lg.db.query(ctx, `SELECT DISTINCT worker_id FROM actions WHERE plan_id = ? AND state = 'done'
 		AND worker_id IS NOT NULL`, plan)
 	if err != nil {
 		return 0, classify("list undo workers", err)
@@ -76,7 +76,7 @@ func (db *DB) ReleaseDeadUndo(ctx context.Context, plan int64, dead func(worker 
 		return 0, classify("list undo workers", err)
 	}
 	var n int64
-	err = db.Write(ctx, func(tx *Tx) error {
+	err = lg.db.Write(ctx, func(tx *Tx) error {
 		n = 0
 		for _, w := range gone {
 			res, err := tx.exec("free a dead undo's actions", `UPDATE actions SET worker_id = NULL, worker_heartbeat_at = NULL,

@@ -218,8 +218,8 @@ func (tx *Tx) execRanges(op, q string) error {
 
 // FinishStrandedBulkLoad ends a bulk load that no live job will finish:
 // one whose scan died and was not resumed, or failed for good.
-func (db *DB) FinishStrandedBulkLoad(ctx context.Context) error {
-	return db.finishStrandedBulkLoad(ctx)
+func (fl *Files) FinishStrandedBulkLoad(ctx context.Context) error {
+	return fl.db.finishStrandedBulkLoad(ctx)
 }
 
 func (db *DB) finishStrandedBulkLoad(ctx context.Context) error {
@@ -242,9 +242,9 @@ func (db *DB) finishStrandedBulkLoad(ctx context.Context) error {
 }
 
 // BulkLoading reports whether a bulk load is under way.
-func (db *DB) BulkLoading(ctx context.Context) (bool, error) {
+func (fl *Files) BulkLoading(ctx context.Context) (bool, error) {
 	var on bool
-	err := db.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM settings WHERE key = ?)", bulkKey).Scan(&on)
+	err := fl.db.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM settings WHERE key = ?)", bulkKey).Scan(&on)
 	return on, classify("read bulk state", err)
 }
 

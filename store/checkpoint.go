@@ -59,7 +59,7 @@ func (db *DB) startCheckpointer() {
 			// Errors are those a later checkpoint meets again (or the
 			// writer's own at its threshold); none loses a commit, which
 			// is in the WAL already.
-			_, _ = db.RunCheckpoint(ctx, WALPassive)
+			_, _ = db.Maint().RunCheckpoint(ctx, WALPassive)
 		}
 	}()
 }

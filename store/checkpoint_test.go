@@ -31,7 +31,7 @@ func TestCheckpointerCopiesCommitsBack(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			wal, _ := db.WALSize()
+			wal, _ := db.Maint().WALSize()
 			t.Fatalf("database file %d bytes (was %d), WAL %d bytes: commits not checkpointed", st.Size(), before, wal)
 		}
 		time.Sleep(20 * time.Millisecond)

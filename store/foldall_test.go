@@ -30,7 +30,7 @@ func TestFoldStreamSumsAsFromScratch(t *testing.T) {
 		for _, disorder := range []string{"", "file", "parent"} {
 			name := fmt.Sprintf("seed %d disorder %q", seed, disorder)
 			db := openTest(t)
-			r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+			r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -65,7 +65,7 @@ func TestFoldStreamSumsAsFromScratch(t *testing.T) {
 			if err := db.rebuildFolderGroups(ctx); err != nil {
 				t.Fatal(err)
 			}
-			if bad, err := db.VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
+			if bad, err := db.Folders().VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
 				t.Fatalf("%s: %v %q", name, err, bad)
 			}
 		}

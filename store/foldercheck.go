@@ -14,9 +14,9 @@ import (
 // still waiting in folder_dirty and their ancestors; when none waits, it
 // also finds the folder groups from scratch and compares them with those
 // stored. It reads the whole index: for tests of the incremental update.
-func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
+func (fo *Folders) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 	var bad []string
-	err := db.read(ctx, func(tx *Tx) error {
+	err := fo.db.read(ctx, func(tx *Tx) error {
 		all, err := tx.sumAll(true)
 		if err != nil {
 			return err
@@ -59,15 +59,15 @@ func (db *DB) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 		return bad, err
 	}
 	var n int64
-	if err := db.queryRow(ctx, "SELECT count(*) FROM folder_dirty").Scan(&n); err != nil || n > 0 {
+	if err := fo.db.queryRow(ctx, "SELECT count(*) FROM folder_dirty").Scan(&n); err != nil || n > 0 {
 		return bad, classify("count changed folders", err)
 	}
 	// The stored groups are those a search from scratch finds.
-	want, err := db.ExactFolderGroups(ctx, false, 1)
+	want, err := fo.ExactFolderGroups(ctx, false, 1)
 	if err != nil {
 		return nil, err
 	}
-	have, err := db.FolderGroups(ctx, 1)
+	have, err := fo.FolderGroups(ctx, 1)
 	if err != nil {
 		return nil, err
 	}

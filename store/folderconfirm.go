@@ -13,11 +13,11 @@ import (
 // folders of one class are equal. Folders whose content is not settled
 // are left out. Signatures can be made to collide; this cannot (short of
 // a SHA-256 collision, without layout: see contentDigest).
-func (db *DB) ConfirmFolders(ctx context.Context, g FolderGroup, layout bool) ([][]FolderRef, error) {
+func (fo *Folders) ConfirmFolders(ctx context.Context, g FolderGroup, layout bool) ([][]FolderRef, error) {
 	var classes [][]FolderRef
 	var keys [][]byte
 	for _, f := range g.Folders {
-		k, known, err := db.folderKey(ctx, f.Path, layout)
+		k, known, err := fo.db.folderKey(ctx, f.Path, layout)
 		if err != nil {
 			return nil, err
 		}
@@ -47,7 +47,7 @@ func (db *DB) folderKey(ctx context.Context, dir string, layout bool) ([]byte, b
 		d, known, err := db.contentDigest(ctx, dir)
 		return d[:], known, err
 	}
-	files, known, err := db.SubtreeContents(ctx, dir)
+	files, known, err := db.View().SubtreeContents(ctx, dir)
 	return layoutKey(files), known, err
 }
 

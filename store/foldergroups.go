@@ -35,9 +35,9 @@ func (g FolderGroup) Key(algo string) string { return algo + ":" + hex.EncodeToS
 // group whose folders' parents all belong to one same group is not
 // reported (only the highest level of a duplicated tree is). Largest
 // first. The signatures are not confirmed here: see SubtreeContents.
-func (db *DB) ExactFolderGroups(ctx context.Context, layout bool, minBytes int64) ([]FolderGroup, error) {
+func (fo *Folders) ExactFolderGroups(ctx context.Context, layout bool, minBytes int64) ([]FolderGroup, error) {
 	const col = "tree_sig"
-	rows, err := db.query(ctx, `SELECT `+col+`, tree_files, tree_bytes, id, coalesce(parent_id, 0), path, tree_pending
+	rows, err := fo.db.query(ctx, `SELECT `+col+`, tree_files, tree_bytes, id, coalesce(parent_id, 0), path, tree_pending
 		FROM folders WHERE tree_files > 0 AND missing = 0 AND tree_bytes >= ?1 AND (`+col+`, tree_files, tree_bytes) IN
 		  (SELECT `+col+`, tree_files, tree_bytes FROM folders WHERE tree_files > 0 AND missing = 0 AND tree_bytes >= ?1
 		   GROUP BY `+col+`, tree_files, tree_bytes HAVING count(*) > 1)
@@ -68,7 +68,7 @@ func (db *DB) ExactFolderGroups(ctx context.Context, layout bool, minBytes int64
 	}
 	if layout {
 		var err error
-		if classes, err = db.splitByLayout(ctx, classes); err != nil {
+		if classes, err = fo.db.splitByLayout(ctx, classes); err != nil {
 			return nil, err
 		}
 	}
@@ -84,7 +84,7 @@ func (db *DB) splitByLayout(ctx context.Context, classes []FolderGroup) ([]Folde
 		byKey := map[string]int{}
 		var parts []FolderGroup
 		for _, f := range c.Folders { // by path, as the rules want them
-			files, known, err := db.SubtreeContents(ctx, f.Path)
+			files, known, err := db.View().SubtreeContents(ctx, f.Path)
 			if err != nil {
 				return nil, err
 			}
@@ -190,8 +190,8 @@ func subtreeArgs(dir string) []any {
 // SubtreeContents lists the live non-empty files of a folder's subtree,
 // with their content terms, by relative path; known is false when some
 // content is not settled yet.
-func (db *DB) SubtreeContents(ctx context.Context, dir string) (files []SubtreeFile, known bool, err error) {
-	rows, err := db.query(ctx, `SELECT d.path, f.name, f.id, f.root_id, f.nlink, f.mtime_ns, `+termCols("f")+`
+func (vw *View) SubtreeContents(ctx context.Context, dir string) (files []SubtreeFile, known bool, err error) {
+	rows, err := vw.db.query(ctx, `SELECT d.path, f.name, f.id, f.root_id, f.nlink, f.mtime_ns, `+termCols("f")+`
 		FROM `+subtreeFilesSQL, subtreeArgs(dir)...)
 	if err != nil {
 		return nil, false, classify("read a folder's files", err)

@@ -40,7 +40,7 @@ func TestFolderGroupsByClassEqualFromScratch(t *testing.T) {
 		for _, limit := range []int{0, 1 << 30} {
 			maxGroupMoves = limit
 			db := openTest(t)
-			r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+			r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,14 +64,14 @@ func TestFolderGroupsByClassEqualFromScratch(t *testing.T) {
 						t.Fatal(err)
 					}
 				}
-				if _, err := db.UpdateFolderSigs(ctx); err != nil {
+				if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
 					t.Fatal(err)
 				}
-				bad, err := db.VerifyFolderSigs(ctx)
+				bad, err := db.Folders().VerifyFolderSigs(ctx)
 				if err != nil || len(bad) > 0 {
 					t.Fatalf("seed %d step %d limit %d: %v %q", seed, s, limit, err, bad)
 				}
-				gs, _ := db.FolderGroups(ctx, 1)
+				gs, _ := db.Folders().FolderGroups(ctx, 1)
 				for _, g := range gs {
 					var ps []string
 					for _, f := range g.Folders {
@@ -146,12 +146,12 @@ func addFakeFiles(tb testing.TB, db *DB, root int64, files []fakeFile) {
 func TestFolderChangeUnhidesSubfolderGroups(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	groups := func() string {
-		gs, err := db.FolderGroups(ctx, 1)
+		gs, err := db.Folders().FolderGroups(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -167,14 +167,14 @@ func TestFolderChangeUnhidesSubfolderGroups(t *testing.T) {
 		return fmt.Sprint(out)
 	}
 	addFakeFiles(t, db, r.ID, []fakeFile{{"/r/a/x", "1", 1}, {"/r/a/y", "2", 2}, {"/r/b/x", "1", 1}, {"/r/b/y", "2", 2}})
-	if _, err := db.UpdateFolderSigs(ctx); err != nil {
+	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if g := groups(); g != "[[/r/a /r/b]]" {
 		t.Fatalf("groups: %s", g)
 	}
 	addFakeFiles(t, db, r.ID, []fakeFile{{"/r/b/z", "3", 3}})
-	if _, err := db.UpdateFolderSigs(ctx); err != nil {
+	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
 		t.Fatal(err)
 	}
 	if g := groups(); g != "[[/r/a/x /r/b/x] [/r/a/y /r/b/y]]" {
@@ -192,7 +192,7 @@ func nextIno() uint64 { lastIno++; return lastIno }
 func TestConfirmFoldersSplitsByWhatFoldersHold(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +205,7 @@ func TestConfirmFoldersSplitsByWhatFoldersHold(t *testing.T) {
 	})
 	g := FolderGroup{Sig: []byte("forged")}
 	for _, p := range []string{"/r/a", "/r/b", "/r/c", "/r/d", "/r/e"} {
-		f, err := db.FolderByPath(ctx, p)
+		f, err := db.Files().FolderByPath(ctx, p)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -226,7 +226,7 @@ func TestConfirmFoldersSplitsByWhatFoldersHold(t *testing.T) {
 		layout bool
 		want   []string
 	}{{false, []string{"abce", "d"}}, {true, []string{"ae", "b", "c", "d"}}} {
-		classes, err := db.ConfirmFolders(ctx, g, tc.layout)
+		classes, err := db.Folders().ConfirmFolders(ctx, g, tc.layout)
 		if err != nil {
 			t.Fatal(err)
 		}

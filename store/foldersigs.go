@@ -16,19 +16,19 @@ const folderChunk = 2000
 // ancestors, never the tree. It then brings the exact folder groups up to
 // date when any folder was folded in, now or by a fold killed before it
 // stored them (foldowed.go), and returns how many folders' sums it wrote.
-func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
-	folds, covered, err := db.foldCounts(ctx)
+func (fo *Folders) UpdateFolderSigs(ctx context.Context) (int, error) {
+	folds, covered, err := fo.db.foldCounts(ctx)
 	if err != nil {
 		return 0, err
 	}
-	bulk, err := db.startFold(ctx)
+	bulk, err := fo.db.startFold(ctx)
 	if err != nil {
 		return 0, err
 	}
 	var all fold
 	if bulk {
 		// Every folder waits: sum them all in one pass, in one write.
-		err := db.Write(ctx, func(tx *Tx) (err error) {
+		err := fo.db.Write(ctx, func(tx *Tx) (err error) {
 			all, err = tx.foldAll()
 			return err
 		})
@@ -38,7 +38,7 @@ func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
 	}
 	for !bulk {
 		var f fold
-		err := db.Write(ctx, func(tx *Tx) (err error) {
+		err := fo.db.Write(ctx, func(tx *Tx) (err error) {
 			f, err = tx.foldFolders()
 			return err
 		})
@@ -55,14 +55,14 @@ func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
 		}
 	}
 	if bulk {
-		if err := db.Write(ctx, func(tx *Tx) error {
+		if err := fo.db.Write(ctx, func(tx *Tx) error {
 			_, err := tx.exec("build folders_sig", sigIndexSQL)
 			return err
 		}); err != nil {
 			return all.written + len(all.moves), err
 		}
 	}
-	now, _, err := db.foldCounts(ctx)
+	now, _, err := fo.db.foldCounts(ctx)
 	if err != nil {
 		return all.written + len(all.moves), err
 	}
@@ -71,9 +71,9 @@ func (db *DB) UpdateFolderSigs(ctx context.Context) (int, error) {
 	case folds > covered || now != folds+all.noted || all.deleted || len(all.moves) > maxGroupMoves:
 		// Groups a killed fold owes (foldowed.go), or another process
 		// folded meanwhile: find them all again.
-		err = db.rebuildFolderGroups(ctx)
+		err = fo.db.rebuildFolderGroups(ctx)
 	default:
-		err = db.updateFolderGroups(ctx, all.moves, now)
+		err = fo.db.updateFolderGroups(ctx, all.moves, now)
 	}
 	return all.written + len(all.moves), err
 }
@@ -377,9 +377,9 @@ func dedupe(ids []int64) []int64 {
 }
 
 // FoldersPending counts the folders whose signatures wait to be folded in.
-func (db *DB) FoldersPending(ctx context.Context) (int64, error) {
+func (fo *Folders) FoldersPending(ctx context.Context) (int64, error) {
 	var n int64
-	err := db.queryRow(ctx, "SELECT count(*) FROM folder_dirty").Scan(&n)
+	err := fo.db.queryRow(ctx, "SELECT count(*) FROM folder_dirty").Scan(&n)
 	if err != nil && strings.Contains(err.Error(), "no such table") {
 		return 0, nil
 	}

@@ -19,7 +19,7 @@ func (db *DB) rebuildFolderGroups(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	groups, err := db.ExactFolderGroups(ctx, false, 1)
+	groups, err := db.Folders().ExactFolderGroups(ctx, false, 1)
 	if err != nil {
 		return err
 	}
@@ -162,7 +162,7 @@ func (db *DB) confirmed(ctx context.Context, groups []FolderGroup) ([]FolderGrou
 			out = append(out, g)
 			continue
 		}
-		classes, err := db.ConfirmFolders(ctx, g, false)
+		classes, err := db.Folders().ConfirmFolders(ctx, g, false)
 		if err != nil {
 			return nil, err
 		}

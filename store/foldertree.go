@@ -20,8 +20,8 @@ type FolderNode struct {
 
 // FolderNodes calls fn for every live folder whose subtree holds a
 // non-empty file, in no particular order.
-func (db *DB) FolderNodes(ctx context.Context, fn func(FolderNode) error) error {
-	rows, err := db.query(ctx, `SELECT id, coalesce(parent_id, 0), path, tree_files, tree_bytes, tree_pending, tree_sig
+func (fo *Folders) FolderNodes(ctx context.Context, fn func(FolderNode) error) error {
+	rows, err := fo.db.query(ctx, `SELECT id, coalesce(parent_id, 0), path, tree_files, tree_bytes, tree_pending, tree_sig
 		FROM folders WHERE tree_files > 0 AND missing = 0`)
 	if err != nil {
 		return classify("read folders", err)
@@ -54,8 +54,8 @@ type SharedFile struct {
 // SharedFiles calls fn for every live file of a duplicate content, and for
 // every file of an inode linked more than once: the only files two folders
 // can share.
-func (db *DB) SharedFiles(ctx context.Context, fn func(SharedFile) error) error {
-	rows, err := db.query(ctx, `SELECT f.folder_id, f.size, c.id FROM contents c
+func (fo *Folders) SharedFiles(ctx context.Context, fn func(SharedFile) error) error {
+	rows, err := fo.db.query(ctx, `SELECT f.folder_id, f.size, c.id FROM contents c
 		JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
 		WHERE c.inode_count >= 2 AND f.hash_algo = c.hash_algo`)
 	if err != nil {
@@ -80,7 +80,7 @@ func (db *DB) SharedFiles(ctx context.Context, fn func(SharedFile) error) error 
 	// Inodes of several links whose content no other inode holds: their
 	// files share it. Numbered below zero, one number per inode.
 	// (NOT INDEXED: one pass over the table beats a lookup per file.)
-	rows, err = db.query(ctx, `SELECT f.folder_id, f.size, f.dev, f.ino FROM files f NOT INDEXED
+	rows, err = fo.db.query(ctx, `SELECT f.folder_id, f.size, f.dev, f.ino FROM files f NOT INDEXED
 		WHERE f.nlink > 1 AND f.size > 0 AND f.missing = 0 AND NOT EXISTS (SELECT 1 FROM contents c
 		  WHERE c.content_hash = f.content_hash AND c.hash_algo = f.hash_algo AND c.inode_count >= 2)`)
 	if err != nil {
@@ -111,10 +111,10 @@ func (db *DB) SharedFiles(ctx context.Context, fn func(SharedFile) error) error 
 }
 
 // FolderNodeByPath returns a live folder's sums, or ErrNotFound.
-func (db *DB) FolderNodeByPath(ctx context.Context, path string) (FolderNode, error) {
+func (fo *Folders) FolderNodeByPath(ctx context.Context, path string) (FolderNode, error) {
 	var n FolderNode
 	var sig []byte
-	err := db.queryRow(ctx, `SELECT id, coalesce(parent_id, 0), path, tree_files, tree_bytes, tree_pending, tree_sig
+	err := fo.db.queryRow(ctx, `SELECT id, coalesce(parent_id, 0), path, tree_files, tree_bytes, tree_pending, tree_sig
 		FROM folders WHERE path = ? AND missing = 0`, path).Scan(&n.ID, &n.Parent, &n.Path, &n.Files, &n.Bytes, &n.Pending, &sig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, ErrNotFound

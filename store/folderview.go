@@ -51,20 +51,20 @@ func oneFolderGroup(gs []FolderGroupInfo, err error) (FolderGroupInfo, error) {
 }
 
 // FolderGroupsPage lists the live folder groups by id, after afterID.
-func (db *DB) FolderGroupsPage(ctx context.Context, afterID int64, limit int) ([]FolderGroupInfo, error) {
-	return scanFolderGroups(db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
+func (vw *View) FolderGroupsPage(ctx context.Context, afterID int64, limit int) ([]FolderGroupInfo, error) {
+	return scanFolderGroups(vw.db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
 		WHERE folders > 1 AND id > ? ORDER BY id LIMIT ?`, afterID, limit))
 }
 
 // FolderGroupBySig finds a live folder group by its signature.
-func (db *DB) FolderGroupBySig(ctx context.Context, sig []byte) (FolderGroupInfo, error) {
-	return oneFolderGroup(scanFolderGroups(db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
+func (vw *View) FolderGroupBySig(ctx context.Context, sig []byte) (FolderGroupInfo, error) {
+	return oneFolderGroup(scanFolderGroups(vw.db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
 		WHERE sig = ? AND folders > 1`, sig)))
 }
 
 // FolderGroupByID finds a live folder group by id.
-func (db *DB) FolderGroupByID(ctx context.Context, id int64) (FolderGroupInfo, error) {
-	return oneFolderGroup(scanFolderGroups(db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
+func (vw *View) FolderGroupByID(ctx context.Context, id int64) (FolderGroupInfo, error) {
+	return oneFolderGroup(scanFolderGroups(vw.db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
 		WHERE id = ? AND folders > 1`, id)))
 }
 
@@ -101,8 +101,8 @@ func scanFolderMembers(rows *sql.Rows, err error) ([]FolderMember, error) {
 
 // FolderMembersPage lists a group's folders by name, then id, after the
 // folder afterID (0: from the start).
-func (db *DB) FolderMembersPage(ctx context.Context, groupID, afterID int64, limit int) ([]FolderMember, error) {
-	return scanFolderMembers(db.query(ctx, `SELECT `+folderMemberCols+`
+func (vw *View) FolderMembersPage(ctx context.Context, groupID, afterID int64, limit int) ([]FolderMember, error) {
+	return scanFolderMembers(vw.db.query(ctx, `SELECT `+folderMemberCols+`
 		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
 		WHERE m.group_id = ?1 AND (?2 = 0 OR (m.name, m.folder_id) >
 		  ((SELECT name FROM folder_group_members WHERE group_id = ?1 AND folder_id = ?2), ?2))
@@ -111,8 +111,8 @@ func (db *DB) FolderMembersPage(ctx context.Context, groupID, afterID int64, lim
 
 // FolderMemberByName finds the first folder (lowest id) of a group with
 // that basename.
-func (db *DB) FolderMemberByName(ctx context.Context, groupID int64, name string) (FolderMember, error) {
-	ms, err := scanFolderMembers(db.query(ctx, `SELECT `+folderMemberCols+`
+func (vw *View) FolderMemberByName(ctx context.Context, groupID int64, name string) (FolderMember, error) {
+	ms, err := scanFolderMembers(vw.db.query(ctx, `SELECT `+folderMemberCols+`
 		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
 		WHERE m.group_id = ? AND m.name = ? ORDER BY m.folder_id LIMIT 1`, groupID, name))
 	if err == nil && len(ms) == 0 {
@@ -125,8 +125,8 @@ func (db *DB) FolderMemberByName(ctx context.Context, groupID int64, name string
 }
 
 // FolderMemberByID finds a folder of a group by its id.
-func (db *DB) FolderMemberByID(ctx context.Context, groupID, folderID int64) (FolderMember, error) {
-	ms, err := scanFolderMembers(db.query(ctx, `SELECT `+folderMemberCols+`
+func (vw *View) FolderMemberByID(ctx context.Context, groupID, folderID int64) (FolderMember, error) {
+	ms, err := scanFolderMembers(vw.db.query(ctx, `SELECT `+folderMemberCols+`
 		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
 		WHERE m.group_id = ? AND m.folder_id = ?`, groupID, folderID))
 	if err == nil && len(ms) == 0 {
@@ -139,8 +139,8 @@ func (db *DB) FolderMemberByID(ctx context.Context, groupID, folderID int64) (Fo
 }
 
 // FolderMemberOf finds a folder that is in a live group, with its group.
-func (db *DB) FolderMemberOf(ctx context.Context, folderID int64) (FolderMember, error) {
-	ms, err := scanFolderMembers(db.query(ctx, `SELECT `+folderMemberCols+`
+func (vw *View) FolderMemberOf(ctx context.Context, folderID int64) (FolderMember, error) {
+	ms, err := scanFolderMembers(vw.db.query(ctx, `SELECT `+folderMemberCols+`
 		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
 		WHERE m.folder_id = ? LIMIT 1`, folderID))
 	if err == nil && len(ms) == 0 {
@@ -161,8 +161,8 @@ type FolderChange struct {
 }
 
 // FolderChangesSince returns the folder groups changed after seq, in order.
-func (db *DB) FolderChangesSince(ctx context.Context, seq int64, limit int) ([]FolderChange, error) {
-	rows, err := db.query(ctx, `SELECT change_seq, id, sig, folders > 1 FROM folder_groups
+func (vw *View) FolderChangesSince(ctx context.Context, seq int64, limit int) ([]FolderChange, error) {
+	rows, err := vw.db.query(ctx, `SELECT change_seq, id, sig, folders > 1 FROM folder_groups
 		WHERE change_seq > ? ORDER BY change_seq LIMIT ?`, seq, limit)
 	if err != nil {
 		return nil, classify("read folder changes", err)
@@ -180,9 +180,9 @@ func (db *DB) FolderChangesSince(ctx context.Context, seq int64, limit int) ([]F
 }
 
 // LastFolderChange returns the latest folder change and when it happened.
-func (db *DB) LastFolderChange(ctx context.Context) (int64, time.Time, error) {
+func (vw *View) LastFolderChange(ctx context.Context) (int64, time.Time, error) {
 	var seq, at int64
-	err := db.queryRow(ctx, `SELECT change_seq, changed_at FROM folder_groups ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
+	err := vw.db.queryRow(ctx, `SELECT change_seq, changed_at FROM folder_groups ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, nil
 	}
@@ -192,8 +192,8 @@ func (db *DB) LastFolderChange(ctx context.Context) (int64, time.Time, error) {
 // FolderGroups reads the exact folder groups (layout ignored) the last
 // fold confirmed, of folders of at least minBytes, largest first (bytes in
 // all but one folder).
-func (db *DB) FolderGroups(ctx context.Context, minBytes int64) ([]FolderGroup, error) {
-	rows, err := db.query(ctx, `SELECT g.id, g.sig, g.files, g.bytes, d.id, coalesce(d.parent_id, 0), d.path
+func (fo *Folders) FolderGroups(ctx context.Context, minBytes int64) ([]FolderGroup, error) {
+	rows, err := fo.db.query(ctx, `SELECT g.id, g.sig, g.files, g.bytes, d.id, coalesce(d.parent_id, 0), d.path
 		FROM folder_groups g JOIN folder_group_members m ON m.group_id = g.id JOIN folders d ON d.id = m.folder_id
 		WHERE g.folders > 1 AND g.bytes >= ?
 		ORDER BY g.bytes * (g.folders - 1) DESC, g.sig, d.path`, minBytes)

@@ -18,7 +18,7 @@ func TestFolderGroupsOwedByAKilledFold(t *testing.T) {
 	}
 	for _, bulk := range []bool{true, false} {
 		db := openTest(t)
-		r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+		r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -29,7 +29,7 @@ func TestFolderGroupsOwedByAKilledFold(t *testing.T) {
 		writeFoldTree(t, db, r.ID, fs)
 		if !bulk {
 			// Groups stored, then a copy more waits to be folded in.
-			if _, err := db.UpdateFolderSigs(ctx); err != nil {
+			if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
 				t.Fatal(err)
 			}
 			writeFoldTree(t, db, r.ID, twins("/r/y/two", 3, 4))
@@ -46,17 +46,17 @@ func TestFolderGroupsOwedByAKilledFold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if n, err := db.FoldersPending(ctx); err != nil || n != 0 {
+		if n, err := db.Folders().FoldersPending(ctx); err != nil || n != 0 {
 			t.Fatalf("bulk %v: %d folders wait (%v)", bulk, n, err)
 		}
 		// The next run.
-		if _, err := db.UpdateFolderSigs(ctx); err != nil {
+		if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
 			t.Fatal(err)
 		}
-		if bad, err := db.VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
+		if bad, err := db.Folders().VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
 			t.Fatalf("bulk %v: %v %q", bulk, err, bad)
 		}
-		groups, err := db.FolderGroups(ctx, 1)
+		groups, err := db.Folders().FolderGroups(ctx, 1)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -77,7 +77,7 @@ type GroupStats struct {
 // each for every group in report order, with its live paths ordered by file
 // id. Both read one consistent snapshot, streaming: memory does not grow
 // with the report. stats may be nil.
-func (db *DB) Report(ctx context.Context, q GroupQuery, stats func(GroupStats) error, each func(Group, []GroupFile) error) error {
+func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats) error, each func(Group, []GroupFile) error) error {
 	where := "inode_count >= 2 AND size >= :min"
 	args := []any{sql.Named("min", q.MinSize)}
 	if a := q.After; a != nil {
@@ -98,7 +98,7 @@ func (db *DB) Report(ctx context.Context, q GroupQuery, stats func(GroupStats) e
 	selected := `(SELECT * FROM contents WHERE ` + where + `
 		ORDER BY file_count DESC, size * file_count DESC, hash_algo, content_hash LIMIT :limit)`
 
-	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := fl.db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return classify("read groups", err)
 	}
@@ -169,10 +169,10 @@ func (db *DB) Report(ctx context.Context, q GroupQuery, stats func(GroupStats) e
 }
 
 // GroupByKey reads one group (or content) by algorithm and digest.
-func (db *DB) GroupByKey(ctx context.Context, algo string, sum []byte) (Group, error) {
+func (fl *Files) GroupByKey(ctx context.Context, algo string, sum []byte) (Group, error) {
 	var g Group
 	var changed int64
-	err := db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, inode_count, changed_at
+	err := fl.db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, inode_count, changed_at
 		FROM contents WHERE hash_algo = ? AND content_hash = ?`, algo, sum).Scan(
 		&g.ContentID, &g.Algo, &g.Hash, &g.Size, &g.FileCount, &g.InodeCount, &changed)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -182,32 +182,6 @@ func (db *DB) GroupByKey(ctx context.Context, algo string, sum []byte) (Group, e
 	return g, classify("read group", err)
 }
 
-// ContentFiles lists the live paths holding a content, by file id.
-func (db *DB) ContentFiles(ctx context.Context, algo string, sum []byte) ([]GroupFile, error) {
-	rows, err := db.query(ctx, `SELECT f.id, f.root_id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns
-		FROM files f JOIN folders d ON d.id = f.folder_id
-		WHERE f.content_hash = ? AND f.hash_algo = ? AND f.missing = 0 ORDER BY f.id`, sum, algo)
-	if err != nil {
-		return nil, classify("read group files", err)
-	}
-	defer rows.Close()
-	var out []GroupFile
-	seen := map[[2]uint64]bool{}
-	for rows.Next() {
-		var f GroupFile
-		var dir, name string
-		var dev, ino, nlink int64
-		if err := rows.Scan(&f.ID, &f.RootID, &dir, &name, &dev, &ino, &nlink, &f.MtimeNS); err != nil {
-			return nil, classify("read group files", err)
-		}
-		f.Path, f.Dev, f.Ino, f.Nlink = JoinPath(dir, name), uint64(dev), uint64(ino), uint64(nlink)
-		k := [2]uint64{f.Dev, f.Ino}
-		f.HardLink = seen[k]
-		seen[k] = true
-		out = append(out, f)
-	}
-	return out, classify("read group files", rows.Err())
-}
 
 // IndexedFile is a file row as a plan reads it.
 type IndexedFile struct {
@@ -221,12 +195,12 @@ type IndexedFile struct {
 
 // FileByPath reads the file row of an absolute path; ErrNotFound when the
 // index has none.
-func (db *DB) FileByPath(ctx context.Context, path string) (IndexedFile, error) {
+func (fl *Files) FileByPath(ctx context.Context, path string) (IndexedFile, error) {
 	var f IndexedFile
 	dir, name := splitPath(path)
 	var dev, ino, nlink int64
 	var algo sql.NullString
-	err := db.queryRow(ctx, `SELECT f.id, f.root_id, f.dev, f.ino, f.nlink, f.mtime_ns, f.size, f.hash_status,
+	err := fl.db.queryRow(ctx, `SELECT f.id, f.root_id, f.dev, f.ino, f.nlink, f.mtime_ns, f.size, f.hash_status,
 		f.hash_algo, f.content_hash, f.missing
 		FROM folders d JOIN files f ON f.folder_id = d.id WHERE d.path = ? AND f.name = ?`, dir, name).Scan(
 		&f.ID, &f.RootID, &dev, &ino, &nlink, &f.MtimeNS, &f.Size, &f.Status, &algo, &f.Hash, &f.Missing)

@@ -10,7 +10,7 @@ import (
 func groupKeys(tb testing.TB, db *DB, q GroupQuery) map[string][]string {
 	tb.Helper()
 	out := map[string][]string{}
-	err := db.Report(context.Background(), q, nil, func(g Group, files []GroupFile) error {
+	err := db.Files().Report(context.Background(), q, nil, func(g Group, files []GroupFile) error {
 		for _, f := range files {
 			out[g.Key()] = append(out[g.Key()], f.Path)
 		}
@@ -25,7 +25,7 @@ func groupKeys(tb testing.TB, db *DB, q GroupQuery) map[string][]string {
 func TestGroupsCountInodesNotPaths(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	done := func(name string, ino uint64, h byte) FileStat {
 		return FileStat{Name: name, Size: 10, Dev: 1, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(h)}}
 	}
@@ -46,7 +46,7 @@ func TestGroupsCountInodesNotPaths(t *testing.T) {
 		}
 	}
 	var gr Group
-	db.Report(ctx, GroupQuery{MinSize: 1}, nil, func(x Group, _ []GroupFile) error { gr = x; return nil })
+	db.Files().Report(ctx, GroupQuery{MinSize: 1}, nil, func(x Group, _ []GroupFile) error { gr = x; return nil })
 	if gr.FileCount != 3 || gr.InodeCount != 2 || gr.Wasted() != 10 {
 		t.Fatalf("group counts: %+v wasted %d", gr, gr.Wasted())
 	}
@@ -62,7 +62,7 @@ func TestGroupsCountInodesNotPaths(t *testing.T) {
 	if g := groupKeys(t, db, GroupQuery{MinSize: 1}); len(g) != 0 {
 		t.Fatalf("group survived its copy going missing: %v", g)
 	}
-	got, err := db.GroupByKey(ctx, "sha256", sum(1))
+	got, err := db.Files().GroupByKey(ctx, "sha256", sum(1))
 	if err != nil || got.ContentID != gr.ContentID || got.InodeCount != 1 {
 		t.Fatalf("content row after the group broke: %+v %v", got, err)
 	}
@@ -71,7 +71,7 @@ func TestGroupsCountInodesNotPaths(t *testing.T) {
 func TestReportKeysetCursor(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	var files []FileStat
 	ino := uint64(1)
 	// 12 groups: some share file count and total size, to exercise the
@@ -86,7 +86,7 @@ func TestReportKeysetCursor(t *testing.T) {
 	}
 	addFiles(t, db, r.ID, "/r", files...)
 	all := []string{}
-	db.Report(ctx, GroupQuery{MinSize: 1}, nil, func(g Group, _ []GroupFile) error { all = append(all, g.Key()); return nil })
+	db.Files().Report(ctx, GroupQuery{MinSize: 1}, nil, func(g Group, _ []GroupFile) error { all = append(all, g.Key()); return nil })
 	if len(all) != 12 {
 		t.Fatalf("%d groups, want 12", len(all))
 	}
@@ -94,7 +94,7 @@ func TestReportKeysetCursor(t *testing.T) {
 	var after *GroupCursor
 	for {
 		var page []Group
-		err := db.Report(ctx, GroupQuery{MinSize: 1, After: after, Limit: 5}, nil, func(g Group, _ []GroupFile) error {
+		err := db.Files().Report(ctx, GroupQuery{MinSize: 1, After: after, Limit: 5}, nil, func(g Group, _ []GroupFile) error {
 			page = append(page, g)
 			return nil
 		})
@@ -119,7 +119,7 @@ func TestReportKeysetCursor(t *testing.T) {
 		}
 	}
 	var st GroupStats
-	db.Report(ctx, GroupQuery{MinSize: 1}, func(s GroupStats) error { st = s; return nil }, func(Group, []GroupFile) error { return nil })
+	db.Files().Report(ctx, GroupQuery{MinSize: 1}, func(s GroupStats) error { st = s; return nil }, func(Group, []GroupFile) error { return nil })
 	if st.Groups != 12 || st.Files != int64(len(files)) || st.RedundantFiles != int64(len(files)-12) {
 		t.Fatalf("stats: %+v", st)
 	}
@@ -142,7 +142,7 @@ func TestParseKey(t *testing.T) {
 func bulkIndex(t *testing.T) (*DB, Root) {
 	t.Helper()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(context.Background(), RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(context.Background(), RootSpec{Path: "/r"}, false)
 	err := db.Write(context.Background(), func(tx *Tx) error {
 		on, err := tx.StartBulkLoad()
 		if err == nil && !on {
@@ -180,7 +180,7 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 		t.Fatalf("%d content rows, want %d", n, len(want))
 	}
 	for h, w := range want {
-		g, err := db.GroupByKey(ctx, "sha256", sum(h))
+		g, err := db.Files().GroupByKey(ctx, "sha256", sum(h))
 		if err != nil || g.FileCount != w[0] || g.InodeCount != w[1] {
 			t.Fatalf("content %d: %+v %v, want %d files, %d inodes", h, g, err, w[0], w[1])
 		}

@@ -111,9 +111,9 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 
 // AnyQueued reports whether a live file waits for the hash job (pending:
 // new, changed, or queued again by a read that found it changed).
-func (db *DB) AnyQueued(ctx context.Context) (bool, error) {
+func (jq *Jobs) AnyQueued(ctx context.Context) (bool, error) {
 	var any bool
-	err := db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE `+unsettled+`
+	err := jq.db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE `+unsettled+`
 		AND hash_status = 'pending' AND missing = 0)`).Scan(&any)
 	return any, classify("look for queued files", err)
 }
@@ -186,12 +186,12 @@ func jsonInts(v []int64) string {
 // hashes), ordered by size (largest first), then inode, so hard links of one
 // inode are adjacent. The first pass wants the pending files (found through
 // files_unsettled), the second the partial ones.
-func (db *DB) Buckets(ctx context.Context, sizes []int64, want string) ([]HashRow, error) {
+func (fl *Files) Buckets(ctx context.Context, sizes []int64, want string) ([]HashRow, error) {
 	work := "hash_status = ?2"
 	if want != HashPartial {
 		work = unsettled + " AND hash_status = ?2"
 	}
-	rows, err := db.query(ctx, `WITH w AS (
+	rows, err := fl.db.query(ctx, `WITH w AS (
 		SELECT id, size, ino, dev FROM files
 		 WHERE `+work+` AND missing = 0 AND size IN (SELECT value FROM json_each(?1)))
 		SELECT `+hashRowCols+`
@@ -209,10 +209,10 @@ func (db *DB) Buckets(ctx context.Context, sizes []int64, want string) ([]HashRo
 // ReusableHash finds a hash recorded for the same inode with the same size
 // and mtime (a hard link, or the row of a file that moved), so the file
 // need not be read. It returns nil when there is none.
-func (db *DB) ReusableHash(ctx context.Context, size, mtimeNS int64, dev, ino uint64) (*FileHash, error) {
+func (fl *Files) ReusableHash(ctx context.Context, size, mtimeNS int64, dev, ino uint64) (*FileHash, error) {
 	var prefix sql.NullInt64
 	var content []byte
-	err := db.queryRow(ctx, `SELECT prefix_hash, content_hash FROM files
+	err := fl.db.queryRow(ctx, `SELECT prefix_hash, content_hash FROM files
 		WHERE size = ? AND ino = ? AND dev = ? AND mtime_ns = ?
 		  AND (content_hash IS NOT NULL OR prefix_hash IS NOT NULL)
 		ORDER BY content_hash IS NULL LIMIT 1`, size, int64(ino), int64(dev), mtimeNS).Scan(&prefix, &content)
@@ -229,8 +229,8 @@ func (db *DB) ReusableHash(ctx context.Context, size, mtimeNS int64, dev, ino ui
 }
 
 // SizeRows loads every live member of one size bucket.
-func (db *DB) SizeRows(ctx context.Context, size int64) ([]HashRow, error) {
-	rows, err := db.query(ctx, `SELECT `+hashRowCols+`
+func (fl *Files) SizeRows(ctx context.Context, size int64) ([]HashRow, error) {
+	rows, err := fl.db.query(ctx, `SELECT `+hashRowCols+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.size = ?1 AND f.missing = 0 ORDER BY f.id`, size)
 	if err != nil {
@@ -241,8 +241,8 @@ func (db *DB) SizeRows(ctx context.Context, size int64) ([]HashRow, error) {
 
 // BucketPage loads up to limit members of one (large) size bucket after the
 // keyset position (ino, id), ordered by (ino, id).
-func (db *DB) BucketPage(ctx context.Context, size int64, afterIno uint64, afterID int64, limit int) ([]HashRow, error) {
-	rows, err := db.query(ctx, `SELECT `+hashRowCols+`
+func (fl *Files) BucketPage(ctx context.Context, size int64, afterIno uint64, afterID int64, limit int) ([]HashRow, error) {
+	rows, err := fl.db.query(ctx, `SELECT `+hashRowCols+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.size = ?1 AND (f.ino > ?2 OR (f.ino = ?2 AND f.id > ?3))
 		ORDER BY f.ino, f.id LIMIT ?4`, size, int64(afterIno), afterID, limit)
@@ -268,8 +268,8 @@ type FullHashPair struct {
 
 // FullHashPlan lists, among the given sizes, the (size, prefix) pairs whose
 // partial files need a full hash, largest size first.
-func (db *DB) FullHashPlan(ctx context.Context, sizes []int64) ([]FullHashPair, error) {
-	rows, err := db.query(ctx, `SELECT size, prefix_hash, sum(hash_status = 'partial') FROM files
+func (fl *Files) FullHashPlan(ctx context.Context, sizes []int64) ([]FullHashPair, error) {
+	rows, err := fl.db.query(ctx, `SELECT size, prefix_hash, sum(hash_status = 'partial') FROM files
 		WHERE size IN (SELECT value FROM json_each(?1)) AND missing = 0 AND prefix_hash IS NOT NULL
 		GROUP BY size, prefix_hash
 		HAVING (min(dev) <> max(dev) OR min(ino) <> max(ino)) AND max(hash_status = 'partial') = 1

@@ -28,8 +28,8 @@ func planFenced(tb testing.TB, db *DB) []SizeCount {
 func planFencedWhole(tb testing.TB, db *DB, whole int64) []SizeCount {
 	tb.Helper()
 	ctx := context.Background()
-	db.Enqueue(ctx, KindHash, 0)
-	_, l, err := db.Claim(ctx, KindHash, "w", time.Minute)
+	db.Jobs().Enqueue(ctx, KindHash, 0)
+	_, l, err := db.Jobs().Claim(ctx, KindHash, "w", time.Minute)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -46,7 +46,7 @@ func planFencedWhole(tb testing.TB, db *DB, whole int64) []SizeCount {
 	if err != nil {
 		tb.Fatal(err)
 	}
-	db.Finish(ctx, l, StatusCompleted, "", "", 0)
+	db.Jobs().Finish(ctx, l, StatusCompleted, "", "", 0)
 	return plan.Sizes
 }
 
@@ -56,7 +56,7 @@ func planFencedWhole(tb testing.TB, db *DB, whole int64) []SizeCount {
 func TestPlanHashLeavesOutSettledSmallBuckets(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	done := func(b byte) *FileHash {
 		return &FileHash{Status: HashDone, Content: bytes.Repeat([]byte{b}, 32)}
 	}
@@ -79,7 +79,7 @@ func TestPlanHashLeavesOutSettledSmallBuckets(t *testing.T) {
 func TestPlanHashPicksSharedSizesOnly(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	f := addFiles(t, db, r.ID, "/r",
 		FileStat{Name: "a", Size: 100, Dev: 1, Ino: 1},
 		FileStat{Name: "b", Size: 100, Dev: 1, Ino: 2},  // shares 100 with a
@@ -125,7 +125,7 @@ func TestPlanHashPicksSharedSizesOnly(t *testing.T) {
 func TestLoseFolderMarksSubtree(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	a := addFiles(t, db, r.ID, "/r/a", FileStat{Name: "x", Size: 1, Ino: 1})
 	ab := addFiles(t, db, r.ID, "/r/a/b", FileStat{Name: "y", Size: 1, Ino: 2})
 	sib := addFiles(t, db, r.ID, "/r/a-b", FileStat{Name: "z", Size: 1, Ino: 3}) // sorts between "/r/a" and "/r/a/"
@@ -156,7 +156,7 @@ func TestLoseFolderMarksSubtree(t *testing.T) {
 func TestHashWriteRefusesABadSumLoudly(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	f := addFiles(t, db, r.ID, "/r", FileStat{Name: "a", Size: 100, Dev: 1, Ino: 1})
 	row := &HashRow{ID: fileID(t, db, f, "a"), Size: 100, Dev: 1, Ino: 1}
 	write := func(algo string, sum []byte) (bool, error) {

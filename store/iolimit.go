@@ -16,9 +16,9 @@ const IOBucketThumbs = "thumbnail_io_global"
 // until then before reading. A reservation of cost moves the bucket on by
 // cost, so slots are cost apart: a caller that reads n bytes at a rate of r
 // bytes a second reserves n/r.
-func (db *DB) ReserveIO(ctx context.Context, bucket string, cost time.Duration) (time.Time, error) {
+func (jq *Jobs) ReserveIO(ctx context.Context, bucket string, cost time.Duration) (time.Time, error) {
 	var at int64
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := jq.db.Write(ctx, func(tx *Tx) error {
 		if _, err := tx.exec("bootstrap I/O bucket", `INSERT INTO io_rate_limits (bucket_key, next_available_at_ms, updated_at)
 			VALUES (?, `+nowSQL+`, `+nowSQL+`) ON CONFLICT DO NOTHING`, bucket); err != nil {
 			return err

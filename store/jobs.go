@@ -89,8 +89,8 @@ func scanJob(r rowScanner) (Job, error) {
 // active one (pending, running or retryable) exists; the partial unique
 // indexes make that check atomic across processes. It returns the id of the
 // active job either way, and whether it was created now.
-func (db *DB) Enqueue(ctx context.Context, kind string, rootID int64) (id int64, created bool, err error) {
-	err = db.Write(ctx, func(tx *Tx) error {
+func (jq *Jobs) Enqueue(ctx context.Context, kind string, rootID int64) (id int64, created bool, err error) {
+	err = jq.db.Write(ctx, func(tx *Tx) error {
 		id, created, err = tx.Enqueue(kind, rootID)
 		return err
 	})
@@ -117,10 +117,10 @@ func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
 // Claim recovers expired leases and then claims the oldest claimable job of
 // kind (pending, or retryable past its retry_after) for owner, in one
 // UPDATE ... RETURNING. It returns ErrNotFound when there is none.
-func (db *DB) Claim(ctx context.Context, kind, owner string, ttl time.Duration) (Job, Lease, error) {
+func (jq *Jobs) Claim(ctx context.Context, kind, owner string, ttl time.Duration) (Job, Lease, error) {
 	var j Job
 	var l Lease
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := jq.db.Write(ctx, func(tx *Tx) error {
 		var err error
 		l, err = tx.claim(QueueJobs, "kind = ?4", owner, ttl, kind)
 		if errors.Is(err, ErrNotFound) {
@@ -142,8 +142,8 @@ func (db *DB) Claim(ctx context.Context, kind, owner string, ttl time.Duration) 
 }
 
 // Heartbeat extends l and records progress (0..1) and items processed.
-func (db *DB) Heartbeat(ctx context.Context, l Lease, progress float64, processed int64) error {
-	return db.Write(ctx, func(tx *Tx) error {
+func (jq *Jobs) Heartbeat(ctx context.Context, l Lease, progress float64, processed int64) error {
+	return jq.db.Write(ctx, func(tx *Tx) error {
 		if err := tx.Fence(l); err != nil {
 			return err
 		}
@@ -163,8 +163,8 @@ func (tx *Tx) SetCheckpoint(l Lease, checkpoint string, processed int64) error {
 // Finish ends a job held under l with status completed, failed, cancelled or
 // retryable (retryable jobs wait retryAfter before their next claim). It
 // clears the lease. ErrLeaseLost means another worker owns the job now.
-func (db *DB) Finish(ctx context.Context, l Lease, status, code, msg string, retryAfter time.Duration) error {
-	return db.Write(ctx, func(tx *Tx) error { return tx.Finish(l, status, code, msg, retryAfter) })
+func (jq *Jobs) Finish(ctx context.Context, l Lease, status, code, msg string, retryAfter time.Duration) error {
+	return jq.db.Write(ctx, func(tx *Tx) error { return tx.Finish(l, status, code, msg, retryAfter) })
 }
 
 // Finish is Finish inside a write.
@@ -201,8 +201,8 @@ func (tx *Tx) Finish(l Lease, status, code, msg string, retryAfter time.Duration
 func nullStr(s string) sql.NullString { return sql.NullString{String: s, Valid: s != ""} }
 
 // Job reads one job.
-func (db *DB) Job(ctx context.Context, id int64) (Job, error) {
-	j, err := scanJob(db.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+func (jq *Jobs) Job(ctx context.Context, id int64) (Job, error) {
+	j, err := scanJob(jq.db.queryRow(ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return j, fmt.Errorf("job %d: %w", id, ErrNotFound)
 	}
@@ -210,8 +210,8 @@ func (db *DB) Job(ctx context.Context, id int64) (Job, error) {
 }
 
 // ActiveJobs lists pending, running and retryable jobs, oldest first.
-func (db *DB) ActiveJobs(ctx context.Context) ([]Job, error) {
-	return db.queryJobs(ctx, "SELECT "+jobCols+` FROM jobs
+func (jq *Jobs) ActiveJobs(ctx context.Context) ([]Job, error) {
+	return jq.db.queryJobs(ctx, "SELECT "+jobCols+` FROM jobs
 		WHERE status IN ('pending', 'running', 'retryable') ORDER BY id`)
 }
 
@@ -224,11 +224,11 @@ type JobCursor struct {
 // JobsPage lists jobs newest first (created_at DESC, id DESC), limit at a
 // time, starting after the cursor (nil: from the newest). Pages never repeat
 // or skip a job even when many share a created_at (seed 000 section 6.1).
-func (db *DB) JobsPage(ctx context.Context, after *JobCursor, limit int) ([]Job, error) {
+func (jq *Jobs) JobsPage(ctx context.Context, after *JobCursor, limit int) ([]Job, error) {
 	if after == nil {
-		return db.queryJobs(ctx, "SELECT "+jobCols+" FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?", limit)
+		return jq.db.queryJobs(ctx, "SELECT "+jobCols+" FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?", limit)
 	}
-	return db.queryJobs(ctx, "SELECT "+jobCols+` FROM jobs
+	return jq.db.queryJobs(ctx, "SELECT "+jobCols+` FROM jobs
 		WHERE created_at < ?1 OR (created_at = ?1 AND id < ?2)
 		ORDER BY created_at DESC, id DESC LIMIT ?3`, ms(after.CreatedAt), after.ID, limit)
 }
@@ -264,9 +264,9 @@ const (
 // there is none) and checkpoint and returns the checkpoint to write and
 // what to do. A waiting job (pending, or retryable) takes the new
 // checkpoint; a running one is left alone. It returns fn's verdict.
-func (db *DB) EnqueueScanWith(ctx context.Context, rootID int64, fn func(status, checkpoint string) (string, ScanMerge)) (ScanMerge, error) {
+func (jq *Jobs) EnqueueScanWith(ctx context.Context, rootID int64, fn func(status, checkpoint string) (string, ScanMerge)) (ScanMerge, error) {
 	var verdict ScanMerge
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := jq.db.Write(ctx, func(tx *Tx) error {
 		var id int64
 		var status string
 		var cp sql.NullString

@@ -11,12 +11,12 @@ import (
 func TestEnqueueKeepsOneActiveJob(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
-	id1, created, err := db.Enqueue(ctx, KindScan, r.ID)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	id1, created, err := db.Jobs().Enqueue(ctx, KindScan, r.ID)
 	if err != nil || !created {
 		t.Fatalf("first enqueue: %d %v %v", id1, created, err)
 	}
-	id2, created, err := db.Enqueue(ctx, KindScan, r.ID)
+	id2, created, err := db.Jobs().Enqueue(ctx, KindScan, r.ID)
 	if err != nil || created || id2 != id1 {
 		t.Fatalf("second enqueue: got %d created=%v err=%v, want the same job %d", id2, created, err, id1)
 	}
@@ -26,8 +26,8 @@ func TestEnqueueKeepsOneActiveJob(t *testing.T) {
 	if err == nil {
 		t.Fatal("a second pending scan of one root was accepted")
 	}
-	h1, _, _ := db.Enqueue(ctx, KindHash, 0)
-	h2, created, _ := db.Enqueue(ctx, KindHash, 0)
+	h1, _, _ := db.Jobs().Enqueue(ctx, KindHash, 0)
+	h2, created, _ := db.Jobs().Enqueue(ctx, KindHash, 0)
 	if h1 != h2 || created {
 		t.Fatalf("two active hash jobs: %d, %d", h1, h2)
 	}
@@ -43,8 +43,8 @@ func TestClaimIsExclusive(t *testing.T) {
 	db := openTest(t)
 	var roots []int64
 	for _, p := range []string{"/a", "/b", "/c", "/d", "/e", "/f", "/g", "/h"} {
-		r, _, _ := db.AddRoot(ctx, RootSpec{Path: p}, false)
-		db.Enqueue(ctx, KindScan, r.ID)
+		r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: p}, false)
+		db.Jobs().Enqueue(ctx, KindScan, r.ID)
 		roots = append(roots, r.ID)
 	}
 	var mu sync.Mutex
@@ -55,7 +55,7 @@ func TestClaimIsExclusive(t *testing.T) {
 		go func(owner string) {
 			defer wg.Done()
 			for {
-				j, _, err := db.Claim(ctx, KindScan, owner, time.Minute)
+				j, _, err := db.Jobs().Claim(ctx, KindScan, owner, time.Minute)
 				if errors.Is(err, ErrNotFound) {
 					return
 				}
@@ -81,15 +81,15 @@ func TestClaimIsExclusive(t *testing.T) {
 func TestFenceRefusesALostLease(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
-	db.Enqueue(ctx, KindScan, r.ID)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	db.Jobs().Enqueue(ctx, KindScan, r.ID)
 	clk := fakeClock(t)
-	_, old, err := db.Claim(ctx, KindScan, "w1", 50*time.Millisecond)
+	_, old, err := db.Jobs().Claim(ctx, KindScan, "w1", 50*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(51 * time.Millisecond) // the lease expires
-	j, fresh, err := db.Claim(ctx, KindScan, "w2", time.Minute)
+	j, fresh, err := db.Jobs().Claim(ctx, KindScan, "w2", time.Minute)
 	if err != nil {
 		t.Fatalf("stale job not recovered: %v", err)
 	}
@@ -107,20 +107,20 @@ func TestFenceRefusesALostLease(t *testing.T) {
 	if !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("old owner's write: got %v, want ErrLeaseLost", err)
 	}
-	if r2, _ := db.Root(ctx, r.ID); r2.FileCount == 99 {
+	if r2, _ := db.Files().Root(ctx, r.ID); r2.FileCount == 99 {
 		t.Fatal("a write fenced by a lost lease went through")
 	}
-	if err := db.Heartbeat(ctx, old, 0.5, 1); !errors.Is(err, ErrLeaseLost) {
+	if err := db.Jobs().Heartbeat(ctx, old, 0.5, 1); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("old owner's heartbeat: got %v", err)
 	}
-	if err := db.Finish(ctx, old, StatusCompleted, "", "", 0); !errors.Is(err, ErrLeaseLost) {
+	if err := db.Jobs().Finish(ctx, old, StatusCompleted, "", "", 0); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("old owner's finish: got %v", err)
 	}
 	// The new owner is fine.
-	if err := db.Finish(ctx, fresh, StatusCompleted, "", "", 0); err != nil {
+	if err := db.Jobs().Finish(ctx, fresh, StatusCompleted, "", "", 0); err != nil {
 		t.Fatal(err)
 	}
-	j, _ = db.Job(ctx, j.ID)
+	j, _ = db.Jobs().Job(ctx, j.ID)
 	if j.Status != StatusCompleted || !j.LeaseExpiresAt.IsZero() {
 		t.Fatalf("finished job: %+v", j)
 	}
@@ -129,17 +129,17 @@ func TestFenceRefusesALostLease(t *testing.T) {
 func TestHeartbeatKeepsTheLease(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
-	db.Enqueue(ctx, KindScan, r.ID)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	db.Jobs().Enqueue(ctx, KindScan, r.ID)
 	clk := fakeClock(t)
-	_, l, _ := db.Claim(ctx, KindScan, "w1", 200*time.Millisecond)
+	_, l, _ := db.Jobs().Claim(ctx, KindScan, "w1", 200*time.Millisecond)
 	for i := 0; i < 5; i++ {
 		clk.Advance(199 * time.Millisecond)
-		if err := db.Heartbeat(ctx, l, float64(i)/5, int64(i)); err != nil {
+		if err := db.Jobs().Heartbeat(ctx, l, float64(i)/5, int64(i)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if _, _, err := db.Claim(ctx, KindScan, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
+	if _, _, err := db.Jobs().Claim(ctx, KindScan, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a heartbeating job was taken over: %v", err)
 	}
 }
@@ -149,11 +149,11 @@ func TestHeartbeatKeepsTheLease(t *testing.T) {
 func TestKeepLeaseHoldsAndCancelsOnLoss(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
-	db.Enqueue(ctx, KindScan, r.ID)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	db.Jobs().Enqueue(ctx, KindScan, r.ID)
 	clk := fakeClock(t)
 	ttl := 150 * time.Millisecond
-	_, l, err := db.Claim(ctx, KindScan, "w1", ttl)
+	_, l, err := db.Jobs().Claim(ctx, KindScan, "w1", ttl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestKeepLeaseHoldsAndCancelsOnLoss(t *testing.T) {
 	for i := 1; i <= 9; i++ {
 		eventually(t, 10*time.Second, "KeepLease stopped beating", func() bool { return beats() >= i })
 		clk.Advance(ttl / 3)
-		if _, _, err := db.Claim(ctx, KindScan, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
+		if _, _, err := db.Jobs().Claim(ctx, KindScan, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("a kept lease was taken over after %d thirds of its TTL: %v", i, err)
 		}
 	}
@@ -186,7 +186,7 @@ func TestKeepLeaseHoldsAndCancelsOnLoss(t *testing.T) {
 	// Stopped, the lease expires and w2 takes the row: the next beat of a
 	// new keeper finds it lost and cancels.
 	clk.Advance(2 * ttl)
-	if _, _, err := db.Claim(ctx, KindScan, "w2", time.Minute); err != nil {
+	if _, _, err := db.Jobs().Claim(ctx, KindScan, "w2", time.Minute); err != nil {
 		t.Fatalf("expired lease not taken over: %v", err)
 	}
 	stop = KeepLease(work, 10*time.Millisecond, cancel, func(ctx context.Context) error {
@@ -206,18 +206,18 @@ func TestKeepLeaseHoldsAndCancelsOnLoss(t *testing.T) {
 func TestRecoverDeadWorker(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
-	db.Enqueue(ctx, KindScan, r.ID)
-	j, _, _ := db.Claim(ctx, KindScan, "gone", time.Hour)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	db.Jobs().Enqueue(ctx, KindScan, r.ID)
+	j, _, _ := db.Jobs().Claim(ctx, KindScan, "gone", time.Hour)
 	n, err := db.RecoverDead(ctx, func(w string) bool { return w == "gone" })
 	if err != nil || n != 1 {
 		t.Fatalf("RecoverDead = %d, %v", n, err)
 	}
-	j, _ = db.Job(ctx, j.ID)
+	j, _ = db.Jobs().Job(ctx, j.ID)
 	if j.Status != StatusRetryable || j.ErrorCode != CodeWorkerDied || j.WorkerID != "" {
 		t.Fatalf("after recovery: %+v", j)
 	}
-	if _, _, err := db.Claim(ctx, KindScan, "next", time.Minute); err != nil {
+	if _, _, err := db.Jobs().Claim(ctx, KindScan, "next", time.Minute); err != nil {
 		t.Fatalf("recovered job not claimable: %v", err)
 	}
 }
@@ -225,25 +225,25 @@ func TestRecoverDeadWorker(t *testing.T) {
 func TestRetryableWaitsAndRunsOutOfAttempts(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
-	id, _, _ := db.Enqueue(ctx, KindScan, r.ID)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	id, _, _ := db.Jobs().Enqueue(ctx, KindScan, r.ID)
 	db.w.ExecContext(ctx, "UPDATE jobs SET max_attempts = 2 WHERE id = ?", id)
-	_, l, _ := db.Claim(ctx, KindScan, "w", time.Minute)
-	if err := db.Finish(ctx, l, StatusRetryable, "error", "boom", time.Hour); err != nil {
+	_, l, _ := db.Jobs().Claim(ctx, KindScan, "w", time.Minute)
+	if err := db.Jobs().Finish(ctx, l, StatusRetryable, "error", "boom", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.Claim(ctx, KindScan, "w", time.Minute); !errors.Is(err, ErrNotFound) {
+	if _, _, err := db.Jobs().Claim(ctx, KindScan, "w", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("claimed before retry_after: %v", err)
 	}
 	db.w.ExecContext(ctx, "UPDATE jobs SET retry_after = 0 WHERE id = ?", id)
-	_, l, err := db.Claim(ctx, KindScan, "w", time.Minute)
+	_, l, err := db.Jobs().Claim(ctx, KindScan, "w", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := db.Finish(ctx, l, StatusRetryable, "error", "boom again", 0); err != nil {
+	if err := db.Jobs().Finish(ctx, l, StatusRetryable, "error", "boom again", 0); err != nil {
 		t.Fatal(err)
 	}
-	j, _ := db.Job(ctx, id)
+	j, _ := db.Jobs().Job(ctx, id)
 	if j.Status != StatusFailed {
 		t.Fatalf("after the last attempt: status %q, want failed", j.Status)
 	}
@@ -264,7 +264,7 @@ func TestJobsPageKeyset(t *testing.T) {
 	var after *JobCursor
 	var prev *Job
 	for pages := 0; ; pages++ {
-		js, err := db.JobsPage(ctx, after, 4)
+		js, err := db.Jobs().JobsPage(ctx, after, 4)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -34,11 +34,11 @@ type FileRow struct {
 }
 
 // FolderByPath finds a folder by its absolute path.
-func (db *DB) FolderByPath(ctx context.Context, path string) (FolderRow, error) {
+func (fl *Files) FolderByPath(ctx context.Context, path string) (FolderRow, error) {
 	var f FolderRow
 	var parent sql.NullInt64
 	var errText sql.NullString
-	err := db.queryRow(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
+	err := fl.db.queryRow(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
 		FROM folders WHERE path = ?`, path).Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText, &f.ListingSig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, ErrNotFound
@@ -50,8 +50,8 @@ func (db *DB) FolderByPath(ctx context.Context, path string) (FolderRow, error) 
 // SubfoldersOfRoot returns every folder row of a root (missing ones too),
 // grouped by parent folder id: one query instead of one per folder for a
 // rescan whose folders are mostly unchanged.
-func (db *DB) SubfoldersOfRoot(ctx context.Context, rootID int64) (map[int64][]FolderRow, error) {
-	rows, err := db.query(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
+func (fl *Files) SubfoldersOfRoot(ctx context.Context, rootID int64) (map[int64][]FolderRow, error) {
+	rows, err := fl.db.query(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
 		FROM folders WHERE root_id = ?`, rootID)
 	if err != nil {
 		return nil, classify("read folders", err)
@@ -74,13 +74,13 @@ func (db *DB) SubfoldersOfRoot(ctx context.Context, rootID int64) (map[int64][]F
 // FolderListing returns the files (by name) and the subfolders (by path) the
 // index holds for a folder, missing ones included. With filesToo false it
 // returns the subfolders only.
-func (db *DB) FolderListing(ctx context.Context, folderID int64, filesToo bool) ([]FileRow, []FolderRow, error) {
+func (fl *Files) FolderListing(ctx context.Context, folderID int64, filesToo bool) ([]FileRow, []FolderRow, error) {
 	q := `SELECT 1, id, root_id, path, 0, 0, 0, 0, 0, missing, error, listing_sig FROM folders WHERE parent_id = ?1`
 	if filesToo {
 		q = `SELECT 0, id, root_id, name, size, mtime_ns, dev, ino, nlink, missing, hash_status, NULL
 			FROM files WHERE folder_id = ?1 UNION ALL ` + q
 	}
-	rows, err := db.query(ctx, q, folderID)
+	rows, err := fl.db.query(ctx, q, folderID)
 	if err != nil {
 		return nil, nil, classify("read folder listing", err)
 	}

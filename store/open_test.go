@@ -44,7 +44,7 @@ func newIndexIn(t *testing.T, dir string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.AddRoot(context.Background(), RootSpec{Path: "/some/root"}, false); err != nil {
+	if _, _, err := db.Files().AddRoot(context.Background(), RootSpec{Path: "/some/root"}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.Close(); err != nil {
@@ -64,7 +64,7 @@ func TestReadOnlyOpenOnAReadOnlyFileSystem(t *testing.T) {
 	if err != nil {
 		t.Fatalf("read-only open on a read-only file system: %v", err)
 	}
-	roots, err := db.Roots(ctx)
+	roots, err := db.Files().Roots(ctx)
 	if err != nil || len(roots) != 1 {
 		t.Fatalf("roots: %v %v", roots, err)
 	}
@@ -88,14 +88,14 @@ func TestReadOnlyOpenOnAReadOnlyFileSystem(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if _, _, err := w.AddRoot(ctx, RootSpec{Path: "/other/root"}, false); err != nil {
+	if _, _, err := w.Files().AddRoot(ctx, RootSpec{Path: "/other/root"}, false); err != nil {
 		t.Fatal(err)
 	}
 	db, err = Open(ctx, Options{Path: filepath.Join(ro, "index.db"), ReadOnly: true})
 	if err != nil {
 		t.Fatalf("read-only open beside a writer: %v", err)
 	}
-	roots, err = db.Roots(ctx)
+	roots, err = db.Files().Roots(ctx)
 	db.Close()
 	if err != nil || len(roots) != 2 {
 		t.Fatalf("roots beside a writer: %d, %v; want 2", len(roots), err)
@@ -110,7 +110,7 @@ func TestReadOnlyOpenRefusesAWALItCannotRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	if _, _, err := w.AddRoot(ctx, RootSpec{Path: "/r"}, false); err != nil {
+	if _, _, err := w.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false); err != nil {
 		t.Fatal(err)
 	}
 	// A copy of the index and of its WAL, without the -shm, on a

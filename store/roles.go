@@ -200,8 +200,8 @@ type RoleMismatch struct {
 // CheckRoles compares file_roles with the roles the actions hold, and
 // lists every path where they differ (none in a sound index); a path both
 // kept and acted on by live actions is listed with both.
-func (db *DB) CheckRoles(ctx context.Context) ([]RoleMismatch, error) {
-	rows, err := db.query(ctx, `
+func (lg *Ledger) CheckRoles(ctx context.Context) ([]RoleMismatch, error) {
+	rows, err := lg.db.query(ctx, `
 		WITH actual AS (
 			SELECT path, group_concat(role || '×' || n, '+') AS roles FROM (
 				SELECT keep_path AS path, 'keep' AS role, count(*) AS n FROM actions WHERE `+keepRoleSQL+` GROUP BY keep_path

@@ -39,7 +39,7 @@ func TestMigrationGivesTheLedgerRoles(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	as, _ := db.Actions(ctx, ActionQuery{})
+	as, _ := db.Ledger().Actions(ctx, ActionQuery{})
 	var states []string
 	for _, a := range as {
 		states = append(states, a.State)
@@ -51,7 +51,7 @@ func TestMigrationGivesTheLedgerRoles(t *testing.T) {
 	if len(got) != 3 || got["/p/a"] != RoleKeep || got["/p/d"] != RoleCopy || got["/p/f"] != RoleKeep {
 		t.Errorf("roles after the upgrade: %v", got)
 	}
-	ps, _ := db.Plans(ctx, 0, 0)
+	ps, _ := db.Ledger().Plans(ctx, 0, 0)
 	if ps[0].ID != 2 || ps[0].State != "done" || ps[1].State != "open" {
 		t.Errorf("plans after the upgrade: %+v", ps)
 	}

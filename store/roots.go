@@ -63,8 +63,8 @@ func scanRoot(r rowScanner) (Root, error) {
 }
 
 // Roots lists every root, by path.
-func (db *DB) Roots(ctx context.Context) ([]Root, error) {
-	return scanRoots(db.query(ctx, "SELECT "+rootCols+" FROM roots ORDER BY path"))
+func (fl *Files) Roots(ctx context.Context) ([]Root, error) {
+	return scanRoots(fl.db.query(ctx, "SELECT "+rootCols+" FROM roots ORDER BY path"))
 }
 
 // scanRoots reads the rows of a query of rootCols.
@@ -85,8 +85,8 @@ func scanRoots(rows *sql.Rows, err error) ([]Root, error) {
 }
 
 // Root reads one root by id.
-func (db *DB) Root(ctx context.Context, id int64) (Root, error) {
-	r, err := scanRoot(db.queryRow(ctx, "SELECT "+rootCols+" FROM roots WHERE id = ?", id))
+func (fl *Files) Root(ctx context.Context, id int64) (Root, error) {
+	r, err := scanRoot(fl.db.queryRow(ctx, "SELECT "+rootCols+" FROM roots WHERE id = ?", id))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("root %d: %w", id, ErrNotFound)
 	}
@@ -94,8 +94,8 @@ func (db *DB) Root(ctx context.Context, id int64) (Root, error) {
 }
 
 // RootByPath reads one root by its exact path.
-func (db *DB) RootByPath(ctx context.Context, path string) (Root, error) {
-	r, err := scanRoot(db.queryRow(ctx, "SELECT "+rootCols+" FROM roots WHERE path = ?", path))
+func (fl *Files) RootByPath(ctx context.Context, path string) (Root, error) {
+	r, err := scanRoot(fl.db.queryRow(ctx, "SELECT "+rootCols+" FROM roots WHERE path = ?", path))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("root %s: %w", path, ErrNotFound)
 	}
@@ -107,7 +107,7 @@ func (db *DB) RootByPath(ctx context.Context, path string) (Root, error) {
 // absorbs them: their folders, files (with their hashes) and scan history
 // move to the new root, so nothing is read again. With update set, the
 // options of an existing root are replaced by spec's.
-func (db *DB) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root, AddOutcome, error) {
+func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root, AddOutcome, error) {
 	if !strings.HasPrefix(spec.Path, "/") {
 		return Root{}, 0, fmt.Errorf("add root %q: path must be absolute", spec.Path)
 	}
@@ -120,7 +120,7 @@ func (db *DB) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root, Ad
 	}
 	var id int64
 	outcome := RootAdded
-	err = db.Write(ctx, func(tx *Tx) error {
+	err = fl.db.Write(ctx, func(tx *Tx) error {
 		existing, err := tx.roots()
 		if err != nil {
 			return err
@@ -160,7 +160,7 @@ func (db *DB) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root, Ad
 	if err != nil {
 		return Root{}, 0, err
 	}
-	r, err := db.rootW(ctx, id)
+	r, err := fl.db.rootW(ctx, id)
 	return r, outcome, err
 }
 
@@ -197,8 +197,8 @@ func (tx *Tx) absorbRoot(old, new int64) error {
 // RemoveRoot forgets a root: its jobs are cancelled (a worker still running
 // one loses its lease), then its files and folders are deleted in batches so
 // the writer is never held for long. Nothing on disk is touched.
-func (db *DB) RemoveRoot(ctx context.Context, id int64) error {
-	err := db.Write(ctx, func(tx *Tx) error {
+func (fl *Files) RemoveRoot(ctx context.Context, id int64) error {
+	err := fl.db.Write(ctx, func(tx *Tx) error {
 		_, err := tx.exec("cancel jobs", `UPDATE jobs SET status = 'cancelled', error_code = 'root_removed',
 			error_message = 'root was removed', lease_expires_at = NULL,
 			finished_at = `+nowSQL+`, updated_at = `+nowSQL+`
@@ -212,7 +212,7 @@ func (db *DB) RemoveRoot(ctx context.Context, id int64) error {
 	// transaction.
 	for {
 		var n int64
-		err := db.Write(ctx, func(tx *Tx) error {
+		err := fl.db.Write(ctx, func(tx *Tx) error {
 			tx.groups = true
 			const pick = "SELECT id FROM folders WHERE root_id = ?1 ORDER BY id DESC LIMIT 200"
 			if _, err := tx.exec("delete root files", "DELETE FROM files WHERE folder_id IN ("+pick+")", id); err != nil {
@@ -232,7 +232,7 @@ func (db *DB) RemoveRoot(ctx context.Context, id int64) error {
 			break
 		}
 	}
-	return db.Write(ctx, func(tx *Tx) error {
+	return fl.db.Write(ctx, func(tx *Tx) error {
 		tx.groups = true
 		_, err := tx.exec("delete root", "DELETE FROM roots WHERE id = ?", id)
 		return err

@@ -8,30 +8,30 @@ import (
 func TestAddRootCoveredAndAbsorbed(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	inner, out, err := db.AddRoot(ctx, RootSpec{Path: "/data/photos"}, false)
+	inner, out, err := db.Files().AddRoot(ctx, RootSpec{Path: "/data/photos"}, false)
 	if err != nil || out != RootAdded {
 		t.Fatalf("add: %v %v", out, err)
 	}
 	addFiles(t, db, inner.ID, "/data/photos", FileStat{Name: "a.jpg", Size: 5, Ino: 1,
 		Hash: &FileHash{Status: HashDone, Content: sum(7)}})
 
-	r, out, _ := db.AddRoot(ctx, RootSpec{Path: "/data/photos"}, false)
+	r, out, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/data/photos"}, false)
 	if out != RootExists || r.ID != inner.ID {
 		t.Errorf("same path: %v %d", out, r.ID)
 	}
-	r, out, _ = db.AddRoot(ctx, RootSpec{Path: "/data/photos/2019"}, false)
+	r, out, _ = db.Files().AddRoot(ctx, RootSpec{Path: "/data/photos/2019"}, false)
 	if out != RootCovered || r.ID != inner.ID {
 		t.Errorf("path inside a root: %v %d", out, r.ID)
 	}
-	r, out, _ = db.AddRoot(ctx, RootSpec{Path: "/data/photos-old"}, false)
+	r, out, _ = db.Files().AddRoot(ctx, RootSpec{Path: "/data/photos-old"}, false)
 	if out != RootAdded {
 		t.Errorf("sibling with a common prefix: %v", out)
 	}
-	outer, out, err := db.AddRoot(ctx, RootSpec{Path: "/data", Excludes: []string{"*.tmp"}}, false)
+	outer, out, err := db.Files().AddRoot(ctx, RootSpec{Path: "/data", Excludes: []string{"*.tmp"}}, false)
 	if err != nil || out != RootAbsorbing {
 		t.Fatalf("outer root: %v %v", out, err)
 	}
-	roots, _ := db.Roots(ctx)
+	roots, _ := db.Files().Roots(ctx)
 	if len(roots) != 1 || roots[0].ID != outer.ID || roots[0].Excludes[0] != "*.tmp" {
 		t.Fatalf("roots after absorbing: %+v", roots)
 	}
@@ -45,16 +45,16 @@ func TestAddRootCoveredAndAbsorbed(t *testing.T) {
 func TestRemoveRootForgetsItsRows(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	a, _, _ := db.AddRoot(ctx, RootSpec{Path: "/a"}, false)
-	b, _, _ := db.AddRoot(ctx, RootSpec{Path: "/b"}, false)
+	a, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	b, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/b"}, false)
 	h := &FileHash{Status: HashDone, Content: sum(9)}
 	addFiles(t, db, a.ID, "/a", FileStat{Name: "x", Size: 5, Ino: 1, Hash: h})
 	addFiles(t, db, b.ID, "/b", FileStat{Name: "y", Size: 5, Ino: 2, Hash: h})
 	if g := groupKeys(t, db, GroupQuery{MinSize: 1}); len(g) != 1 {
 		t.Fatalf("want a group across roots, got %v", g)
 	}
-	db.Enqueue(ctx, KindScan, a.ID)
-	if err := db.RemoveRoot(ctx, a.ID); err != nil {
+	db.Jobs().Enqueue(ctx, KindScan, a.ID)
+	if err := db.Files().RemoveRoot(ctx, a.ID); err != nil {
 		t.Fatal(err)
 	}
 	if g := groupKeys(t, db, GroupQuery{MinSize: 1}); len(g) != 0 {
@@ -66,7 +66,7 @@ func TestRemoveRootForgetsItsRows(t *testing.T) {
 	if files != 1 || folders != 1 {
 		t.Fatalf("left %d files, %d folders", files, folders)
 	}
-	jobs, _ := db.ActiveJobs(ctx)
+	jobs, _ := db.Jobs().ActiveJobs(ctx)
 	if len(jobs) != 0 {
 		t.Fatalf("active jobs after removal: %+v", jobs)
 	}

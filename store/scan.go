@@ -1,10 +1,7 @@
 package store
 
 import (
-	"context"
 	"database/sql"
-	"errors"
-	"fmt"
 	"strings"
 )
 
@@ -341,18 +338,3 @@ type Scan struct {
 	HashedFileCount, HashedByteCount sql.NullInt64
 }
 
-// LastScan reads the newest scan of a root.
-func (db *DB) LastScan(ctx context.Context, rootID int64) (Scan, error) {
-	var s Scan
-	c := &s.Counts
-	err := db.queryRow(ctx, `SELECT id, root_id, status, started_at, completed_at, files_seen,
-		folders_seen, bytes_seen, files_added, files_changed, files_missing, errors, hash_started_at,
-		hash_completed_at, hashed_file_count, hashed_byte_count FROM scans WHERE root_id = ?
-		ORDER BY id DESC LIMIT 1`, rootID).Scan(&s.ID, &s.RootID, &s.Status, &s.StartedAt, &s.CompletedAt,
-		&c.FilesSeen, &c.FoldersSeen, &c.BytesSeen, &c.FilesAdded, &c.FilesChanged, &c.FilesMissing, &c.Errors,
-		&s.HashStartedAt, &s.HashCompletedAt, &s.HashedFileCount, &s.HashedByteCount)
-	if errors.Is(err, sql.ErrNoRows) {
-		return s, fmt.Errorf("scans of root %d: %w", rootID, ErrNotFound)
-	}
-	return s, classify("read scan", err)
-}

@@ -15,7 +15,7 @@ import (
 func TestLateHashesLandInAnyOrder(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	stat := func(i int) FileStat {
 		return FileStat{Name: fmt.Sprintf("f%03d", i), Size: int64(100 + i), MtimeNS: 7, Dev: 1, Ino: uint64(1000 + i), Nlink: 1}
 	}

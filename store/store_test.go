@@ -112,7 +112,7 @@ func TestHashAlgoFixedOnceHashed(t *testing.T) {
 		t.Fatalf("HashAlgo = %q", db.HashAlgo())
 	}
 	// Record one hash, then ask for another algorithm.
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	addFiles(t, db, r.ID, "/r", FileStat{Name: "a", Size: 3, Ino: 1, Hash: &FileHash{Status: HashDone, Content: sum(1)}})
 	db.Close()
 	if _, err := Open(ctx, Options{Path: path, HashAlgo: "sha256"}); err == nil {
@@ -139,7 +139,7 @@ func TestDiskFullIsReported(t *testing.T) {
 		t.Fatal(err)
 	}
 	conn.Close()
-	r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -36,9 +36,9 @@ var QueueCleanups = &Queue{
 // ScheduleThumbCleanups queues a cleanup job, due after delay, for every
 // thumbnail whose content is no longer a group and has none queued yet. It
 // returns how many it queued.
-func (db *DB) ScheduleThumbCleanups(ctx context.Context, delay time.Duration) (int, error) {
+func (th *Thumbs) ScheduleThumbCleanups(ctx context.Context, delay time.Duration) (int, error) {
 	var n int64
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := th.db.Write(ctx, func(tx *Tx) error {
 		res, err := tx.exec("schedule thumbnail cleanups", `INSERT INTO thumbnail_cleanup_jobs
 			(content_id, execute_after, created_at, updated_at)
 			SELECT t.content_id, `+nowSQL+` + ?1, `+nowSQL+`, `+nowSQL+`
@@ -58,9 +58,9 @@ func (db *DB) ScheduleThumbCleanups(ctx context.Context, delay time.Duration) (i
 // ClaimThumbCleanup requeues running cleanup jobs whose lease expired, then
 // claims the first due one whose content has no pending or running
 // thumbnail. ErrNotFound when there is none.
-func (db *DB) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.Duration) (Cleanup, error) {
+func (th *Thumbs) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.Duration) (Cleanup, error) {
 	var c Cleanup
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := th.db.Write(ctx, func(tx *Tx) error {
 		l, err := tx.claim(QueueCleanups, "", owner, ttl)
 		if errors.Is(err, ErrNotFound) {
 			return nil // commit the recovery all the same
@@ -86,8 +86,8 @@ func (db *DB) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.Dura
 // and deletes the row; then it completes the job. A content that became a
 // group again keeps its thumbnail. If remove fails the job is failed with
 // its error and the row kept.
-func (db *DB) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func() error) (removed bool, err error) {
-	err = db.Write(ctx, func(tx *Tx) error {
+func (th *Thumbs) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func() error) (removed bool, err error) {
+	err = th.db.Write(ctx, func(tx *Tx) error {
 		// The fence first: a job whose lease is lost removes nothing.
 		if err := tx.Fence(c.Lease); err != nil {
 			return err

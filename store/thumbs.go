@@ -73,12 +73,12 @@ type CandidateCursor struct {
 // ThumbCandidates lists groups that have no thumbnail yet after cur: in
 // content id order, or with cur.BySeq in the order of the change feed (the
 // groups that changed since a look ended).
-func (db *DB) ThumbCandidates(ctx context.Context, cur CandidateCursor, limit int) ([]ThumbCandidate, error) {
+func (th *Thumbs) ThumbCandidates(ctx context.Context, cur CandidateCursor, limit int) ([]ThumbCandidate, error) {
 	where, order := "c.id > ?2", "c.id"
 	if cur.BySeq {
 		where, order = "(c.change_seq, c.id) > (?1, ?2)", "c.change_seq, c.id"
 	}
-	rows, err := db.query(ctx, `SELECT c.id, c.change_seq, (SELECT group_concat(name, char(0)) FROM
+	rows, err := th.db.query(ctx, `SELECT c.id, c.change_seq, (SELECT group_concat(name, char(0)) FROM
 			(SELECT f.name FROM files f WHERE f.content_hash = c.content_hash AND f.missing = 0 LIMIT 8))
 		FROM contents c
 		WHERE c.inode_count >= 2 AND `+where+` AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id)
@@ -113,8 +113,8 @@ type Admission struct {
 // group. It stops at the first one refused for capacity. It returns how
 // many it queued and how many of as it went through (len(as) unless the
 // queue filled up).
-func (db *DB) AdmitThumbs(ctx context.Context, as []Admission, capacity int) (queued, done int, err error) {
-	err = db.Write(ctx, func(tx *Tx) error {
+func (th *Thumbs) AdmitThumbs(ctx context.Context, as []Admission, capacity int) (queued, done int, err error) {
+	err = th.db.Write(ctx, func(tx *Tx) error {
 		queued, done = 0, 0
 		for _, a := range as {
 			var full bool
@@ -155,10 +155,10 @@ var QueueThumbs = &Queue{
 
 // ClaimThumb requeues running thumbnails whose lease expired, then claims
 // the oldest pending one for owner. ErrNotFound when there is none.
-func (db *DB) ClaimThumb(ctx context.Context, owner string, ttl time.Duration) (Thumb, Lease, error) {
+func (th *Thumbs) ClaimThumb(ctx context.Context, owner string, ttl time.Duration) (Thumb, Lease, error) {
 	var t Thumb
 	var l Lease
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := th.db.Write(ctx, func(tx *Tx) error {
 		var err error
 		l, err = tx.claim(QueueThumbs, "", owner, ttl)
 		if errors.Is(err, ErrNotFound) {
@@ -188,8 +188,8 @@ func (tx *Tx) bumpThumbSeq() (int64, error) {
 }
 
 // FinishThumbReady records a made thumbnail (its file is in the cache).
-func (db *DB) FinishThumbReady(ctx context.Context, l Lease, width, height int, size int64) error {
-	return db.Write(ctx, func(tx *Tx) error {
+func (th *Thumbs) FinishThumbReady(ctx context.Context, l Lease, width, height int, size int64) error {
+	return th.db.Write(ctx, func(tx *Tx) error {
 		seq, err := tx.bumpThumbSeq()
 		if err != nil {
 			return err
@@ -201,8 +201,8 @@ func (db *DB) FinishThumbReady(ctx context.Context, l Lease, width, height int, 
 }
 
 // FinishThumbFailed records a failure; the row is retried after retryAfter.
-func (db *DB) FinishThumbFailed(ctx context.Context, l Lease, code, msg string, retryAfter time.Duration) error {
-	return db.Write(ctx, func(tx *Tx) error {
+func (th *Thumbs) FinishThumbFailed(ctx context.Context, l Lease, code, msg string, retryAfter time.Duration) error {
+	return th.db.Write(ctx, func(tx *Tx) error {
 		seq, err := tx.bumpThumbSeq()
 		if err != nil {
 			return err
@@ -215,16 +215,16 @@ func (db *DB) FinishThumbFailed(ctx context.Context, l Lease, code, msg string, 
 
 // ReleaseThumb gives a claimed thumbnail back (running -> pending): the
 // worker stopped before it finished, e.g. on shutdown.
-func (db *DB) ReleaseThumb(ctx context.Context, l Lease) error {
-	return db.Write(ctx, func(tx *Tx) error {
+func (th *Thumbs) ReleaseThumb(ctx context.Context, l Lease) error {
+	return th.db.Write(ctx, func(tx *Tx) error {
 		return tx.end(l, `status = 'pending', worker_id = NULL, updated_at = `+nowSQL)
 	})
 }
 
 // RemakeThumb makes a ready thumbnail pending again, when its cache file
 // is gone or damaged. The mount stops serving it at once.
-func (db *DB) RemakeThumb(ctx context.Context, id int64) error {
-	return db.Write(ctx, func(tx *Tx) error {
+func (th *Thumbs) RemakeThumb(ctx context.Context, id int64) error {
+	return th.db.Write(ctx, func(tx *Tx) error {
 		seq, err := tx.bumpThumbSeq()
 		if err != nil {
 			return err
@@ -240,9 +240,9 @@ func (db *DB) RemakeThumb(ctx context.Context, id int64) error {
 // retry_after has come, except those failed with one of the codes in keep
 // (a cause that is known to be still there, such as a missing ffmpeg); or,
 // with all, every failed one (the user asked for it).
-func (db *DB) RequeueFailedThumbs(ctx context.Context, all bool, keep ...string) (int, error) {
+func (th *Thumbs) RequeueFailedThumbs(ctx context.Context, all bool, keep ...string) (int, error) {
 	var n int64
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := th.db.Write(ctx, func(tx *Tx) error {
 		res, err := tx.exec("requeue failed thumbnails", `UPDATE thumbnails SET status = 'pending',
 			retry_after = NULL, updated_at = `+nowSQL+`
 			WHERE status = 'failed' AND (?1 OR (retry_after <= `+nowSQL+`

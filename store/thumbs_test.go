@@ -12,7 +12,7 @@ import (
 func makeGroups(tb testing.TB, db *DB, n int) []int64 {
 	tb.Helper()
 	ctx := context.Background()
-	r, _, err := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -26,7 +26,7 @@ func makeGroups(tb testing.TB, db *DB, n int) []int64 {
 	addFiles(tb, db, r.ID, "/r", fs...)
 	var ids []int64
 	for i := range n {
-		g, err := db.GroupByKey(ctx, "sha256", sum(byte(i+1)))
+		g, err := db.Files().GroupByKey(ctx, "sha256", sum(byte(i+1)))
 		if err != nil {
 			tb.Fatal(err)
 		}
@@ -41,7 +41,7 @@ func admit(tb testing.TB, db *DB, capacity int, ids ...int64) (queued, done int)
 	for _, id := range ids {
 		as = append(as, Admission{ContentID: id, MediaType: "image"})
 	}
-	q, d, err := db.AdmitThumbs(context.Background(), as, capacity)
+	q, d, err := db.Thumbs().AdmitThumbs(context.Background(), as, capacity)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -52,7 +52,7 @@ func TestAdmissionIsBoundedAndOncePerGroup(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
 	ids := makeGroups(t, db, 4)
-	cs, err := db.ThumbCandidates(ctx, CandidateCursor{}, 10)
+	cs, err := db.Thumbs().ThumbCandidates(ctx, CandidateCursor{}, 10)
 	if err != nil || len(cs) != 4 || len(cs[0].Names) != 2 {
 		t.Fatalf("candidates: %+v %v", cs, err)
 	}
@@ -63,10 +63,10 @@ func TestAdmissionIsBoundedAndOncePerGroup(t *testing.T) {
 	if q, d := admit(t, db, 3, ids[0], ids[2]); q != 1 || d != 2 {
 		t.Fatalf("second admission: queued %d, through %d", q, d)
 	}
-	if cs, _ := db.ThumbCandidates(ctx, CandidateCursor{}, 10); len(cs) != 1 || cs[0].ContentID != ids[3] {
+	if cs, _ := db.Thumbs().ThumbCandidates(ctx, CandidateCursor{}, 10); len(cs) != 1 || cs[0].ContentID != ids[3] {
 		t.Fatalf("candidates left: %+v", cs)
 	}
-	counts, _ := db.ThumbCounts(ctx)
+	counts, _ := db.Thumbs().ThumbCounts(ctx)
 	if counts[ThumbPending] != 3 {
 		t.Fatalf("counts: %v", counts)
 	}
@@ -78,11 +78,11 @@ func TestThumbLeaseExpiresAndFences(t *testing.T) {
 	ids := makeGroups(t, db, 1)
 	admit(t, db, 10, ids...)
 	clk := fakeClock(t)
-	row, a, err := db.ClaimThumb(ctx, "worker-a", 50*time.Millisecond)
+	row, a, err := db.Thumbs().ClaimThumb(ctx, "worker-a", 50*time.Millisecond)
 	if err != nil || row.Status != ThumbRunning || !row.Group || row.Key == "" {
 		t.Fatalf("claim: %+v %v", row, err)
 	}
-	if _, _, err := db.ClaimThumb(ctx, "worker-b", time.Minute); !errors.Is(err, ErrNotFound) {
+	if _, _, err := db.Thumbs().ClaimThumb(ctx, "worker-b", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a live lease was claimed again: %v", err)
 	}
 	if err := db.Renew(ctx, a); err != nil {
@@ -90,25 +90,25 @@ func TestThumbLeaseExpiresAndFences(t *testing.T) {
 	}
 	clk.Advance(51 * time.Millisecond)
 	// The claim path requeues the expired row and hands it to b.
-	row2, b, err := db.ClaimThumb(ctx, "worker-b", time.Minute)
+	row2, b, err := db.Thumbs().ClaimThumb(ctx, "worker-b", time.Minute)
 	if err != nil || row2.ID != row.ID || b.Attempt != a.Attempt+1 {
 		t.Fatalf("reclaim: %+v %+v %v", row2, b, err)
 	}
-	if err := db.FinishThumbReady(ctx, a, 10, 10, 100); !errors.Is(err, ErrLeaseLost) {
+	if err := db.Thumbs().FinishThumbReady(ctx, a, 10, 10, 100); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("stale worker finished: %v", err)
 	}
 	if err := db.Renew(ctx, a); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("stale worker heartbeat: %v", err)
 	}
-	if err := db.FinishThumbReady(ctx, b, 256, 192, 5000); err != nil {
+	if err := db.Thumbs().FinishThumbReady(ctx, b, 256, 192, 5000); err != nil {
 		t.Fatal(err)
 	}
-	got, err := db.ReadyThumb(ctx, "sha256", sum(1))
+	got, err := db.View().ReadyThumb(ctx, "sha256", sum(1))
 	if err != nil || got.Width != 256 || got.Height != 192 || got.BytesSize != 5000 || got.FinishedAt.IsZero() {
 		t.Fatalf("ready: %+v %v", got, err)
 	}
-	seq, _, _ := db.LastThumbChange(ctx)
-	cs, err := db.ThumbChangesSince(ctx, 0, 10)
+	seq, _, _ := db.View().LastThumbChange(ctx)
+	cs, err := db.View().ThumbChangesSince(ctx, 0, 10)
 	if err != nil || len(cs) != 1 || cs[0].Seq != seq || cs[0].Key != got.Key {
 		t.Fatalf("changes: %+v (seq %d) %v", cs, seq, err)
 	}
@@ -121,32 +121,32 @@ func TestFailedThumbWaitsForRetryAfter(t *testing.T) {
 	admit(t, db, 10, ids...)
 	clk := fakeClock(t)
 	fail := func(code string, after time.Duration) {
-		_, l, err := db.ClaimThumb(ctx, "w", time.Minute)
+		_, l, err := db.Thumbs().ClaimThumb(ctx, "w", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.FinishThumbFailed(ctx, l, code, "detail", after); err != nil {
+		if err := db.Thumbs().FinishThumbFailed(ctx, l, code, "detail", after); err != nil {
 			t.Fatal(err)
 		}
 	}
 	fail("corrupt_image", time.Hour)
 	fail("corrupt_image", 30*time.Millisecond)
 	fail("ffmpeg_missing", 0)
-	if n, _ := db.RequeueFailedThumbs(ctx, false, "ffmpeg_missing"); n != 0 {
+	if n, _ := db.Thumbs().RequeueFailedThumbs(ctx, false, "ffmpeg_missing"); n != 0 {
 		t.Fatalf("requeued %d before any retry_after", n)
 	}
 	clk.Advance(31 * time.Millisecond)
-	if n, _ := db.RequeueFailedThumbs(ctx, false, "ffmpeg_missing"); n != 1 {
+	if n, _ := db.Thumbs().RequeueFailedThumbs(ctx, false, "ffmpeg_missing"); n != 1 {
 		t.Fatalf("requeued %d once one retry_after passed, want 1", n)
 	}
 	// ffmpeg turned up: nothing is kept back any more.
-	if n, _ := db.RequeueFailedThumbs(ctx, false); n != 1 {
+	if n, _ := db.Thumbs().RequeueFailedThumbs(ctx, false); n != 1 {
 		t.Fatalf("requeued %d ffmpeg_missing rows, want 1", n)
 	}
-	if n, _ := db.RequeueFailedThumbs(ctx, true); n != 1 {
+	if n, _ := db.Thumbs().RequeueFailedThumbs(ctx, true); n != 1 {
 		t.Fatalf("--retry-failed requeued %d, want the last one", n)
 	}
-	row, _, err := db.ClaimThumb(ctx, "w", time.Minute)
+	row, _, err := db.Thumbs().ClaimThumb(ctx, "w", time.Minute)
 	if err != nil || row.ErrorCount != 1 || row.ErrorCode != "corrupt_image" {
 		t.Fatalf("requeued row keeps its failure count: %+v %v", row, err)
 	}
@@ -158,15 +158,15 @@ func TestCleanupWaitsForJobsAndSparesGroups(t *testing.T) {
 	ids := makeGroups(t, db, 2)
 	admit(t, db, 10, ids...)
 	for range 2 {
-		_, l, err := db.ClaimThumb(ctx, "w", time.Minute)
+		_, l, err := db.Thumbs().ClaimThumb(ctx, "w", time.Minute)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := db.FinishThumbReady(ctx, l, 1, 1, 1); err != nil {
+		if err := db.Thumbs().FinishThumbReady(ctx, l, 1, 1, 1); err != nil {
 			t.Fatal(err)
 		}
 	}
-	if n, _ := db.ScheduleThumbCleanups(ctx, 0); n != 0 {
+	if n, _ := db.Thumbs().ScheduleThumbCleanups(ctx, 0); n != 0 {
 		t.Fatalf("scheduled %d cleanups of live groups", n)
 	}
 	// Group 1 loses a copy: it is no group any more.
@@ -174,7 +174,7 @@ func TestCleanupWaitsForJobsAndSparesGroups(t *testing.T) {
 		err := db.Write(ctx, func(tx *Tx) error {
 			b, _ := tx.ScanBatch(1, "sha256")
 			defer b.Close()
-			f, _ := db.FolderByPath(ctx, "/r")
+			f, _ := db.Files().FolderByPath(ctx, "/r")
 			return b.LoseFile(fileID(t, db, f.ID, name))
 		})
 		if err != nil {
@@ -182,55 +182,55 @@ func TestCleanupWaitsForJobsAndSparesGroups(t *testing.T) {
 		}
 	}
 	lose("img0-1.jpg")
-	if _, err := db.ReadyThumb(ctx, "sha256", sum(1)); !errors.Is(err, ErrNotFound) {
+	if _, err := db.View().ReadyThumb(ctx, "sha256", sum(1)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("the thumbnail of a gone group is still served: %v", err)
 	}
-	if n, _ := db.ScheduleThumbCleanups(ctx, 0); n != 1 {
+	if n, _ := db.Thumbs().ScheduleThumbCleanups(ctx, 0); n != 1 {
 		t.Fatalf("scheduled %d cleanups, want 1", n)
 	}
-	if n, _ := db.ScheduleThumbCleanups(ctx, 0); n != 0 {
+	if n, _ := db.Thumbs().ScheduleThumbCleanups(ctx, 0); n != 0 {
 		t.Fatalf("scheduled a second cleanup of one group")
 	}
 	// A pending thumbnail of that content holds the cleanup back.
-	if err := db.RemakeThumb(ctx, 1); err != nil {
+	if err := db.Thumbs().RemakeThumb(ctx, 1); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.ClaimThumbCleanup(ctx, "c", time.Minute); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Thumbs().ClaimThumbCleanup(ctx, "c", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("cleanup claimed while its thumbnail is pending: %v", err)
 	}
-	_, l, _ := db.ClaimThumb(ctx, "w", time.Minute)
-	if err := db.FinishThumbFailed(ctx, l, "not_a_group", "gone", time.Hour); err != nil {
+	_, l, _ := db.Thumbs().ClaimThumb(ctx, "w", time.Minute)
+	if err := db.Thumbs().FinishThumbFailed(ctx, l, "not_a_group", "gone", time.Hour); err != nil {
 		t.Fatal(err)
 	}
-	c, err := db.ClaimThumbCleanup(ctx, "c", time.Minute)
+	c, err := db.Thumbs().ClaimThumbCleanup(ctx, "c", time.Minute)
 	if err != nil || c.ContentID != ids[0] || c.Key == "" {
 		t.Fatalf("claim cleanup: %+v %v", c, err)
 	}
 	removed := 0
-	ok, err := db.FinishThumbCleanup(ctx, c, func() error { removed++; return nil })
+	ok, err := db.Thumbs().FinishThumbCleanup(ctx, c, func() error { removed++; return nil })
 	if err != nil || !ok || removed != 1 {
 		t.Fatalf("cleanup: removed=%v calls=%d %v", ok, removed, err)
 	}
-	if counts, _ := db.ThumbCounts(ctx); counts[ThumbReady] != 1 || counts[ThumbFailed] != 0 {
+	if counts, _ := db.Thumbs().ThumbCounts(ctx); counts[ThumbReady] != 1 || counts[ThumbFailed] != 0 {
 		t.Fatalf("after cleanup: %v", counts)
 	}
 
 	// Group 2 breaks, gets a cleanup, then comes back before it runs:
 	// its thumbnail stays.
 	lose("img1-1.jpg")
-	db.ScheduleThumbCleanups(ctx, 0)
-	c2, err := db.ClaimThumbCleanup(ctx, "c", time.Minute)
+	db.Thumbs().ScheduleThumbCleanups(ctx, 0)
+	c2, err := db.Thumbs().ClaimThumbCleanup(ctx, "c", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	addFiles(t, db, r.ID, "/r/back", FileStat{Name: "img1-again.jpg", Size: 100, Dev: 1, Ino: 5000, Nlink: 1,
 		Hash: &FileHash{Status: HashDone, Content: sum(2)}})
-	ok, err = db.FinishThumbCleanup(ctx, c2, func() error { t.Fatal("removed the thumbnail of a live group"); return nil })
+	ok, err = db.Thumbs().FinishThumbCleanup(ctx, c2, func() error { t.Fatal("removed the thumbnail of a live group"); return nil })
 	if err != nil || ok {
 		t.Fatalf("cleanup of a group that came back: %v %v", ok, err)
 	}
-	if _, err := db.ReadyThumb(ctx, "sha256", sum(2)); err != nil {
+	if _, err := db.View().ReadyThumb(ctx, "sha256", sum(2)); err != nil {
 		t.Fatalf("thumbnail of the group that came back: %v", err)
 	}
 }
@@ -240,32 +240,32 @@ func TestCleanupLeaseExpiresAndFences(t *testing.T) {
 	db := openTest(t)
 	ids := makeGroups(t, db, 1)
 	admit(t, db, 10, ids...)
-	_, l, _ := db.ClaimThumb(ctx, "w", time.Minute)
-	db.FinishThumbFailed(ctx, l, "corrupt_image", "x", time.Hour)
+	_, l, _ := db.Thumbs().ClaimThumb(ctx, "w", time.Minute)
+	db.Thumbs().FinishThumbFailed(ctx, l, "corrupt_image", "x", time.Hour)
 	err := db.Write(ctx, func(tx *Tx) error {
 		b, _ := tx.ScanBatch(1, "sha256")
 		defer b.Close()
-		f, _ := db.FolderByPath(ctx, "/r")
+		f, _ := db.Files().FolderByPath(ctx, "/r")
 		return b.LoseFile(fileID(t, db, f.ID, "img0-0.jpg"))
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	db.ScheduleThumbCleanups(ctx, 0)
+	db.Thumbs().ScheduleThumbCleanups(ctx, 0)
 	clk := fakeClock(t)
-	a, err := db.ClaimThumbCleanup(ctx, "a", 30*time.Millisecond)
+	a, err := db.Thumbs().ClaimThumbCleanup(ctx, "a", 30*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	clk.Advance(31 * time.Millisecond)
-	b, err := db.ClaimThumbCleanup(ctx, "b", time.Minute)
+	b, err := db.Thumbs().ClaimThumbCleanup(ctx, "b", time.Minute)
 	if err != nil || b.ID != a.ID {
 		t.Fatalf("stale cleanup not requeued: %+v %v", b, err)
 	}
-	if _, err := db.FinishThumbCleanup(ctx, a, func() error { t.Fatal("a stale worker removed a file"); return nil }); !errors.Is(err, ErrLeaseLost) {
+	if _, err := db.Thumbs().FinishThumbCleanup(ctx, a, func() error { t.Fatal("a stale worker removed a file"); return nil }); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("stale cleanup finished: %v", err)
 	}
-	if ok, err := db.FinishThumbCleanup(ctx, b, func() error { return nil }); err != nil || !ok {
+	if ok, err := db.Thumbs().FinishThumbCleanup(ctx, b, func() error { return nil }); err != nil || !ok {
 		t.Fatalf("cleanup by b: %v %v", ok, err)
 	}
 }
@@ -273,13 +273,13 @@ func TestCleanupLeaseExpiresAndFences(t *testing.T) {
 func TestReserveIOSpacesReservations(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	first, err := db.ReserveIO(ctx, IOBucketThumbs, 100*time.Millisecond)
+	first, err := db.Jobs().ReserveIO(ctx, IOBucketThumbs, 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var last time.Time
 	for range 3 {
-		if last, err = db.ReserveIO(ctx, IOBucketThumbs, 100*time.Millisecond); err != nil {
+		if last, err = db.Jobs().ReserveIO(ctx, IOBucketThumbs, 100*time.Millisecond); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -292,7 +292,7 @@ func TestReserveIOSpacesReservations(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db2.Close()
-	next, err := db2.ReserveIO(ctx, IOBucketThumbs, time.Millisecond)
+	next, err := db2.Jobs().ReserveIO(ctx, IOBucketThumbs, time.Millisecond)
 	if err != nil || next.Before(last.Add(100*time.Millisecond)) {
 		t.Fatalf("second process got %v, want after %v (%v)", next, last.Add(100*time.Millisecond), err)
 	}
@@ -305,7 +305,7 @@ func TestCandidatesFollowTheChangeFeedInPages(t *testing.T) {
 	seen := map[int64]int{}
 	cur := CandidateCursor{BySeq: true}
 	for range 10 {
-		cs, err := db.ThumbCandidates(ctx, cur, 2)
+		cs, err := db.Thumbs().ThumbCandidates(ctx, cur, 2)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -326,7 +326,7 @@ func TestCandidatesFollowTheChangeFeedInPages(t *testing.T) {
 		}
 	}
 	// Nothing changed since: an incremental look finds nothing.
-	if cs, _ := db.ThumbCandidates(ctx, CandidateCursor{BySeq: true, Seq: cur.Seq, ID: 1 << 62}, 10); len(cs) != 0 {
+	if cs, _ := db.Thumbs().ThumbCandidates(ctx, CandidateCursor{BySeq: true, Seq: cur.Seq, ID: 1 << 62}, 10); len(cs) != 0 {
 		t.Fatalf("nothing changed, yet %+v", cs)
 	}
 }

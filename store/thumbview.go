@@ -8,8 +8,8 @@ import (
 )
 
 // ThumbCounts counts thumbnails by status.
-func (db *DB) ThumbCounts(ctx context.Context) (map[string]int64, error) {
-	rows, err := db.query(ctx, "SELECT status, count(*) FROM thumbnails GROUP BY status")
+func (th *Thumbs) ThumbCounts(ctx context.Context) (map[string]int64, error) {
+	rows, err := th.db.query(ctx, "SELECT status, count(*) FROM thumbnails GROUP BY status")
 	if err != nil {
 		return nil, classify("count thumbnails", err)
 	}
@@ -29,22 +29,22 @@ func (db *DB) ThumbCounts(ctx context.Context) (map[string]int64, error) {
 // ReadyThumbsPage lists the ready thumbnails of groups by id, after
 // afterID. A content that stopped being a group keeps its row until its
 // cleanup job runs, but is not listed.
-func (db *DB) ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]Thumb, error) {
-	return db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
+func (vw *View) ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]Thumb, error) {
+	return vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
 		WHERE t.status = 'ready' AND c.inode_count >= 2 AND t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
 }
 
 // ThumbsPage lists every thumbnail by id after afterID, whatever its
 // status and whether its content is still a group.
-func (db *DB) ThumbsPage(ctx context.Context, afterID int64, limit int) ([]Thumb, error) {
-	return db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
+func (th *Thumbs) ThumbsPage(ctx context.Context, afterID int64, limit int) ([]Thumb, error) {
+	return th.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
 		WHERE t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
 }
 
 // ReadyThumb reads the ready thumbnail of a group; ErrNotFound when it has
 // none or the content is no group any more.
-func (db *DB) ReadyThumb(ctx context.Context, algo string, sum []byte) (Thumb, error) {
-	ts, err := db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
+func (vw *View) ReadyThumb(ctx context.Context, algo string, sum []byte) (Thumb, error) {
+	ts, err := vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
 		WHERE c.hash_algo = ? AND c.content_hash = ? AND t.status = 'ready' AND c.inode_count >= 2`, algo, sum)
 	if err == nil && len(ts) == 0 {
 		err = ErrNotFound
@@ -56,8 +56,8 @@ func (db *DB) ReadyThumb(ctx context.Context, algo string, sum []byte) (Thumb, e
 }
 
 // ThumbByID reads a thumbnail by id, whatever its status.
-func (db *DB) ThumbByID(ctx context.Context, id int64) (Thumb, error) {
-	ts, err := db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
+func (vw *View) ThumbByID(ctx context.Context, id int64) (Thumb, error) {
+	ts, err := vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
 		WHERE t.id = ?`, id)
 	if err == nil && len(ts) == 0 {
 		err = ErrNotFound
@@ -78,8 +78,8 @@ type ThumbChange struct {
 
 // ThumbChangesSince lists the thumbnails whose status changed after seq,
 // oldest first.
-func (db *DB) ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]ThumbChange, error) {
-	rows, err := db.query(ctx, `SELECT t.id, c.hash_algo || ':' || lower(hex(c.content_hash)), t.change_seq
+func (vw *View) ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]ThumbChange, error) {
+	rows, err := vw.db.query(ctx, `SELECT t.id, c.hash_algo || ':' || lower(hex(c.content_hash)), t.change_seq
 		FROM thumbnails t JOIN contents c ON c.id = t.content_id
 		WHERE t.change_seq > ? ORDER BY t.change_seq LIMIT ?`, seq, limit)
 	if err != nil {
@@ -99,9 +99,9 @@ func (db *DB) ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]Th
 
 // LastThumbChange is the position of the thumbnail change feed and when
 // it last moved (zero when no thumbnail has changed).
-func (db *DB) LastThumbChange(ctx context.Context) (int64, time.Time, error) {
+func (vw *View) LastThumbChange(ctx context.Context) (int64, time.Time, error) {
 	var seq, at int64
-	err := db.queryRow(ctx, "SELECT change_seq, updated_at FROM thumbnails ORDER BY change_seq DESC LIMIT 1").Scan(&seq, &at)
+	err := vw.db.queryRow(ctx, "SELECT change_seq, updated_at FROM thumbnails ORDER BY change_seq DESC LIMIT 1").Scan(&seq, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, nil
 	}
@@ -137,8 +137,8 @@ type ThumbSource struct {
 
 // ThumbSources lists up to 16 live copies of a group, oldest first: the
 // files a thumbnail may be made from.
-func (db *DB) ThumbSources(ctx context.Context, contentID int64) ([]ThumbSource, error) {
-	rows, err := db.query(ctx, `SELECT d.path, f.name, f.size, f.mtime_ns FROM contents c
+func (th *Thumbs) ThumbSources(ctx context.Context, contentID int64) ([]ThumbSource, error) {
+	rows, err := th.db.query(ctx, `SELECT d.path, f.name, f.size, f.mtime_ns FROM contents c
 		JOIN files f ON f.content_hash = c.content_hash AND f.hash_algo = c.hash_algo AND f.missing = 0
 		JOIN folders d ON d.id = f.folder_id
 		WHERE c.id = ? ORDER BY f.id LIMIT 16`, contentID)

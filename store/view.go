@@ -36,8 +36,8 @@ func scanGroupRefs(rows *sql.Rows, err error) ([]GroupRef, error) {
 
 // GroupsPage lists groups by content id, after afterID, with what a
 // folder of the view shows of them.
-func (db *DB) GroupsPage(ctx context.Context, afterID int64, limit int) ([]GroupInfo, error) {
-	rows, err := db.query(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at FROM contents
+func (vw *View) GroupsPage(ctx context.Context, afterID int64, limit int) ([]GroupInfo, error) {
+	rows, err := vw.db.query(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at FROM contents
 		WHERE inode_count >= 2 AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, classify("list groups", err)
@@ -57,8 +57,8 @@ func (db *DB) GroupsPage(ctx context.Context, afterID int64, limit int) ([]Group
 }
 
 // SizeGroupsPage lists the groups of one size by content id, after afterID.
-func (db *DB) SizeGroupsPage(ctx context.Context, size, afterID int64, limit int) ([]GroupRef, error) {
-	return scanGroupRefs(db.query(ctx, `SELECT id, hash_algo, content_hash, size FROM contents
+func (vw *View) SizeGroupsPage(ctx context.Context, size, afterID int64, limit int) ([]GroupRef, error) {
+	return scanGroupRefs(vw.db.query(ctx, `SELECT id, hash_algo, content_hash, size FROM contents
 		WHERE inode_count >= 2 AND size = ? AND id > ? ORDER BY id LIMIT ?`, size, afterID, limit))
 }
 
@@ -71,8 +71,8 @@ type SizeEntry struct {
 // SizesPage lists the sizes that have groups, ascending, after afterSize,
 // each with what SizeInfo gives for it: the view lists /by-size with the
 // attributes of its folders, and a walk then looks up none of them.
-func (db *DB) SizesPage(ctx context.Context, afterSize int64, limit int) ([]SizeEntry, error) {
-	rows, err := db.query(ctx, `SELECT size, max(changed_at) FROM contents
+func (vw *View) SizesPage(ctx context.Context, afterSize int64, limit int) ([]SizeEntry, error) {
+	rows, err := vw.db.query(ctx, `SELECT size, max(changed_at) FROM contents
 		WHERE inode_count >= 2 AND size > ? GROUP BY size ORDER BY size LIMIT ?`, afterSize, limit)
 	if err != nil {
 		return nil, classify("list sizes", err)
@@ -100,14 +100,14 @@ type GroupInfo struct {
 
 // Group reads a live group by algorithm and digest; ErrNotFound when the
 // content is not (or no longer) a group.
-func (db *DB) Group(ctx context.Context, algo string, sum []byte) (GroupInfo, error) {
-	return scanGroupInfo(db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
+func (vw *View) Group(ctx context.Context, algo string, sum []byte) (GroupInfo, error) {
+	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
 		FROM contents WHERE hash_algo = ? AND content_hash = ? AND inode_count >= 2`, algo, sum))
 }
 
 // GroupByID reads a live group by its content id.
-func (db *DB) GroupByID(ctx context.Context, id int64) (GroupInfo, error) {
-	return scanGroupInfo(db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
+func (vw *View) GroupByID(ctx context.Context, id int64) (GroupInfo, error) {
+	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
 		FROM contents WHERE id = ? AND inode_count >= 2`, id))
 }
 
@@ -124,9 +124,9 @@ func scanGroupInfo(row *sql.Row) (GroupInfo, error) {
 
 // SizeInfo reports when the groups of one size last changed; ErrNotFound
 // when the size has no group.
-func (db *DB) SizeInfo(ctx context.Context, size int64) (time.Time, error) {
+func (vw *View) SizeInfo(ctx context.Context, size int64) (time.Time, error) {
 	var changed sql.NullInt64
-	err := db.queryRow(ctx, `SELECT max(changed_at) FROM contents WHERE inode_count >= 2 AND size = ?`, size).Scan(&changed)
+	err := vw.db.queryRow(ctx, `SELECT max(changed_at) FROM contents WHERE inode_count >= 2 AND size = ?`, size).Scan(&changed)
 	if err == nil && !changed.Valid {
 		return time.Time{}, ErrNotFound
 	}
@@ -184,10 +184,10 @@ type MemberName struct {
 // another name; only a page after afterID asks the index about its first
 // row. (A NOT EXISTS per row did the same in the query: a third of its
 // cost.)
-func (db *DB) CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]MemberName, error) {
+func (vw *View) CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]MemberName, error) {
 	// Covered by files_content (content_hash, missing, name, id): the
 	// algorithm need not be checked, one index has one.
-	rows, err := db.query(ctx, `SELECT f.id, f.name
+	rows, err := vw.db.query(ctx, `SELECT f.id, f.name
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash
 		WHERE c.id = ?1 AND c.inode_count >= 2 AND f.missing = 0
 		  AND (?2 = 0 OR (f.name, f.id) > ((SELECT name FROM files WHERE id = ?2), ?2))
@@ -210,7 +210,7 @@ func (db *DB) CopiesPage(ctx context.Context, contentID, afterID int64, limit in
 	if afterID != 0 && len(out) > 0 {
 		// The copy before this page's first is not on it, and it may
 		// have gone since the page before was read.
-		err := db.queryRow(ctx, `SELECT `+firstOfName+` FROM files f WHERE f.id = ?`,
+		err := vw.db.queryRow(ctx, `SELECT `+firstOfName+` FROM files f WHERE f.id = ?`,
 			out[0].FileID).Scan(&out[0].First)
 		if err != nil {
 			return nil, classify("list copies", err)
@@ -232,8 +232,8 @@ type GroupCopies struct {
 // CopiesAhead lists the live copies of the groups from content id fromID
 // on, by content id, at most groups of them and limit rows in all. The
 // view reads the groups a walk enters next with one query, not one each.
-func (db *DB) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) ([]GroupCopies, error) {
-	rows, err := db.query(ctx, `SELECT c.id, f.id, f.name
+func (vw *View) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) ([]GroupCopies, error) {
+	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, f.name
 		FROM (SELECT id, content_hash FROM contents WHERE id >= ?1 AND inode_count >= 2 ORDER BY id LIMIT ?2) c
 		JOIN files f ON f.content_hash = c.content_hash
 		WHERE f.missing = 0
@@ -282,8 +282,8 @@ const firstOfName = `NOT EXISTS (SELECT 1 FROM files g WHERE g.content_hash = f.
 
 // MemberByName finds the first live copy (lowest id) of a group with that
 // basename.
-func (db *DB) MemberByName(ctx context.Context, g GroupRef, name string) (Member, error) {
-	ms, err := scanMembers(db.query(ctx, `SELECT `+memberCols+`
+func (vw *View) MemberByName(ctx context.Context, g GroupRef, name string) (Member, error) {
+	ms, err := scanMembers(vw.db.query(ctx, `SELECT `+memberCols+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.content_hash = ? AND f.missing = 0 AND f.name = ?
 		ORDER BY f.id LIMIT 1`, g.Hash, name))
@@ -298,10 +298,10 @@ func (db *DB) MemberByName(ctx context.Context, g GroupRef, name string) (Member
 
 // MemberByID finds a live copy of a group by file id, and reports whether
 // it is the first copy (lowest id) with its basename.
-func (db *DB) MemberByID(ctx context.Context, g GroupRef, fileID int64) (Member, bool, error) {
+func (vw *View) MemberByID(ctx context.Context, g GroupRef, fileID int64) (Member, bool, error) {
 	var m Member
 	var first bool
-	err := db.queryRow(ctx, `SELECT `+memberCols+`, `+firstOfName+`
+	err := vw.db.queryRow(ctx, `SELECT `+memberCols+`, `+firstOfName+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.id = ? AND f.content_hash = ? AND f.missing = 0`,
 		fileID, g.Hash).Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino, &first)
@@ -319,8 +319,8 @@ type Change struct {
 }
 
 // ChangesSince lists the contents changed after seq, oldest first.
-func (db *DB) ChangesSince(ctx context.Context, seq int64, limit int) ([]Change, error) {
-	rows, err := db.query(ctx, `SELECT change_seq, id, hash_algo, content_hash, size, inode_count >= 2
+func (vw *View) ChangesSince(ctx context.Context, seq int64, limit int) ([]Change, error) {
+	rows, err := vw.db.query(ctx, `SELECT change_seq, id, hash_algo, content_hash, size, inode_count >= 2
 		FROM contents WHERE change_seq > ? ORDER BY change_seq LIMIT ?`, seq, limit)
 	if err != nil {
 		return nil, classify("read changes", err)
@@ -339,9 +339,9 @@ func (db *DB) ChangesSince(ctx context.Context, seq int64, limit int) ([]Change,
 
 // LastChange returns the latest change_seq and when it happened (zero when
 // nothing ever changed).
-func (db *DB) LastChange(ctx context.Context) (int64, time.Time, error) {
+func (vw *View) LastChange(ctx context.Context) (int64, time.Time, error) {
 	var seq, at int64
-	err := db.queryRow(ctx, `SELECT change_seq, changed_at FROM contents ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
+	err := vw.db.queryRow(ctx, `SELECT change_seq, changed_at FROM contents ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, nil
 	}
@@ -356,8 +356,8 @@ type Watcher struct {
 }
 
 // NewWatcher takes a read connection for the watcher; Close gives it back.
-func (db *DB) NewWatcher(ctx context.Context) (*Watcher, error) {
-	c, err := db.r.Conn(ctx)
+func (vw *View) NewWatcher(ctx context.Context) (*Watcher, error) {
+	c, err := vw.db.r.Conn(ctx)
 	if err != nil {
 		return nil, classify("open watcher", err)
 	}
@@ -384,8 +384,8 @@ func (w *Watcher) Changed(ctx context.Context) (bool, error) {
 func (w *Watcher) Close() error { return w.conn.Close() }
 
 // FileByID reads a file row (live or not) by id, with its folder.
-func (db *DB) FileByID(ctx context.Context, id int64) (Member, error) {
-	ms, err := scanMembers(db.query(ctx, `SELECT `+memberCols+` FROM files f JOIN folders d ON d.id = f.folder_id
+func (vw *View) FileByID(ctx context.Context, id int64) (Member, error) {
+	ms, err := scanMembers(vw.db.query(ctx, `SELECT `+memberCols+` FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.id = ?`, id))
 	if err == nil && len(ms) == 0 {
 		err = ErrNotFound
@@ -399,8 +399,8 @@ func (db *DB) FileByID(ctx context.Context, id int64) (Member, error) {
 // GroupPaths lists the paths of the live copies of the group of content
 // id contentID, for a view that shows a group only to a caller who may
 // read one of its copies on disk.
-func (db *DB) GroupPaths(ctx context.Context, contentID int64) ([]string, error) {
-	rows, err := db.query(ctx, `SELECT d.path, f.name
+func (vw *View) GroupPaths(ctx context.Context, contentID int64) ([]string, error) {
+	rows, err := vw.db.query(ctx, `SELECT d.path, f.name
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
 		WHERE c.id = ? AND c.inode_count >= 2 AND f.missing = 0 ORDER BY f.name, f.id`, contentID)
 	if err != nil {

@@ -12,7 +12,7 @@ import (
 func TestCopiesPageFirstOfEachName(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	copyOf := func(name string, ino uint64) FileStat {
 		return FileStat{Name: name, Size: 10, Dev: 1, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(7)}}
 	}
@@ -20,7 +20,7 @@ func TestCopiesPageFirstOfEachName(t *testing.T) {
 	b := addFiles(t, db, r.ID, "/r/b", copyOf("x", 2))
 	addFiles(t, db, r.ID, "/r/c", copyOf("y", 3))
 	d := addFiles(t, db, r.ID, "/r/d", copyOf("x", 4))
-	g, err := db.GroupByKey(ctx, "sha256", sum(7))
+	g, err := db.Files().GroupByKey(ctx, "sha256", sum(7))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -33,7 +33,7 @@ func TestCopiesPageFirstOfEachName(t *testing.T) {
 	}
 	check := func(after int64, limit int, w []want) {
 		t.Helper()
-		got, err := db.CopiesPage(ctx, g.ContentID, after, limit)
+		got, err := db.View().CopiesPage(ctx, g.ContentID, after, limit)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func TestCopiesPageFirstOfEachName(t *testing.T) {
 // fileFolder is the id of the folder at path.
 func fileFolder(tb testing.TB, db *DB, path string) int64 {
 	tb.Helper()
-	f, err := db.FolderByPath(context.Background(), path)
+	f, err := db.Files().FolderByPath(context.Background(), path)
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -86,7 +86,7 @@ func fileFolder(tb testing.TB, db *DB, path string) int64 {
 func TestCopiesAheadAsFirstPages(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	r, _, _ := db.AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	copyOf := func(name string, ino uint64, s byte) FileStat {
 		return FileStat{Name: name, Size: int64(s), Dev: 1, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(s)}}
 	}
@@ -95,13 +95,13 @@ func TestCopiesAheadAsFirstPages(t *testing.T) {
 	addFiles(t, db, r.ID, "/r/c", copyOf("u", 8, 3))
 	var ids []int64 // content ids of the groups of sums 1, 2, 3; 4 is no group
 	for s := byte(1); s <= 3; s++ {
-		g, err := db.GroupByKey(ctx, "sha256", sum(s))
+		g, err := db.Files().GroupByKey(ctx, "sha256", sum(s))
 		if err != nil {
 			t.Fatal(err)
 		}
 		ids = append(ids, g.ContentID)
 	}
-	got, err := db.CopiesAhead(ctx, ids[0], 10, 100)
+	got, err := db.View().CopiesAhead(ctx, ids[0], 10, 100)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +109,7 @@ func TestCopiesAheadAsFirstPages(t *testing.T) {
 		t.Fatalf("read ahead %d groups, want 3: %+v", len(got), got)
 	}
 	for i, id := range ids {
-		page, err := db.CopiesPage(ctx, id, 0, 10)
+		page, err := db.View().CopiesPage(ctx, id, 0, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,12 +118,12 @@ func TestCopiesAheadAsFirstPages(t *testing.T) {
 		}
 	}
 	// From the second group on, two groups at most.
-	if got, err = db.CopiesAhead(ctx, ids[1], 2, 100); err != nil || len(got) != 2 || got[0].ContentID != ids[1] || got[1].ContentID != ids[2] {
+	if got, err = db.View().CopiesAhead(ctx, ids[1], 2, 100); err != nil || len(got) != 2 || got[0].ContentID != ids[1] || got[1].ContentID != ids[2] {
 		t.Fatalf("two groups from the second: %+v, %v", got, err)
 	}
 	// Five rows: the second group's two, then the third's three, all of
 	// them, but the limit may have cut it.
-	if got, err = db.CopiesAhead(ctx, ids[1], 10, 5); err != nil || len(got) != 2 || !got[0].Whole || got[1].Whole || len(got[1].Copies) != 3 {
+	if got, err = db.View().CopiesAhead(ctx, ids[1], 10, 5); err != nil || len(got) != 2 || !got[0].Whole || got[1].Whole || len(got[1].Copies) != 3 {
 		t.Fatalf("five rows: %+v, %v", got, err)
 	}
 }

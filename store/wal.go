@@ -53,9 +53,9 @@ type Checkpoint struct {
 
 // EnqueueWAL queues a checkpoint in mode, due after delay, unless one is
 // already pending, running or retryable. It reports whether it queued one.
-func (db *DB) EnqueueWAL(ctx context.Context, mode, reason string, delay time.Duration) (bool, error) {
+func (mt *Maint) EnqueueWAL(ctx context.Context, mode, reason string, delay time.Duration) (bool, error) {
 	var ok bool
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := mt.db.Write(ctx, func(tx *Tx) error {
 		res, err := tx.exec("queue WAL checkpoint", `INSERT INTO wal_maintenance_jobs
 			(requested_mode, reason, execute_after, created_at, updated_at)
 			VALUES (?, ?, `+nowSQL+` + ?, `+nowSQL+`, `+nowSQL+`) ON CONFLICT DO NOTHING`,
@@ -91,10 +91,10 @@ var QueueWAL = &Queue{
 // ClaimWAL turns running jobs whose lease expired into retryable ones
 // (deterministic error, retry_count+1, retry_after), then claims one due
 // pending or retryable job. ErrNotFound when there is none.
-func (db *DB) ClaimWAL(ctx context.Context, owner string, ttl time.Duration) (WALJob, error) {
+func (mt *Maint) ClaimWAL(ctx context.Context, owner string, ttl time.Duration) (WALJob, error) {
 	var j WALJob
 	var l Lease
-	err := db.Write(ctx, func(tx *Tx) error {
+	err := mt.db.Write(ctx, func(tx *Tx) error {
 		var err error
 		l, err = tx.claim(QueueWAL, "", owner, ttl)
 		if errors.Is(err, ErrNotFound) {
@@ -132,14 +132,14 @@ func scanWALJob(r rowScanner) (WALJob, error) {
 // whose busy timeout is short, so a checkpoint that waits for readers
 // stalls writers for at most that long. A checkpoint that could not get
 // its locks comes back as Busy = 1, not as an error.
-func (db *DB) RunCheckpoint(ctx context.Context, mode string) (Checkpoint, error) {
+func (mt *Maint) RunCheckpoint(ctx context.Context, mode string) (Checkpoint, error) {
 	var c Checkpoint
 	switch mode {
 	case WALPassive, WALRestart, WALTruncate:
 	default:
 		return c, fmt.Errorf("WAL checkpoint: unknown mode %q", mode)
 	}
-	m, err := db.maintenance()
+	m, err := mt.db.maintenance()
 	if err != nil {
 		return c, err
 	}
@@ -170,8 +170,8 @@ func (db *DB) maintenance() (*sql.DB, error) {
 // FinishWAL records the outcome of a claimed job: with runErr it fails;
 // when the checkpoint was busy it becomes retryable with a backoff; else it
 // completes. The checkpoint's counts are kept in every case.
-func (db *DB) FinishWAL(ctx context.Context, j WALJob, c Checkpoint, runErr error) error {
-	return db.Write(ctx, func(tx *Tx) error {
+func (mt *Maint) FinishWAL(ctx context.Context, j WALJob, c Checkpoint, runErr error) error {
+	return mt.db.Write(ctx, func(tx *Tx) error {
 		switch {
 		case runErr != nil:
 			return tx.end(j.Lease, `status = 'failed', error_code = 'checkpoint_failed', error_message = ?4,
@@ -189,8 +189,8 @@ func (db *DB) FinishWAL(ctx context.Context, j WALJob, c Checkpoint, runErr erro
 }
 
 // WALJobs lists the newest WAL jobs, newest first.
-func (db *DB) WALJobs(ctx context.Context, limit int) ([]WALJob, error) {
-	rows, err := db.query(ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs ORDER BY id DESC LIMIT ?", limit)
+func (mt *Maint) WALJobs(ctx context.Context, limit int) ([]WALJob, error) {
+	rows, err := mt.db.query(ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs ORDER BY id DESC LIMIT ?", limit)
 	if err != nil {
 		return nil, classify("list WAL jobs", err)
 	}
@@ -207,8 +207,8 @@ func (db *DB) WALJobs(ctx context.Context, limit int) ([]WALJob, error) {
 }
 
 // WALSize is the size of the index's -wal file (0 when there is none).
-func (db *DB) WALSize() (int64, error) {
-	fi, err := os.Stat(db.path + "-wal")
+func (mt *Maint) WALSize() (int64, error) {
+	fi, err := os.Stat(mt.db.path + "-wal")
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}

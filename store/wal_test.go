@@ -32,27 +32,27 @@ func grow(tb testing.TB, db *DB, n int) {
 func TestWALJobsUniqueClaimAndStaleRecovery(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	if ok, err := db.EnqueueWAL(ctx, WALPassive, "schedule", 0); !ok || err != nil {
+	if ok, err := db.Maint().EnqueueWAL(ctx, WALPassive, "schedule", 0); !ok || err != nil {
 		t.Fatalf("enqueue: %v %v", ok, err)
 	}
-	if ok, _ := db.EnqueueWAL(ctx, WALTruncate, "again", 0); ok {
+	if ok, _ := db.Maint().EnqueueWAL(ctx, WALTruncate, "again", 0); ok {
 		t.Fatal("two WAL jobs active at once")
 	}
 	clk := fakeClock(t)
-	j, err := db.ClaimWAL(ctx, "a", 30*time.Millisecond)
+	j, err := db.Maint().ClaimWAL(ctx, "a", 30*time.Millisecond)
 	if err != nil || j.Mode != WALPassive || j.Status != "running" {
 		t.Fatalf("claim: %+v %v", j, err)
 	}
 	clk.Advance(31 * time.Millisecond)
 	// The claim path turns the stale job retryable, with a backoff.
-	if _, err := db.ClaimWAL(ctx, "b", time.Minute); !errors.Is(err, ErrNotFound) {
+	if _, err := db.Maint().ClaimWAL(ctx, "b", time.Minute); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("a stale job was claimed before its retry_after: %v", err)
 	}
-	js, _ := db.WALJobs(ctx, 1)
+	js, _ := db.Maint().WALJobs(ctx, 1)
 	if s := js[0]; s.Status != "retryable" || s.RetryCount != 1 || s.ErrorCode != "lease_expired" || !s.RetryAfter.After(clk.Now()) {
 		t.Fatalf("stale job: %+v", s)
 	}
-	if err := db.FinishWAL(ctx, j, Checkpoint{}, nil); !errors.Is(err, ErrLeaseLost) {
+	if err := db.Maint().FinishWAL(ctx, j, Checkpoint{}, nil); !errors.Is(err, ErrLeaseLost) {
 		t.Fatalf("the stale worker finished its job: %v", err)
 	}
 }
@@ -76,22 +76,22 @@ func TestTruncateWaitsForReaderWithoutStallingWriters(t *testing.T) {
 		t.Fatal(err)
 	}
 	grow(t, db, 8<<20)
-	before, _ := db.WALSize()
+	before, _ := db.Maint().WALSize()
 	if before < 4<<20 {
 		t.Fatalf("WAL is %d bytes with a reader holding it, want it grown", before)
 	}
-	c, err := db.RunCheckpoint(ctx, WALPassive)
+	c, err := db.Maint().RunCheckpoint(ctx, WALPassive)
 	if err != nil || c.Checkpointed >= c.LogFrames {
 		t.Fatalf("passive checkpoint past a reader: %+v %v", c, err)
 	}
 
-	db.EnqueueWAL(ctx, WALTruncate, "test", 0)
-	j, err := db.ClaimWAL(ctx, "m", time.Minute)
+	db.Maint().EnqueueWAL(ctx, WALTruncate, "test", 0)
+	j, err := db.Maint().ClaimWAL(ctx, "m", time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	c, err = db.RunCheckpoint(ctx, WALTruncate)
+	c, err = db.Maint().RunCheckpoint(ctx, WALTruncate)
 	took := time.Since(start)
 	if err != nil || c.Busy == 0 {
 		t.Fatalf("truncate with a reader: %+v %v", c, err)
@@ -99,10 +99,10 @@ func TestTruncateWaitsForReaderWithoutStallingWriters(t *testing.T) {
 	if took > 2*time.Second {
 		t.Fatalf("truncate waited %v for the reader; its busy timeout is %v", took, maintBusyTimeout)
 	}
-	if err := db.FinishWAL(ctx, j, c, nil); err != nil {
+	if err := db.Maint().FinishWAL(ctx, j, c, nil); err != nil {
 		t.Fatal(err)
 	}
-	js, _ := db.WALJobs(ctx, 1)
+	js, _ := db.Maint().WALJobs(ctx, 1)
 	if s := js[0]; s.Status != "retryable" || s.Busy != 1 || s.RetryCount != 1 || s.ErrorCode != "checkpoint_busy" {
 		t.Fatalf("busy truncate job: %+v", s)
 	}
@@ -112,11 +112,11 @@ func TestTruncateWaitsForReaderWithoutStallingWriters(t *testing.T) {
 	if err := reader.Rollback(); err != nil {
 		t.Fatal(err)
 	}
-	c, err = db.RunCheckpoint(ctx, WALTruncate)
+	c, err = db.Maint().RunCheckpoint(ctx, WALTruncate)
 	if err != nil || c.Busy != 0 {
 		t.Fatalf("truncate without a reader: %+v %v", c, err)
 	}
-	if after, _ := db.WALSize(); after != 0 {
+	if after, _ := db.Maint().WALSize(); after != 0 {
 		t.Fatalf("WAL is %d bytes after TRUNCATE, want 0 (was %d)", after, before)
 	}
 }

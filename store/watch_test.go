@@ -8,7 +8,7 @@ import (
 func TestWatcherSeesCommits(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	w, err := db.NewWatcher(ctx)
+	w, err := db.View().NewWatcher(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -16,7 +16,7 @@ func TestWatcherSeesCommits(t *testing.T) {
 	if c, err := w.Changed(ctx); err != nil || c {
 		t.Fatalf("changed before any commit: %v %v", c, err)
 	}
-	db.AddRoot(ctx, RootSpec{Path: "/x"}, false)
+	db.Files().AddRoot(ctx, RootSpec{Path: "/x"}, false)
 	if c, err := w.Changed(ctx); err != nil || !c {
 		t.Fatalf("a commit went unseen: %v %v", c, err)
 	}

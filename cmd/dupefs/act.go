@@ -176,7 +176,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		if _, err := warnIfNotUpToDate(ctx, db, con); err != nil {
 			return err
 		}
-		roots, err := db.Roots(ctx)
+		roots, err := db.Files().Roots(ctx)
 		if err != nil {
 			return err
 		}
@@ -205,7 +205,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		}
 		printNotes(con, notes)
 		if opts.DryRun {
-			res, err := db.PreviewPlan(ctx, specs, rep.Ended())
+			res, err := db.Ledger().PreviewPlan(ctx, specs, rep.Ended())
 			if err != nil {
 				return err
 			}
@@ -214,7 +214,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		}
 		options := act.Options{Keep: sel.Keep, Prefer: sel.Prefer, MinSize: sel.MinSize, Groups: sel.Groups,
 			Report: sel.Report != nil}
-		res, err := db.CreatePlan(ctx, store.PlanSpec{Op: opts.Op, Options: options, Worker: run.Owner(),
+		res, err := db.Ledger().CreatePlan(ctx, store.PlanSpec{Op: opts.Op, Options: options, Worker: run.Owner(),
 			LeaseTTL: run.LeaseTTL(), UID: os.Getuid(), HomeTrash: homeTrash()}, specs)
 		if err != nil {
 			return err
@@ -246,7 +246,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 // reconcileDead ends what dead runs left of every plan (see act.Reconcile)
 // and says so.
 func reconcileDead(ctx context.Context, db *store.DB, con *console) error {
-	roots, err := db.Roots(ctx)
+	roots, err := db.Files().Roots(ctx)
 	if err != nil {
 		return err
 	}
@@ -259,7 +259,7 @@ func reconcileDead(ctx context.Context, db *store.DB, con *console) error {
 // this user's, and those the plans recorded (a run with another
 // $XDG_DATA_HOME).
 func knownTrashes(ctx context.Context, db *store.DB) ([]string, error) {
-	recorded, err := db.HomeTrashes(ctx)
+	recorded, err := db.Ledger().HomeTrashes(ctx)
 	if err != nil {
 		return nil, err
 	}

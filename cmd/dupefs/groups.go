@@ -102,7 +102,7 @@ func runGroups(ctx context.Context, g globalOptions, opts groupsOptions, stdout,
 		}
 		var last store.Group
 		n := 0
-		err = db.Report(ctx, q, w.header, func(g store.Group, files []store.GroupFile) error {
+		err = db.Files().Report(ctx, q, w.header, func(g store.Group, files []store.GroupFile) error {
 			if err := ctx.Err(); err != nil {
 				return err
 			}

@@ -164,7 +164,7 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		if err := addRoots(ctx, db, con, dirs, store.RootSpec{}, false); err != nil {
 			return err
 		}
-		roots, err := db.Roots(ctx)
+		roots, err := db.Files().Roots(ctx)
 		if err != nil {
 			return err
 		}

@@ -145,7 +145,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 			}
 			tcfg.Dir = th.Dir()
 		}
-		fsys := fusefs.New(db, fusefs.Config{
+		fsys := fusefs.New(db.View(), fusefs.Config{
 			AllowOther:    opts.AllowOther,
 			ServeFiles:    opts.Serve == "files",
 			NoPassthrough: opts.NoPassthrough,
@@ -351,7 +351,7 @@ func mounted(dir string) bool {
 // would walk its own view), a root inside the mount point (the mount would
 // hide it) and an index file under the mount point.
 func checkOverlap(ctx context.Context, db *store.DB, mnt string) error {
-	roots, err := db.Roots(ctx)
+	roots, err := db.Files().Roots(ctx)
 	if err != nil {
 		return err
 	}

@@ -74,7 +74,7 @@ func runOps(ctx context.Context, g globalOptions, opts opsOptions, stdout, stder
 		return usageErrorf("--state %q: want one of %s", opts.State, strings.Join(store.ActionStates, ", "))
 	}
 	return withIndex(ctx, g, openOpts{mustExist: true, readOnly: true}, func(db *store.DB) error {
-		plans, err := db.Plans(ctx, opts.Plan, 0)
+		plans, err := db.Ledger().Plans(ctx, opts.Plan, 0)
 		if err != nil {
 			return err
 		}
@@ -84,7 +84,7 @@ func runOps(ctx context.Context, g globalOptions, opts opsOptions, stdout, stder
 		var actions []store.Action
 		if opts.Plan != 0 || opts.State != "" {
 			for after := int64(0); ; {
-				page, err := db.Actions(ctx, store.ActionQuery{PlanID: opts.Plan, State: opts.State, After: after, Limit: 1000})
+				page, err := db.Ledger().Actions(ctx, store.ActionQuery{PlanID: opts.Plan, State: opts.State, After: after, Limit: 1000})
 				if err != nil {
 					return err
 				}

@@ -124,7 +124,7 @@ func resolveDirs(paths []string) ([]string, error) {
 func addRoots(ctx context.Context, db *store.DB, con *console, dirs []string, spec store.RootSpec, update bool) error {
 	for _, dir := range dirs {
 		spec.Path = dir
-		r, outcome, err := db.AddRoot(ctx, spec, update)
+		r, outcome, err := db.Files().AddRoot(ctx, spec, update)
 		if err != nil {
 			return err
 		}
@@ -177,7 +177,7 @@ type rootJSON struct {
 
 func runRootLs(ctx context.Context, g globalOptions, opts rootLsOptions, stdout, stderr io.Writer) error {
 	return withIndex(ctx, g, openOpts{mustExist: true, readOnly: true}, func(db *store.DB) error {
-		roots, err := db.Roots(ctx)
+		roots, err := db.Files().Roots(ctx)
 		if err != nil {
 			return err
 		}
@@ -218,7 +218,7 @@ func runRootRm(ctx context.Context, g globalOptions, arg string, stdout, stderr 
 		if err != nil {
 			return err
 		}
-		if err := db.RemoveRoot(ctx, r.ID); err != nil {
+		if err := db.Files().RemoveRoot(ctx, r.ID); err != nil {
 			return err
 		}
 		fmt.Fprintf(stderr, "removed root %s\n", store.EscapePath(r.Path))
@@ -237,7 +237,7 @@ func findRoot(ctx context.Context, db *store.DB, arg string) (store.Root, error)
 		candidates = append(candidates, real)
 	}
 	for _, p := range candidates {
-		r, err := db.RootByPath(ctx, p)
+		r, err := db.Files().RootByPath(ctx, p)
 		if err == nil {
 			return r, nil
 		}

@@ -109,29 +109,29 @@ func buildStatus(ctx context.Context, db *store.DB) (statusJSON, error) {
 	if s.Totals, err = db.Totals(ctx); err != nil {
 		return s, err
 	}
-	roots, err := db.Roots(ctx)
+	roots, err := db.Files().Roots(ctx)
 	if err != nil {
 		return s, err
 	}
 	for _, r := range roots {
 		s.Roots = append(s.Roots, toRootJSON(r))
 	}
-	if s.active, err = db.ActiveJobs(ctx); err != nil {
+	if s.active, err = db.Jobs().ActiveJobs(ctx); err != nil {
 		return s, err
 	}
 	for _, j := range s.active {
 		s.Jobs = append(s.Jobs, toJobJSON(j))
 	}
-	tc, err := db.ThumbCounts(ctx)
+	tc, err := db.Thumbs().ThumbCounts(ctx)
 	if err != nil {
 		return s, err
 	}
 	s.Thumbs = thumbsJSON{Pending: tc[store.ThumbPending], Running: tc[store.ThumbRunning],
 		Ready: tc[store.ThumbReady], Failed: tc[store.ThumbFailed]}
-	if s.WAL.Bytes, err = db.WALSize(); err != nil {
+	if s.WAL.Bytes, err = db.Maint().WALSize(); err != nil {
 		return s, err
 	}
-	wj, err := db.WALJobs(ctx, 1)
+	wj, err := db.Maint().WALJobs(ctx, 1)
 	if err != nil {
 		return s, err
 	}
@@ -295,7 +295,7 @@ func runJobs(ctx context.Context, g globalOptions, opts jobsOptions, stdout, std
 			if limit > 0 {
 				page = min(page, limit-len(all))
 			}
-			js, err := db.JobsPage(ctx, after, page)
+			js, err := db.Jobs().JobsPage(ctx, after, page)
 			if err != nil {
 				return err
 			}

@@ -165,7 +165,7 @@ func runThumbs(ctx context.Context, g globalOptions, opts thumbsOptions, stdout,
 		if err != nil {
 			return err
 		}
-		counts, err := db.ThumbCounts(ctx)
+		counts, err := db.Thumbs().ThumbCounts(ctx)
 		if err != nil {
 			return err
 		}

@@ -51,7 +51,7 @@ func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, std
 		if err != nil {
 			return err
 		}
-		roots, err := db.Roots(ctx)
+		roots, err := db.Files().Roots(ctx)
 		if err != nil {
 			return err
 		}
@@ -80,7 +80,7 @@ func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, std
 // planToUndo is plan id, or for 0 the last plan that changed anything or
 // still has work under way (a plan that did nothing has nothing to undo).
 func planToUndo(ctx context.Context, db *store.DB, id int64) (store.ActionPlan, error) {
-	plans, err := db.Plans(ctx, id, 0)
+	plans, err := db.Ledger().Plans(ctx, id, 0)
 	if err != nil {
 		return store.ActionPlan{}, err
 	}

@@ -95,7 +95,7 @@ func TestDedupeFailsClearlyOnExt4(t *testing.T) {
 	if p.Failed.Load() != 2 || p.Done.Load() != 0 {
 		t.Fatalf("done %d, failed %d", p.Done.Load(), p.Failed.Load())
 	}
-	as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+	as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 	for _, a := range as {
 		if a.State != store.ActFailed || !strings.Contains(a.Reason, "dupefs link") {
 			t.Errorf("action on ext4: %s %q, want failed naming dupefs link", a.State, a.Reason)
@@ -283,7 +283,7 @@ func TestChangedCopyIsNeverTouched(t *testing.T) {
 	os.WriteFile(copies[0], edited, 0o644)
 	for _, op := range []string{store.OpLink, store.OpTrash, store.OpUnlink} {
 		id, _ := fx.act(Selection{Op: op}, Config{HomeTrash: filepath.Join(t.TempDir(), "Trash"), Progress: &Progress{}})
-		as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+		as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 		for _, a := range as {
 			if a.Copy.Path == copies[0] && (a.State != store.ActSkipped || !strings.Contains(a.Reason, "changed since indexed")) {
 				t.Errorf("%s of an edited copy: %s %q", op, a.State, a.Reason)
@@ -309,7 +309,7 @@ func TestReadOnlyFolderFailsOnlyItsAction(t *testing.T) {
 	if p.Failed.Load() != 1 || p.Done.Load() != 1 {
 		t.Fatalf("done %d failed %d, want 1 and 1", p.Done.Load(), p.Failed.Load())
 	}
-	as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id, State: store.ActFailed})
+	as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id, State: store.ActFailed})
 	if len(as) != 1 || !strings.Contains(as[0].Reason, "read-only") {
 		t.Errorf("failed actions: %+v", as)
 	}

@@ -50,7 +50,7 @@ func TestKeptFileEditedAtTheLastMoment(t *testing.T) {
 					}
 				}})
 				<-wrote
-				as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+				as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 				first := as[0]
 				if step == "moved" && (op == store.OpLink || op == store.OpSymlink) {
 					// Exchanged already: the copy's path names the kept
@@ -103,7 +103,7 @@ func TestFolderSwappedAfterTheEffect(t *testing.T) {
 		}
 	}})
 	if p.Done.Load() != 2 {
-		as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+		as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 		t.Fatalf("done %d: %+v", p.Done.Load(), as)
 	}
 }
@@ -129,7 +129,7 @@ func TestUntrustedTrashIsRefused(t *testing.T) {
 			if p.Failed.Load() != 2 {
 				t.Fatalf("failed %d, want 2", p.Failed.Load())
 			}
-			as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+			as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 			if !strings.Contains(as[0].Reason, trash) {
 				t.Errorf("reason %q does not name %s", as[0].Reason, trash)
 			}
@@ -204,7 +204,7 @@ func TestLastStepFailingIsNotDone(t *testing.T) {
 				}
 			}})
 			defer setImmutable(dir, false)
-			as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+			as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 			a := as[0]
 			if a.State != store.ActFailed || !strings.Contains(a.Reason, tmpName(&a)) {
 				t.Fatalf("%s whose last step failed: %s %q", op, a.State, a.Reason)

@@ -43,7 +43,7 @@ func (fx *fixture) write(rel string, data []byte) string {
 func (fx *fixture) index() {
 	fx.t.Helper()
 	ctx := context.Background()
-	if _, _, err := fx.db.AddRoot(ctx, store.RootSpec{Path: fx.root}, false); err != nil {
+	if _, _, err := fx.db.Files().AddRoot(ctx, store.RootSpec{Path: fx.root}, false); err != nil {
 		fx.t.Fatal(err)
 	}
 	if err := indexer.New(fx.db, indexer.Config{Workers: 2}).Run(ctx); err != nil {
@@ -56,12 +56,12 @@ func (fx *fixture) index() {
 func (fx *fixture) plan(sel Selection, owner string) (int64, store.PlanResult) {
 	fx.t.Helper()
 	ctx := context.Background()
-	roots, _ := fx.db.Roots(ctx)
+	roots, _ := fx.db.Files().Roots(ctx)
 	specs, _, err := Plan(ctx, fx.db, sel, roots)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	res, err := fx.db.CreatePlan(ctx, store.PlanSpec{Op: sel.Op, Worker: owner, LeaseTTL: DefaultLeaseTTL,
+	res, err := fx.db.Ledger().CreatePlan(ctx, store.PlanSpec{Op: sel.Op, Worker: owner, LeaseTTL: DefaultLeaseTTL,
 		UID: os.Getuid()}, specs)
 	if err != nil {
 		fx.t.Fatal(err)

@@ -47,7 +47,7 @@ func TestKeptFileEditedThroughAMapping(t *testing.T) {
 						copy(m[100:], "edited") // same size, other bytes; no fault, no timestamp
 					}
 				}})
-				as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+				as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 				first := as[0]
 				if first.State != store.ActSkipped || !strings.Contains(first.Reason, "open for writing") {
 					t.Errorf("an action whose kept file is mapped for writing: %s %q (edited: %v)", first.State, first.Reason, edited)

@@ -41,7 +41,7 @@ func TestActionsNeverCrossOwners(t *testing.T) {
 			os.Chmod(copies[1], 0o600) // alice's, another mode
 			fx.index()
 			id, _ := fx.act(Selection{Op: op}, Config{HomeTrash: filepath.Join(t.TempDir(), "Trash")})
-			as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+			as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 			for _, a := range as {
 				want := store.ActSkipped
 				switch {
@@ -79,7 +79,7 @@ func TestRootRemovesIntoTheOwnersTrash(t *testing.T) {
 	fx.index()
 	id, p := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: filepath.Join(t.TempDir(), "Trash"), Progress: &Progress{}})
 	if p.Done.Load() != 2 {
-		as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+		as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 		t.Fatalf("done %d: %+v", p.Done.Load(), as)
 	}
 	trash := filepath.Join(mnt, ".Trash-54321")
@@ -165,7 +165,7 @@ func TestTheRightTrash(t *testing.T) {
 		fx.index()
 		id, p := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: filepath.Join(base, "home/Trash"), Progress: &Progress{}})
 		if p.Done.Load() != 2 {
-			as, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: id})
+			as, _ := fx.db.Ledger().Actions(ctx, store.ActionQuery{PlanID: id})
 			t.Fatalf("done %d: %+v", p.Done.Load(), as)
 		}
 		if infos, _ := filepath.Glob(filepath.Join(bind, ".Trash-0/info/*")); len(infos) != 2 {

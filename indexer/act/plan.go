@@ -103,7 +103,7 @@ func Plan(ctx context.Context, db *store.DB, sel Selection, roots []store.Root) 
 	for _, k := range keys {
 		want[k] = true
 	}
-	err = db.Report(ctx, store.GroupQuery{MinSize: max(sel.MinSize, 1)}, nil, func(g store.Group, files []store.GroupFile) error {
+	err = db.Files().Report(ctx, store.GroupQuery{MinSize: max(sel.MinSize, 1)}, nil, func(g store.Group, files []store.GroupFile) error {
 		if len(want) > 0 && !want[g.Key()] {
 			return nil
 		}
@@ -137,7 +137,7 @@ func (p *planner) fromReport(ctx context.Context, db *store.DB) error {
 				continue // listed twice: one file
 			}
 			seen[path] = true
-			f, err := db.FileByPath(ctx, path)
+			f, err := db.Files().FileByPath(ctx, path)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				p.notes = append(p.notes, Note{path, "not in the index"})

@@ -52,7 +52,7 @@ func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 					r.Run(ctx, id)
 				}()
 				<-died
-				as, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: id, State: store.ActPrepared})
+				as, _ := fx.db.Ledger().Actions(ctx, store.ActionQuery{PlanID: id, State: store.ActPrepared})
 				if len(as) != 1 {
 					t.Fatalf("%d actions left prepared, want 1", len(as))
 				}
@@ -77,7 +77,7 @@ func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 				}
 				done := 0
 				for _, plan := range []int64{id, id2} {
-					all, _ := fx.db.Actions(ctx, store.ActionQuery{PlanID: plan})
+					all, _ := fx.db.Ledger().Actions(ctx, store.ActionQuery{PlanID: plan})
 					for _, a := range all {
 						switch a.State {
 						case store.ActDone:
@@ -103,7 +103,7 @@ func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 // live actions hold.
 func checkRoles(t *testing.T, db *store.DB) {
 	t.Helper()
-	ms, err := db.CheckRoles(context.Background())
+	ms, err := db.Ledger().CheckRoles(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,7 +168,7 @@ func TestOddNames(t *testing.T) {
 	home := filepath.Join(t.TempDir(), "Trash")
 	id, p := fx.act(Selection{Op: store.OpTrash, Keep: KeepShortestPath}, Config{HomeTrash: home, Progress: &Progress{}})
 	if p.Done.Load() != int64(len(names)) {
-		as, _ := fx.db.Actions(context.Background(), store.ActionQuery{PlanID: id})
+		as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 		t.Fatalf("done %d of %d: %+v", p.Done.Load(), len(names), as)
 	}
 	rep, err := fx.runner(Config{Owner: "t", HomeTrash: home}).Undo(context.Background(), id)

@@ -126,7 +126,7 @@ func equalFolders(ctx context.Context, db *store.DB, dir string, res DirResult, 
 		for f := filepath.Dir(c); !seen[f]; f = filepath.Dir(f) {
 			seen[f] = true
 			if !store.Within(f, dir) && !store.Within(dir, f) {
-				n, err := db.FolderNodeByPath(ctx, f)
+				n, err := db.Folders().FolderNodeByPath(ctx, f)
 				if err != nil && err != store.ErrNotFound {
 					return nil, err
 				}
@@ -162,7 +162,7 @@ func equalFolders(ctx context.Context, db *store.DB, dir string, res DirResult, 
 
 // sameAs compares an indexed folder's contents with want.
 func sameAs(ctx context.Context, db *store.DB, folder string, want []string, matched map[string]store.Sig) (bool, error) {
-	files, _, err := db.SubtreeContents(ctx, folder)
+	files, _, err := db.View().SubtreeContents(ctx, folder)
 	if err != nil || len(files) != len(want) {
 		return false, err
 	}

@@ -60,7 +60,7 @@ func index(t *testing.T, root string) *store.DB {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { db.Close() })
-	if _, _, err := db.AddRoot(ctx, store.RootSpec{Path: root}, true); err != nil {
+	if _, _, err := db.Files().AddRoot(ctx, store.RootSpec{Path: root}, true); err != nil {
 		t.Fatal(err)
 	}
 	reindex(t, db)
@@ -72,7 +72,7 @@ func reindex(t *testing.T, db *store.DB) {
 	if err := indexer.New(db, indexer.Config{Workers: 2}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if bad, err := db.VerifyFolderSigs(context.Background()); err != nil || len(bad) > 0 {
+	if bad, err := db.Folders().VerifyFolderSigs(context.Background()); err != nil || len(bad) > 0 {
 		t.Fatalf("folder signatures out of step: %v\n%s", err, strings.Join(bad, "\n"))
 	}
 }

@@ -75,7 +75,7 @@ func Build(ctx context.Context, db *store.DB, opts Options) (*Report, error) {
 		if fs, ok := cache[dir]; ok {
 			return fs, nil
 		}
-		fs, _, err := db.SubtreeContents(ctx, dir)
+		fs, _, err := db.View().SubtreeContents(ctx, dir)
 		if err == nil {
 			cache[dir] = fs
 		}
@@ -116,9 +116,9 @@ func exactGroups(ctx context.Context, db *store.DB, opts Options) ([]Exact, erro
 	var gs []store.FolderGroup
 	var err error
 	if opts.Layout {
-		gs, err = db.ExactFolderGroups(ctx, true, opts.MinSize)
+		gs, err = db.Folders().ExactFolderGroups(ctx, true, opts.MinSize)
 	} else {
-		gs, err = db.FolderGroups(ctx, opts.MinSize)
+		gs, err = db.Folders().FolderGroups(ctx, opts.MinSize)
 	}
 	var out []Exact
 	for _, g := range gs {

@@ -137,7 +137,7 @@ func (w *Watcher) Backends() string {
 
 // syncRoots watches the roots added since, and stops watching those gone.
 func (w *Watcher) syncRoots(ctx context.Context) error {
-	roots, err := w.db.Roots(ctx)
+	roots, err := w.db.Files().Roots(ctx)
 	if err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ func (w *Watcher) loseRoot(b *batch, root string) {
 // flush queues the scans of a batch and works them through.
 func (w *Watcher) flush(ctx context.Context, b *batch) {
 	for id := range b.full {
-		if _, _, err := w.db.Enqueue(ctx, store.KindScan, id); err != nil {
+		if _, _, err := w.db.Jobs().Enqueue(ctx, store.KindScan, id); err != nil {
 			w.warn(ctx, err)
 			return
 		}

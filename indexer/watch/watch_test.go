@@ -39,7 +39,7 @@ func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixt
 	}
 	f := &fixture{t: t, db: db, roots: roots}
 	for _, r := range roots {
-		if _, _, err := db.AddRoot(ctx, store.RootSpec{Path: r}, true); err != nil {
+		if _, _, err := db.Files().AddRoot(ctx, store.RootSpec{Path: r}, true); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -68,7 +68,7 @@ func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixt
 // groups are the duplicate groups, each its sorted paths joined by " ".
 func (f *fixture) groups() []string {
 	var out []string
-	err := f.db.Report(context.Background(), store.GroupQuery{MinSize: 1}, nil, func(g store.Group, files []store.GroupFile) error {
+	err := f.db.Files().Report(context.Background(), store.GroupQuery{MinSize: 1}, nil, func(g store.Group, files []store.GroupFile) error {
 		var ps []string
 		for _, file := range files {
 			ps = append(ps, file.Path)
@@ -165,7 +165,7 @@ func TestWatchFollowsChanges(t *testing.T) {
 			write(t, filepath.Join(tree, "b-again.jpg"), photo(2))
 			lat = append(lat, f.eventually(limit, "a folder moved between roots", f.hasGroup(filepath.Join(other, "sub-moved/b.jpg"), filepath.Join(tree, "b-again.jpg"))))
 			t.Logf("%s: latencies %v", backend, lat)
-			if bad, err := f.db.VerifyFolderSigs(context.Background()); err != nil || len(bad) > 0 {
+			if bad, err := f.db.Folders().VerifyFolderSigs(context.Background()); err != nil || len(bad) > 0 {
 				t.Errorf("folder signatures: %v %q", err, bad)
 			}
 		})

@@ -116,7 +116,7 @@ func loadRows(ctx context.Context, path string) (*floorRows, error) {
 		return nil, err
 	}
 	defer db.Close()
-	roots, err := db.Roots(ctx)
+	roots, err := db.Files().Roots(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -149,7 +149,7 @@ func (r *floorRows) replay(ctx context.Context, path string) (phases [3]time.Dur
 		return phases, err
 	}
 	defer db.Close()
-	root, _, err := db.AddRoot(ctx, store.RootSpec{Path: r.root}, false)
+	root, _, err := db.Files().AddRoot(ctx, store.RootSpec{Path: r.root}, false)
 	if err != nil {
 		return phases, err
 	}
@@ -228,7 +228,7 @@ func (r *floorRows) replay(ctx context.Context, path string) (phases [3]time.Dur
 	}
 	phases[1] = time.Since(mark)
 	mark = time.Now()
-	if _, err := db.UpdateFolderSigs(ctx); err != nil {
+	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
 		return phases, err
 	}
 	phases[2] = time.Since(mark)

@@ -48,7 +48,7 @@ func TestSQLFloorReplaysTheSameIndex(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := db.AddRoot(ctx, store.RootSpec{Path: tree}, false); err != nil {
+	if _, _, err := db.Files().AddRoot(ctx, store.RootSpec{Path: tree}, false); err != nil {
 		t.Fatal(err)
 	}
 	if err := indexer.New(db, indexer.Config{Workers: 2}).Run(ctx); err != nil {
@@ -87,7 +87,7 @@ func summary(t *testing.T, path string) []string {
 	}
 	defer db.Close()
 	var out []string
-	err = db.Report(ctx, store.GroupQuery{}, nil, func(g store.Group, fs []store.GroupFile) error {
+	err = db.Files().Report(ctx, store.GroupQuery{}, nil, func(g store.Group, fs []store.GroupFile) error {
 		var paths []string
 		for _, f := range fs {
 			paths = append(paths, f.Path)
@@ -98,7 +98,7 @@ func summary(t *testing.T, path string) []string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fgs, err := db.FolderGroups(ctx, 0)
+	fgs, err := db.Folders().FolderGroups(ctx, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

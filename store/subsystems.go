@@ -1,0 +1,62 @@
+package store
+
+// The index is one SQLite file; its API is split by subsystem, each a small
+// type reached from the DB. A consumer declares the few methods it uses as
+// an interface where it uses them and is handed the subsystem (or the DB).
+//
+//	Files    roots, folders, file rows, the scan's bulk load and the hash plan
+//	View     what the mounted view reads: groups, copies, thumbnails, folder
+//	         groups, change feeds
+//	Folders  folder signatures and the folder report's reads
+//	Ledger   plans and actions: the exactly-once ledger and its undo
+//	Thumbs   the thumbnail queue and its cleanups
+//	Jobs     scan and hash jobs, leased
+//	Maint    WAL checkpoint jobs and the file's size
+//
+// The DB itself holds what is common: opening, writing (Write, Begin), the
+// lease mechanism every queue shares (Renew, RecoverDead), counters, checks.
+
+// Files is the subsystem of roots, folders and file rows.
+type Files struct{ db *DB }
+
+// View is what the mounted view reads. It never writes.
+type View struct{ db *DB }
+
+// Folders is the subsystem of folder signatures and folder groups.
+type Folders struct{ db *DB }
+
+// Ledger holds plans and actions (see roles.go for the rule it keeps).
+type Ledger struct{ db *DB }
+
+// Thumbs is the thumbnail queue.
+type Thumbs struct{ db *DB }
+
+// Jobs is the queue of scan and hash jobs.
+type Jobs struct{ db *DB }
+
+// Maint is the subsystem of WAL checkpoints.
+type Maint struct{ db *DB }
+
+// Files returns the subsystem of roots, folders and file rows.
+func (db *DB) Files() *Files { return &Files{db} }
+
+// View returns what the mounted view reads.
+func (db *DB) View() *View { return &View{db} }
+
+// Folders returns the folder signature subsystem.
+func (db *DB) Folders() *Folders { return &Folders{db} }
+
+// Ledger returns the ledger of plans and actions.
+func (db *DB) Ledger() *Ledger { return &Ledger{db} }
+
+// Thumbs returns the thumbnail queue.
+func (db *DB) Thumbs() *Thumbs { return &Thumbs{db} }
+
+// Jobs returns the queue of scan and hash jobs.
+func (db *DB) Jobs() *Jobs { return &Jobs{db} }
+
+// Maint returns the WAL checkpoint subsystem.
+func (db *DB) Maint() *Maint { return &Maint{db} }
+
+// HashAlgo is the index's hash algorithm (the view names groups with it).
+func (vw *View) HashAlgo() string { return vw.db.hashAlgo }
