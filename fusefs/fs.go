@@ -235,8 +235,8 @@ func (f *FS) mountOptions() *fuse.MountOptions {
 		// mount(2) when root, fusermount3 otherwise.
 		DirectMount:       true,
 		DirectMountStrict: f.cfg.Strict,
-		// go-fuse passes "ro" only in the data string; without MS_RDONLY
-		// mountinfo would say rw (notes/fuse.md section 2). The flags
+		// go-fuse passes "ro" only in the data string: writes get EROFS,
+		// but without MS_RDONLY mountinfo would say rw. The flags
 		// replace the defaults, so nosuid and nodev are repeated.
 		DirectMountFlags: syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV,
 		DisableXAttrs:    true,

@@ -123,8 +123,8 @@ func TestAgainstRmlint(t *testing.T) {
 	// The differences, each on purpose:
 	explained := map[string]string{
 		// deep/a holds nothing but b/album: of nested folders of equal
-		// content dupefs names the highest (seed 003), rmlint stops a
-		// level below. The same copy either way.
+		// content dupefs names the highest (the rest are inside it),
+		// rmlint stops a level below. The same copy either way.
 		"album | deep/a":   "dupefs only",
 		"album | deep/a/b": "rmlint only",
 		// A subfolder moved inside its copy (src to lib/src): dupefs
