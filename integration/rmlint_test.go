@@ -70,7 +70,9 @@ func dupefsDirs(t *testing.T, db string, args ...string) []string {
 }
 
 // TestAgainstRmlint runs dupefs folders and rmlint -D (Debian's) on one
-// tree of the cases. Every duplicate folder rmlint reports must be
+// tree of the cases of indexer/folders' TestFolderCases (renamed files, a
+// copy deeper, a subfolder moved, an edit, nested copies, a file held
+// twice, empty files). Every duplicate folder rmlint reports must be
 // reported by dupefs, except where the definitions differ on purpose; each
 // such difference is named here, and asserted, so a change in either tool
 // shows.
