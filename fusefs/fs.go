@@ -1,21 +1,3 @@
-// Package fusefs owns the mounted, read-only view of the duplicates, read
-// through store only.
-//
-//	/by-hash/<algo>:<hex>/<name>   symlink to the absolute path of a copy
-//	                               (ServeFiles: a read-only file read through to it)
-//	/by-size/<bytes>/<algo>:<hex>  symlink to ../../by-hash/<algo>:<hex>
-//	/by-folder/<algo>:<hex>/<name> symlink to a folder of an exact folder group
-//	/thumbs/<algo>:<hex>.jpg       thumbnails of image and video groups
-//	/status.json                   live progress and totals
-//
-// It speaks the FUSE protocol through go-fuse's raw API and keeps no tree of
-// nodes: a node id is the inode number, kind<<56 | row id, one kind per
-// view, so every request is answered from the id alone. Folders need no
-// OPENDIR (it answers ENOSYS, and the kernel stops asking and keeps
-// listings in its page cache), listings stream from SQLite in keyset pages
-// with the row id as the directory offset, so seekdir works and nothing is
-// held between kernel calls. A watcher polls PRAGMA data_version and tells
-// the kernel what changed, from its own goroutine, never from a handler.
 package fusefs
 
 import (
@@ -235,8 +217,8 @@ func (f *FS) mountOptions() *fuse.MountOptions {
 		// mount(2) when root, fusermount3 otherwise.
 		DirectMount:       true,
 		DirectMountStrict: f.cfg.Strict,
-		// go-fuse passes "ro" only in the data string; without MS_RDONLY
-		// mountinfo would say rw (notes/fuse.md section 2). The flags
+		// go-fuse passes "ro" only in the data string: writes get EROFS,
+		// but without MS_RDONLY mountinfo would say rw. The flags
 		// replace the defaults, so nosuid and nodev are repeated.
 		DirectMountFlags: syscall.MS_RDONLY | syscall.MS_NOSUID | syscall.MS_NODEV,
 		DisableXAttrs:    true,

@@ -16,8 +16,9 @@ import (
 )
 
 // TestMain detaches dupefs mounts a killed earlier run left under the
-// temporary directory: t.Cleanup does not run after a -timeout panic or a
-// SIGKILL (notes/fuse.md section 8).
+// temporary directory: t.Cleanup unmounts after a failure or a panic in a
+// test, but does not run when go test -timeout kills the binary or on a
+// SIGKILL, and a mount left behind would make every later run fail.
 func TestMain(m *testing.M) {
 	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
 		sc := bufio.NewScanner(f)

@@ -43,13 +43,17 @@ func (c MaintainConfig) withDefaults() MaintainConfig {
 	return c
 }
 
-// Maintainer keeps the WAL bounded with WAL maintenance jobs (seed 000
-// §4.5, notes/sqlite.md §3): it queues a PASSIVE checkpoint on schedule and
+// Maintainer keeps the WAL bounded with WAL maintenance jobs: a reader
+// that stays open (a FUSE listing, a report) keeps SQLite from resetting
+// the WAL, which then grows without bound, and a PASSIVE checkpoint never
+// waits for readers. So it queues a PASSIVE checkpoint on schedule and
 // when the WAL grows past the bound, and a TRUNCATE one when a PASSIVE one
-// left the WAL above the bound (readers held old frames). TRUNCATE runs on
-// a connection with a short busy timeout; when readers keep it busy its job
-// is retried with a backoff, and writers are stalled for at most that
-// timeout at a time.
+// left the WAL above the bound (readers held old frames). TRUNCATE takes
+// the write lock and waits for readers, stalling writers while it waits,
+// so it runs on a connection with a short busy timeout; when readers keep
+// it busy its job is retried with a backoff, and writers are stalled for
+// at most that timeout at a time. Jobs are claimed under a lease like any
+// other (a stale one goes back to retryable).
 type Maintainer struct {
 	db        *store.DB
 	cfg       MaintainConfig

@@ -9,7 +9,10 @@ import (
 )
 
 // rootSet holds the indexed roots, as stored and with symlinks resolved, to
-// check that a file about to be read lies under one of them (seed 000 §8).
+// check that a file the thumbnailer is about to read lies under one of
+// them, both by its path and with its symlinks resolved: a path the index
+// holds is only a name, and a symlink swapped in since the scan must not
+// lead it to read, and show in /thumbs, a file outside the roots.
 type rootSet struct {
 	paths []string // as stored: absolute and clean
 	real  []string // resolved; "" when the root cannot be resolved now

@@ -1,6 +1,3 @@
-// Package integration holds the end-to-end tests: they build the dupefs
-// binary, index real trees and check what it reports, as a user would run
-// it. Tests that mount do it for real (root and /dev/fuse, as CI runs them).
 package integration
 
 import (

@@ -70,7 +70,9 @@ func dupefsDirs(t *testing.T, db string, args ...string) []string {
 }
 
 // TestAgainstRmlint runs dupefs folders and rmlint -D (Debian's) on one
-// tree of the cases. Every duplicate folder rmlint reports must be
+// tree of the cases of indexer/folders' TestFolderCases (renamed files, a
+// copy deeper, a subfolder moved, an edit, nested copies, a file held
+// twice, empty files). Every duplicate folder rmlint reports must be
 // reported by dupefs, except where the definitions differ on purpose; each
 // such difference is named here, and asserted, so a change in either tool
 // shows.
@@ -123,8 +125,8 @@ func TestAgainstRmlint(t *testing.T) {
 	// The differences, each on purpose:
 	explained := map[string]string{
 		// deep/a holds nothing but b/album: of nested folders of equal
-		// content dupefs names the highest (seed 003), rmlint stops a
-		// level below. The same copy either way.
+		// content dupefs names the highest (the rest are inside it),
+		// rmlint stops a level below. The same copy either way.
 		"album | deep/a":   "dupefs only",
 		"album | deep/a/b": "rmlint only",
 		// A subfolder moved inside its copy (src to lib/src): dupefs

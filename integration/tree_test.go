@@ -9,8 +9,8 @@ import (
 	"testing"
 )
 
-// trickyTree writes the cases of the index issue under dir and returns the
-// true groups (paths relative to dir). Names hold spaces, a newline,
+// trickyTree writes under dir the cases an index must get right and returns
+// the true groups (paths relative to dir). Names hold spaces, a newline,
 // invalid UTF-8, 255 bytes and a leading dash; there are hard links, files
 // of one size that differ at the first, the middle and the last byte, files
 // sharing a long prefix, empty files, symlinks of every kind, a FIFO and a

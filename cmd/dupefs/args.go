@@ -8,7 +8,8 @@ import (
 
 // interspersed moves the flags a user typed after a command's arguments in
 // front of them: urfave/cli v2 stops reading flags at the first argument,
-// but DESIGN.md writes `root add PATH... --exclude GLOB` and users type
+// but the usage lines (and the README) put flags after the paths, as in
+// `root add PATH... --exclude GLOB`, and users type
 // `dupefs mount /mnt/dupes ~/Pictures --allow-other`. As with GNU getopt,
 // every argument starting with '-' is taken for a flag (an unknown one is
 // then reported as such); "--" ends the flags, so `check -- -file` works.

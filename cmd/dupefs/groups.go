@@ -132,7 +132,10 @@ func runGroups(ctx context.Context, g globalOptions, opts groupsOptions, stdout,
 	})
 }
 
-// encodeCursor writes a keyset cursor as base64url JSON (seed 000 §6.2).
+// encodeCursor writes a keyset cursor as base64url JSON, without padding:
+// the last group's file count, total size, algorithm and hash, the keys of
+// the report's order, so --after resumes right after it with no group
+// repeated or skipped. It fits a shell word unquoted.
 func encodeCursor(c store.GroupCursor) string {
 	b, _ := json.Marshal(c)
 	return base64.RawURLEncoding.EncodeToString(b)

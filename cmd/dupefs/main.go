@@ -1,11 +1,3 @@
-// Command dupefs indexes the files under the roots you choose into one SQLite
-// file, finds duplicate content, reports it in formats other tools read, and
-// mounts a read-only view of the duplicates.
-//
-// Every command is a thin shell, as in restic: its urfave/cli Action turns
-// the flags into an options struct and calls runX(ctx, globals, opts,
-// stdout, stderr), which tests call directly. Errors become exit codes in
-// one place, exitcodes.go.
 package main
 
 import (

@@ -1,13 +1,3 @@
-// Package act owns the actions on duplicates: dedupe (shared extents),
-// link (hard or symbolic) and remove (to the freedesktop.org Trash, or for
-// good), and their undo. A plan chooses, per group, the file to keep and
-// records an action per copy in the ledger of package store; workers then
-// claim actions under leases, check each copy and the kept file against
-// the index and the disk right before acting, act through a temporary name
-// so a path is never missing, and end each action in the transaction that
-// makes the index follow it. A run killed at any moment is healed by the
-// next: an action found under way is finished or rolled back from what
-// the disk shows, never done twice.
 package act
 
 import (

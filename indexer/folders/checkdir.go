@@ -12,7 +12,9 @@ import (
 	"github.com/dupefs/dupefs/store"
 )
 
-// DirResult answers "do I already have this whole folder?" (seed 004).
+// DirResult answers "do I already have this whole folder?": a folder is
+// already held when every file in it has a copy, by content, outside it,
+// so a new download or an old backup can be dropped without a look.
 type DirResult struct {
 	Dir   string // absolute, symlinks resolved
 	Files int    // non-empty regular files under Dir

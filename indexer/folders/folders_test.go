@@ -123,8 +123,11 @@ func agree(t *testing.T, db *store.DB, root string, min float64, layout bool) (e
 	return rel(root, exact), rel(root, partial)
 }
 
-// TestFolderCases builds the cases of the issue in one tree and checks the
-// report against the oracle and against what each case must give.
+// TestFolderCases builds in one tree the cases a folder report must get
+// right (a copy with every file renamed, one copied deeper, one with a
+// subfolder moved, one partly edited, nested copies, empty files, a shared
+// licence file, hard links, odd names) and checks the report against the
+// oracle and against what each case must give.
 func TestFolderCases(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "tree")
 	files := map[string]string{}

@@ -11,7 +11,14 @@ import (
 	"testing"
 )
 
-// The oracle reads the definitions of seed 003 straight off the disk: it
+// The oracle applies the definitions of the folder report (see doc.go)
+// straight to the disk: a folder's content is the multiset of the non-empty
+// files below it; two folders are an exact group when their contents are
+// equal (and, with the layout, their relative paths too), of which only the
+// highest of nested folders counts and a group whose folders' parents are
+// all of one group is hidden; a partial pair is two folders, neither inside
+// the other nor equal, whose |A ∩ B| / |A ∪ B| is at least the minimum and
+// below 1, unless their parents are an exact group or a pair themselves. It
 // reads every file, and compares every pair of folders. It is slow and
 // plain, which is the point: Build must agree with it.
 

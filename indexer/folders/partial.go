@@ -21,9 +21,10 @@ type pairResult struct {
 }
 
 // overlap finds the pairs of folders whose similarity is at least min (a
-// fraction) and below 1 and that the rules of seed 003 report: neither
-// inside the other, not equal, and their parents neither in one exact
-// group nor a pair themselves.
+// fraction) and below 1 and that the report shows: neither inside the
+// other, not equal, and their parents neither in one exact group nor a
+// pair themselves (a pair whose parents are alike is shown as its parents,
+// once, rather than once per level).
 type overlap struct {
 	t       *tree
 	min     float64

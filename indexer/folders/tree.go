@@ -1,7 +1,3 @@
-// Package folders owns the folder report of seed 003: the exact groups of
-// duplicate folders, confirmed file by file, and the pairs of folders that
-// overlap in part, with what only one of them holds. It reads the folder
-// signatures the indexer keeps in store and never writes the index.
 package folders
 
 import (

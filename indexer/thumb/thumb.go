@@ -1,24 +1,3 @@
-// Package thumb turns an image or video file into a small JPEG thumbnail; the
-// indexer's thumbnail workers call it.
-//
-// Images (JPEG, PNG, GIF, WebP, BMP, TIFF) are decoded in process with the
-// standard library and golang.org/x/image. Their format is detected from the
-// content, their size is checked before decoding, and the memory a decode may
-// need is reserved from a shared [Budget] first, so that many goroutines can
-// make thumbnails at once without running the process out of memory. JPEG
-// EXIF orientation is honoured.
-//
-// Videos go through the ffmpeg binary, run as a subprocess with a bounded
-// run time and output size.
-//
-// Every thumbnail fits in [MaxSide] x [MaxSide] pixels, keeps the aspect
-// ratio of its source, is never larger than its source and is encoded as a
-// baseline JPEG of quality 85 with transparency composited onto white.
-//
-// The package holds no global mutable state of its own: all sharing goes
-// through the [Budget] that the caller passes in [Options]. Importing it
-// registers the GIF, JPEG, PNG, BMP, TIFF and WebP decoders with package
-// image, as blank imports of those decoders do.
 package thumb
 
 import (

@@ -1,13 +1,3 @@
-// Package watch owns the watcher: it follows the file-system events under
-// every root — fanotify with one mark per file system when running as root,
-// inotify with a watch per folder otherwise — and turns them into
-// targeted scans of the folders that changed (indexer.Rescan), which it
-// then works through with the hash run that follows (indexer.Drain).
-// Changes are gathered until they settle (or for at most MaxDelay), so a
-// file being written is scanned once it is closed. When events are lost
-// (a queue overflowed) or a root cannot be watched whole (the inotify
-// limit), it says so once and rescans that root: the listing signatures
-// make such a rescan cost a walk, no file read.
 package watch
 
 import (

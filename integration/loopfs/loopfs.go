@@ -1,8 +1,3 @@
-// Package loopfs gives tests a real file system of a chosen kind (btrfs,
-// xfs, ext4) in a sparse image mounted through a loop device, for what a
-// tmpfs cannot show: extents shared by FIDEDUPERANGE, a file system's own
-// Trash, fanotify marks on another file system, a block device's flags.
-// It is the one place tests make and tear down such mounts.
 package loopfs
 
 import (

@@ -1,16 +1,3 @@
-// Command benchtool supports `make bench`: it generates the benchmark trees
-// and compares the duplicate sets that dupefs and the peers report.
-//
-//	benchtool mktree -dir D -files N [-seed S] [-avg BYTES]
-//	benchtool mkgroups -dir D -groups N [-copies C]
-//	benchtool mksizes -dir D -files N  (sparse files of distinct sizes)
-//	benchtool mkfolders -dir D -folders N
-//	benchtool latency -mnt M -tree T -seed F -group by-hash/KEY [-n N]
-//	benchtool compare A B      (two reports in the fdupes blank-line format)
-//	benchtool median V...      (median of numbers)
-//	benchtool statwalk -dir D  (the system calls a re-index cannot skip)
-//	benchtool fusefloor -tree T -mnt M  (T served over FUSE from memory)
-//	benchtool sqlfloor -from INDEX -db NEW [-times FILE]  (the SQLite work of a first index alone)
 package main
 
 import (
