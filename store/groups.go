@@ -182,7 +182,6 @@ func (fl *Files) GroupByKey(ctx context.Context, algo string, sum []byte) (Group
 	return g, classify("read group", err)
 }
 
-
 // IndexedFile is a file row as a plan reads it.
 type IndexedFile struct {
 	GroupFile

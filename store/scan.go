@@ -337,4 +337,3 @@ type Scan struct {
 	HashStartedAt, HashCompletedAt   sql.NullInt64
 	HashedFileCount, HashedByteCount sql.NullInt64
 }
-
