@@ -33,7 +33,7 @@ type CheckResult struct {
 // indexed copy whose hash is known and whose size and mtime are unchanged is
 // trusted; any other candidate is read now (prefix first, then whole). The
 // index is not written. Empty files match nothing.
-func Check(ctx context.Context, db *store.DB, path string) (CheckResult, error) {
+func Check(ctx context.Context, db Sizes, path string) (CheckResult, error) {
 	res := CheckResult{Path: path}
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -54,7 +54,7 @@ func Check(ctx context.Context, db *store.DB, path string) (CheckResult, error) 
 	if st.Size == 0 {
 		return res, nil
 	}
-	rows, err := db.Files().SizeRows(ctx, st.Size)
+	rows, err := db.SizeRows(ctx, st.Size)
 	if err != nil {
 		return res, err
 	}
@@ -170,4 +170,11 @@ func hashPath(ctx context.Context, path string, id fileID, algo string, buf []by
 		return nil, err
 	}
 	return sum, checkUnchanged(f, id)
+}
+
+// Sizes is what Check reads of the index (*store.Files has it): the
+// indexed files of one size, and the hash algorithm their sums are in.
+type Sizes interface {
+	SizeRows(ctx context.Context, size int64) ([]store.HashRow, error)
+	HashAlgo() string
 }

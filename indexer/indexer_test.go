@@ -297,7 +297,7 @@ func TestCheck(t *testing.T) {
 		"empty":     nil,
 	}
 	for name, want := range cases {
-		res, err := Check(ctx, e.db, filepath.Join(outside, name))
+		res, err := Check(ctx, e.db.Files(), filepath.Join(outside, name))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -307,14 +307,14 @@ func TestCheck(t *testing.T) {
 	}
 	// An indexed file checked against the index matches its copies only,
 	// not itself.
-	res, _ := Check(ctx, e.db, filepath.Join(e.dir, "a/x"))
+	res, _ := Check(ctx, e.db.Files(), filepath.Join(e.dir, "a/x"))
 	if len(res.Matches) != 0 {
 		t.Errorf("a/x matched %v", res.Matches)
 	}
-	if _, err := Check(ctx, e.db, filepath.Join(outside, "absent")); err == nil {
+	if _, err := Check(ctx, e.db.Files(), filepath.Join(outside, "absent")); err == nil {
 		t.Error("checking a missing file gave no error")
 	}
-	if _, err := Check(ctx, e.db, outside); err == nil {
+	if _, err := Check(ctx, e.db.Files(), outside); err == nil {
 		t.Error("checking a folder gave no error")
 	}
 }

@@ -1,5 +1,7 @@
 package store
 
+import "context"
+
 // The index is one SQLite file; its API is split by subsystem, each a small
 // type reached from the DB. A consumer declares the few methods it uses as
 // an interface where it uses them and is handed the subsystem (or the DB).
@@ -60,3 +62,14 @@ func (db *DB) Maint() *Maint { return &Maint{db} }
 
 // HashAlgo is the index's hash algorithm (the view names groups with it).
 func (vw *View) HashAlgo() string { return vw.db.hashAlgo }
+
+// HashAlgo is the index's hash algorithm.
+func (fl *Files) HashAlgo() string { return fl.db.hashAlgo }
+
+// HashAlgo is the index's hash algorithm (folder groups are named with it).
+func (fo *Folders) HashAlgo() string { return fo.db.hashAlgo }
+
+// SubtreeContents is View.SubtreeContents, for the folder report.
+func (fo *Folders) SubtreeContents(ctx context.Context, dir string) ([]SubtreeFile, bool, error) {
+	return fo.db.View().SubtreeContents(ctx, dir)
+}

@@ -60,7 +60,7 @@ func runCheck(ctx context.Context, g globalOptions, opts checkOptions, stdout, s
 				allKnown = allKnown && known
 				continue
 			}
-			res, err := indexer.Check(ctx, db, p)
+			res, err := indexer.Check(ctx, db.Files(), p)
 			if err != nil {
 				return err
 			}
@@ -113,7 +113,7 @@ func checkDir(ctx context.Context, db *store.DB, dir string, many bool, state st
 	stop := con.show(func() sample {
 		return sample{phase: 1, label: "check", done: prog.Done.Load(), total: prog.Files.Load(), extra: "files"}
 	})
-	res, err := folders.CheckDir(ctx, db, dir, prog)
+	res, err := folders.CheckDir(ctx, db.Folders(), db.Files(), dir, prog)
 	stop()
 	if err != nil {
 		return false, err

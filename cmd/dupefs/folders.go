@@ -85,7 +85,7 @@ func runFolders(ctx context.Context, g globalOptions, opts foldersOptions, stdou
 		if t.State != store.StateUpToDate {
 			con.Warn("the index is " + describeState(t) + "; the folders below are those of what it holds so far")
 		}
-		rep, err := folders.Build(ctx, db, folders.Options{MinSimilarity: float64(opts.MinSimilarity) / 100,
+		rep, err := folders.Build(ctx, db.Folders(), folders.Options{MinSimilarity: float64(opts.MinSimilarity) / 100,
 			ExactOnly: opts.ExactOnly, Layout: opts.Layout, MinSize: opts.MinSize})
 		if err != nil {
 			return err

@@ -37,7 +37,7 @@ type DirProgress struct {
 // counting only copies outside dir, then looks for indexed folders of equal
 // content. Symlinks are not followed. A folder it cannot read is an error:
 // it cannot tell what that folder holds.
-func CheckDir(ctx context.Context, db *store.DB, dir string, prog *DirProgress) (DirResult, error) {
+func CheckDir(ctx context.Context, db Index, files indexer.Sizes, dir string, prog *DirProgress) (DirResult, error) {
 	if prog == nil {
 		prog = &DirProgress{}
 	}
@@ -85,7 +85,7 @@ func CheckDir(ctx context.Context, db *store.DB, dir string, prog *DirProgress) 
 		if err := ctx.Err(); err != nil {
 			return res, err
 		}
-		r, err := indexer.Check(ctx, db, p)
+		r, err := indexer.Check(ctx, files, p)
 		prog.Done.Add(1)
 		if err != nil {
 			return res, err
@@ -119,7 +119,7 @@ func CheckDir(ctx context.Context, db *store.DB, dir string, prog *DirProgress) 
 // equalFolders looks among the folders holding a copy of one file of dir
 // (the one with the fewest copies) for those of equal content, and keeps
 // the highest of nested ones.
-func equalFolders(ctx context.Context, db *store.DB, dir string, res DirResult, terms []store.Sig,
+func equalFolders(ctx context.Context, db Index, dir string, res DirResult, terms []store.Sig,
 	matched map[string]store.Sig, copies []string) ([]string, error) {
 	want := sortedTerms(terms)
 	seen := map[string]bool{}
@@ -128,7 +128,7 @@ func equalFolders(ctx context.Context, db *store.DB, dir string, res DirResult, 
 		for f := filepath.Dir(c); !seen[f]; f = filepath.Dir(f) {
 			seen[f] = true
 			if !store.Within(f, dir) && !store.Within(dir, f) {
-				n, err := db.Folders().FolderNodeByPath(ctx, f)
+				n, err := db.FolderNodeByPath(ctx, f)
 				if err != nil && err != store.ErrNotFound {
 					return nil, err
 				}
@@ -163,8 +163,8 @@ func equalFolders(ctx context.Context, db *store.DB, dir string, res DirResult, 
 }
 
 // sameAs compares an indexed folder's contents with want.
-func sameAs(ctx context.Context, db *store.DB, folder string, want []string, matched map[string]store.Sig) (bool, error) {
-	files, _, err := db.View().SubtreeContents(ctx, folder)
+func sameAs(ctx context.Context, db Index, folder string, want []string, matched map[string]store.Sig) (bool, error) {
+	files, _, err := db.SubtreeContents(ctx, folder)
 	if err != nil || len(files) != len(want) {
 		return false, err
 	}

@@ -107,7 +107,7 @@ func rel(root string, ls []string) []string {
 // agree checks Build against the oracle.
 func agree(t *testing.T, db *store.DB, root string, min float64, layout bool) (exact, partial []string) {
 	t.Helper()
-	rep, err := Build(context.Background(), db, Options{MinSimilarity: min, Layout: layout})
+	rep, err := Build(context.Background(), db.Folders(), Options{MinSimilarity: min, Layout: layout})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +213,7 @@ func TestFolderCases(t *testing.T) {
 	}
 
 	// What only one folder of a pair holds.
-	rep, err := Build(context.Background(), db, Options{})
+	rep, err := Build(context.Background(), db.Folders(), Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ type Report struct {
 
 // Build reads the report from the index. The folder signatures must be up
 // to date (store.UpdateFolderSigs); the caller says when the index is not.
-func Build(ctx context.Context, db *store.DB, opts Options) (*Report, error) {
+func Build(ctx context.Context, db Index, opts Options) (*Report, error) {
 	if opts.MinSimilarity == 0 {
 		opts.MinSimilarity = 0.5
 	}
@@ -75,7 +75,7 @@ func Build(ctx context.Context, db *store.DB, opts Options) (*Report, error) {
 		if fs, ok := cache[dir]; ok {
 			return fs, nil
 		}
-		fs, _, err := db.View().SubtreeContents(ctx, dir)
+		fs, _, err := db.SubtreeContents(ctx, dir)
 		if err == nil {
 			cache[dir] = fs
 		}
@@ -112,13 +112,13 @@ func Build(ctx context.Context, db *store.DB, opts Options) (*Report, error) {
 // indexer kept them when it last folded changes in (confirmed file by file
 // then, store.ConfirmFolders); with the layout, found now by splitting the
 // groups of equal content by their relative paths, which confirms them.
-func exactGroups(ctx context.Context, db *store.DB, opts Options) ([]Exact, error) {
+func exactGroups(ctx context.Context, db Index, opts Options) ([]Exact, error) {
 	var gs []store.FolderGroup
 	var err error
 	if opts.Layout {
-		gs, err = db.Folders().ExactFolderGroups(ctx, true, opts.MinSize)
+		gs, err = db.ExactFolderGroups(ctx, true, opts.MinSize)
 	} else {
-		gs, err = db.Folders().FolderGroups(ctx, opts.MinSize)
+		gs, err = db.FolderGroups(ctx, opts.MinSize)
 	}
 	var out []Exact
 	for _, g := range gs {

@@ -27,9 +27,9 @@ type node struct {
 	end    int32 // one past the last folder of its subtree
 }
 
-func loadTree(ctx context.Context, db *store.DB) (*tree, error) {
+func loadTree(ctx context.Context, db Index) (*tree, error) {
 	var all []store.FolderNode
-	if err := db.Folders().FolderNodes(ctx, func(n store.FolderNode) error {
+	if err := db.FolderNodes(ctx, func(n store.FolderNode) error {
 		all = append(all, n)
 		return nil
 	}); err != nil {
@@ -74,7 +74,7 @@ func loadTree(ctx context.Context, db *store.DB) (*tree, error) {
 	type entry struct{ folder, content int32 }
 	var es []entry
 	contents := map[int64]int32{}
-	if err := db.Folders().SharedFiles(ctx, func(s store.SharedFile) error {
+	if err := db.SharedFiles(ctx, func(s store.SharedFile) error {
 		f, ok := t.byID[s.Folder]
 		if !ok {
 			return nil // a folder the sums do not show yet
