@@ -50,7 +50,7 @@ func indexAndWatch(ctx context.Context, con *console, db *store.DB, cfg indexer.
 				skip = append(skip, p)
 			}
 		}
-		w = watch.New(db, ix, watch.Config{Backend: wo.Backend, Fallback: wo.Fallback, Rescan: rescan, Skip: skip, Warn: con.Warn})
+		w = watch.New(db.Files(), db.Jobs(), ix, watch.Config{Backend: wo.Backend, Fallback: wo.Fallback, Rescan: rescan, Skip: skip, Warn: con.Warn})
 		// Watching starts before the first index, so nothing changed
 		// while it runs goes unseen.
 		if err := w.Start(ctx); err != nil {

@@ -56,9 +56,10 @@ func (c Config) withDefaults() Config {
 
 // Watcher follows the roots of one index.
 type Watcher struct {
-	db  *store.DB
-	ix  *indexer.Indexer
-	cfg Config
+	rootsOf Roots
+	jobs    Queue
+	ix      *indexer.Indexer
+	cfg     Config
 
 	changes chan change
 	fan     *fanotify
@@ -70,12 +71,22 @@ type Watcher struct {
 	unwatched map[string]bool    // rescanned on a timer
 }
 
+// Roots lists the index's roots (*store.Files has it).
+type Roots interface {
+	Roots(ctx context.Context) ([]store.Root, error)
+}
+
+// Queue queues the scan of a root (*store.Jobs has it).
+type Queue interface {
+	Enqueue(ctx context.Context, kind string, rootID int64) (id int64, created bool, err error)
+}
+
 // ErrBackend: the backend asked for cannot be used here.
 var ErrBackend = errors.New("cannot watch")
 
 // New returns a Watcher that queues its scans through ix.
-func New(db *store.DB, ix *indexer.Indexer, cfg Config) *Watcher {
-	return &Watcher{db: db, ix: ix, cfg: cfg.withDefaults(), changes: make(chan change, 4096),
+func New(roots Roots, jobs Queue, ix *indexer.Indexer, cfg Config) *Watcher {
+	return &Watcher{rootsOf: roots, jobs: jobs, ix: ix, cfg: cfg.withDefaults(), changes: make(chan change, 4096),
 		roots: map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{}}
 }
 
@@ -127,7 +138,7 @@ func (w *Watcher) Backends() string {
 
 // syncRoots watches the roots added since, and stops watching those gone.
 func (w *Watcher) syncRoots(ctx context.Context) error {
-	roots, err := w.db.Files().Roots(ctx)
+	roots, err := w.rootsOf.Roots(ctx)
 	if err != nil {
 		return err
 	}
@@ -289,7 +300,7 @@ func (w *Watcher) loseRoot(b *batch, root string) {
 // flush queues the scans of a batch and works them through.
 func (w *Watcher) flush(ctx context.Context, b *batch) {
 	for id := range b.full {
-		if _, _, err := w.db.Jobs().Enqueue(ctx, store.KindScan, id); err != nil {
+		if _, _, err := w.jobs.Enqueue(ctx, store.KindScan, id); err != nil {
 			w.warn(ctx, err)
 			return
 		}

@@ -47,7 +47,7 @@ func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixt
 	cfg.Backend = backend
 	cfg.Skip = []string{db.Path()}
 	cfg.Warn = func(s string) { f.mu.Lock(); f.warns = append(f.warns, s); f.mu.Unlock() }
-	w := New(db, ix, cfg)
+	w := New(db.Files(), db.Jobs(), ix, cfg)
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -258,7 +258,7 @@ func countWatches(t *testing.T) int {
 // Changes in a Trash can, to dupefs' temporary files and below Skip ask
 // for no scan; those to the Trash can itself and to a file named .Trash do.
 func TestSkipped(t *testing.T) {
-	w := New(nil, nil, Config{Skip: []string{"/home/u/.cache/dupefs"}})
+	w := New(nil, nil, nil, Config{Skip: []string{"/home/u/.cache/dupefs"}})
 	for p, want := range map[string]bool{
 		"/home/u/.local/share/Trash/files/a.jpg":      true,
 		"/home/u/.local/share/Trash/files":            true,
