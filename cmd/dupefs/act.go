@@ -188,7 +188,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		p := &act.Progress{}
 		cfg := runnerConfig(roots, opts.LeaseTTL, p, con)
 		cfg.Hook, cfg.Trashes = pauseAt(opts.PauseAt), trashes
-		run := act.NewRunner(db, cfg)
+		run := act.NewRunner(act.IndexOf(db), cfg)
 		// What dead runs left comes first: this run acts on its own plan
 		// only, made after that.
 		rep, err := run.Reconcile(ctx, 0, opts.DryRun)
@@ -196,7 +196,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 			return err
 		}
 		printReconcile(con, rep, opts.DryRun)
-		specs, notes, err := act.Plan(ctx, db, sel, roots)
+		specs, notes, err := act.Plan(ctx, act.GroupsOf(db), sel, roots)
 		if errors.Is(err, act.ErrNoGroup) {
 			return usageErrorf("--group %v", err)
 		}
@@ -250,7 +250,7 @@ func reconcileDead(ctx context.Context, db *store.DB, con *console) error {
 	if err != nil {
 		return err
 	}
-	rep, err := act.NewRunner(db, runnerConfig(roots, 0, nil, con)).Reconcile(ctx, 0, false)
+	rep, err := act.NewRunner(act.IndexOf(db), runnerConfig(roots, 0, nil, con)).Reconcile(ctx, 0, false)
 	printReconcile(con, rep, false)
 	return err
 }

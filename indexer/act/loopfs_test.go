@@ -57,7 +57,7 @@ func (fx *fixture) plan(sel Selection, owner string) (int64, store.PlanResult) {
 	fx.t.Helper()
 	ctx := context.Background()
 	roots, _ := fx.db.Files().Roots(ctx)
-	specs, _, err := Plan(ctx, fx.db, sel, roots)
+	specs, _, err := Plan(ctx, GroupsOf(fx.db), sel, roots)
 	if err != nil {
 		fx.t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func (fx *fixture) runner(cfg Config) *Runner {
 	if cfg.UID == 0 {
 		cfg.UID = os.Getuid()
 	}
-	return NewRunner(fx.db, cfg)
+	return NewRunner(IndexOf(fx.db), cfg)
 }
 
 // groups counts the index's duplicate groups.

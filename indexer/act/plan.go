@@ -70,7 +70,7 @@ type Note struct {
 // Plan decides the actions of sel: per group the file to keep, and an
 // action for every other file of another inode. roots gives the root order
 // for first-root.
-func Plan(ctx context.Context, db *store.DB, sel Selection, roots []store.Root) ([]store.ActionSpec, []Note, error) {
+func Plan(ctx context.Context, db Groups, sel Selection, roots []store.Root) ([]store.ActionSpec, []Note, error) {
 	if sel.Keep == "" {
 		sel.Keep = KeepOldest
 	}
@@ -93,7 +93,7 @@ func Plan(ctx context.Context, db *store.DB, sel Selection, roots []store.Root) 
 	for _, k := range keys {
 		want[k] = true
 	}
-	err = db.Files().Report(ctx, store.GroupQuery{MinSize: max(sel.MinSize, 1)}, nil, func(g store.Group, files []store.GroupFile) error {
+	err = db.Report(ctx, store.GroupQuery{MinSize: max(sel.MinSize, 1)}, nil, func(g store.Group, files []store.GroupFile) error {
 		if len(want) > 0 && !want[g.Key()] {
 			return nil
 		}
@@ -116,7 +116,7 @@ type planner struct {
 // fromReport plans the groups of a report: each listed path must be
 // indexed, live and hashed; the paths of one content form a group of the
 // plan when they hold two or more inodes.
-func (p *planner) fromReport(ctx context.Context, db *store.DB) error {
+func (p *planner) fromReport(ctx context.Context, db Groups) error {
 	for _, paths := range p.sel.Report {
 		byContent := map[string][]store.GroupFile{}
 		var keys []string
@@ -127,7 +127,7 @@ func (p *planner) fromReport(ctx context.Context, db *store.DB) error {
 				continue // listed twice: one file
 			}
 			seen[path] = true
-			f, err := db.Files().FileByPath(ctx, path)
+			f, err := db.FileByPath(ctx, path)
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				p.notes = append(p.notes, Note{path, "not in the index"})

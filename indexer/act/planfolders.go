@@ -21,14 +21,14 @@ var ErrNoGroup = errors.New("no such group in the index")
 
 // planFolders plans the folder groups among keys and returns the keys left
 // (content groups). A key that is neither is an error.
-func (p *planner) planFolders(ctx context.Context, db *store.DB, keys []string) ([]string, error) {
+func (p *planner) planFolders(ctx context.Context, db Groups, keys []string) ([]string, error) {
 	var rest []string
 	for _, k := range keys {
 		algo, sum, err := store.ParseKey(k)
 		if err != nil {
 			return nil, err
 		}
-		if _, err := db.View().Group(ctx, algo, sum); err == nil {
+		if _, err := db.Group(ctx, algo, sum); err == nil {
 			rest = append(rest, k)
 			continue
 		} else if err != store.ErrNotFound {
@@ -37,7 +37,7 @@ func (p *planner) planFolders(ctx context.Context, db *store.DB, keys []string) 
 		if algo != db.HashAlgo() {
 			return nil, fmt.Errorf("%s: %w", k, ErrNoGroup)
 		}
-		g, err := db.View().FolderGroupBySig(ctx, sum)
+		g, err := db.FolderGroupBySig(ctx, sum)
 		if err == store.ErrNotFound {
 			return nil, fmt.Errorf("%s: %w (of files or of folders)", k, ErrNoGroup)
 		}
@@ -53,8 +53,8 @@ func (p *planner) planFolders(ctx context.Context, db *store.DB, keys []string) 
 
 // folderGroup plans one folder group, key, as one unit: the store records
 // all its actions or none. A folder in a Trash is neither kept nor acted on.
-func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderGroupInfo, key string) error {
-	ms, err := db.View().FolderMembersPage(ctx, g.ID, 0, 1<<20)
+func (p *planner) folderGroup(ctx context.Context, db Groups, g store.FolderGroupInfo, key string) error {
+	ms, err := db.FolderMembersPage(ctx, g.ID, 0, 1<<20)
 	if err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func (p *planner) folderGroup(ctx context.Context, db *store.DB, g store.FolderG
 			p.notes = append(p.notes, Note{m.Path, "in a Trash folder: dupefs neither keeps nor acts on it"})
 			continue
 		}
-		files, known, err := db.View().SubtreeContents(ctx, m.Path)
+		files, known, err := db.SubtreeContents(ctx, m.Path)
 		if err != nil {
 			return err
 		}

@@ -71,12 +71,12 @@ type Progress struct {
 
 // Runner carries out the actions of the ledger.
 type Runner struct {
-	db  *store.DB
+	db  Index
 	cfg Config
 }
 
 // NewRunner returns a Runner on db.
-func NewRunner(db *store.DB, cfg Config) *Runner {
+func NewRunner(db Index, cfg Config) *Runner {
 	if cfg.LeaseTTL <= 0 {
 		cfg.LeaseTTL = DefaultLeaseTTL
 	}
@@ -141,7 +141,7 @@ func (r *Runner) Run(ctx context.Context, plan int64) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		batch, err := r.db.Ledger().ClaimActions(ctx, plan, r.cfg.Owner, r.cfg.LeaseTTL, batchSize)
+		batch, err := r.db.ClaimActions(ctx, plan, r.cfg.Owner, r.cfg.LeaseTTL, batchSize)
 		if err != nil {
 			return err
 		}
@@ -161,7 +161,7 @@ func (r *Runner) Run(ctx context.Context, plan int64) error {
 // foldFolders brings the folder signatures up to date with what the run
 // changed, as the indexer does after a hash run.
 func (r *Runner) foldFolders(ctx context.Context) error {
-	if _, err := r.db.Folders().UpdateFolderSigs(ctx); err != nil {
+	if _, err := r.db.UpdateFolderSigs(ctx); err != nil {
 		return fmt.Errorf("update folder signatures: %w", err)
 	}
 	return nil

@@ -75,7 +75,7 @@ func (r *Runner) Reconcile(ctx context.Context, plan int64, dry bool) (Reconcile
 // begun even of a live run, whose next fenced write then fails.
 func (r *Runner) reconcileRuns(ctx context.Context, plan int64, dry, force bool) (ReconcileReport, error) {
 	var rep ReconcileReport
-	open, err := r.db.Ledger().ReconcileCandidates(ctx, plan)
+	open, err := r.db.ReconcileCandidates(ctx, plan)
 	if err != nil {
 		return rep, err
 	}
@@ -87,7 +87,7 @@ func (r *Runner) reconcileRuns(ctx context.Context, plan int64, dry, force bool)
 		}
 		uid, ok := owners[o.PlanID]
 		if !ok {
-			ps, err := r.db.Ledger().Plans(ctx, o.PlanID, 1)
+			ps, err := r.db.Plans(ctx, o.PlanID, 1)
 			if err != nil || len(ps) == 0 {
 				return rep, err
 			}
@@ -198,7 +198,7 @@ func (r *Runner) settleRun(ctx context.Context, a store.Action, why string, dry 
 		s.State, s.Note = outcomeOf(out, finished, why)
 		return s, err
 	}
-	held, err := r.db.Ledger().TakeOver(ctx, a, r.cfg.Owner, r.cfg.LeaseTTL)
+	held, err := r.db.TakeOver(ctx, a, r.cfg.Owner, r.cfg.LeaseTTL)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return Settled{Action: a, Note: "taken up meanwhile"}, nil
 	}
@@ -251,7 +251,7 @@ func (r *Runner) settleUndoRun(ctx context.Context, a store.Action, why string, 
 	if dry {
 		return s, nil
 	}
-	held, err := r.db.Ledger().TakeOver(ctx, a, r.cfg.Owner, r.cfg.LeaseTTL)
+	held, err := r.db.TakeOver(ctx, a, r.cfg.Owner, r.cfg.LeaseTTL)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return Settled{Action: a, Note: "taken up meanwhile"}, nil
 	}

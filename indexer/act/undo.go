@@ -64,7 +64,7 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 		case <-time.After(250 * time.Millisecond):
 		}
 	}
-	if _, err := r.db.Ledger().ReleaseDeadUndo(ctx, planID, r.cfg.Dead); err != nil {
+	if _, err := r.db.ReleaseDeadUndo(ctx, planID, r.cfg.Dead); err != nil {
 		return rep, err
 	}
 	var tried []int64
@@ -72,7 +72,7 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 		if err := ctx.Err(); err != nil {
 			return rep, err
 		}
-		a, err := r.db.Ledger().ClaimUndo(ctx, planID, tried, r.cfg.Owner, r.cfg.LeaseTTL)
+		a, err := r.db.ClaimUndo(ctx, planID, tried, r.cfg.Owner, r.cfg.LeaseTTL)
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		}
@@ -99,7 +99,7 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 			}
 		}
 	}
-	n, err := r.db.Ledger().CountActions(ctx, planID, store.ActDone, store.OpUnlink)
+	n, err := r.db.CountActions(ctx, planID, store.ActDone, store.OpUnlink)
 	if err != nil {
 		return rep, err
 	}
@@ -109,7 +109,7 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 	// What another dupefs still holds — actions under way, undos of done
 	// ones — is left to it, and said, each with its worker: an undo never
 	// ends as if all were back.
-	left, err := r.db.Ledger().ReconcileCandidates(ctx, planID)
+	left, err := r.db.ReconcileCandidates(ctx, planID)
 	if err != nil {
 		return rep, err
 	}
