@@ -53,7 +53,7 @@ func TestEarlyReadsComeBeforeTheHashJob(t *testing.T) {
 		"d/ends":   edit(content, 0, 1), // same size, other ends
 	})
 	e.addRoot(store.RootSpec{})
-	ix := New(e.db, e.config())
+	ix := New(IndexOf(e.db), e.config())
 	var mu sync.Mutex
 	inJob := map[string]bool{}
 	ix.hook = func(stage, path string) {
@@ -103,7 +103,7 @@ func TestEarlySumsAreForTheFileRead(t *testing.T) {
 	e := newEnv(t)
 	content := big(5, 2*SmallFile+1)
 	tree(t, e.dir, map[string]string{"x": content, "y": content, "z": content})
-	ix := New(e.db, e.config())
+	ix := New(IndexOf(e.db), e.config())
 	stat := func(name string) (string, *store.FileStat) {
 		p := filepath.Join(e.dir, name)
 		var st unix.Stat_t

@@ -93,7 +93,7 @@ func TestFolderUpdateFollowsDepth(t *testing.T) {
 	e.addRoot(store.RootSpec{})
 	e.run()
 	os.WriteFile(filepath.Join(e.dir, "t7/s3/f"), []byte("changed"), 0o644)
-	ix := New(e.db, e.config())
+	ix := New(IndexOf(e.db), e.config())
 	if err := ix.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

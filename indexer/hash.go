@@ -139,7 +139,7 @@ func (h *hashRun) run(ctx context.Context) error {
 		return err
 	}
 	if len(large) > 0 {
-		pairs, err := db.Files().FullHashPlan(ctx, large)
+		pairs, err := db.FullHashPlan(ctx, large)
 		if err != nil {
 			return err
 		}
@@ -307,7 +307,7 @@ func (h *hashRun) load(ctx context.Context, kind taskKind, buckets []store.SizeC
 		if kind == taskFull {
 			want = store.HashPartial
 		}
-		rows, err := h.ix.db.Files().Buckets(ctx, sizes, want)
+		rows, err := h.ix.db.Buckets(ctx, sizes, want)
 		if err != nil {
 			return err
 		}
@@ -325,7 +325,7 @@ func (h *hashRun) loadLarge(ctx context.Context, size int64, emit func([]store.H
 	var afterIno uint64
 	var afterID int64
 	for {
-		rows, err := h.ix.db.Files().BucketPage(ctx, size, afterIno, afterID, pageRows)
+		rows, err := h.ix.db.BucketPage(ctx, size, afterIno, afterID, pageRows)
 		if err != nil {
 			return err
 		}

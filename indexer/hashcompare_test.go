@@ -143,7 +143,7 @@ func setMemberChanged(t *testing.T) {
 	content := big(4, 2<<20)
 	tree(t, e.dir, map[string]string{"a": content, "b": content, "c": content})
 	e.addRoot(store.RootSpec{})
-	ix := New(e.db, e.config())
+	ix := New(IndexOf(e.db), e.config())
 	var once sync.Once
 	var changed string
 	ix.hook = func(stage, path string) {
@@ -196,7 +196,7 @@ func TestRehashHashesTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h := &hashRun{ix: New(e.db, e.config()), algo: store.DefaultHash}
+	h := &hashRun{ix: New(IndexOf(e.db), e.config()), algo: store.DefaultHash}
 	for _, off := range []int64{0, 5, readChunk, readChunk + 17, 3 << 20} {
 		x, err := h.rehash(&setMember{f: f}, off)
 		if err != nil {

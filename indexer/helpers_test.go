@@ -119,7 +119,7 @@ func (e *env) config() Config {
 // run indexes to completion.
 func (e *env) run() {
 	e.tb.Helper()
-	if err := New(e.db, e.config()).Run(context.Background()); err != nil {
+	if err := New(IndexOf(e.db), e.config()).Run(context.Background()); err != nil {
 		e.tb.Fatal(err)
 	}
 }

@@ -135,7 +135,7 @@ func TestFileChangedWhileHashedIsNotRecorded(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	ix := New(e.db, cfg)
+	ix := New(IndexOf(e.db), cfg)
 	go func() { done <- ix.Run(ctx) }()
 	// Once 1.5 MiB of the 4 are read, neither whole read is complete:
 	// change both files (differently) under the readers.
@@ -218,7 +218,7 @@ func TestScanResumesFromItsCheckpoint(t *testing.T) {
 	p := &Progress{}
 	cfg.Progress = p
 	done := make(chan error, 1)
-	go func() { done <- New(e.db, cfg).Run(ctx) }()
+	go func() { done <- New(IndexOf(e.db), cfg).Run(ctx) }()
 	for p.FoldersSeen.Load() < 30 {
 		time.Sleep(time.Millisecond)
 	}
@@ -232,7 +232,7 @@ func TestScanResumesFromItsCheckpoint(t *testing.T) {
 	first := p.FoldersSeen.Load()
 	p2 := &Progress{}
 	cfg.Progress = p2
-	if err := New(e.db, cfg).Run(context.Background()); err != nil {
+	if err := New(IndexOf(e.db), cfg).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if got := p2.FoldersSeen.Load(); got >= 61 || got+first < 61 {
@@ -256,7 +256,7 @@ func TestScanInterruptedAfterItsWalkIsRetryable(t *testing.T) {
 	tree(t, e.dir, map[string]string{"a/x": "same", "b/y": "same", "c/z": "other"})
 	e.addRoot(store.RootSpec{})
 	ctx, cancel := context.WithCancel(context.Background())
-	ix := New(e.db, e.config())
+	ix := New(IndexOf(e.db), e.config())
 	walked := 0
 	ix.hook = func(stage, path string) {
 		if stage == "walked" {
@@ -342,7 +342,7 @@ func TestHashRunKilledMidwayIsPlannedAgain(t *testing.T) {
 	ctx := context.Background()
 	// Scan only: claim and run the scan job by hand, then stop the hash
 	// job after its first pass by cancelling it as soon as pass 2 starts.
-	ix := New(e.db, e.config())
+	ix := New(IndexOf(e.db), e.config())
 	ix.sizes = newSizeCache()
 	e.db.Jobs().Enqueue(ctx, store.KindScan, 1)
 	if _, err := ix.runClaimable(ctx, store.KindScan); err != nil {

@@ -200,7 +200,7 @@ func interleave(t *testing.T, files map[string]string, prepare func(*env), stage
 	if prepare != nil {
 		prepare(e)
 	}
-	ix := New(e.db, e.config())
+	ix := New(IndexOf(e.db), e.config())
 	met := false
 	e.hookOnce(ix, stage, path, func() { met = true; act(e) })
 	e.runWith(ix)

@@ -55,14 +55,14 @@ func (c MaintainConfig) withDefaults() MaintainConfig {
 // at most that timeout at a time. Jobs are claimed under a lease like any
 // other (a stale one goes back to retryable).
 type Maintainer struct {
-	db        *store.DB
+	db        MaintIndex
 	cfg       MaintainConfig
 	owner     string
 	scheduled time.Time
 }
 
 // NewMaintainer returns a Maintainer of db.
-func NewMaintainer(db *store.DB, cfg MaintainConfig) *Maintainer {
+func NewMaintainer(db MaintIndex, cfg MaintainConfig) *Maintainer {
 	return &Maintainer{db: db, cfg: cfg.withDefaults(), owner: NewWorkerID(), scheduled: time.Now()}
 }
 
@@ -91,40 +91,40 @@ func (m *Maintainer) Serve(ctx context.Context) error {
 // Step queues what is due and runs at most one due job. It reports whether
 // it ran one.
 func (m *Maintainer) Step(ctx context.Context) (bool, error) {
-	size, err := m.db.Maint().WALSize()
+	size, err := m.db.WALSize()
 	if err != nil {
 		return false, err
 	}
 	switch {
 	case size > m.cfg.WALBound:
-		if _, err := m.db.Maint().EnqueueWAL(ctx, store.WALPassive, "wal_size", 0); err != nil {
+		if _, err := m.db.EnqueueWAL(ctx, store.WALPassive, "wal_size", 0); err != nil {
 			return false, err
 		}
 	case time.Since(m.scheduled) >= m.cfg.Every:
-		if _, err := m.db.Maint().EnqueueWAL(ctx, store.WALPassive, "schedule", 0); err != nil {
+		if _, err := m.db.EnqueueWAL(ctx, store.WALPassive, "schedule", 0); err != nil {
 			return false, err
 		}
 		m.scheduled = time.Now()
 	}
-	j, err := m.db.Maint().ClaimWAL(ctx, m.owner, m.cfg.LeaseTTL)
+	j, err := m.db.ClaimWAL(ctx, m.owner, m.cfg.LeaseTTL)
 	if errors.Is(err, store.ErrNotFound) {
 		return false, nil
 	}
 	if err != nil {
 		return false, err
 	}
-	c, runErr := m.db.Maint().RunCheckpoint(ctx, j.Mode)
-	if err := m.db.Maint().FinishWAL(context.WithoutCancel(ctx), j, c, runErr); err != nil {
+	c, runErr := m.db.RunCheckpoint(ctx, j.Mode)
+	if err := m.db.FinishWAL(context.WithoutCancel(ctx), j, c, runErr); err != nil {
 		return true, err
 	}
 	if runErr != nil {
 		return true, runErr
 	}
 	if j.Mode == store.WALPassive && c.Busy == 0 {
-		if size, err := m.db.Maint().WALSize(); err == nil && size > m.cfg.WALBound {
+		if size, err := m.db.WALSize(); err == nil && size > m.cfg.WALBound {
 			// Readers kept frames from being copied back, or the file
 			// kept its size: restart the WAL from its start.
-			if _, err := m.db.Maint().EnqueueWAL(ctx, store.WALTruncate, "passive_left_wal_above_bound", 0); err != nil {
+			if _, err := m.db.EnqueueWAL(ctx, store.WALTruncate, "passive_left_wal_above_bound", 0); err != nil {
 				return true, err
 			}
 		}

@@ -18,8 +18,8 @@ type rootSet struct {
 	real  []string // resolved; "" when the root cannot be resolved now
 }
 
-func loadRoots(ctx context.Context, db *store.DB) (*rootSet, error) {
-	rs, err := db.Files().Roots(ctx)
+func loadRoots(ctx context.Context, db RootLister) (*rootSet, error) {
+	rs, err := db.Roots(ctx)
 	if err != nil {
 		return nil, err
 	}

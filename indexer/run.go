@@ -16,7 +16,7 @@ import (
 
 // Indexer runs scan and hash jobs against one index.
 type Indexer struct {
-	db    *store.DB
+	db    Index
 	cfg   Config
 	owner string
 
@@ -41,7 +41,7 @@ type Indexer struct {
 }
 
 // New returns an Indexer working on db.
-func New(db *store.DB, cfg Config) *Indexer {
+func New(db Index, cfg Config) *Indexer {
 	cfg = cfg.withDefaults()
 	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID()}
 	ix.spindles = &spindles{mode: cfg.Rotational, sysfs: cfg.sysfs, mountinfo: cfg.mountinfo, notice: func(_ uint64, name string) {
@@ -72,12 +72,12 @@ func (ix *Indexer) Owner() string { return ix.owner }
 // root that is not there, say) after the rest is done, or at once for an
 // error of the index itself (disk full, corrupt file) or a cancelled ctx.
 func (ix *Indexer) Run(ctx context.Context) error {
-	roots, err := ix.db.Files().Roots(ctx)
+	roots, err := ix.db.Roots(ctx)
 	if err != nil {
 		return err
 	}
 	for _, r := range roots {
-		if _, _, err := ix.db.Jobs().Enqueue(ctx, store.KindScan, r.ID); err != nil {
+		if _, _, err := ix.db.Enqueue(ctx, store.KindScan, r.ID); err != nil {
 			return err
 		}
 	}
@@ -130,14 +130,14 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 			// to the end (a next scan starts afresh, as a first does).
 			ix.sizes = newSizeCache()
 			// A scan that failed for good may have left a bulk load.
-			if err := ix.db.Files().FinishStrandedBulkLoad(ctx); err != nil {
+			if err := ix.db.FinishStrandedBulkLoad(ctx); err != nil {
 				return err
 			}
 			if need, err = ix.hashNeeded(ctx, !hashed); err != nil {
 				return err
 			}
 			if need {
-				if _, _, err := ix.db.Jobs().Enqueue(ctx, store.KindHash, 0); err != nil {
+				if _, _, err := ix.db.Enqueue(ctx, store.KindHash, 0); err != nil {
 					return err
 				}
 			}
@@ -155,7 +155,7 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 		}
 		if len(active) == 0 && !need {
 			ix.cfg.Progress.SetPhase("folders", "")
-			n, err := ix.db.Folders().UpdateFolderSigs(ctx)
+			n, err := ix.db.UpdateFolderSigs(ctx)
 			if err != nil {
 				return fmt.Errorf("update folder signatures: %w", err)
 			}
@@ -180,7 +180,7 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 // own kept 8 MB live through its index builds. The cache only spares the
 // hash job reads, so dropping it early is never wrong.
 func (ix *Indexer) forgetSizes(ctx context.Context, done int64) {
-	active, err := ix.db.Jobs().ActiveJobs(ctx)
+	active, err := ix.db.ActiveJobs(ctx)
 	if err != nil {
 		return // kept: Drain drops it when the scans are over
 	}
@@ -257,13 +257,13 @@ func (ix *Indexer) hashNeeded(ctx context.Context, queued bool) (bool, error) {
 	if err != nil || se != he || !queued {
 		return se != he, err
 	}
-	return ix.db.Jobs().AnyQueued(ctx)
+	return ix.db.AnyQueued(ctx)
 }
 
 // activeIndexJobs lists the scan and hash jobs still pending, running or
 // waiting to be retried.
 func (ix *Indexer) activeIndexJobs(ctx context.Context) ([]store.Job, error) {
-	all, err := ix.db.Jobs().ActiveJobs(ctx)
+	all, err := ix.db.ActiveJobs(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -291,7 +291,7 @@ func describeWait(j store.Job) string {
 func (ix *Indexer) runClaimable(ctx context.Context, kind string) (bool, error) {
 	worked := false
 	for {
-		job, lease, err := ix.db.Jobs().Claim(ctx, kind, ix.owner, ix.cfg.LeaseTTL)
+		job, lease, err := ix.db.Claim(ctx, kind, ix.owner, ix.cfg.LeaseTTL)
 		if errors.Is(err, store.ErrNotFound) {
 			return worked, nil
 		}
@@ -322,7 +322,7 @@ func (ix *Indexer) keepalive(ctx context.Context, l store.Lease, cancel context.
 	progress func() (float64, int64)) (stop func()) {
 	return store.KeepLease(ctx, l.TTL/3, cancel, func(ctx context.Context) error {
 		p, n := progress()
-		err := ix.db.Jobs().Heartbeat(ctx, l, p, n)
+		err := ix.db.Heartbeat(ctx, l, p, n)
 		if err != nil && !errors.Is(err, store.ErrLeaseLost) && ctx.Err() == nil {
 			ix.cfg.Warn(fmt.Sprintf("heartbeat of job %d: %v", l.ID, err))
 		}
@@ -339,7 +339,7 @@ func (ix *Indexer) finish(ctx context.Context, l store.Lease, status, code, msg 
 	}
 	wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
-	err := ix.db.Jobs().Finish(wctx, l, status, code, msg, after)
+	err := ix.db.Finish(wctx, l, status, code, msg, after)
 	if errors.Is(err, store.ErrLeaseLost) {
 		return nil
 	}

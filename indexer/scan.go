@@ -60,7 +60,7 @@ var preloadFolders int64 = 1 << 15 // a variable for tests
 const maxBatchOps = 20000
 
 func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease) error {
-	root, err := ix.db.Files().Root(ctx, job.RootID)
+	root, err := ix.db.Root(ctx, job.RootID)
 	if errors.Is(err, store.ErrNotFound) {
 		return ix.finish(ctx, lease, store.StatusCancelled, "root_removed", "the root was removed", nil)
 	}
@@ -105,13 +105,13 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		if err != nil {
 			return err
 		}
-	} else if bulk, err = ix.db.Files().BulkLoading(ctx); err != nil {
+	} else if bulk, err = ix.db.BulkLoading(ctx); err != nil {
 		return err
 	}
 	s.w = &walker{ctx: ctx, dbctx: context.WithoutCancel(ctx), ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
 		resume: s.cp.HasLast && !targeted, checkpoint: string(s.cp.Last), bulk: bulk, warn: ix.cfg.Warn}
 	if !bulk && !targeted && root.FolderCount <= preloadFolders {
-		if s.w.subfolders, err = ix.db.Files().SubfoldersOfRoot(ctx, root.ID); err != nil {
+		if s.w.subfolders, err = ix.db.SubfoldersOfRoot(ctx, root.ID); err != nil {
 			return err
 		}
 	}

@@ -170,7 +170,7 @@ func TestHashRunReadsOneLargeFileAtATimePerRotatingDisk(t *testing.T) {
 			var notices []string
 			var mu sync.Mutex
 			cfg.Notice = func(s string) { mu.Lock(); notices = append(notices, s); mu.Unlock() }
-			ix := New(e.db, cfg)
+			ix := New(IndexOf(e.db), cfg)
 			var inRead, most atomic.Int32
 			ix.hook = func(stage, path string) {
 				if stage != "read" {

@@ -32,7 +32,7 @@ func TestMutateDuringIndex(t *testing.T) {
 			cfg.MaxBytesPerSec = 2 << 20
 			cfg.BatchDuration = 10 * time.Millisecond
 			done := make(chan error, 1)
-			go func() { done <- New(e.db, cfg).Run(context.Background()) }()
+			go func() { done <- New(IndexOf(e.db), cfg).Run(context.Background()) }()
 			ops := 0
 		loop:
 			for {

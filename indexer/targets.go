@@ -25,7 +25,7 @@ import (
 // scan that has not started covers them. It reports false when a scan of
 // the root is running: the caller keeps the folders and tries again.
 func (ix *Indexer) Rescan(ctx context.Context, rootID int64, folders []string) (bool, error) {
-	v, err := ix.db.Jobs().EnqueueScanWith(ctx, rootID, func(status, checkpoint string) (string, store.ScanMerge) {
+	v, err := ix.db.EnqueueScanWith(ctx, rootID, func(status, checkpoint string) (string, store.ScanMerge) {
 		var cp scanCheckpoint
 		if checkpoint != "" {
 			if err := json.Unmarshal([]byte(checkpoint), &cp); err != nil {
@@ -96,7 +96,7 @@ func (s *scanRun) walkTargets(ctx context.Context) error {
 // the index holds live and that is a folder on disk.
 func (s *scanRun) nearestFolder(dir string) (store.FolderRow, bool, error) {
 	for store.Within(s.root.Path, dir) {
-		row, err := s.ix.db.Files().FolderByPath(s.w.dbctx, dir)
+		row, err := s.ix.db.FolderByPath(s.w.dbctx, dir)
 		switch {
 		case err == nil && !row.Missing && row.RootID == s.root.ID:
 			var st unix.Stat_t

@@ -84,7 +84,7 @@ func TestTargetedScansFollowChanges(t *testing.T) {
 					}
 				}
 				sort.Strings(targets)
-				ix := New(e.db, e.config())
+				ix := New(IndexOf(e.db), e.config())
 				queued, err := ix.Rescan(ctx, roots[0].ID, targets)
 				if err != nil || !queued {
 					t.Fatalf("rescan: %v %v", queued, err)

@@ -131,7 +131,7 @@ func (e *env) thumbConfig() ThumbConfig {
 
 func (e *env) drain(cfg ThumbConfig) *Thumbnailer {
 	e.tb.Helper()
-	th, err := NewThumbnailer(e.db, cfg)
+	th, err := NewThumbnailer(ThumbIndexOf(e.db), cfg)
 	if err != nil {
 		e.tb.Fatal(err)
 	}

@@ -38,7 +38,7 @@ func (t *Thumbnailer) makeOne(ctx context.Context, row store.Thumb, lease store.
 		t.cfg.Warn(fmt.Sprintf("thumbnail of %s: lease lost; another worker has it", row.Key))
 		return nil
 	case ctx.Err() != nil:
-		if err := t.db.Thumbs().ReleaseThumb(fctx, lease); err != nil && !errors.Is(err, store.ErrLeaseLost) {
+		if err := t.db.ReleaseThumb(fctx, lease); err != nil && !errors.Is(err, store.ErrLeaseLost) {
 			return err
 		}
 		return nil
@@ -47,17 +47,17 @@ func (t *Thumbnailer) makeOne(ctx context.Context, row store.Thumb, lease store.
 		if code != thumb.CodeFFmpegMissing || !t.ffmpegWarned.Swap(true) {
 			t.cfg.Warn(fmt.Sprintf("thumbnail of %s failed: %s: %s", row.Key, code, msg))
 		}
-		return ignoreLost(t.db.Thumbs().FinishThumbFailed(fctx, lease, code, msg, t.backoff(code, row.ErrorCount)))
+		return ignoreLost(t.db.FinishThumbFailed(fctx, lease, code, msg, t.backoff(code, row.ErrorCount)))
 	}
 	size, err := t.write(row.Key, res.JPEG)
 	if err != nil {
-		if rerr := t.db.Thumbs().ReleaseThumb(fctx, lease); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
+		if rerr := t.db.ReleaseThumb(fctx, lease); rerr != nil && !errors.Is(rerr, store.ErrLeaseLost) {
 			err = errors.Join(err, rerr)
 		}
 		return err
 	}
 	t.cfg.Progress.ThumbsMade.Add(1)
-	return ignoreLost(t.db.Thumbs().FinishThumbReady(fctx, lease, res.Width, res.Height, size))
+	return ignoreLost(t.db.FinishThumbReady(fctx, lease, res.Width, res.Height, size))
 }
 
 func ignoreLost(err error) error {
@@ -96,7 +96,7 @@ func (t *Thumbnailer) render(ctx context.Context, row store.Thumb) (thumb.Result
 	if !row.Group {
 		return thumb.Result{}, CodeNotAGroup, row.Key + " is no longer a duplicate group"
 	}
-	srcs, err := t.db.Thumbs().ThumbSources(ctx, row.ContentID)
+	srcs, err := t.db.ThumbSources(ctx, row.ContentID)
 	if err != nil {
 		return thumb.Result{}, thumb.CodeIO, err.Error()
 	}
@@ -157,7 +157,7 @@ func (t *Thumbnailer) reserveRead(ctx context.Context, n int64) error {
 		return nil
 	}
 	cost := time.Duration(float64(n) / float64(t.cfg.MaxBytesPerSec) * float64(time.Second))
-	at, err := t.db.Jobs().ReserveIO(ctx, store.IOBucketThumbs, max(cost, time.Millisecond))
+	at, err := t.db.ReserveIO(ctx, store.IOBucketThumbs, max(cost, time.Millisecond))
 	if err != nil {
 		return err
 	}
@@ -206,7 +206,7 @@ func (t *Thumbnailer) write(key string, data []byte) (int64, error) {
 func (t *Thumbnailer) verifyCache(ctx context.Context) error {
 	var after int64
 	for {
-		rows, err := t.db.Thumbs().ThumbsPage(ctx, after, 1000)
+		rows, err := t.db.ThumbsPage(ctx, after, 1000)
 		if err != nil {
 			return err
 		}
@@ -223,7 +223,7 @@ func (t *Thumbnailer) verifyCache(ctx context.Context) error {
 			if err == nil && fi.Size() == r.BytesSize {
 				continue
 			}
-			if err := t.db.Thumbs().RemakeThumb(ctx, r.ID); err != nil {
+			if err := t.db.RemakeThumb(ctx, r.ID); err != nil {
 				return err
 			}
 		}
@@ -249,19 +249,19 @@ func (t *Thumbnailer) verifyCache(ctx context.Context) error {
 // cleanup schedules the cleanup of thumbnails whose content is no longer a
 // group and runs the due ones. It returns how many thumbnails it removed.
 func (t *Thumbnailer) cleanup(ctx context.Context) (int, error) {
-	if _, err := t.db.Thumbs().ScheduleThumbCleanups(ctx, t.cfg.CleanupDelay); err != nil {
+	if _, err := t.db.ScheduleThumbCleanups(ctx, t.cfg.CleanupDelay); err != nil {
 		return 0, err
 	}
 	n := 0
 	for ctx.Err() == nil {
-		c, err := t.db.Thumbs().ClaimThumbCleanup(ctx, t.owner, t.cfg.LeaseTTL)
+		c, err := t.db.ClaimThumbCleanup(ctx, t.owner, t.cfg.LeaseTTL)
 		if errors.Is(err, store.ErrNotFound) {
 			break
 		}
 		if err != nil {
 			return n, err
 		}
-		removed, err := t.db.Thumbs().FinishThumbCleanup(ctx, c, func() error {
+		removed, err := t.db.FinishThumbCleanup(ctx, c, func() error {
 			name, err := store.ThumbFileName(c.Key)
 			if err != nil {
 				return err

@@ -100,7 +100,7 @@ func (c ThumbConfig) withDefaults() ThumbConfig {
 // those of groups that are gone. Several processes may run one on the same
 // index at once.
 type Thumbnailer struct {
-	db     *store.DB
+	db     ThumbIndex
 	cfg    ThumbConfig
 	owner  string
 	budget *thumb.Budget
@@ -120,7 +120,7 @@ type Thumbnailer struct {
 }
 
 // NewThumbnailer prepares a Thumbnailer; it creates cfg.Dir (0700).
-func NewThumbnailer(db *store.DB, cfg ThumbConfig) (*Thumbnailer, error) {
+func NewThumbnailer(db ThumbIndex, cfg ThumbConfig) (*Thumbnailer, error) {
 	cfg = cfg.withDefaults()
 	if cfg.Dir == "" {
 		return nil, errors.New("thumbnails: no cache directory")
@@ -214,7 +214,7 @@ func (t *Thumbnailer) start(ctx context.Context) error {
 		return err
 	}
 	if t.cfg.RetryFailed {
-		if _, err := t.db.Thumbs().RequeueFailedThumbs(ctx, true); err != nil {
+		if _, err := t.db.RequeueFailedThumbs(ctx, true); err != nil {
 			return err
 		}
 	}
@@ -237,7 +237,7 @@ func (t *Thumbnailer) pass(ctx context.Context, force bool) (bool, error) {
 	if _, err := thumb.FindFFmpeg(t.cfg.FFmpeg); err != nil {
 		keep = append(keep, thumb.CodeFFmpegMissing) // retrying cannot help yet
 	}
-	requeued, err := t.db.Thumbs().RequeueFailedThumbs(ctx, false, keep...)
+	requeued, err := t.db.RequeueFailedThumbs(ctx, false, keep...)
 	if err != nil {
 		return false, err
 	}
@@ -245,7 +245,7 @@ func (t *Thumbnailer) pass(ctx context.Context, force bool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	seq, _, err := t.db.View().LastChange(ctx)
+	seq, _, err := t.db.LastChange(ctx)
 	if err != nil {
 		return false, err
 	}
@@ -278,7 +278,7 @@ func (t *Thumbnailer) pass(ctx context.Context, force bool) (bool, error) {
 // to admit.
 func (t *Thumbnailer) work(ctx context.Context, made *atomic.Int64) error {
 	for ctx.Err() == nil {
-		row, lease, err := t.db.Thumbs().ClaimThumb(ctx, t.owner, t.cfg.LeaseTTL)
+		row, lease, err := t.db.ClaimThumb(ctx, t.owner, t.cfg.LeaseTTL)
 		if errors.Is(err, store.ErrNotFound) {
 			n, full, err := t.admit(ctx)
 			switch {
@@ -315,7 +315,7 @@ func (t *Thumbnailer) admit(ctx context.Context) (int, bool, error) {
 	defer t.admitMu.Unlock()
 	for !t.exhausted {
 		const page = 512
-		cs, err := t.db.Thumbs().ThumbCandidates(ctx, t.cursor, page)
+		cs, err := t.db.ThumbCandidates(ctx, t.cursor, page)
 		if err != nil {
 			return 0, false, err
 		}
@@ -327,7 +327,7 @@ func (t *Thumbnailer) admit(ctx context.Context) (int, bool, error) {
 				at = append(at, c)
 			}
 		}
-		n, done, err := t.db.Thumbs().AdmitThumbs(ctx, as, t.cfg.QueueCapacity)
+		n, done, err := t.db.AdmitThumbs(ctx, as, t.cfg.QueueCapacity)
 		if err != nil {
 			return 0, false, err
 		}

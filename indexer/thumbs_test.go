@@ -308,7 +308,7 @@ func TestServeMakesThumbnailsOfNewGroups(t *testing.T) {
 	e.run()
 	cfg := e.thumbConfig()
 	cfg.PollInterval = 20 * time.Millisecond
-	th, err := NewThumbnailer(e.db, cfg)
+	th, err := NewThumbnailer(ThumbIndexOf(e.db), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -353,7 +353,7 @@ func TestThumbnailCacheIsPrivate(t *testing.T) {
 	os.WriteFile(thumb, []byte("jpeg"), 0o644)
 	var warned []string
 	cfg.Warn = func(s string) { warned = append(warned, s) }
-	if _, err := NewThumbnailer(e.db, cfg); err != nil {
+	if _, err := NewThumbnailer(ThumbIndexOf(e.db), cfg); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := os.Stat(cfg.Dir)

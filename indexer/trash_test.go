@@ -140,7 +140,7 @@ func TestTargetedScanLeavesTrashOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	roots, _ := e.db.Files().Roots(ctx)
-	ix := New(e.db, e.config())
+	ix := New(IndexOf(e.db), e.config())
 	if _, err := ix.Rescan(ctx, roots[0].ID, []string{files, filepath.Join(e.dir, "home/u/photos")}); err != nil {
 		t.Fatal(err)
 	}

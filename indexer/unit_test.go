@@ -274,7 +274,7 @@ func TestSizesForgottenAfterTheScans(t *testing.T) {
 	e := newEnv(t)
 	tree(t, e.dir, map[string]string{"a": "1", "b": "22", "c": "333", "d": "333"})
 	e.addRoot(store.RootSpec{})
-	ix := New(e.db, e.config())
+	ix := New(IndexOf(e.db), e.config())
 	if err := ix.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +305,7 @@ func TestWalkReadsTheFirstFileOfASizeLate(t *testing.T) {
 			e.addRoot(store.RootSpec{})
 			var mu sync.Mutex
 			var opened []string
-			ix := New(e.db, e.config())
+			ix := New(IndexOf(e.db), e.config())
 			ix.hook = func(stage, path string) {
 				if stage == "open" {
 					mu.Lock()
@@ -353,7 +353,7 @@ func TestWalkingIsToldOfEachWalk(t *testing.T) {
 	}
 	for run := 1; run <= 2; run++ {
 		calls = nil
-		if err := New(e.db, cfg).Run(context.Background()); err != nil {
+		if err := New(IndexOf(e.db), cfg).Run(context.Background()); err != nil {
 			t.Fatal(err)
 		}
 		mu.Lock()

@@ -54,7 +54,7 @@ type walker struct {
 	sizes      *sizeCache
 	links      linkCache
 	ahead      aheadGate // whether the walk reads ahead (readahead.go)
-	db         *store.DB
+	db         Index
 	root       store.Root
 	rootDev    uint64
 	checkpoint string // rel of the last folder an earlier attempt committed; "" for none
@@ -222,7 +222,7 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 		return nil
 	}
 	if n.dbRow == nil {
-		f, err := w.db.Files().FolderByPath(w.dbctx, n.abs)
+		f, err := w.db.FolderByPath(w.dbctx, n.abs)
 		if errors.Is(err, store.ErrNotFound) {
 			return nil
 		}
@@ -237,7 +237,7 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 	dirs, preloaded := w.subfolders[n.dbRow.ID]
 	if !res.same || !preloaded && w.subfolders == nil {
 		var err error
-		if files, dirs, err = w.db.Files().FolderListing(w.dbctx, n.dbRow.ID, !res.same); err != nil {
+		if files, dirs, err = w.db.FolderListing(w.dbctx, n.dbRow.ID, !res.same); err != nil {
 			return err
 		}
 	}

@@ -156,7 +156,7 @@ func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat, pre *rawFile) 
 	}
 	if !w.bulk {
 		// (A bulk load began with no files: nothing to reuse.)
-		h, err := w.db.Files().ReusableHash(w.dbctx, f.Size, f.MtimeNS, f.Dev, f.Ino)
+		h, err := w.db.ReusableHash(w.dbctx, f.Size, f.MtimeNS, f.Dev, f.Ino)
 		if err == nil && h != nil && (h.Status == store.HashDone || f.Size > SmallFile) {
 			return h
 		}

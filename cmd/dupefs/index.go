@@ -188,7 +188,7 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		if opts.Watch {
 			err = indexAndWatch(ctx, con, db, cfg, &opts.WatchOpts, 0, nil, stopShow)
 		} else {
-			err = indexer.New(db, cfg).Run(ctx)
+			err = indexer.New(indexer.IndexOf(db), cfg).Run(ctx)
 		}
 		stopShow()
 		stopMaint()
@@ -282,7 +282,7 @@ func startMaintainer(ctx context.Context, db *store.DB, cfg indexer.MaintainConf
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		indexer.NewMaintainer(db, cfg).Serve(ctx)
+		indexer.NewMaintainer(db.Maint(), cfg).Serve(ctx)
 	}()
 	return func() {
 		cancel()

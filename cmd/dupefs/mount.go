@@ -140,7 +140,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		}
 		var th *indexer.Thumbnailer
 		if !db.ReadOnly() {
-			if th, err = indexer.NewThumbnailer(db, tcfg); err != nil {
+			if th, err = indexer.NewThumbnailer(indexer.ThumbIndexOf(db), tcfg); err != nil {
 				return err
 			}
 			tcfg.Dir = th.Dir()
@@ -232,7 +232,7 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 		})
 	}
 	if !db.ReadOnly() {
-		wg.Go(func() { indexer.NewMaintainer(db, bg.maintain).Serve(ictx) })
+		wg.Go(func() { indexer.NewMaintainer(db.Maint(), bg.maintain).Serve(ictx) })
 	}
 	indexed := make(chan struct{})
 	go func() {

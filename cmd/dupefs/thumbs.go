@@ -148,7 +148,7 @@ func runThumbs(ctx context.Context, g globalOptions, opts thumbsOptions, stdout,
 		return err
 	}
 	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
-		th, err := indexer.NewThumbnailer(db, cfg)
+		th, err := indexer.NewThumbnailer(indexer.ThumbIndexOf(db), cfg)
 		if err != nil {
 			return err
 		}

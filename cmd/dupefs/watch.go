@@ -39,7 +39,7 @@ func watchOptionsFrom(c *cli.Context) watchOptions {
 // indexed, when set, is called once the first index is done.
 func indexAndWatch(ctx context.Context, con *console, db *store.DB, cfg indexer.Config, wo *watchOptions,
 	rescan time.Duration, skip []string, indexed func()) error {
-	ix := indexer.New(db, cfg)
+	ix := indexer.New(indexer.IndexOf(db), cfg)
 	var w *watch.Watcher
 	if wo != nil {
 		skip = append(skip, db.Path(), db.Path()+"-wal", db.Path()+"-shm", db.Path()+"-journal")

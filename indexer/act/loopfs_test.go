@@ -46,7 +46,7 @@ func (fx *fixture) index() {
 	if _, _, err := fx.db.Files().AddRoot(ctx, store.RootSpec{Path: fx.root}, false); err != nil {
 		fx.t.Fatal(err)
 	}
-	if err := indexer.New(fx.db, indexer.Config{Workers: 2}).Run(ctx); err != nil {
+	if err := indexer.New(indexer.IndexOf(fx.db), indexer.Config{Workers: 2}).Run(ctx); err != nil {
 		fx.t.Fatal(err)
 	}
 }

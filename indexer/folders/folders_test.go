@@ -69,7 +69,7 @@ func index(t *testing.T, root string) *store.DB {
 
 func reindex(t *testing.T, db *store.DB) {
 	t.Helper()
-	if err := indexer.New(db, indexer.Config{Workers: 2}).Run(context.Background()); err != nil {
+	if err := indexer.New(indexer.IndexOf(db), indexer.Config{Workers: 2}).Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if bad, err := db.Folders().VerifyFolderSigs(context.Background()); err != nil || len(bad) > 0 {

@@ -43,7 +43,7 @@ func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixt
 			t.Fatal(err)
 		}
 	}
-	ix := indexer.New(db, indexer.Config{Workers: 2})
+	ix := indexer.New(indexer.IndexOf(db), indexer.Config{Workers: 2})
 	cfg.Backend = backend
 	cfg.Skip = []string{db.Path()}
 	cfg.Warn = func(s string) { f.mu.Lock(); f.warns = append(f.warns, s); f.mu.Unlock() }

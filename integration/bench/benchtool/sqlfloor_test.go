@@ -51,7 +51,7 @@ func TestSQLFloorReplaysTheSameIndex(t *testing.T) {
 	if _, _, err := db.Files().AddRoot(ctx, store.RootSpec{Path: tree}, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := indexer.New(db, indexer.Config{Workers: 2}).Run(ctx); err != nil {
+	if err := indexer.New(indexer.IndexOf(db), indexer.Config{Workers: 2}).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
 	db.Close()
