@@ -60,86 +60,8 @@ func manPage(app *cli.App) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	return page + manExtra, nil
+	return manFinish(app, page), nil
 }
-
-const manDescription = `dupefs indexes the files under the folders you choose (its roots) into one
-SQLite file, finds the files with the same content, reports them in the formats
-of fclones and fdupes, finds duplicate folders, acts on duplicates through a
-ledger that makes every action exactly-once and undoable, and mounts a
-read-only view of the duplicates that follows the disk.`
-
-const manExtra = `.SH EXIT STATUS
-.TP
-0
-success
-.TP
-1
-check: some FILE (or a file under DIR) is new
-.TP
-2
-any other error; for dedupe, link and remove, some action failed
-.TP
-3
-bad flags or arguments
-.TP
-4
-a root or PATH is missing or not a folder
-.TP
-5
-the index is absent, unreadable, corrupt or from a newer dupefs
-.TP
-6
-the disk holding the index is full
-.TP
-7
-the mount point is unusable, or mounting or unmounting failed
-.TP
-8
-folders: the index is still being built
-.TP
-130
-stopped by SIGINT or SIGTERM
-.SH FILES
-.TP
-$XDG_STATE_HOME/dupefs/index.db
-the index (~/.local/state/dupefs/index.db)
-.TP
-$XDG_CACHE_HOME/dupefs/thumbs
-the thumbnail cache
-.TP
-$XDG_CONFIG_HOME/dupefs/mount.conf, $XDG_CONFIG_HOME/dupefs/INSTANCE.conf
-DUPEFS_ROOTS and DUPEFS_FLAGS for the user unit dupefs-mount@INSTANCE.service
-.TP
-/etc/dupefs/mount.conf, /etc/dupefs/INSTANCE.conf
-the same for the system unit
-.SH ENVIRONMENT
-.TP
-GOMAXPROCS
-how many goroutines run at once; unset, as many as the CPUs, and twice as
-many while a scan waits on a cold disk (set, dupefs keeps it as it is)
-.TP
-XDG_STATE_HOME, XDG_CACHE_HOME, XDG_CONFIG_HOME
-where the index, the thumbnail cache and the mount settings are (see FILES)
-.SH FSTAB
-A line such as
-.PP
-.nf
-/usr/bin/dupefs#/home/u/Pictures:/srv/photos /mnt/dupes fuse ro,noauto,x-systemd.automount,db=/var/lib/dupefs/index.db 0 0
-.fi
-.PP
-mounts the view with mount(8) (through mount.fuse of fuse3; type fuse.dupefs
-finds dupefs on PATH). The source holds the roots, separated by ':' (none: the
-index's roots as they are; a root holding ':' goes in a root= option). Options:
-db=, cache-dir=, log= (default: dupefs-mount.log beside the index), root=,
-allow_other, no-index, no-watch, no-thumbs, serve=links|files, hash=, workers=,
-io-depth=, rotational=, rescan-every=, max-hashes-per-sec=, max-bytes-per-sec=; ro, dev, suid, auto,
-noauto, user, nofail, defaults, _netdev, the atime options and x-* are ignored
-(the view is always ro,nosuid,nodev; rw is ignored with a warning). dupefs
-returns once the view answers and serves it in the background until umount.
-.SH SEE ALSO
-fusermount3(1), mount.fuse3(8), systemd.service(5), fclones(1), fdupes(1), rmlint(1)
-`
 
 // bashCompletion completes commands, their flags, and file names.
 func bashCompletion(app *cli.App) string {

@@ -37,8 +37,21 @@
 #   COLD=1              also cold-cache runs (as root: sync and drop caches
 #                       before each; 0 skips them)
 #   BENCH_DIR=/tmp/dupefs-bench   where trees, indexes and results go
+#   BENCH_LOG=integration/bench/RESULTS.md   the dated log the run's results
+#                       are appended to when it ends ("" to leave it alone)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
+# knobs: the command as it was typed, with the knobs set in the environment
+# (before this script sets its defaults).
+knobs() {
+	local v out=""
+	for v in RUNS BENCH_FILES BENCH_TREE PHOTOS EDITS SCALE SCALE_RUNS MOUNT_GROUPS THUMB_PHOTOS FOLDER_COUNT \
+		LIVE_N ACT_FILES ONLY COLD BENCH_DIR; do
+		if [ -n "${!v+x}" ]; then out+="$v=${!v} "; fi
+	done
+	echo "${out}make bench"
+}
+COMMAND=$(knobs)
 ROOT=$PWD
 BIN=$ROOT/bin/dupefs
 WORK=${BENCH_DIR:-/tmp/dupefs-bench}
@@ -50,6 +63,8 @@ PHOTOS=${PHOTOS:-2200}
 EDITS=${EDITS:-200}
 mkdir -p "$WORK"
 RESULTS=$WORK/results.md
+LOG=${BENCH_LOG-$ROOT/integration/bench/RESULTS.md}
+STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
 # target LABEL VALUE LIMIT: a figure the speed targets bound (VALUE <= LIMIT),
 # summed up at the end of the results.
 TARGETS=$WORK/targets.txt
@@ -314,9 +329,10 @@ scale() {
 }
 
 {
-	echo "## dupefs bench $(date -u +%Y-%m-%dT%H:%MZ)"
+	echo "## $STARTED make bench"
 	echo
-	echo "dupefs $("$BIN" --version | awk '{print $NF}'), $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo); $RUNS runs per tool after a warm-up run; medians."
+	echo "Command: \`$COMMAND\`."
+	echo "dupefs $("$BIN" --version | awk '{print $NF}' | tr -d ')'), $(nproc) CPUs, $(awk '/MemTotal/{printf "%.0f GiB", $2/1048576}' /proc/meminfo); $RUNS runs per tool after a warm-up run; medians."
 	for p in jdupes rdfind fdupes rmlint; do printf '%s: %s; ' "$p" "$(dpkg-query -W -f '${Version}' "$p" 2>/dev/null || echo '?')"; done
 	echo
 } | tee "$RESULTS"
@@ -356,6 +372,14 @@ if [ -f "$TARGETS" ]; then
 				"$(awk -v v="$value" -v l="$limit" 'BEGIN{print (v <= l) ? "met" : "not met"}')"
 		done <"$TARGETS"
 	} | tee -a "$RESULTS"
+fi
+# The run goes on the dated log beside the bench, as printed.
+if [ -n "$LOG" ]; then
+	{
+		echo
+		cat "$RESULTS"
+	} >>"$LOG"
+	echo "appended to $LOG" >&2
 fi
 echo >&2
 echo "results: $RESULTS" >&2
