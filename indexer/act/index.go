@@ -66,4 +66,3 @@ type View interface {
 
 // GroupsOf is the Groups of an open index.
 func GroupsOf(db *store.DB) Groups { return Groups{db.Files(), db.View()} }
-
