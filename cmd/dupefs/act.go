@@ -180,7 +180,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		if err != nil {
 			return err
 		}
-		trashes, err := knownTrashes(ctx, db)
+		trashes, err := knownTrashes(ctx, db.Ledger())
 		if err != nil {
 			return err
 		}
@@ -258,8 +258,10 @@ func reconcileDead(ctx context.Context, db *store.DB, con *console) error {
 // knownTrashes are the home Trash folders never indexed nor acted on:
 // this user's, and those the plans recorded (a run with another
 // $XDG_DATA_HOME).
-func knownTrashes(ctx context.Context, db *store.DB) ([]string, error) {
-	recorded, err := db.Ledger().HomeTrashes(ctx)
+func knownTrashes(ctx context.Context, ledger interface {
+	HomeTrashes(ctx context.Context) ([]string, error)
+}) ([]string, error) {
+	recorded, err := ledger.HomeTrashes(ctx)
 	if err != nil {
 		return nil, err
 	}

@@ -171,7 +171,7 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		if len(roots) == 0 {
 			return usageErrorf("no roots to index: give PATHs (dupefs index ~/Pictures), or add them with 'dupefs root add'")
 		}
-		trashes, err := knownTrashes(ctx, db)
+		trashes, err := knownTrashes(ctx, db.Ledger())
 		if err != nil {
 			return err
 		}

@@ -120,7 +120,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		if err := checkOverlap(ctx, db, mnt); err != nil {
 			return err
 		}
-		trashes, err := knownTrashes(ctx, db)
+		trashes, err := knownTrashes(ctx, db.Ledger())
 		if err != nil {
 			return err
 		}

@@ -214,7 +214,7 @@ func runRootLs(ctx context.Context, g globalOptions, opts rootLsOptions, stdout,
 
 func runRootRm(ctx context.Context, g globalOptions, arg string, stdout, stderr io.Writer) error {
 	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
-		r, err := findRoot(ctx, db, arg)
+		r, err := findRoot(ctx, db.Files(), arg)
 		if err != nil {
 			return err
 		}
@@ -227,7 +227,9 @@ func runRootRm(ctx context.Context, g globalOptions, arg string, stdout, stderr 
 }
 
 // findRoot finds the root a command-line path names, as typed or resolved.
-func findRoot(ctx context.Context, db *store.DB, arg string) (store.Root, error) {
+func findRoot(ctx context.Context, db interface {
+	RootByPath(ctx context.Context, path string) (store.Root, error)
+}, arg string) (store.Root, error) {
 	abs, err := filepath.Abs(arg)
 	if err != nil {
 		return store.Root{}, usageErrorf("%s: %v", store.EscapePath(arg), err)
@@ -237,7 +239,7 @@ func findRoot(ctx context.Context, db *store.DB, arg string) (store.Root, error)
 		candidates = append(candidates, real)
 	}
 	for _, p := range candidates {
-		r, err := db.Files().RootByPath(ctx, p)
+		r, err := db.RootByPath(ctx, p)
 		if err == nil {
 			return r, nil
 		}

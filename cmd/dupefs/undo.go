@@ -47,7 +47,7 @@ func undoCommand() *cli.Command {
 func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, stderr io.Writer) error {
 	con := newConsole(stderr)
 	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
-		p, err := planToUndo(ctx, db, opts.Plan)
+		p, err := planToUndo(ctx, db.Ledger(), opts.Plan)
 		if err != nil {
 			return err
 		}
@@ -79,8 +79,10 @@ func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, std
 
 // planToUndo is plan id, or for 0 the last plan that changed anything or
 // still has work under way (a plan that did nothing has nothing to undo).
-func planToUndo(ctx context.Context, db *store.DB, id int64) (store.ActionPlan, error) {
-	plans, err := db.Ledger().Plans(ctx, id, 0)
+func planToUndo(ctx context.Context, ledger interface {
+	Plans(ctx context.Context, id int64, limit int) ([]store.ActionPlan, error)
+}, id int64) (store.ActionPlan, error) {
+	plans, err := ledger.Plans(ctx, id, 0)
 	if err != nil {
 		return store.ActionPlan{}, err
 	}
