@@ -1,9 +1,15 @@
 package store
 
 import (
+	"compress/gzip"
 	"context"
+	"crypto/sha256"
 	"database/sql"
+	"encoding/hex"
 	"fmt"
+	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -160,5 +166,132 @@ func TestMigrateRepairsBulkLoadDefinition(t *testing.T) {
 	}
 	if !sameSQL(def, contentIndexSQL) {
 		t.Errorf("files_content is %q, want %q", def, contentIndexSQL)
+	}
+}
+
+// landed pins every migration file as it landed. A file that is in the
+// index of someone's machine is never edited: a change to the schema is a
+// new file, and its checksum is added here when it lands.
+var landed = map[string]string{
+	"0001_init.sql":                   "455eec55002cbfaf290ec83edde2ddddf8ee16d09f7d95112729bf7a225b5bbe",
+	"0002_thumbnails_maintenance.sql": "e7af7ef594d28dfc796eab7f1a5b5d856331388d648e233b3d7115867d1fb1ed",
+	"0003_folder_listing_sig.sql":     "2c05c7c1796ed99328892007645bf8d09973f236533d0733c837da16a2e9ff42",
+	"0004_action_ledger.sql":          "256f05630e5fb8d6f89071ad71515db1df802927ea33d8cd21c51bd1302adbdd",
+	"0005_folder_signatures.sql":      "beed0ca7509139a756be2f240fb5dfbf27f504658ae73ed1aed94d15ec0e6def",
+	"0006_action_roles.sql":           "c98f8a204dca1f816b93125784d8eecc717870333bc76d4e09c8a87ec4cf085f",
+	"0007_repair_edited.sql":          "a5653b92a5e97754ade5ce4d246199f75995487e271f5b325a15da879c7b8bdb",
+}
+
+func TestLandedMigrationsAreNeverEdited(t *testing.T) {
+	names, err := fs.Glob(migrations.FS, "*.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+		b, err := fs.ReadFile(migrations.FS, n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sum := sha256.Sum256(b)
+		got := hex.EncodeToString(sum[:])
+		want, ok := landed[n]
+		switch {
+		case !ok:
+			t.Errorf("%s is not pinned: once it lands, add \"%s\": \"%s\" to landed", n, n, got)
+		case got != want:
+			t.Errorf("%s has sha256 %s, pinned %s: migrations are never edited once landed: add a new one", n, got, want)
+		}
+	}
+	for n := range landed {
+		if !seen[n] {
+			t.Errorf("%s landed and is gone: migrations are never edited once landed: add a new one", n)
+		}
+	}
+}
+
+// testdata/index-0006.db.gz is an index made by the release whose newest
+// migration is 0006 (dupefs index of a small tree with three groups of
+// files and one of folders, then a dupefs link of one group), checkpointed
+// and gzipped. Opened by this build, it is migrated to a fresh index's
+// schema and reads as it did.
+func TestOpenIndexOfRelease0006(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "index.db")
+	gunzipTo(t, filepath.Join("testdata", "index-0006.db.gz"), path)
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if got, want := schemaOf(t, path), freshSchema(t); got != want {
+		t.Errorf("schema after upgrade differs from a fresh index's:\n got: %s\nwant: %s", got, want)
+	}
+
+	tot, err := db.Totals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tot.Roots != 1 || tot.Files != 12 || tot.Groups != 3 || tot.GroupFiles != 7 || tot.FolderGroups != 1 {
+		t.Errorf("totals: %+v; want 1 root, 12 files, 3 groups of 7 files, 1 folder group", tot)
+	}
+	groups, err := db.View().GroupsPage(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files int64
+	for _, g := range groups {
+		paths, err := db.View().GroupPaths(ctx, g.ID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if int64(len(paths)) != g.Files || g.Algo != "sha256" {
+			t.Errorf("group %d: %d paths, %d files, algo %s", g.ID, len(paths), g.Files, g.Algo)
+		}
+		files += g.Files
+	}
+	if len(groups) != 3 || files != 7 {
+		t.Errorf("GroupsPage: %d groups of %d files, want 3 of 7", len(groups), files)
+	}
+	fgs, err := db.View().FolderGroupsPage(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(fgs) != 1 || fgs[0].Folders != 2 {
+		t.Errorf("folder groups: %+v, want one of 2 folders", fgs)
+	}
+	plans, err := db.Ledger().Plans(ctx, 0, 10)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(plans) != 1 || plans[0].Op != "link" || plans[0].Counts["done"] != 1 {
+		t.Errorf("plans: %+v, want one link plan with one action done", plans)
+	}
+	if err := db.Check(ctx, true); err != nil {
+		t.Error(err)
+	}
+}
+
+func gunzipTo(t *testing.T, src, dst string) {
+	t.Helper()
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	zr, err := gzip.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := os.OpenFile(dst, os.O_CREATE|os.O_WRONLY|os.O_EXCL, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := io.Copy(out, zr); err != nil {
+		t.Fatal(err)
+	}
+	if err := out.Close(); err != nil {
+		t.Fatal(err)
 	}
 }
