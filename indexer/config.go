@@ -4,6 +4,8 @@ import (
 	"io"
 	"runtime"
 	"time"
+
+	"github.com/dupefs/dupefs/store"
 )
 
 // Config tunes an Indexer. The zero value is usable: every zero field takes
@@ -22,7 +24,7 @@ type Config struct {
 	// virtual disks excepted; see spindle.go).
 	Rotational Rotational
 	// LeaseTTL is how long a job stays claimed without a heartbeat
-	// (default 30s). Heartbeats run every LeaseTTL/3.
+	// (default store.DefaultLeaseTTL). Heartbeats run every LeaseTTL/3.
 	LeaseTTL time.Duration
 	// BatchDuration bounds how long a batch of writes gathers before it is
 	// committed, and so how long one write transaction is held (default
@@ -77,7 +79,7 @@ func (c Config) withDefaults() Config {
 		c.IODepth = 32
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 30 * time.Second
+		c.LeaseTTL = store.DefaultLeaseTTL
 	}
 	if c.BatchDuration <= 0 {
 		c.BatchDuration = 250 * time.Millisecond

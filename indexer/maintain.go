@@ -18,7 +18,8 @@ type MaintainConfig struct {
 	Every time.Duration
 	// Poll is how often the WAL size is looked at (default 5s).
 	Poll time.Duration
-	// LeaseTTL is how long a claimed job stays claimed (default 30s).
+	// LeaseTTL is how long a claimed job stays claimed (default
+	// store.DefaultLeaseTTL).
 	LeaseTTL time.Duration
 	// Warn receives problems that do not stop the run. May be nil.
 	Warn func(msg string)
@@ -35,7 +36,7 @@ func (c MaintainConfig) withDefaults() MaintainConfig {
 		c.Poll = 5 * time.Second
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 30 * time.Second
+		c.LeaseTTL = store.DefaultLeaseTTL
 	}
 	if c.Warn == nil {
 		c.Warn = func(string) {}

@@ -28,7 +28,7 @@ type ThumbConfig struct {
 	// (default: the number of CPUs, at most 4).
 	Workers int
 	// LeaseTTL is how long a claimed thumbnail stays claimed without a
-	// heartbeat (default 30s).
+	// heartbeat (default store.DefaultLeaseTTL).
 	LeaseTTL time.Duration
 	// QueueCapacity bounds the thumbnails pending or running at once,
 	// across every process (default 256).
@@ -67,7 +67,7 @@ func (c ThumbConfig) withDefaults() ThumbConfig {
 		c.Workers = min(runtime.NumCPU(), 4)
 	}
 	if c.LeaseTTL <= 0 {
-		c.LeaseTTL = 30 * time.Second
+		c.LeaseTTL = store.DefaultLeaseTTL
 	}
 	if c.QueueCapacity <= 0 {
 		c.QueueCapacity = 256

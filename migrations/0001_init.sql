@@ -179,8 +179,9 @@ CREATE TABLE jobs (
     finished_at         INTEGER,
     CHECK (status <> 'running' OR (worker_id IS NOT NULL AND lease_expires_at IS NOT NULL))
 );
--- The single-active mutexes (seed 000 section 5). retryable counts as active:
--- it is the same piece of work waiting for its next attempt.
+-- At most one active scan per root and one active hash job in the whole
+-- index, each held by a unique index. retryable counts as active: it is
+-- the same piece of work waiting for its next attempt.
 CREATE UNIQUE INDEX jobs_one_active_scan ON jobs (root_id)
     WHERE kind = 'scan' AND status IN ('pending', 'running', 'retryable');
 CREATE UNIQUE INDEX jobs_one_active_hash ON jobs (kind)
@@ -190,7 +191,7 @@ CREATE INDEX jobs_running ON jobs (lease_expires_at) WHERE status = 'running';
 CREATE INDEX jobs_list ON jobs (created_at DESC, id DESC);
 
 -- One row per scan of a root, with the hash metrics of the hash run that
--- followed it (seed 001 step 4b).
+-- followed it.
 CREATE TABLE scans (
     id                INTEGER PRIMARY KEY AUTOINCREMENT,
     root_id           INTEGER NOT NULL REFERENCES roots (id) ON DELETE CASCADE,

@@ -1,6 +1,5 @@
 -- 0002: thumbnails of image and video groups, their cleanup jobs, the global
--- I/O limiter and WAL maintenance jobs (seed 000 sections 3.3, 3.4, 4.3 to
--- 4.5, 7.2 to 7.5).
+-- I/O limiter and WAL maintenance jobs.
 
 -- One thumbnail per group (content). Admission is one conditional insert
 -- under a queue-capacity policy; a worker claims a pending row under a

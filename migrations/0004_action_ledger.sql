@@ -1,4 +1,4 @@
--- 0004: the action ledger (seed 002, for file operations): a plan per run
+-- 0004: the action ledger of file operations: a plan per run
 -- of dupefs dedupe, link or remove, and an action per (plan, copy), claimed
 -- under leases like every other queue, its state moving strictly forward.
 

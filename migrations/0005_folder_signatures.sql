@@ -1,10 +1,10 @@
--- 0005: folder signatures (seed 003 FR-006 to FR-008): per folder, the sum
--- of its own files' content terms and its whole subtree's (layout ignored),
--- with file count, bytes and the files whose content is not known yet. Folders whose files changed are noted in
--- folder_dirty by triggers; the indexer folds them in after each hash run,
--- moving every ancestor by one delta. Exact folder groups are kept in
--- folder_groups (ids stable while a signature stays a group) for the
--- mounted view.
+-- 0005: folder signatures: per folder, the sum of its own files' content
+-- terms and its whole subtree's (layout ignored), with file count, bytes
+-- and the files whose content is not known yet. Folders whose files
+-- changed are noted in folder_dirty by triggers; the indexer folds them
+-- in after each hash run, moving every ancestor by one delta. Exact folder
+-- groups are kept in folder_groups (ids stable while a signature stays a
+-- group) for the mounted view.
 
 ALTER TABLE folders ADD COLUMN own_sig      BLOB;
 ALTER TABLE folders ADD COLUMN own_files    INTEGER NOT NULL DEFAULT 0;

@@ -24,6 +24,13 @@ import (
 // take over) before the next claim. Holders renew their leases on the
 // one schedule of KeepLease, which cancels their work when a lease is lost.
 
+// DefaultLeaseTTL is the one default lease of every queue (jobs, thumbnails,
+// cleanups, WAL checkpoints, plans and actions): how long a claimed row
+// stays claimed without a heartbeat. Holders renew it every third of it
+// (KeepLease), so two renewals in a row may fail before it ends, and a
+// dead holder's work is taken up again within two minutes.
+const DefaultLeaseTTL = 120 * time.Second
+
 // Lease is what a worker holds on one row of a queue.
 type Lease struct {
 	Queue   *Queue

@@ -123,6 +123,11 @@ func applyMigration(ctx context.Context, w *sql.DB, m migration) error {
 	if done > 0 {
 		return nil // another process applied it while we waited for the lock
 	}
+	if repair := repairs[m.version]; repair != nil {
+		if err := repair(ctx, tx); err != nil {
+			return err
+		}
+	}
 	if _, err := tx.ExecContext(ctx, m.sql); err != nil {
 		return classify(fmt.Sprintf("migration %04d_%s", m.version, m.name), err)
 	}

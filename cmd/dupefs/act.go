@@ -30,7 +30,7 @@ type actOptions struct {
 	Groups     []string
 	FromReport string
 	DryRun     bool
-	LeaseTTL   time.Duration // 0: act.DefaultLeaseTTL (tests shorten it)
+	LeaseTTL   time.Duration // 0: store.DefaultLeaseTTL (tests shorten it)
 	PauseAt    string        // tests: the process stops itself (SIGSTOP) at this step of its first action
 }
 

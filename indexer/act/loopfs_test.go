@@ -61,7 +61,7 @@ func (fx *fixture) plan(sel Selection, owner string) (int64, store.PlanResult) {
 	if err != nil {
 		fx.t.Fatal(err)
 	}
-	res, err := fx.db.Ledger().CreatePlan(ctx, store.PlanSpec{Op: sel.Op, Worker: owner, LeaseTTL: DefaultLeaseTTL,
+	res, err := fx.db.Ledger().CreatePlan(ctx, store.PlanSpec{Op: sel.Op, Worker: owner, LeaseTTL: store.DefaultLeaseTTL,
 		UID: os.Getuid()}, specs)
 	if err != nil {
 		fx.t.Fatal(err)

@@ -26,9 +26,8 @@ type Config struct {
 	// (.Trash/$uid, .Trash-$uid), which must be this user's.
 	UID int
 	// LeaseTTL is how long a claimed action stays claimed without a
-	// heartbeat (default DefaultLeaseTTL). It must outlast any wait for
-	// the index's write lock, so that a renewal that waited still lands
-	// before the lease ends.
+	// heartbeat (default store.DefaultLeaseTTL; see heartbeat for the rule
+	// it keeps with the wait for the write lock).
 	LeaseTTL time.Duration
 	// Owner is the worker id actions are claimed with.
 	Owner string
@@ -48,12 +47,6 @@ type Config struct {
 	// "finished" (the effect complete, not yet recorded).
 	Hook func(step, path string)
 }
-
-// DefaultLeaseTTL is the lease of an action: longer than the longest wait
-// for the index's write lock (2 minutes of retries on top of the busy
-// timeout), so a heartbeat that waited behind a long write still renews it
-// in time.
-const DefaultLeaseTTL = 5 * time.Minute
 
 // margin is the part of its lease an effect must have left when it starts:
 // the write that renewed the lease must have come back in LeaseTTL -
@@ -78,7 +71,7 @@ type Runner struct {
 // NewRunner returns a Runner on db.
 func NewRunner(db Index, cfg Config) *Runner {
 	if cfg.LeaseTTL <= 0 {
-		cfg.LeaseTTL = DefaultLeaseTTL
+		cfg.LeaseTTL = store.DefaultLeaseTTL
 	}
 	if cfg.Progress == nil {
 		cfg.Progress = &Progress{}
@@ -169,8 +162,18 @@ func (r *Runner) foldFolders(ctx context.Context) error {
 
 // heartbeat renews the leases (and the plan's, when plan is not 0) every
 // TTL/3 until stopped; a lost lease cancels the context with ErrLeaseLost.
+//
+// An effect starts only with more than its margin (TTL/2) of the lease
+// left, so a renewal must land within the other half. A renewal therefore
+// waits for the write lock one interval (TTL/3) at most, plus the busy
+// timeout of the attempt under way then (10 s by default), and the next
+// tick tries again: with the default lease, 40 s + 10 s < 60 s. (Begin's
+// own window of retries, two minutes, is longer than that half.)
 func (r *Runner) heartbeat(ctx context.Context, plan int64, ls []store.Lease, cancel context.CancelCauseFunc) (stop func()) {
-	return store.KeepLease(ctx, r.cfg.LeaseTTL/3, cancel, func(ctx context.Context) error {
+	every := r.cfg.LeaseTTL / 3
+	return store.KeepLease(ctx, every, cancel, func(ctx context.Context) error {
+		ctx, done := context.WithTimeout(ctx, every)
+		defer done()
 		err := r.db.Write(ctx, func(tx *store.Tx) error {
 			if plan != 0 {
 				if err := tx.RenewPlan(plan, r.cfg.Owner, r.cfg.LeaseTTL); err != nil {
