@@ -31,7 +31,7 @@ func (th *Thumbs) ThumbCounts(ctx context.Context) (map[string]int64, error) {
 // cleanup job runs, but is not listed.
 func (vw *View) ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]Thumb, error) {
 	return vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
-		WHERE t.status = 'ready' AND c.inode_count >= 2 AND t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
+		WHERE t.status = 'ready' AND c.`+isGroup+` AND t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
 }
 
 // ThumbsPage lists every thumbnail by id after afterID, whatever its
@@ -45,7 +45,7 @@ func (th *Thumbs) ThumbsPage(ctx context.Context, afterID int64, limit int) ([]T
 // none or the content is no group any more.
 func (vw *View) ReadyThumb(ctx context.Context, algo string, sum []byte) (Thumb, error) {
 	ts, err := vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
-		WHERE c.hash_algo = ? AND c.content_hash = ? AND t.status = 'ready' AND c.inode_count >= 2`, algo, sum)
+		WHERE c.hash_algo = ? AND c.content_hash = ? AND t.status = 'ready' AND c.`+isGroup, algo, sum)
 	if err == nil && len(ts) == 0 {
 		err = ErrNotFound
 	}

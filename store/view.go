@@ -18,6 +18,14 @@ type GroupRef struct {
 	Size int64
 }
 
+// isGroup is the SQL condition under which a row of contents is a group:
+// two or more distinct live inodes hold its content (two hard links of one
+// inode are no group). It is written as the partial indexes contents_groups
+// and contents_groups_size (migrations/0001_init.sql) are, word for word:
+// SQLite uses such an index only for a query that states its condition.
+// With a table alias, the alias and a dot go before it: "c."+isGroup.
+const isGroup = "inode_count >= 2"
+
 func scanGroupRefs(rows *sql.Rows, err error) ([]GroupRef, error) {
 	if err != nil {
 		return nil, classify("list groups", err)
@@ -38,7 +46,7 @@ func scanGroupRefs(rows *sql.Rows, err error) ([]GroupRef, error) {
 // folder of the view shows of them.
 func (vw *View) GroupsPage(ctx context.Context, afterID int64, limit int) ([]GroupInfo, error) {
 	rows, err := vw.db.query(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at FROM contents
-		WHERE inode_count >= 2 AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
+		WHERE `+isGroup+` AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	if err != nil {
 		return nil, classify("list groups", err)
 	}
@@ -59,7 +67,7 @@ func (vw *View) GroupsPage(ctx context.Context, afterID int64, limit int) ([]Gro
 // SizeGroupsPage lists the groups of one size by content id, after afterID.
 func (vw *View) SizeGroupsPage(ctx context.Context, size, afterID int64, limit int) ([]GroupRef, error) {
 	return scanGroupRefs(vw.db.query(ctx, `SELECT id, hash_algo, content_hash, size FROM contents
-		WHERE inode_count >= 2 AND size = ? AND id > ? ORDER BY id LIMIT ?`, size, afterID, limit))
+		WHERE `+isGroup+` AND size = ? AND id > ? ORDER BY id LIMIT ?`, size, afterID, limit))
 }
 
 // SizeEntry is a size that has groups, and when the last of them changed.
@@ -73,7 +81,7 @@ type SizeEntry struct {
 // attributes of its folders, and a walk then looks up none of them.
 func (vw *View) SizesPage(ctx context.Context, afterSize int64, limit int) ([]SizeEntry, error) {
 	rows, err := vw.db.query(ctx, `SELECT size, max(changed_at) FROM contents
-		WHERE inode_count >= 2 AND size > ? GROUP BY size ORDER BY size LIMIT ?`, afterSize, limit)
+		WHERE `+isGroup+` AND size > ? GROUP BY size ORDER BY size LIMIT ?`, afterSize, limit)
 	if err != nil {
 		return nil, classify("list sizes", err)
 	}
@@ -102,13 +110,13 @@ type GroupInfo struct {
 // content is not (or no longer) a group.
 func (vw *View) Group(ctx context.Context, algo string, sum []byte) (GroupInfo, error) {
 	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
-		FROM contents WHERE hash_algo = ? AND content_hash = ? AND inode_count >= 2`, algo, sum))
+		FROM contents WHERE hash_algo = ? AND content_hash = ? AND `+isGroup, algo, sum))
 }
 
 // GroupByID reads a live group by its content id.
 func (vw *View) GroupByID(ctx context.Context, id int64) (GroupInfo, error) {
 	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
-		FROM contents WHERE id = ? AND inode_count >= 2`, id))
+		FROM contents WHERE id = ? AND `+isGroup, id))
 }
 
 func scanGroupInfo(row *sql.Row) (GroupInfo, error) {
@@ -126,7 +134,7 @@ func scanGroupInfo(row *sql.Row) (GroupInfo, error) {
 // when the size has no group.
 func (vw *View) SizeInfo(ctx context.Context, size int64) (time.Time, error) {
 	var changed sql.NullInt64
-	err := vw.db.queryRow(ctx, `SELECT max(changed_at) FROM contents WHERE inode_count >= 2 AND size = ?`, size).Scan(&changed)
+	err := vw.db.queryRow(ctx, `SELECT max(changed_at) FROM contents WHERE `+isGroup+` AND size = ?`, size).Scan(&changed)
 	if err == nil && !changed.Valid {
 		return time.Time{}, ErrNotFound
 	}
@@ -189,7 +197,7 @@ func (vw *View) CopiesPage(ctx context.Context, contentID, afterID int64, limit 
 	// algorithm need not be checked, one index has one.
 	rows, err := vw.db.query(ctx, `SELECT f.id, f.name
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash
-		WHERE c.id = ?1 AND c.inode_count >= 2 AND f.missing = 0
+		WHERE c.id = ?1 AND c.`+isGroup+` AND f.missing = 0
 		  AND (?2 = 0 OR (f.name, f.id) > ((SELECT name FROM files WHERE id = ?2), ?2))
 		ORDER BY f.name, f.id LIMIT ?3`, contentID, afterID, limit)
 	if err != nil {
@@ -234,7 +242,7 @@ type GroupCopies struct {
 // view reads the groups a walk enters next with one query, not one each.
 func (vw *View) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) ([]GroupCopies, error) {
 	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, f.name
-		FROM (SELECT id, content_hash FROM contents WHERE id >= ?1 AND inode_count >= 2 ORDER BY id LIMIT ?2) c
+		FROM (SELECT id, content_hash FROM contents WHERE id >= ?1 AND `+isGroup+` ORDER BY id LIMIT ?2) c
 		JOIN files f ON f.content_hash = c.content_hash
 		WHERE f.missing = 0
 		ORDER BY c.id, f.name, f.id LIMIT ?3`, fromID, groups, limit)
@@ -320,7 +328,7 @@ type Change struct {
 
 // ChangesSince lists the contents changed after seq, oldest first.
 func (vw *View) ChangesSince(ctx context.Context, seq int64, limit int) ([]Change, error) {
-	rows, err := vw.db.query(ctx, `SELECT change_seq, id, hash_algo, content_hash, size, inode_count >= 2
+	rows, err := vw.db.query(ctx, `SELECT change_seq, id, hash_algo, content_hash, size, `+isGroup+`
 		FROM contents WHERE change_seq > ? ORDER BY change_seq LIMIT ?`, seq, limit)
 	if err != nil {
 		return nil, classify("read changes", err)
@@ -402,7 +410,7 @@ func (vw *View) FileByID(ctx context.Context, id int64) (Member, error) {
 func (vw *View) GroupPaths(ctx context.Context, contentID int64) ([]string, error) {
 	rows, err := vw.db.query(ctx, `SELECT d.path, f.name
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
-		WHERE c.id = ? AND c.inode_count >= 2 AND f.missing = 0 ORDER BY f.name, f.id`, contentID)
+		WHERE c.id = ? AND c.`+isGroup+` AND f.missing = 0 ORDER BY f.name, f.id`, contentID)
 	if err != nil {
 		return nil, classify("list the paths of a group", err)
 	}
