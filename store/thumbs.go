@@ -83,23 +83,14 @@ func (th *Thumbs) ThumbCandidates(ctx context.Context, cur CandidateCursor, limi
 		FROM contents c
 		WHERE c.`+isGroup+` AND `+where+` AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id)
 		ORDER BY `+order+` LIMIT ?3`, cur.Seq, cur.ID, limit)
-	if err != nil {
-		return nil, classify("list thumbnail candidates", err)
-	}
-	defer rows.Close()
-	var out []ThumbCandidate
-	for rows.Next() {
-		var c ThumbCandidate
+	return collect("list thumbnail candidates", rows, err, func(r rowScanner) (c ThumbCandidate, err error) {
 		var names sql.NullString
-		if err := rows.Scan(&c.ContentID, &c.Seq, &names); err != nil {
-			return nil, classify("list thumbnail candidates", err)
-		}
+		err = r.Scan(&c.ContentID, &c.Seq, &names)
 		if names.String != "" {
 			c.Names = strings.Split(names.String, "\x00")
 		}
-		out = append(out, c)
-	}
-	return out, classify("list thumbnail candidates", rows.Err())
+		return c, err
+	})
 }
 
 // Admission asks for the thumbnail of a group.

@@ -82,19 +82,10 @@ func (vw *View) ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]
 	rows, err := vw.db.query(ctx, `SELECT t.id, c.hash_algo || ':' || lower(hex(c.content_hash)), t.change_seq
 		FROM thumbnails t JOIN contents c ON c.id = t.content_id
 		WHERE t.change_seq > ? ORDER BY t.change_seq LIMIT ?`, seq, limit)
-	if err != nil {
-		return nil, classify("read thumbnail changes", err)
-	}
-	defer rows.Close()
-	var out []ThumbChange
-	for rows.Next() {
-		var c ThumbChange
-		if err := rows.Scan(&c.ID, &c.Key, &c.Seq); err != nil {
-			return nil, classify("read thumbnail changes", err)
-		}
-		out = append(out, c)
-	}
-	return out, classify("read thumbnail changes", rows.Err())
+	return collect("read thumbnail changes", rows, err, func(r rowScanner) (c ThumbChange, err error) {
+		err = r.Scan(&c.ID, &c.Key, &c.Seq)
+		return c, err
+	})
 }
 
 // LastThumbChange is the position of the thumbnail change feed and when
@@ -113,19 +104,7 @@ func (vw *View) LastThumbChange(ctx context.Context) (int64, time.Time, error) {
 
 func (db *DB) thumbs(ctx context.Context, q string, args ...any) ([]Thumb, error) {
 	rows, err := db.query(ctx, q, args...)
-	if err != nil {
-		return nil, classify("read thumbnails", err)
-	}
-	defer rows.Close()
-	var out []Thumb
-	for rows.Next() {
-		t, err := scanThumb(rows)
-		if err != nil {
-			return nil, classify("read thumbnails", err)
-		}
-		out = append(out, t)
-	}
-	return out, classify("read thumbnails", rows.Err())
+	return collect("read thumbnails", rows, err, scanThumb)
 }
 
 // ThumbSource is a live copy of a group, as the index last saw it.
@@ -142,19 +121,10 @@ func (th *Thumbs) ThumbSources(ctx context.Context, contentID int64) ([]ThumbSou
 		JOIN files f ON f.content_hash = c.content_hash AND f.hash_algo = c.hash_algo AND f.missing = 0
 		JOIN folders d ON d.id = f.folder_id
 		WHERE c.id = ? ORDER BY f.id LIMIT 16`, contentID)
-	if err != nil {
-		return nil, classify("read thumbnail sources", err)
-	}
-	defer rows.Close()
-	var out []ThumbSource
-	for rows.Next() {
+	return collect("read thumbnail sources", rows, err, func(r rowScanner) (s ThumbSource, err error) {
 		var dir, name string
-		var s ThumbSource
-		if err := rows.Scan(&dir, &name, &s.Size, &s.MtimeNS); err != nil {
-			return nil, classify("read thumbnail sources", err)
-		}
+		err = r.Scan(&dir, &name, &s.Size, &s.MtimeNS)
 		s.Path = JoinPath(dir, name)
-		out = append(out, s)
-	}
-	return out, classify("read thumbnail sources", rows.Err())
+		return s, err
+	})
 }

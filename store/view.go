@@ -27,19 +27,10 @@ type GroupRef struct {
 const isGroup = "inode_count >= 2"
 
 func scanGroupRefs(rows *sql.Rows, err error) ([]GroupRef, error) {
-	if err != nil {
-		return nil, classify("list groups", err)
-	}
-	defer rows.Close()
-	var out []GroupRef
-	for rows.Next() {
-		var g GroupRef
-		if err := rows.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size); err != nil {
-			return nil, classify("list groups", err)
-		}
-		out = append(out, g)
-	}
-	return out, classify("list groups", rows.Err())
+	return collect("list groups", rows, err, func(r rowScanner) (g GroupRef, err error) {
+		err = r.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size)
+		return g, err
+	})
 }
 
 // GroupsPage lists groups by content id, after afterID, with what a
@@ -47,21 +38,7 @@ func scanGroupRefs(rows *sql.Rows, err error) ([]GroupRef, error) {
 func (vw *View) GroupsPage(ctx context.Context, afterID int64, limit int) ([]GroupInfo, error) {
 	rows, err := vw.db.query(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at FROM contents
 		WHERE `+isGroup+` AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
-	if err != nil {
-		return nil, classify("list groups", err)
-	}
-	defer rows.Close()
-	var out []GroupInfo
-	for rows.Next() {
-		var g GroupInfo
-		var changed int64
-		if err := rows.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &changed); err != nil {
-			return nil, classify("list groups", err)
-		}
-		g.ChangedAt = time.UnixMilli(changed)
-		out = append(out, g)
-	}
-	return out, classify("list groups", rows.Err())
+	return collect("list groups", rows, err, readGroupInfo)
 }
 
 // SizeGroupsPage lists the groups of one size by content id, after afterID.
@@ -82,21 +59,12 @@ type SizeEntry struct {
 func (vw *View) SizesPage(ctx context.Context, afterSize int64, limit int) ([]SizeEntry, error) {
 	rows, err := vw.db.query(ctx, `SELECT size, max(changed_at) FROM contents
 		WHERE `+isGroup+` AND size > ? GROUP BY size ORDER BY size LIMIT ?`, afterSize, limit)
-	if err != nil {
-		return nil, classify("list sizes", err)
-	}
-	defer rows.Close()
-	var out []SizeEntry
-	for rows.Next() {
-		var e SizeEntry
+	return collect("list sizes", rows, err, func(r rowScanner) (e SizeEntry, err error) {
 		var changed int64
-		if err := rows.Scan(&e.Size, &changed); err != nil {
-			return nil, classify("list sizes", err)
-		}
+		err = r.Scan(&e.Size, &changed)
 		e.ChangedAt = time.UnixMilli(changed)
-		out = append(out, e)
-	}
-	return out, classify("list sizes", rows.Err())
+		return e, err
+	})
 }
 
 // GroupInfo is what the view shows of a group directory.
@@ -120,14 +88,20 @@ func (vw *View) GroupByID(ctx context.Context, id int64) (GroupInfo, error) {
 }
 
 func scanGroupInfo(row *sql.Row) (GroupInfo, error) {
-	var g GroupInfo
-	var changed int64
-	err := row.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &changed)
+	g, err := readGroupInfo(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, ErrNotFound
 	}
-	g.ChangedAt = time.UnixMilli(changed)
 	return g, classify("read group", err)
+}
+
+// readGroupInfo reads id, hash_algo, content_hash, size, file_count and
+// changed_at of a row of contents.
+func readGroupInfo(r rowScanner) (g GroupInfo, err error) {
+	var changed int64
+	err = r.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &changed)
+	g.ChangedAt = time.UnixMilli(changed)
+	return g, err
 }
 
 // SizeInfo reports when the groups of one size last changed; ErrNotFound
@@ -158,19 +132,10 @@ func (m Member) Path() string { return JoinPath(m.Dir, m.Name) }
 const memberCols = `f.id, f.name, d.path, f.mtime_ns, f.size, f.dev, f.ino`
 
 func scanMembers(rows *sql.Rows, err error) ([]Member, error) {
-	if err != nil {
-		return nil, classify("list copies", err)
-	}
-	defer rows.Close()
-	var out []Member
-	for rows.Next() {
-		var m Member
-		if err := rows.Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino); err != nil {
-			return nil, classify("list copies", err)
-		}
-		out = append(out, m)
-	}
-	return out, classify("list copies", rows.Err())
+	return collect("list copies", rows, err, func(r rowScanner) (m Member, err error) {
+		err = r.Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino)
+		return m, err
+	})
 }
 
 // MemberName is a copy as a listing needs it: its file id, its basename,
@@ -330,19 +295,10 @@ type Change struct {
 func (vw *View) ChangesSince(ctx context.Context, seq int64, limit int) ([]Change, error) {
 	rows, err := vw.db.query(ctx, `SELECT change_seq, id, hash_algo, content_hash, size, `+isGroup+`
 		FROM contents WHERE change_seq > ? ORDER BY change_seq LIMIT ?`, seq, limit)
-	if err != nil {
-		return nil, classify("read changes", err)
-	}
-	defer rows.Close()
-	var out []Change
-	for rows.Next() {
-		var c Change
-		if err := rows.Scan(&c.Seq, &c.ID, &c.Algo, &c.Hash, &c.Size, &c.Live); err != nil {
-			return nil, classify("read changes", err)
-		}
-		out = append(out, c)
-	}
-	return out, classify("read changes", rows.Err())
+	return collect("read changes", rows, err, func(r rowScanner) (c Change, err error) {
+		err = r.Scan(&c.Seq, &c.ID, &c.Algo, &c.Hash, &c.Size, &c.Live)
+		return c, err
+	})
 }
 
 // LastChange returns the latest change_seq and when it happened (zero when
@@ -411,17 +367,9 @@ func (vw *View) GroupPaths(ctx context.Context, contentID int64) ([]string, erro
 	rows, err := vw.db.query(ctx, `SELECT d.path, f.name
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
 		WHERE c.id = ? AND c.`+isGroup+` AND f.missing = 0 ORDER BY f.name, f.id`, contentID)
-	if err != nil {
-		return nil, classify("list the paths of a group", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
+	return collect("list the paths of a group", rows, err, func(r rowScanner) (string, error) {
 		var dir, name string
-		if err := rows.Scan(&dir, &name); err != nil {
-			return nil, classify("list the paths of a group", err)
-		}
-		out = append(out, JoinPath(dir, name))
-	}
-	return out, classify("list the paths of a group", rows.Err())
+		err := r.Scan(&dir, &name)
+		return JoinPath(dir, name), err
+	})
 }
