@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 )
 
@@ -154,12 +153,8 @@ func (vw *View) FolderChangesSince(ctx context.Context, seq int64, limit int) ([
 
 // LastFolderChange returns the latest folder change and when it happened.
 func (vw *View) LastFolderChange(ctx context.Context) (int64, time.Time, error) {
-	var seq, at int64
-	err := vw.db.queryRow(ctx, `SELECT change_seq, changed_at FROM folder_groups ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, time.Time{}, nil
-	}
-	return seq, time.UnixMilli(at), classify("read last folder change", err)
+	return vw.db.lastChange(ctx, "read last folder change",
+		`SELECT change_seq, changed_at FROM folder_groups ORDER BY change_seq DESC LIMIT 1`)
 }
 
 // FolderGroups reads the exact folder groups (layout ignored) the last

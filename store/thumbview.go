@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 )
 
@@ -91,15 +89,8 @@ func (vw *View) ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]
 // LastThumbChange is the position of the thumbnail change feed and when
 // it last moved (zero when no thumbnail has changed).
 func (vw *View) LastThumbChange(ctx context.Context) (int64, time.Time, error) {
-	var seq, at int64
-	err := vw.db.queryRow(ctx, "SELECT change_seq, updated_at FROM thumbnails ORDER BY change_seq DESC LIMIT 1").Scan(&seq, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, time.Time{}, nil
-	}
-	if err != nil {
-		return 0, time.Time{}, classify("read thumbnail changes", err)
-	}
-	return seq, time.UnixMilli(at), nil
+	return vw.db.lastChange(ctx, "read thumbnail changes",
+		"SELECT change_seq, updated_at FROM thumbnails ORDER BY change_seq DESC LIMIT 1")
 }
 
 func (db *DB) thumbs(ctx context.Context, q string, args ...any) ([]Thumb, error) {

@@ -304,12 +304,22 @@ func (vw *View) ChangesSince(ctx context.Context, seq int64, limit int) ([]Chang
 // LastChange returns the latest change_seq and when it happened (zero when
 // nothing ever changed).
 func (vw *View) LastChange(ctx context.Context) (int64, time.Time, error) {
+	return vw.db.lastChange(ctx, "read last change",
+		`SELECT change_seq, changed_at FROM contents ORDER BY change_seq DESC LIMIT 1`)
+}
+
+// lastChange reads the change_seq and time (ms) of the one row q selects:
+// zero for both when it selects none.
+func (db *DB) lastChange(ctx context.Context, op, q string) (int64, time.Time, error) {
 	var seq, at int64
-	err := vw.db.queryRow(ctx, `SELECT change_seq, changed_at FROM contents ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
+	err := db.queryRow(ctx, q).Scan(&seq, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, nil
 	}
-	return seq, time.UnixMilli(at), classify("read last change", err)
+	if err != nil {
+		return 0, time.Time{}, classify(op, err)
+	}
+	return seq, time.UnixMilli(at), nil
 }
 
 // Watcher tells when any connection (of this process or another) committed
