@@ -227,21 +227,9 @@ func (p *planner) retireRestored(path string) error {
 		WHERE a.keep_path = ? AND `+keepRoleSQL+` AND a.state = 'done'
 		  AND a.op IN ('symlink', 'trash', 'unlink')
 		  AND f.missing = 0 AND f.hash_algo = a.hash_algo AND f.content_hash = a.content_hash`, path)
+	ids, err := collect("find restored copies", rows, err, scanValue[int64])
 	if err != nil {
-		return classify("find restored copies", err)
-	}
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return classify("find restored copies", err)
-		}
-		ids = append(ids, id)
-	}
-	rows.Close()
-	if err := rows.Err(); err != nil {
-		return classify("find restored copies", err)
+		return err
 	}
 	for _, id := range ids {
 		if err := p.retire(id); err != nil {

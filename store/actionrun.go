@@ -60,19 +60,7 @@ func (lg *Ledger) ClaimActions(ctx context.Context, plan int64, owner string, tt
 func (tx *Tx) actionsByID(ids []int64) ([]Action, error) {
 	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT "+actionCols+" FROM actions WHERE id IN (SELECT value FROM json_each(?))",
 		jsonInts(ids))
-	if err != nil {
-		return nil, classify("read actions", err)
-	}
-	defer rows.Close()
-	var out []Action
-	for rows.Next() {
-		a, err := scanAction(rows)
-		if err != nil {
-			return nil, classify("read actions", err)
-		}
-		out = append(out, a)
-	}
-	return out, classify("read actions", rows.Err())
+	return collect("read actions", rows, err, scanAction)
 }
 
 // TakeOver claims an action that a dead worker (a.Worker; "" for none)
@@ -251,23 +239,13 @@ func (lg *Ledger) ReconcileCandidates(ctx context.Context, plan int64) ([]OpenAc
 			UNION ALL
 			SELECT id FROM actions WHERE `+undoingSQL+` AND (?1 = 0 OR plan_id = ?1))
 		ORDER BY id`, plan)
-	if err != nil {
-		return nil, classify("list open actions", err)
-	}
-	defer rows.Close()
-	var out []OpenAction
-	for rows.Next() {
-		var o OpenAction
+	return collect("list open actions", rows, err, func(r rowScanner) (o OpenAction, err error) {
 		var expires sql.NullInt64
 		var now int64
-		a, err := scanAction(withExtra{rows, []any{&o.PlanWorker, &expires, &now}})
-		if err != nil {
-			return nil, classify("list open actions", err)
-		}
-		o.Action, o.PlanLeaseExpires, o.Now = a, fromMS(expires), time.UnixMilli(now)
-		out = append(out, o)
-	}
-	return out, classify("list open actions", rows.Err())
+		o.Action, err = scanAction(withExtra{r, []any{&o.PlanWorker, &expires, &now}})
+		o.PlanLeaseExpires, o.Now = fromMS(expires), time.UnixMilli(now)
+		return o, err
+	})
 }
 
 // withExtra scans the columns a query adds after those of a row scanner's

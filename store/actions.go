@@ -193,19 +193,7 @@ func (lg *Ledger) Actions(ctx context.Context, q ActionQuery) ([]Action, error) 
 	rows, err := lg.db.query(ctx, `SELECT `+actionCols+` FROM actions
 		WHERE (?1 = 0 OR plan_id = ?1) AND (?2 = '' OR state = ?2) AND id > ?3 ORDER BY id LIMIT ?4`,
 		q.PlanID, q.State, q.After, q.Limit)
-	if err != nil {
-		return nil, classify("list actions", err)
-	}
-	defer rows.Close()
-	var out []Action
-	for rows.Next() {
-		a, err := scanAction(rows)
-		if err != nil {
-			return nil, classify("list actions", err)
-		}
-		out = append(out, a)
-	}
-	return out, classify("list actions", rows.Err())
+	return collect("list actions", rows, err, scanAction)
 }
 
 // Plans lists plans, newest first (limit 0: all), or the one with id.
@@ -250,17 +238,5 @@ func (lg *Ledger) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan,
 // Trash folders too.
 func (lg *Ledger) HomeTrashes(ctx context.Context) ([]string, error) {
 	rows, err := lg.db.query(ctx, `SELECT DISTINCT home_trash FROM plans WHERE home_trash IS NOT NULL`)
-	if err != nil {
-		return nil, classify("list home trashes", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
-		var p string
-		if err := rows.Scan(&p); err != nil {
-			return nil, classify("list home trashes", err)
-		}
-		out = append(out, p)
-	}
-	return out, classify("list home trashes", rows.Err())
+	return collect("list home trashes", rows, err, scanValue[string])
 }

@@ -293,7 +293,7 @@ func TestIndexFollowsActions(t *testing.T) {
 	spec := ledgerFixture(t, db)
 	g := func() int64 {
 		var n int64
-		db.r.QueryRow("SELECT count(*) FROM contents WHERE inode_count >= 2").Scan(&n)
+		db.r.QueryRow("SELECT count(*) FROM contents WHERE " + isGroup).Scan(&n)
 		return n
 	}
 	if g() != 1 {

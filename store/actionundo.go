@@ -57,23 +57,15 @@ func (lg *Ledger) ClaimUndo(ctx context.Context, planID int64, skip []int64, own
 func (lg *Ledger) ReleaseDeadUndo(ctx context.Context, plan int64, dead func(worker string) bool) (int, error) {
 	rows, err := lg.db.query(ctx, `SELECT DISTINCT worker_id FROM actions WHERE plan_id = ? AND state = 'done'
 		AND worker_id IS NOT NULL`, plan)
-	if err != nil {
-		return 0, classify("list undo workers", err)
-	}
+	workers, err := collect("list undo workers", rows, err, scanValue[string])
 	var gone []string
-	for rows.Next() {
-		var w string
-		if err := rows.Scan(&w); err != nil {
-			rows.Close()
-			return 0, classify("list undo workers", err)
-		}
+	for _, w := range workers {
 		if dead(w) {
 			gone = append(gone, w)
 		}
 	}
-	rows.Close()
-	if err := rows.Err(); err != nil || len(gone) == 0 {
-		return 0, classify("list undo workers", err)
+	if err != nil || len(gone) == 0 {
+		return 0, err
 	}
 	var n int64
 	err = lg.db.Write(ctx, func(tx *Tx) error {

@@ -23,12 +23,11 @@ func (fo *Folders) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 		}
 		skip := map[int64]bool{}
 		rows, err := tx.tx.QueryContext(tx.ctx, "SELECT folder_id FROM folder_dirty")
+		dirty, err := collect("read changed folders", rows, err, scanValue[int64])
 		if err != nil {
-			return classify("read changed folders", err)
+			return err
 		}
-		for rows.Next() {
-			var id int64
-			rows.Scan(&id)
+		for _, id := range dirty {
 			for id != 0 && !skip[id] {
 				skip[id] = true
 				i, ok := all.index(id)
@@ -38,7 +37,6 @@ func (fo *Folders) VerifyFolderSigs(ctx context.Context) ([]string, error) {
 				id = all.stored[i].parent
 			}
 		}
-		rows.Close()
 		order := make([]int, len(all.summed))
 		for i := range order {
 			order[i] = i

@@ -62,21 +62,12 @@ func (db *DB) childKeys(ctx context.Context, parents []int64) ([]classKey, error
 	rows, err := db.query(ctx, `SELECT tree_sig, tree_files, tree_bytes FROM folders
 		WHERE parent_id IN (SELECT value FROM json_each(?)) AND tree_files > 0 AND tree_pending = 0 AND missing = 0`,
 		jsonInts(dedupe(parents)))
-	if err != nil {
-		return nil, classify("read subfolders", err)
-	}
-	defer rows.Close()
-	var out []classKey
-	for rows.Next() {
-		var k classKey
+	return collect("read subfolders", rows, err, func(r rowScanner) (k classKey, err error) {
 		var sig []byte
-		if err := rows.Scan(&sig, &k.files, &k.bytes); err != nil {
-			return nil, classify("read subfolders", err)
-		}
+		err = r.Scan(&sig, &k.files, &k.bytes)
 		copy(k.sig[:], sig)
-		out = append(out, k)
-	}
-	return out, classify("read subfolders", rows.Err())
+		return k, err
+	})
 }
 
 // folderClass is the live folders of one class key, and those of them no
@@ -109,17 +100,15 @@ func (e *classEval) class(k classKey) (*folderClass, error) {
 	rows, err := e.db.query(e.ctx, `SELECT id, coalesce(parent_id, 0), path FROM folders
 		WHERE tree_sig = ? AND tree_files = ? AND tree_bytes = ? AND tree_files > 0 AND tree_pending = 0 AND missing = 0
 		ORDER BY path`, k.sig[:], k.files, k.bytes)
+	members, err := collect("read a folder class", rows, err, func(r rowScanner) (f FolderRef, err error) {
+		err = r.Scan(&f.ID, &f.Parent, &f.Path)
+		return f, err
+	})
 	if err != nil {
-		return nil, classify("read a folder class", err)
+		return nil, err
 	}
-	defer rows.Close()
-	c := &folderClass{top: map[int64]bool{}}
-	for rows.Next() {
-		var f FolderRef
-		if err := rows.Scan(&f.ID, &f.Parent, &f.Path); err != nil {
-			return nil, classify("read a folder class", err)
-		}
-		c.members = append(c.members, f)
+	c := &folderClass{members: members, top: map[int64]bool{}}
+	for _, f := range members {
 		inside := false
 		for _, t := range c.tops { // by path: an ancestor comes first
 			if Below(t.Path, f.Path) {
@@ -131,9 +120,6 @@ func (e *classEval) class(k classKey) (*folderClass, error) {
 			c.tops = append(c.tops, f)
 			c.top[f.ID] = true
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, classify("read a folder class", err)
 	}
 	e.classes[k] = c
 	return c, nil

@@ -129,19 +129,7 @@ func folderIDs(g FolderGroup) []int64 {
 func (tx *Tx) groupFolderIDs(sig []byte) ([]int64, error) {
 	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT m.folder_id FROM folder_groups g
 		JOIN folder_group_members m ON m.group_id = g.id WHERE g.sig = ? ORDER BY m.folder_id`, sig)
-	if err != nil {
-		return nil, classify("read folder group", err)
-	}
-	defer rows.Close()
-	var ids []int64
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			return nil, classify("read folder group", err)
-		}
-		ids = append(ids, id)
-	}
-	return ids, classify("read folder group", rows.Err())
+	return collect("read folder group", rows, err, scanValue[int64])
 }
 
 // confirmed keeps, of each group, its largest confirmed class of two or

@@ -57,7 +57,7 @@ type SharedFile struct {
 func (fo *Folders) SharedFiles(ctx context.Context, fn func(SharedFile) error) error {
 	rows, err := fo.db.query(ctx, `SELECT f.folder_id, f.size, c.id FROM contents c
 		JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
-		WHERE c.inode_count >= 2 AND f.hash_algo = c.hash_algo`)
+		WHERE c.`+isGroup+` AND f.hash_algo = c.hash_algo`)
 	if err != nil {
 		return classify("read duplicate files", err)
 	}
@@ -82,7 +82,7 @@ func (fo *Folders) SharedFiles(ctx context.Context, fn func(SharedFile) error) e
 	// (NOT INDEXED: one pass over the table beats a lookup per file.)
 	rows, err = fo.db.query(ctx, `SELECT f.folder_id, f.size, f.dev, f.ino FROM files f NOT INDEXED
 		WHERE f.nlink > 1 AND f.size > 0 AND f.missing = 0 AND NOT EXISTS (SELECT 1 FROM contents c
-		  WHERE c.content_hash = f.content_hash AND c.hash_algo = f.hash_algo AND c.inode_count >= 2)`)
+		  WHERE c.content_hash = f.content_hash AND c.hash_algo = f.hash_algo AND c.`+isGroup+`)`)
 	if err != nil {
 		return classify("read linked files", err)
 	}

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 )
 
@@ -23,21 +22,12 @@ type FolderGroupInfo struct {
 const folderGroupCols = "id, sig, files, bytes, folders, changed_at"
 
 func scanFolderGroups(rows *sql.Rows, err error) ([]FolderGroupInfo, error) {
-	if err != nil {
-		return nil, classify("list folder groups", err)
-	}
-	defer rows.Close()
-	var out []FolderGroupInfo
-	for rows.Next() {
-		var g FolderGroupInfo
+	return collect("list folder groups", rows, err, func(r rowScanner) (g FolderGroupInfo, err error) {
 		var at int64
-		if err := rows.Scan(&g.ID, &g.Sig, &g.Files, &g.Bytes, &g.Folders, &at); err != nil {
-			return nil, classify("list folder groups", err)
-		}
+		err = r.Scan(&g.ID, &g.Sig, &g.Files, &g.Bytes, &g.Folders, &at)
 		g.ChangedAt = time.UnixMilli(at)
-		out = append(out, g)
-	}
-	return out, classify("list folder groups", rows.Err())
+		return g, err
+	})
 }
 
 func oneFolderGroup(gs []FolderGroupInfo, err error) (FolderGroupInfo, error) {
@@ -84,19 +74,10 @@ const folderMemberCols = `m.group_id, m.folder_id, m.name,
 	d.path`
 
 func scanFolderMembers(rows *sql.Rows, err error) ([]FolderMember, error) {
-	if err != nil {
-		return nil, classify("list folders of a group", err)
-	}
-	defer rows.Close()
-	var out []FolderMember
-	for rows.Next() {
-		var m FolderMember
-		if err := rows.Scan(&m.GroupID, &m.FolderID, &m.Name, &m.First, &m.Path); err != nil {
-			return nil, classify("list folders of a group", err)
-		}
-		out = append(out, m)
-	}
-	return out, classify("list folders of a group", rows.Err())
+	return collect("list folders of a group", rows, err, func(r rowScanner) (m FolderMember, err error) {
+		err = r.Scan(&m.GroupID, &m.FolderID, &m.Name, &m.First, &m.Path)
+		return m, err
+	})
 }
 
 // FolderMembersPage lists a group's folders by name, then id, after the
@@ -164,29 +145,16 @@ type FolderChange struct {
 func (vw *View) FolderChangesSince(ctx context.Context, seq int64, limit int) ([]FolderChange, error) {
 	rows, err := vw.db.query(ctx, `SELECT change_seq, id, sig, folders > 1 FROM folder_groups
 		WHERE change_seq > ? ORDER BY change_seq LIMIT ?`, seq, limit)
-	if err != nil {
-		return nil, classify("read folder changes", err)
-	}
-	defer rows.Close()
-	var out []FolderChange
-	for rows.Next() {
-		var c FolderChange
-		if err := rows.Scan(&c.Seq, &c.ID, &c.Sig, &c.Live); err != nil {
-			return nil, classify("read folder changes", err)
-		}
-		out = append(out, c)
-	}
-	return out, classify("read folder changes", rows.Err())
+	return collect("read folder changes", rows, err, func(r rowScanner) (c FolderChange, err error) {
+		err = r.Scan(&c.Seq, &c.ID, &c.Sig, &c.Live)
+		return c, err
+	})
 }
 
 // LastFolderChange returns the latest folder change and when it happened.
 func (vw *View) LastFolderChange(ctx context.Context) (int64, time.Time, error) {
-	var seq, at int64
-	err := vw.db.queryRow(ctx, `SELECT change_seq, changed_at FROM folder_groups ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, time.Time{}, nil
-	}
-	return seq, time.UnixMilli(at), classify("read last folder change", err)
+	return vw.db.lastChange(ctx, "read last folder change",
+		`SELECT change_seq, changed_at FROM folder_groups ORDER BY change_seq DESC LIMIT 1`)
 }
 
 // FolderGroups reads the exact folder groups (layout ignored) the last

@@ -78,7 +78,7 @@ type GroupStats struct {
 // id. Both read one consistent snapshot, streaming: memory does not grow
 // with the report. stats may be nil.
 func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats) error, each func(Group, []GroupFile) error) error {
-	where := "inode_count >= 2 AND size >= :min"
+	where := isGroup + " AND size >= :min"
 	args := []any{sql.Named("min", q.MinSize)}
 	if a := q.After; a != nil {
 		h, err := hex.DecodeString(a.Hex)

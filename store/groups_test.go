@@ -2,7 +2,9 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -184,6 +186,45 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 		if err != nil || g.FileCount != w[0] || g.InodeCount != w[1] {
 			t.Fatalf("content %d: %+v %v, want %d files, %d inodes", h, g, err, w[0], w[1])
 		}
+	}
+}
+
+// A bulk load's end and the recount of a write count groups with one
+// statement: the same files give the same rows of contents either way.
+func TestBulkLoadAndWritesCountGroupsAlike(t *testing.T) {
+	ctx := context.Background()
+	done := func(name string, dev, ino uint64, h byte) FileStat {
+		return FileStat{Name: name, Size: 10 + int64(h), Dev: dev, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(h)}}
+	}
+	files := []FileStat{done("links-a", 1, 5, 1), done("links-b", 1, 5, 1),
+		done("two-links-a", 1, 6, 2), done("two-links-b", 1, 6, 2), done("and-a-copy", 1, 7, 2),
+		done("same-ino-other-dev-a", 1, 8, 3), done("same-ino-other-dev-b", 2, 8, 3),
+		done("alone", 1, 9, 4), done("x", 1, 10, 5), done("y", 1, 11, 5), done("z", 1, 12, 5)}
+	rowsOf := func(db *DB) []string {
+		rows, err := db.r.Query("SELECT hash_algo, content_hash, size, file_count, inode_count FROM contents ORDER BY content_hash")
+		out, err := collect("read contents", rows, err, func(r rowScanner) (string, error) {
+			var algo string
+			var h []byte
+			var size, files, inodes int64
+			err := r.Scan(&algo, &h, &size, &files, &inodes)
+			return fmt.Sprintf("%s:%x size %d files %d inodes %d", algo, h, size, files, inodes), err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	bulk, r := bulkIndex(t)
+	addFiles(t, bulk, r.ID, "/r", files...)
+	if err := bulk.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoad() }); err != nil {
+		t.Fatal(err)
+	}
+	rowByRow := openTest(t)
+	r2, _, _ := rowByRow.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	addFiles(t, rowByRow, r2.ID, "/r", files...)
+	got, want := rowsOf(bulk), rowsOf(rowByRow)
+	if len(want) != 3 || !slices.Equal(got, want) {
+		t.Fatalf("bulk load counted\n%s\nwrites counted\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 

@@ -95,18 +95,11 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 		}
 	}
 	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT size, n FROM temp.plan_sizes ORDER BY size DESC")
-	if err != nil {
-		return p, classify("read plan", err)
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s SizeCount
-		if err := rows.Scan(&s.Size, &s.Files); err != nil {
-			return p, classify("read plan", err)
-		}
-		p.Sizes = append(p.Sizes, s)
-	}
-	return p, classify("read plan", rows.Err())
+	p.Sizes, err = collect("read plan", rows, err, func(r rowScanner) (s SizeCount, err error) {
+		err = r.Scan(&s.Size, &s.Files)
+		return s, err
+	})
+	return p, err
 }
 
 // AnyQueued reports whether a live file waits for the hash job (pending:
@@ -147,22 +140,14 @@ type HashRow struct {
 const hashRowCols = `f.id, f.root_id, f.size, f.mtime_ns, f.dev, f.ino, f.hash_status, f.prefix_hash,
 	f.content_hash, f.missing, d.path, f.name`
 
-func scanHashRows(rows *sql.Rows) ([]HashRow, error) {
-	defer rows.Close()
-	var out []HashRow
-	for rows.Next() {
-		var r HashRow
-		var dev, ino int64
-		var dir, name string
-		if err := rows.Scan(&r.ID, &r.RootID, &r.Size, &r.MtimeNS, &dev, &ino, &r.Status, &r.Prefix,
-			&r.Content, &r.Missing, &dir, &name); err != nil {
-			return nil, classify("read bucket", err)
-		}
-		r.Dev, r.Ino = uint64(dev), uint64(ino)
-		r.Path = JoinPath(dir, name)
-		out = append(out, r)
-	}
-	return out, classify("read bucket", rows.Err())
+func scanHashRow(row rowScanner) (r HashRow, err error) {
+	var dev, ino int64
+	var dir, name string
+	err = row.Scan(&r.ID, &r.RootID, &r.Size, &r.MtimeNS, &dev, &ino, &r.Status, &r.Prefix,
+		&r.Content, &r.Missing, &dir, &name)
+	r.Dev, r.Ino = uint64(dev), uint64(ino)
+	r.Path = JoinPath(dir, name)
+	return r, err
 }
 
 // JoinPath joins a folder path and a name.
@@ -200,10 +185,7 @@ func (fl *Files) Buckets(ctx context.Context, sizes []int64, want string) ([]Has
 		                UNION
 		                SELECT s.id FROM w JOIN files s ON s.size = w.size AND s.ino = w.ino AND s.dev = w.dev)
 		 ORDER BY f.size DESC, f.ino, f.id`, jsonInts(sizes), want)
-	if err != nil {
-		return nil, classify("read buckets", err)
-	}
-	return scanHashRows(rows)
+	return collect("read buckets", rows, err, scanHashRow)
 }
 
 // ReusableHash finds a hash recorded for the same inode with the same size
@@ -233,10 +215,7 @@ func (fl *Files) SizeRows(ctx context.Context, size int64) ([]HashRow, error) {
 	rows, err := fl.db.query(ctx, `SELECT `+hashRowCols+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.size = ?1 AND f.missing = 0 ORDER BY f.id`, size)
-	if err != nil {
-		return nil, classify("read bucket", err)
-	}
-	return scanHashRows(rows)
+	return collect("read bucket", rows, err, scanHashRow)
 }
 
 // BucketPage loads up to limit members of one (large) size bucket after the
@@ -246,10 +225,7 @@ func (fl *Files) BucketPage(ctx context.Context, size int64, afterIno uint64, af
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.size = ?1 AND (f.ino > ?2 OR (f.ino = ?2 AND f.id > ?3))
 		ORDER BY f.ino, f.id LIMIT ?4`, size, int64(afterIno), afterID, limit)
-	if err != nil {
-		return nil, classify("read bucket page", err)
-	}
-	return scanHashRows(rows)
+	return collect("read bucket page", rows, err, scanHashRow)
 }
 
 // SizePrefix is a (size, prefix hash) pair shared by two or more distinct
@@ -274,19 +250,10 @@ func (fl *Files) FullHashPlan(ctx context.Context, sizes []int64) ([]FullHashPai
 		GROUP BY size, prefix_hash
 		HAVING (min(dev) <> max(dev) OR min(ino) <> max(ino)) AND max(hash_status = 'partial') = 1
 		ORDER BY size DESC`, jsonInts(sizes))
-	if err != nil {
-		return nil, classify("plan full hashes", err)
-	}
-	defer rows.Close()
-	var out []FullHashPair
-	for rows.Next() {
-		var p FullHashPair
-		if err := rows.Scan(&p.Size, &p.Prefix, &p.Partial); err != nil {
-			return nil, classify("plan full hashes", err)
-		}
-		out = append(out, p)
-	}
-	return out, classify("plan full hashes", rows.Err())
+	return collect("plan full hashes", rows, err, func(r rowScanner) (p FullHashPair, err error) {
+		err = r.Scan(&p.Size, &p.Prefix, &p.Partial)
+		return p, err
+	})
 }
 
 // HashBatch records hash results inside one fenced write. Every update is
@@ -398,19 +365,14 @@ func (tx *Tx) RecordHashRun(started time.Time, perRoot map[int64]RootHashCounts)
 	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT s.root_id FROM scans s
 		WHERE s.id = (SELECT max(id) FROM scans WHERE root_id = s.root_id AND status = 'succeeded')
 		  AND s.hash_completed_at IS NULL`)
+	ids, err := collect("find scans to credit", rows, err, scanValue[int64])
 	if err != nil {
-		return classify("find scans to credit", err)
+		return err
 	}
 	roots := map[int64]RootHashCounts{}
-	for rows.Next() {
-		var id int64
-		if err := rows.Scan(&id); err != nil {
-			rows.Close()
-			return classify("find scans to credit", err)
-		}
+	for _, id := range ids {
 		roots[id] = RootHashCounts{}
 	}
-	rows.Close()
 	for id, c := range perRoot {
 		roots[id] = c
 	}

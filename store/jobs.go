@@ -235,19 +235,7 @@ func (jq *Jobs) JobsPage(ctx context.Context, after *JobCursor, limit int) ([]Jo
 
 func (db *DB) queryJobs(ctx context.Context, q string, args ...any) ([]Job, error) {
 	rows, err := db.query(ctx, q, args...)
-	if err != nil {
-		return nil, classify("list jobs", err)
-	}
-	defer rows.Close()
-	var js []Job
-	for rows.Next() {
-		j, err := scanJob(rows)
-		if err != nil {
-			return nil, classify("list jobs", err)
-		}
-		js = append(js, j)
-	}
-	return js, classify("list jobs", rows.Err())
+	return collect("list jobs", rows, err, scanJob)
 }
 
 // ScanMerge says what EnqueueScanWith does with a root's scans.

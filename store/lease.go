@@ -139,19 +139,11 @@ func (tx *Tx) claimN(q *Queue, filter string, owner string, ttl time.Duration, n
 		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2
 		WHERE id IN (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT ?3)
 		RETURNING id, attempt`, args...)
-	if err != nil {
-		return nil, classify("claim "+q.Table, err)
-	}
-	defer rows.Close()
-	var out []Lease
-	for rows.Next() {
+	return collect("claim "+q.Table, rows, err, func(r rowScanner) (Lease, error) {
 		l := Lease{Queue: q, Owner: owner, TTL: ttl}
-		if err := rows.Scan(&l.ID, &l.Attempt); err != nil {
-			return nil, classify("claim "+q.Table, err)
-		}
-		out = append(out, l)
-	}
-	return out, classify("claim "+q.Table, rows.Err())
+		err := r.Scan(&l.ID, &l.Attempt)
+		return l, err
+	})
 }
 
 // Fence checks inside a write that l is still held, and extends it. It
@@ -247,22 +239,14 @@ func (db *DB) RecoverDead(ctx context.Context, dead func(worker string) bool) (i
 	var gone []held
 	for _, q := range Queues {
 		rows, err := db.query(ctx, `SELECT DISTINCT worker_id FROM `+q.Table+` WHERE (`+q.Held+`) AND worker_id IS NOT NULL`)
+		workers, err := collect("list workers of "+q.Table, rows, err, scanValue[string])
 		if err != nil {
-			return 0, classify("list workers of "+q.Table, err)
+			return 0, err
 		}
-		for rows.Next() {
-			var w string
-			if err := rows.Scan(&w); err != nil {
-				rows.Close()
-				return 0, classify("list workers of "+q.Table, err)
-			}
+		for _, w := range workers {
 			if dead(w) {
 				gone = append(gone, held{q, w})
 			}
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return 0, classify("list workers of "+q.Table, err)
 		}
 	}
 	if len(gone) == 0 {

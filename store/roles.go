@@ -175,19 +175,10 @@ func (tx *Tx) roleHolders(path string, limit int) ([]RoleHolder, error) {
 		UNION ALL
 		SELECT id, plan_id, op, state, 'copy', keep_path FROM actions WHERE copy_path = ?1 AND `+copyRoleSQL+`
 		ORDER BY 1 LIMIT ?2`, path, limit)
-	if err != nil {
-		return nil, classify("find role holders", err)
-	}
-	defer rows.Close()
-	var out []RoleHolder
-	for rows.Next() {
-		var h RoleHolder
-		if err := rows.Scan(&h.ActionID, &h.PlanID, &h.Op, &h.State, &h.Role, &h.Other); err != nil {
-			return nil, classify("find role holders", err)
-		}
-		out = append(out, h)
-	}
-	return out, classify("find role holders", rows.Err())
+	return collect("find role holders", rows, err, func(r rowScanner) (h RoleHolder, err error) {
+		err = r.Scan(&h.ActionID, &h.PlanID, &h.Op, &h.State, &h.Role, &h.Other)
+		return h, err
+	})
 }
 
 // RoleMismatch is a path whose role in file_roles is not the one its live
@@ -212,17 +203,8 @@ func (lg *Ledger) CheckRoles(ctx context.Context) ([]RoleMismatch, error) {
 		SELECT coalesce(r.path, a.path), coalesce(r.roles, ''), coalesce(a.roles, '')
 		  FROM recorded r FULL JOIN actual a ON a.path = r.path
 		 WHERE r.roles IS NOT a.roles`)
-	if err != nil {
-		return nil, classify("check roles", err)
-	}
-	defer rows.Close()
-	var out []RoleMismatch
-	for rows.Next() {
-		var m RoleMismatch
-		if err := rows.Scan(&m.Path, &m.Recorded, &m.Actual); err != nil {
-			return nil, classify("check roles", err)
-		}
-		out = append(out, m)
-	}
-	return out, classify("check roles", rows.Err())
+	return collect("check roles", rows, err, func(r rowScanner) (m RoleMismatch, err error) {
+		err = r.Scan(&m.Path, &m.Recorded, &m.Actual)
+		return m, err
+	})
 }

@@ -69,19 +69,7 @@ func (fl *Files) Roots(ctx context.Context) ([]Root, error) {
 
 // scanRoots reads the rows of a query of rootCols.
 func scanRoots(rows *sql.Rows, err error) ([]Root, error) {
-	if err != nil {
-		return nil, classify("list roots", err)
-	}
-	defer rows.Close()
-	var rs []Root
-	for rows.Next() {
-		r, err := scanRoot(rows)
-		if err != nil {
-			return nil, classify("list roots", err)
-		}
-		rs = append(rs, r)
-	}
-	return rs, classify("list roots", rows.Err())
+	return collect("list roots", rows, err, scanRoot)
 }
 
 // Root reads one root by id.

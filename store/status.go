@@ -76,7 +76,7 @@ func (db *DB) Totals(ctx context.Context) (Totals, error) {
 		return t, classify("read totals", err)
 	}
 	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(file_count), 0),
-		coalesce(sum(size * (inode_count - 1)), 0) FROM contents WHERE inode_count >= 2`).Scan(
+		coalesce(sum(size * (inode_count - 1)), 0) FROM contents WHERE `+isGroup).Scan(
 		&t.Groups, &t.GroupFiles, &t.WastedBytes)
 	if err != nil {
 		return t, classify("read group totals", err)

@@ -43,7 +43,7 @@ func (th *Thumbs) ScheduleThumbCleanups(ctx context.Context, delay time.Duration
 			(content_id, execute_after, created_at, updated_at)
 			SELECT t.content_id, `+nowSQL+` + ?1, `+nowSQL+`, `+nowSQL+`
 			  FROM thumbnails t JOIN contents c ON c.id = t.content_id
-			 WHERE c.inode_count < 2 AND NOT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs j
+			 WHERE NOT (c.`+isGroup+`) AND NOT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs j
 			       WHERE j.content_id = t.content_id AND j.status IN ('pending', 'running'))
 			ON CONFLICT DO NOTHING`, delay.Milliseconds())
 		if err != nil {
@@ -94,7 +94,7 @@ func (th *Thumbs) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func
 		}
 		var group, busy bool
 		err = tx.tx.QueryRowContext(tx.ctx, `SELECT
-			coalesce((SELECT inode_count >= 2 FROM contents WHERE id = ?1), 0),
+			coalesce((SELECT `+isGroup+` FROM contents WHERE id = ?1), 0),
 			EXISTS (SELECT 1 FROM thumbnails WHERE content_id = ?1 AND status IN ('pending', 'running'))`,
 			c.ContentID).Scan(&group, &busy)
 		if err != nil {

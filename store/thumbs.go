@@ -38,7 +38,7 @@ type Thumb struct {
 
 const thumbCols = `t.id, t.content_id, c.hash_algo || ':' || lower(hex(c.content_hash)), t.status, t.media_type,
 	t.width, t.height, t.bytes_size, t.error_code, t.error_message, t.error_count, t.retry_after, t.attempt,
-	t.updated_at, t.finished_at, c.inode_count >= 2`
+	t.updated_at, t.finished_at, c.` + isGroup
 
 func scanThumb(r rowScanner) (Thumb, error) {
 	var t Thumb
@@ -81,25 +81,16 @@ func (th *Thumbs) ThumbCandidates(ctx context.Context, cur CandidateCursor, limi
 	rows, err := th.db.query(ctx, `SELECT c.id, c.change_seq, (SELECT group_concat(name, char(0)) FROM
 			(SELECT f.name FROM files f WHERE f.content_hash = c.content_hash AND f.missing = 0 LIMIT 8))
 		FROM contents c
-		WHERE c.inode_count >= 2 AND `+where+` AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id)
+		WHERE c.`+isGroup+` AND `+where+` AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id)
 		ORDER BY `+order+` LIMIT ?3`, cur.Seq, cur.ID, limit)
-	if err != nil {
-		return nil, classify("list thumbnail candidates", err)
-	}
-	defer rows.Close()
-	var out []ThumbCandidate
-	for rows.Next() {
-		var c ThumbCandidate
+	return collect("list thumbnail candidates", rows, err, func(r rowScanner) (c ThumbCandidate, err error) {
 		var names sql.NullString
-		if err := rows.Scan(&c.ContentID, &c.Seq, &names); err != nil {
-			return nil, classify("list thumbnail candidates", err)
-		}
+		err = r.Scan(&c.ContentID, &c.Seq, &names)
 		if names.String != "" {
 			c.Names = strings.Split(names.String, "\x00")
 		}
-		out = append(out, c)
-	}
-	return out, classify("list thumbnail candidates", rows.Err())
+		return c, err
+	})
 }
 
 // Admission asks for the thumbnail of a group.

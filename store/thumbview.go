@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"time"
 )
 
@@ -31,7 +29,7 @@ func (th *Thumbs) ThumbCounts(ctx context.Context) (map[string]int64, error) {
 // cleanup job runs, but is not listed.
 func (vw *View) ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]Thumb, error) {
 	return vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
-		WHERE t.status = 'ready' AND c.inode_count >= 2 AND t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
+		WHERE t.status = 'ready' AND c.`+isGroup+` AND t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
 }
 
 // ThumbsPage lists every thumbnail by id after afterID, whatever its
@@ -45,7 +43,7 @@ func (th *Thumbs) ThumbsPage(ctx context.Context, afterID int64, limit int) ([]T
 // none or the content is no group any more.
 func (vw *View) ReadyThumb(ctx context.Context, algo string, sum []byte) (Thumb, error) {
 	ts, err := vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
-		WHERE c.hash_algo = ? AND c.content_hash = ? AND t.status = 'ready' AND c.inode_count >= 2`, algo, sum)
+		WHERE c.hash_algo = ? AND c.content_hash = ? AND t.status = 'ready' AND c.`+isGroup, algo, sum)
 	if err == nil && len(ts) == 0 {
 		err = ErrNotFound
 	}
@@ -82,50 +80,22 @@ func (vw *View) ThumbChangesSince(ctx context.Context, seq int64, limit int) ([]
 	rows, err := vw.db.query(ctx, `SELECT t.id, c.hash_algo || ':' || lower(hex(c.content_hash)), t.change_seq
 		FROM thumbnails t JOIN contents c ON c.id = t.content_id
 		WHERE t.change_seq > ? ORDER BY t.change_seq LIMIT ?`, seq, limit)
-	if err != nil {
-		return nil, classify("read thumbnail changes", err)
-	}
-	defer rows.Close()
-	var out []ThumbChange
-	for rows.Next() {
-		var c ThumbChange
-		if err := rows.Scan(&c.ID, &c.Key, &c.Seq); err != nil {
-			return nil, classify("read thumbnail changes", err)
-		}
-		out = append(out, c)
-	}
-	return out, classify("read thumbnail changes", rows.Err())
+	return collect("read thumbnail changes", rows, err, func(r rowScanner) (c ThumbChange, err error) {
+		err = r.Scan(&c.ID, &c.Key, &c.Seq)
+		return c, err
+	})
 }
 
 // LastThumbChange is the position of the thumbnail change feed and when
 // it last moved (zero when no thumbnail has changed).
 func (vw *View) LastThumbChange(ctx context.Context) (int64, time.Time, error) {
-	var seq, at int64
-	err := vw.db.queryRow(ctx, "SELECT change_seq, updated_at FROM thumbnails ORDER BY change_seq DESC LIMIT 1").Scan(&seq, &at)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, time.Time{}, nil
-	}
-	if err != nil {
-		return 0, time.Time{}, classify("read thumbnail changes", err)
-	}
-	return seq, time.UnixMilli(at), nil
+	return vw.db.lastChange(ctx, "read thumbnail changes",
+		"SELECT change_seq, updated_at FROM thumbnails ORDER BY change_seq DESC LIMIT 1")
 }
 
 func (db *DB) thumbs(ctx context.Context, q string, args ...any) ([]Thumb, error) {
 	rows, err := db.query(ctx, q, args...)
-	if err != nil {
-		return nil, classify("read thumbnails", err)
-	}
-	defer rows.Close()
-	var out []Thumb
-	for rows.Next() {
-		t, err := scanThumb(rows)
-		if err != nil {
-			return nil, classify("read thumbnails", err)
-		}
-		out = append(out, t)
-	}
-	return out, classify("read thumbnails", rows.Err())
+	return collect("read thumbnails", rows, err, scanThumb)
 }
 
 // ThumbSource is a live copy of a group, as the index last saw it.
@@ -142,19 +112,10 @@ func (th *Thumbs) ThumbSources(ctx context.Context, contentID int64) ([]ThumbSou
 		JOIN files f ON f.content_hash = c.content_hash AND f.hash_algo = c.hash_algo AND f.missing = 0
 		JOIN folders d ON d.id = f.folder_id
 		WHERE c.id = ? ORDER BY f.id LIMIT 16`, contentID)
-	if err != nil {
-		return nil, classify("read thumbnail sources", err)
-	}
-	defer rows.Close()
-	var out []ThumbSource
-	for rows.Next() {
+	return collect("read thumbnail sources", rows, err, func(r rowScanner) (s ThumbSource, err error) {
 		var dir, name string
-		var s ThumbSource
-		if err := rows.Scan(&dir, &name, &s.Size, &s.MtimeNS); err != nil {
-			return nil, classify("read thumbnail sources", err)
-		}
+		err = r.Scan(&dir, &name, &s.Size, &s.MtimeNS)
 		s.Path = JoinPath(dir, name)
-		out = append(out, s)
-	}
-	return out, classify("read thumbnail sources", rows.Err())
+		return s, err
+	})
 }

@@ -279,8 +279,10 @@ func (tx *Tx) exec(op, query string, args ...any) (sql.Result, error) {
 	return res, classify(op, err)
 }
 
-// recountQuery recounts every content a write touched, in one grouped pass
-// over their files. A group is a content held by two or more distinct live
+// recountQuery recounts every content noted in content_dirty (those a write
+// touched; at the end of a bulk load, every content of two or more live
+// files), in one grouped pass over their files, under the change sequence
+// as the caller bumped it. A group is a content held by two or more distinct live
 // inodes; count(DISTINCT dev||','||ino) counts inodes, not paths, so two
 // hard links alone are no group. A content gets a row when it first becomes
 // a group and keeps it (and its id) from then on. changed_at and change_seq
@@ -288,7 +290,8 @@ func (tx *Tx) exec(op, query string, args ...any) (sql.Result, error) {
 // but changes the group's listing).
 const recountQuery = `
 INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
-SELECT c.hash_algo, c.content_hash, c.size, c.files, c.inodes, ` + nowSQL + `, ?1
+SELECT c.hash_algo, c.content_hash, c.size, c.files, c.inodes, ` + nowSQL + `,
+       (SELECT value FROM counters WHERE name = 'change_seq')
   FROM (SELECT d.hash_algo, d.content_hash, coalesce(max(f.size), 0) AS size, count(f.id) AS files,
                count(DISTINCT f.dev || ',' || f.ino) AS inodes
           FROM content_dirty d
@@ -330,16 +333,13 @@ func (tx *Tx) recountContents() error {
 	if n == 0 {
 		return nil
 	}
-	var seq int64
-	err := tx.tx.QueryRowContext(tx.ctx,
-		"UPDATE counters SET value = value + 1 WHERE name = 'change_seq' RETURNING value").Scan(&seq)
-	if err != nil {
-		return classify("bump change sequence", err)
-	}
-	if _, err := tx.exec("recount groups", recountQuery, seq); err != nil {
+	if _, err := tx.exec("bump change sequence", "UPDATE counters SET value = value + 1 WHERE name = 'change_seq'"); err != nil {
 		return err
 	}
-	_, err = tx.exec("clear touched groups", "DELETE FROM content_dirty")
+	if _, err := tx.exec("recount groups", recountQuery); err != nil {
+		return err
+	}
+	_, err := tx.exec("clear touched groups", "DELETE FROM content_dirty")
 	return err
 }
 

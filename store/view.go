@@ -18,48 +18,33 @@ type GroupRef struct {
 	Size int64
 }
 
+// isGroup is the SQL condition under which a row of contents is a group:
+// two or more distinct live inodes hold its content (two hard links of one
+// inode are no group). It is written as the partial indexes contents_groups
+// and contents_groups_size (migrations/0001_init.sql) are, word for word:
+// SQLite uses such an index only for a query that states its condition.
+// With a table alias, the alias and a dot go before it: "c."+isGroup.
+const isGroup = "inode_count >= 2"
+
 func scanGroupRefs(rows *sql.Rows, err error) ([]GroupRef, error) {
-	if err != nil {
-		return nil, classify("list groups", err)
-	}
-	defer rows.Close()
-	var out []GroupRef
-	for rows.Next() {
-		var g GroupRef
-		if err := rows.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size); err != nil {
-			return nil, classify("list groups", err)
-		}
-		out = append(out, g)
-	}
-	return out, classify("list groups", rows.Err())
+	return collect("list groups", rows, err, func(r rowScanner) (g GroupRef, err error) {
+		err = r.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size)
+		return g, err
+	})
 }
 
 // GroupsPage lists groups by content id, after afterID, with what a
 // folder of the view shows of them.
 func (vw *View) GroupsPage(ctx context.Context, afterID int64, limit int) ([]GroupInfo, error) {
 	rows, err := vw.db.query(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at FROM contents
-		WHERE inode_count >= 2 AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
-	if err != nil {
-		return nil, classify("list groups", err)
-	}
-	defer rows.Close()
-	var out []GroupInfo
-	for rows.Next() {
-		var g GroupInfo
-		var changed int64
-		if err := rows.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &changed); err != nil {
-			return nil, classify("list groups", err)
-		}
-		g.ChangedAt = time.UnixMilli(changed)
-		out = append(out, g)
-	}
-	return out, classify("list groups", rows.Err())
+		WHERE `+isGroup+` AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
+	return collect("list groups", rows, err, readGroupInfo)
 }
 
 // SizeGroupsPage lists the groups of one size by content id, after afterID.
 func (vw *View) SizeGroupsPage(ctx context.Context, size, afterID int64, limit int) ([]GroupRef, error) {
 	return scanGroupRefs(vw.db.query(ctx, `SELECT id, hash_algo, content_hash, size FROM contents
-		WHERE inode_count >= 2 AND size = ? AND id > ? ORDER BY id LIMIT ?`, size, afterID, limit))
+		WHERE `+isGroup+` AND size = ? AND id > ? ORDER BY id LIMIT ?`, size, afterID, limit))
 }
 
 // SizeEntry is a size that has groups, and when the last of them changed.
@@ -73,22 +58,13 @@ type SizeEntry struct {
 // attributes of its folders, and a walk then looks up none of them.
 func (vw *View) SizesPage(ctx context.Context, afterSize int64, limit int) ([]SizeEntry, error) {
 	rows, err := vw.db.query(ctx, `SELECT size, max(changed_at) FROM contents
-		WHERE inode_count >= 2 AND size > ? GROUP BY size ORDER BY size LIMIT ?`, afterSize, limit)
-	if err != nil {
-		return nil, classify("list sizes", err)
-	}
-	defer rows.Close()
-	var out []SizeEntry
-	for rows.Next() {
-		var e SizeEntry
+		WHERE `+isGroup+` AND size > ? GROUP BY size ORDER BY size LIMIT ?`, afterSize, limit)
+	return collect("list sizes", rows, err, func(r rowScanner) (e SizeEntry, err error) {
 		var changed int64
-		if err := rows.Scan(&e.Size, &changed); err != nil {
-			return nil, classify("list sizes", err)
-		}
+		err = r.Scan(&e.Size, &changed)
 		e.ChangedAt = time.UnixMilli(changed)
-		out = append(out, e)
-	}
-	return out, classify("list sizes", rows.Err())
+		return e, err
+	})
 }
 
 // GroupInfo is what the view shows of a group directory.
@@ -102,31 +78,37 @@ type GroupInfo struct {
 // content is not (or no longer) a group.
 func (vw *View) Group(ctx context.Context, algo string, sum []byte) (GroupInfo, error) {
 	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
-		FROM contents WHERE hash_algo = ? AND content_hash = ? AND inode_count >= 2`, algo, sum))
+		FROM contents WHERE hash_algo = ? AND content_hash = ? AND `+isGroup, algo, sum))
 }
 
 // GroupByID reads a live group by its content id.
 func (vw *View) GroupByID(ctx context.Context, id int64) (GroupInfo, error) {
 	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
-		FROM contents WHERE id = ? AND inode_count >= 2`, id))
+		FROM contents WHERE id = ? AND `+isGroup, id))
 }
 
 func scanGroupInfo(row *sql.Row) (GroupInfo, error) {
-	var g GroupInfo
-	var changed int64
-	err := row.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &changed)
+	g, err := readGroupInfo(row)
 	if errors.Is(err, sql.ErrNoRows) {
 		return g, ErrNotFound
 	}
-	g.ChangedAt = time.UnixMilli(changed)
 	return g, classify("read group", err)
+}
+
+// readGroupInfo reads id, hash_algo, content_hash, size, file_count and
+// changed_at of a row of contents.
+func readGroupInfo(r rowScanner) (g GroupInfo, err error) {
+	var changed int64
+	err = r.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &changed)
+	g.ChangedAt = time.UnixMilli(changed)
+	return g, err
 }
 
 // SizeInfo reports when the groups of one size last changed; ErrNotFound
 // when the size has no group.
 func (vw *View) SizeInfo(ctx context.Context, size int64) (time.Time, error) {
 	var changed sql.NullInt64
-	err := vw.db.queryRow(ctx, `SELECT max(changed_at) FROM contents WHERE inode_count >= 2 AND size = ?`, size).Scan(&changed)
+	err := vw.db.queryRow(ctx, `SELECT max(changed_at) FROM contents WHERE `+isGroup+` AND size = ?`, size).Scan(&changed)
 	if err == nil && !changed.Valid {
 		return time.Time{}, ErrNotFound
 	}
@@ -150,19 +132,10 @@ func (m Member) Path() string { return JoinPath(m.Dir, m.Name) }
 const memberCols = `f.id, f.name, d.path, f.mtime_ns, f.size, f.dev, f.ino`
 
 func scanMembers(rows *sql.Rows, err error) ([]Member, error) {
-	if err != nil {
-		return nil, classify("list copies", err)
-	}
-	defer rows.Close()
-	var out []Member
-	for rows.Next() {
-		var m Member
-		if err := rows.Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino); err != nil {
-			return nil, classify("list copies", err)
-		}
-		out = append(out, m)
-	}
-	return out, classify("list copies", rows.Err())
+	return collect("list copies", rows, err, func(r rowScanner) (m Member, err error) {
+		err = r.Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino)
+		return m, err
+	})
 }
 
 // MemberName is a copy as a listing needs it: its file id, its basename,
@@ -189,7 +162,7 @@ func (vw *View) CopiesPage(ctx context.Context, contentID, afterID int64, limit 
 	// algorithm need not be checked, one index has one.
 	rows, err := vw.db.query(ctx, `SELECT f.id, f.name
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash
-		WHERE c.id = ?1 AND c.inode_count >= 2 AND f.missing = 0
+		WHERE c.id = ?1 AND c.`+isGroup+` AND f.missing = 0
 		  AND (?2 = 0 OR (f.name, f.id) > ((SELECT name FROM files WHERE id = ?2), ?2))
 		ORDER BY f.name, f.id LIMIT ?3`, contentID, afterID, limit)
 	if err != nil {
@@ -234,7 +207,7 @@ type GroupCopies struct {
 // view reads the groups a walk enters next with one query, not one each.
 func (vw *View) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) ([]GroupCopies, error) {
 	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, f.name
-		FROM (SELECT id, content_hash FROM contents WHERE id >= ?1 AND inode_count >= 2 ORDER BY id LIMIT ?2) c
+		FROM (SELECT id, content_hash FROM contents WHERE id >= ?1 AND `+isGroup+` ORDER BY id LIMIT ?2) c
 		JOIN files f ON f.content_hash = c.content_hash
 		WHERE f.missing = 0
 		ORDER BY c.id, f.name, f.id LIMIT ?3`, fromID, groups, limit)
@@ -320,32 +293,33 @@ type Change struct {
 
 // ChangesSince lists the contents changed after seq, oldest first.
 func (vw *View) ChangesSince(ctx context.Context, seq int64, limit int) ([]Change, error) {
-	rows, err := vw.db.query(ctx, `SELECT change_seq, id, hash_algo, content_hash, size, inode_count >= 2
+	rows, err := vw.db.query(ctx, `SELECT change_seq, id, hash_algo, content_hash, size, `+isGroup+`
 		FROM contents WHERE change_seq > ? ORDER BY change_seq LIMIT ?`, seq, limit)
-	if err != nil {
-		return nil, classify("read changes", err)
-	}
-	defer rows.Close()
-	var out []Change
-	for rows.Next() {
-		var c Change
-		if err := rows.Scan(&c.Seq, &c.ID, &c.Algo, &c.Hash, &c.Size, &c.Live); err != nil {
-			return nil, classify("read changes", err)
-		}
-		out = append(out, c)
-	}
-	return out, classify("read changes", rows.Err())
+	return collect("read changes", rows, err, func(r rowScanner) (c Change, err error) {
+		err = r.Scan(&c.Seq, &c.ID, &c.Algo, &c.Hash, &c.Size, &c.Live)
+		return c, err
+	})
 }
 
 // LastChange returns the latest change_seq and when it happened (zero when
 // nothing ever changed).
 func (vw *View) LastChange(ctx context.Context) (int64, time.Time, error) {
+	return vw.db.lastChange(ctx, "read last change",
+		`SELECT change_seq, changed_at FROM contents ORDER BY change_seq DESC LIMIT 1`)
+}
+
+// lastChange reads the change_seq and time (ms) of the one row q selects:
+// zero for both when it selects none.
+func (db *DB) lastChange(ctx context.Context, op, q string) (int64, time.Time, error) {
 	var seq, at int64
-	err := vw.db.queryRow(ctx, `SELECT change_seq, changed_at FROM contents ORDER BY change_seq DESC LIMIT 1`).Scan(&seq, &at)
+	err := db.queryRow(ctx, q).Scan(&seq, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, nil
 	}
-	return seq, time.UnixMilli(at), classify("read last change", err)
+	if err != nil {
+		return 0, time.Time{}, classify(op, err)
+	}
+	return seq, time.UnixMilli(at), nil
 }
 
 // Watcher tells when any connection (of this process or another) committed
@@ -402,18 +376,10 @@ func (vw *View) FileByID(ctx context.Context, id int64) (Member, error) {
 func (vw *View) GroupPaths(ctx context.Context, contentID int64) ([]string, error) {
 	rows, err := vw.db.query(ctx, `SELECT d.path, f.name
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
-		WHERE c.id = ? AND c.inode_count >= 2 AND f.missing = 0 ORDER BY f.name, f.id`, contentID)
-	if err != nil {
-		return nil, classify("list the paths of a group", err)
-	}
-	defer rows.Close()
-	var out []string
-	for rows.Next() {
+		WHERE c.id = ? AND c.`+isGroup+` AND f.missing = 0 ORDER BY f.name, f.id`, contentID)
+	return collect("list the paths of a group", rows, err, func(r rowScanner) (string, error) {
 		var dir, name string
-		if err := rows.Scan(&dir, &name); err != nil {
-			return nil, classify("list the paths of a group", err)
-		}
-		out = append(out, JoinPath(dir, name))
-	}
-	return out, classify("list the paths of a group", rows.Err())
+		err := r.Scan(&dir, &name)
+		return JoinPath(dir, name), err
+	})
 }

@@ -191,19 +191,7 @@ func (mt *Maint) FinishWAL(ctx context.Context, j WALJob, c Checkpoint, runErr e
 // WALJobs lists the newest WAL jobs, newest first.
 func (mt *Maint) WALJobs(ctx context.Context, limit int) ([]WALJob, error) {
 	rows, err := mt.db.query(ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs ORDER BY id DESC LIMIT ?", limit)
-	if err != nil {
-		return nil, classify("list WAL jobs", err)
-	}
-	defer rows.Close()
-	var out []WALJob
-	for rows.Next() {
-		j, err := scanWALJob(rows)
-		if err != nil {
-			return nil, classify("list WAL jobs", err)
-		}
-		out = append(out, j)
-	}
-	return out, classify("list WAL jobs", rows.Err())
+	return collect("list WAL jobs", rows, err, scanWALJob)
 }
 
 // WALSize is the size of the index's -wal file (0 when there is none).
