@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"sort"
 	"strings"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // FolderRef is a folder of an exact folder group.
@@ -122,7 +124,7 @@ func applyFolderRules(classes []FolderGroup) []FolderGroup {
 		for _, f := range c.Folders {
 			inside := false
 			for _, t := range top {
-				if Below(t.Path, f.Path) {
+				if naming.Below(t.Path, f.Path) {
 					inside = true
 					break
 				}
@@ -209,7 +211,7 @@ func (vw *View) SubtreeContents(ctx context.Context, dir string) (files []Subtre
 		t, ok := r.term()
 		known = known && ok
 		f.Size, f.Algo, f.Sum, f.Dev, f.Ino = r.size, r.algo, bytes.Clone(r.hash), uint64(r.dev), uint64(r.ino)
-		f.Path = JoinPath(d, name)
+		f.Path = naming.JoinPath(d, name)
 		f.Rel = strings.TrimPrefix(strings.TrimPrefix(f.Path, dir), "/")
 		f.Term, f.Hash = t, f.Sum != nil
 		files = append(files, f)

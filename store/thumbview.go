@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // ThumbCounts counts thumbnails by status.
@@ -153,7 +155,7 @@ func (th *Thumbs) ThumbSources(ctx context.Context, contentID int64) ([]ThumbSou
 		if err := rows.Scan(&dir, &name, &s.Size, &s.MtimeNS); err != nil {
 			return nil, classify("read thumbnail sources", err)
 		}
-		s.Path = JoinPath(dir, name)
+		s.Path = naming.JoinPath(dir, name)
 		out = append(out, s)
 	}
 	return out, classify("read thumbnail sources", rows.Err())

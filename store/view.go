@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // The queries of the mounted view. Every listing is a keyset page: one
@@ -145,7 +147,7 @@ type Member struct {
 }
 
 // Path is the member's absolute path.
-func (m Member) Path() string { return JoinPath(m.Dir, m.Name) }
+func (m Member) Path() string { return naming.JoinPath(m.Dir, m.Name) }
 
 const memberCols = `f.id, f.name, d.path, f.mtime_ns, f.size, f.dev, f.ino`
 
@@ -413,7 +415,7 @@ func (vw *View) GroupPaths(ctx context.Context, contentID int64) ([]string, erro
 		if err := rows.Scan(&dir, &name); err != nil {
 			return nil, classify("list the paths of a group", err)
 		}
-		out = append(out, JoinPath(dir, name))
+		out = append(out, naming.JoinPath(dir, name))
 	}
 	return out, classify("list the paths of a group", rows.Err())
 }
