@@ -183,8 +183,10 @@ type SubtreeFile struct {
 const subtreeFilesSQL = `folders d JOIN files f ON f.folder_id = d.id
 	WHERE (d.path = ?1 OR (d.path > ?2 AND d.path < ?3)) AND f.missing = 0 AND f.size > 0`
 
-// subtreeArgs are the arguments of subtreeFilesSQL for the folder dir: its
-// path, and the bounds of the paths below it ('0' follows '/').
+// subtreeArgs are the arguments of the queries of a folder's subtree
+// (subtreeFilesSQL, ScanBatch.LoseFolder) for the folder dir: its path, and
+// the bounds of the paths below it, which are dir, a '/' and more ('0'
+// follows '/'). For the folder "/" the bounds are "/" and "0".
 func subtreeArgs(dir string) []any {
 	return []any{dir, strings.TrimSuffix(dir, "/") + "/", strings.TrimSuffix(dir, "/") + "0"}
 }
