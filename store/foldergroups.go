@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"sort"
 	"strings"
 
@@ -28,7 +27,7 @@ type FolderGroup struct {
 
 // Key is the group's name: the index's hash algorithm and the signature's
 // hex digits.
-func (g FolderGroup) Key(algo string) string { return algo + ":" + hex.EncodeToString(g.Sig) }
+func (g FolderGroup) Key(algo string) string { return naming.GroupKey(algo, g.Sig) }
 
 // ExactFolderGroups reads the exact folder groups as the definitions of
 // seed 003 give them: folders of equal content (by the signature, with

@@ -2,7 +2,6 @@ package act
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
@@ -144,7 +143,7 @@ func (p *planner) fromReport(ctx context.Context, db *store.DB) error {
 			case f.Size < max(p.sel.MinSize, 1):
 				continue
 			}
-			k := f.Algo + ":" + hex.EncodeToString(f.Hash)
+			k := naming.GroupKey(f.Algo, f.Hash)
 			if _, ok := byContent[k]; !ok {
 				keys = append(keys, k)
 			}

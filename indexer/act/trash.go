@@ -270,8 +270,8 @@ func reopenTrash(trashFile string, uids ...int) (*trashCan, string, error) {
 // trash, relative to the topdir in others; percent-escaped as a URL path.
 func (t *trashCan) pathValue(path string) string {
 	p := path
-	if t.topdir != "" {
-		if rel, err := filepath.Rel(t.topdir, path); err == nil && !strings.HasPrefix(rel, "..") {
+	if t.topdir != "" && naming.Below(t.topdir, path) {
+		if rel, err := filepath.Rel(t.topdir, path); err == nil {
 			p = rel
 		}
 	}
