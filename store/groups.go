@@ -213,7 +213,7 @@ func (fl *Files) FileByPath(ctx context.Context, path string) (IndexedFile, erro
 }
 
 // splitPath splits an absolute path into its folder and name, as the index
-// stores them (JoinPath undone).
+// stores them (naming.JoinPath undone).
 func splitPath(p string) (dir, name string) {
 	i := strings.LastIndexByte(p, '/')
 	if i <= 0 {
