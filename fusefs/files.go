@@ -12,6 +12,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // The files of the view: /status.json, made from the index, and the
@@ -127,7 +128,7 @@ func (f *FS) open(c *caller, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 		if err != nil {
 			return f.status("open thumbnail", err)
 		}
-		name, err := store.ThumbFileName(th.Key)
+		name, err := naming.ThumbFileName(th.Key)
 		if err != nil {
 			return f.status("open thumbnail", err)
 		}
@@ -170,7 +171,7 @@ func (f *FS) read(in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {
 func (f *FS) pread(file *os.File, buf []byte, off uint64) (fuse.ReadResult, fuse.Status) {
 	n, err := file.ReadAt(buf, int64(off))
 	if err != nil && !errors.Is(err, io.EOF) {
-		f.logf("dupefs: read %s: %v", store.EscapePath(file.Name()), err)
+		f.logf("dupefs: read %s: %v", naming.EscapePath(file.Name()), err)
 		return nil, fuse.EIO
 	}
 	return fuse.ReadResultData(buf[:n]), fuse.OK

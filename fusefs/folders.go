@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // /by-folder/<algo>:<hex>/<name>: the exact groups of duplicate folders,
@@ -16,10 +17,12 @@ import (
 // /by-hash (the basename, ~<folder id> for a repeat).
 
 // folderKey is a folder group's name.
-func (f *FS) folderKey(g store.FolderGroupInfo) string { return store.GroupKey(f.db.HashAlgo(), g.Sig) }
+func (f *FS) folderKey(g store.FolderGroupInfo) string {
+	return naming.GroupKey(f.db.HashAlgo(), g.Sig)
+}
 
 func (f *FS) lookupFolderGroup(name string, out *fuse.EntryOut) fuse.Status {
-	algo, sig, err := store.ParseKey(name)
+	algo, sig, err := naming.ParseKey(name)
 	if err != nil || algo != f.db.HashAlgo() {
 		return fuse.ENOENT
 	}
@@ -142,7 +145,7 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 			return seq
 		}
 		for _, c := range cs {
-			f.srv.EntryNotify(inoByFolder, store.GroupKey(f.db.HashAlgo(), c.Sig))
+			f.srv.EntryNotify(inoByFolder, naming.GroupKey(f.db.HashAlgo(), c.Sig))
 			f.srv.InodeNotify(ino(kindFolderGroup, c.ID), 0, 0)
 			seq, any = c.Seq, true
 		}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 func TestFolderGroupsShowAndGo(t *testing.T) {
@@ -30,7 +31,7 @@ func TestFolderGroupsShowAndGo(t *testing.T) {
 	if err != nil || len(gs) != 1 || gs[0].Folders != 3 || gs[0].Files != 2 || gs[0].Bytes != 30 {
 		t.Fatalf("folder groups: %+v %v", gs, err)
 	}
-	k := store.GroupKey("sha256", gs[0].Sig)
+	k := naming.GroupKey("sha256", gs[0].Sig)
 	eventually(t, "the folder group lists", func() bool { n := tf.names("by-folder"); return len(n) == 1 && n[0] == k })
 	names := tf.names("by-folder/" + k)
 	if len(names) != 3 || names[0] != "a" || !regexpLike(names[1], "a~", "") || names[2] != "b" {

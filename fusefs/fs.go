@@ -11,6 +11,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Config of a mount.
@@ -122,7 +123,7 @@ func ino(kind uint64, id int64) uint64 { return kind<<56 | uint64(id)&idMask }
 func split(node uint64) (kind uint64, id int64) { return node >> 56, int64(node & idMask) }
 
 // key is a group's name: <algo>:<hex>.
-func key(g store.GroupRef) string { return store.GroupKey(g.Algo, g.Hash) }
+func key(g store.GroupRef) string { return naming.GroupKey(g.Algo, g.Hash) }
 
 // dbctx is the context of a query made for a kernel request. It cannot be
 // cancelled: with modernc every statement run with a cancellable context

@@ -9,6 +9,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // pageSize is how many entries one keyset query fetches.
@@ -194,7 +195,7 @@ func (f *FS) listThumbs(ctx context.Context, off uint64) ([]listed, error) {
 	ts, err := f.db.ReadyThumbsPage(ctx, idAfter(off), pageSize)
 	out := make([]listed, 0, len(ts))
 	for _, th := range ts {
-		name, kerr := store.ThumbFileName(th.Key)
+		name, kerr := naming.ThumbFileName(th.Key)
 		if kerr != nil {
 			continue // no row holds such a key; never list a bad name
 		}

@@ -8,6 +8,7 @@ import (
 	"github.com/hanwen/go-fuse/v2/fuse"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // lookup finds name in the folder parent. Names that cannot be in it (a
@@ -100,7 +101,7 @@ func (f *FS) lookupRoot(c *caller, name string, out *fuse.EntryOut) fuse.Status 
 
 // lookupGroup finds a group by its name, with one indexed query.
 func (f *FS) lookupGroup(name string, out *fuse.EntryOut) fuse.Status {
-	algo, sum, err := store.ParseKey(name)
+	algo, sum, err := naming.ParseKey(name)
 	if err != nil {
 		return fuse.ENOENT
 	}
@@ -170,7 +171,7 @@ func (f *FS) lookupSize(name string, out *fuse.EntryOut) fuse.Status {
 }
 
 func (f *FS) lookupSizeLink(size int64, name string, out *fuse.EntryOut) fuse.Status {
-	algo, sum, err := store.ParseKey(name)
+	algo, sum, err := naming.ParseKey(name)
 	if err != nil {
 		return fuse.ENOENT
 	}
@@ -191,11 +192,11 @@ func sizeTarget(g store.GroupRef) string { return "../../by-hash/" + key(g) }
 
 // lookupThumb finds a ready thumbnail by its group's key.
 func (f *FS) lookupThumb(name string, out *fuse.EntryOut) fuse.Status {
-	k, ok := store.ThumbKeyOf(name)
+	k, ok := naming.ThumbKeyOf(name)
 	if !ok || f.cfg.ThumbDir == "" {
 		return fuse.ENOENT
 	}
-	algo, sum, err := store.ParseKey(k)
+	algo, sum, err := naming.ParseKey(k)
 	if err != nil {
 		return fuse.ENOENT
 	}

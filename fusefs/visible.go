@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // reader is whose reading decides what a node shows: a caller, or everyone
@@ -176,7 +176,7 @@ func (f *FS) folderReadable(r reader, dir string) bool {
 	}
 	listed := map[string]bool{dir: true}
 	for _, sf := range files {
-		for d := filepath.Dir(sf.Path); !listed[d] && store.Below(dir, d); d = filepath.Dir(d) {
+		for d := filepath.Dir(sf.Path); !listed[d] && naming.Below(dir, d); d = filepath.Dir(d) {
 			if !r.list(d) {
 				return false
 			}

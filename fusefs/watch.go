@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // watch polls PRAGMA data_version, which moves with every commit by any
@@ -146,7 +147,7 @@ func (f *FS) applyThumbChanges(ctx context.Context, seq int64) int64 {
 // one may sit in a negative entry) and, given the thumbnail's id, the
 // pages it kept of it.
 func (f *FS) invalidateThumb(k string, id int64) {
-	if name, err := store.ThumbFileName(k); err == nil {
+	if name, err := naming.ThumbFileName(k); err == nil {
 		f.srv.EntryNotify(inoThumbs, name)
 	}
 	if id != 0 {

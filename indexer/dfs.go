@@ -7,6 +7,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // The scan commits folders in depth-first pre-order, children sorted by name,
@@ -48,10 +49,7 @@ func dfsCompare(a, b string) int {
 
 // isAncestorOrSelf reports whether rel a is b or one of b's ancestors.
 func isAncestorOrSelf(a, b string) bool {
-	if a == b || a == "" {
-		return true
-	}
-	return len(b) > len(a) && b[:len(a)] == a && b[len(a)] == '/'
+	return a == "" || naming.Within(a, b)
 }
 
 type nodeMode uint8

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // waitEarly waits until the early reads of ix have read every set they
@@ -71,7 +72,7 @@ func TestEarlyReadsComeBeforeTheHashJob(t *testing.T) {
 	}
 	e.runWith(ix)
 	e.wantGroups([]string{"a/copy1", "b/copy2", "b/link"})
-	e.wantTrueHashes(store.DefaultHash)
+	e.wantTrueHashes(naming.DefaultHash)
 	reads := e.reads()
 	for _, rel := range []string{"b/copy2", "c/edited"} {
 		if reads["full "+rel] != 1 {
@@ -129,10 +130,10 @@ func TestEarlySumsAreForTheFileRead(t *testing.T) {
 	if err := os.Chtimes(z, later, later); err != nil {
 		t.Fatal(err)
 	}
-	early.start(context.Background(), ix, store.DefaultHash)
+	early.start(context.Background(), ix, naming.DefaultHash)
 	waitEarly(ix)
-	sums := early.stop(store.DefaultHash)
-	h := store.NewHash(store.DefaultHash)
+	sums := early.stop(naming.DefaultHash)
+	h := naming.NewHash(naming.DefaultHash)
 	h.Write([]byte(content))
 	want := h.Sum(nil)
 	for i, id := range ids[:2] {
@@ -151,7 +152,7 @@ func TestEarlySumsAreForTheFileRead(t *testing.T) {
 		p, f := stat(n)
 		early.note(p, f, 42)
 	}
-	early.start(context.Background(), ix, store.DefaultHash)
+	early.start(context.Background(), ix, naming.DefaultHash)
 	waitEarly(ix)
 	if sums := early.stop("blake3"); sums != nil {
 		t.Errorf("sums given for another algorithm: %d", len(sums))
@@ -167,7 +168,7 @@ func TestEarlySumsAreForTheFileRead(t *testing.T) {
 	if len(early.cands) != 1 {
 		t.Errorf("%d files noted within a bound for one", len(early.cands))
 	}
-	if early.stop(store.DefaultHash) != nil || early.cands != nil {
+	if early.stop(naming.DefaultHash) != nil || early.cands != nil {
 		t.Error("stop kept what the walks noted")
 	}
 }
@@ -188,7 +189,7 @@ func TestEarlyReadsMakeTheGroupsTheJobMakes(t *testing.T) {
 		tree(e.tb, e.dir, files)
 		e.addRoot(store.RootSpec{})
 		e.run()
-		e.wantTrueHashes(store.DefaultHash)
+		e.wantTrueHashes(naming.DefaultHash)
 	}
 	withEarly := newEnv(t)
 	build(withEarly)

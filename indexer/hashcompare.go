@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 const (
@@ -89,7 +90,7 @@ func (h *hashRun) readSet(ctx context.Context, ts []task, buf []byte, out chan<-
 	if len(live) == 0 {
 		return
 	}
-	classes := []*class{{h: store.GetHash(h.algo), members: live}}
+	classes := []*class{{h: naming.GetHash(h.algo), members: live}}
 	for off := int64(0); off < size; {
 		n := min(int64(chunk), size-off)
 		for _, c := range classes {
@@ -113,7 +114,7 @@ func (h *hashRun) readSet(ctx context.Context, ts []task, buf []byte, out chan<-
 	}
 	for _, c := range classes {
 		sum := c.h.Sum(nil)
-		store.PutHash(h.algo, c.h)
+		naming.PutHash(h.algo, c.h)
 		for _, m := range c.members {
 			h.ix.testHook("read", m.row.Path)
 			if err := checkUnchanged(m.f, rowID(m.row)); err != nil {
@@ -173,14 +174,14 @@ func (h *hashRun) split(c *class, n int, off int64) ([]*class, error) {
 		}
 	}
 	if len(parts) == 0 {
-		store.PutHash(h.algo, c.h)
+		naming.PutHash(h.algo, c.h)
 		return nil, nil
 	}
 	for i, p := range parts {
 		if i == 0 {
 			continue
 		}
-		x, err := store.CloneHash(c.h)
+		x, err := naming.CloneHash(c.h)
 		if err != nil {
 			// Hash this part's start again from its own file.
 			if x, err = h.rehash(p.members[0], off); err != nil {
@@ -200,7 +201,7 @@ func (h *hashRun) split(c *class, n int, off int64) ([]*class, error) {
 // hash state that could not be copied (m's buffer holds the chunk at off,
 // so it reads into one of its own).
 func (h *hashRun) rehash(m *setMember, off int64) (hash.Hash, error) {
-	x := store.GetHash(h.algo)
+	x := naming.GetHash(h.algo)
 	b := make([]byte, readChunk)
 	for pos := int64(0); pos < off; {
 		n := min(int64(len(b)), off-pos)

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // edit returns content with the byte at off changed.
@@ -44,7 +45,7 @@ func (e *env) wantTrueHashes(algo string) {
 		if err != nil {
 			e.tb.Fatal(err)
 		}
-		h := store.NewHash(algo)
+		h := naming.NewHash(algo)
 		h.Write(b)
 		if want := h.Sum(nil); !bytes.Equal(got.Content, want) {
 			e.tb.Errorf("%s: recorded %x, its bytes hash to %x", p, got.Content, want)
@@ -62,10 +63,10 @@ func (e *env) wantTrueHashes(algo string) {
 // and a hard link. Each ends with the hash of its own bytes, whichever
 // algorithm the index uses, and the groups are the copies.
 func TestSetsGiveEachFileItsOwnHash(t *testing.T) {
-	for _, algo := range store.HashAlgos {
+	for _, algo := range naming.HashAlgos {
 		t.Run(algo, func(t *testing.T) {
 			e := newEnv(t)
-			if algo != store.DefaultHash {
+			if algo != naming.DefaultHash {
 				e.db.Close()
 				db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(t.TempDir(), "index.db"), HashAlgo: algo})
 				if err != nil {
@@ -119,7 +120,7 @@ func TestLargeSetIsOneGroup(t *testing.T) {
 	e.addRoot(store.RootSpec{})
 	e.run()
 	e.wantGroups(want)
-	e.wantTrueHashes(store.DefaultHash)
+	e.wantTrueHashes(naming.DefaultHash)
 }
 
 // A member of a set that changes after it was read side by side with its
@@ -178,7 +179,7 @@ func setMemberChanged(t *testing.T) {
 		}
 	}
 	e.wantGroups(rest)
-	e.wantTrueHashes(store.DefaultHash)
+	e.wantTrueHashes(naming.DefaultHash)
 	e.run()
 	e.settled()
 	e.wantGroups(rest)
@@ -196,13 +197,13 @@ func TestRehashHashesTheStart(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	h := &hashRun{ix: New(IndexOf(e.db), e.config()), algo: store.DefaultHash}
+	h := &hashRun{ix: New(IndexOf(e.db), e.config()), algo: naming.DefaultHash}
 	for _, off := range []int64{0, 5, readChunk, readChunk + 17, 3 << 20} {
 		x, err := h.rehash(&setMember{f: f}, off)
 		if err != nil {
 			t.Fatal(err)
 		}
-		want := store.NewHash(store.DefaultHash)
+		want := naming.NewHash(naming.DefaultHash)
 		want.Write([]byte(content[:off]))
 		if !bytes.Equal(x.Sum(nil), want.Sum(nil)) {
 			t.Errorf("rehash to %d: wrong sum", off)

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 const (
@@ -154,8 +154,8 @@ func prefixHash(f *rawFile, size int64, buf []byte) (int64, error) {
 	if _, err := f.ReadAt(b[prefixBlock:], size-prefixBlock); err != nil {
 		return 0, shortRead(f, err)
 	}
-	h := store.GetHash(store.HashBLAKE3)
-	defer store.PutHash(store.HashBLAKE3, h)
+	h := naming.GetHash(naming.HashBLAKE3)
+	defer naming.PutHash(naming.HashBLAKE3, h)
 	var sz [8]byte
 	binary.LittleEndian.PutUint64(sz[:], uint64(size))
 	h.Write(sz[:])
@@ -190,8 +190,8 @@ func contentHash(ctx context.Context, f *rawFile, size int64, algo string, buf [
 	if size > readChunk {
 		_ = unix.Fadvise(f.fd, 0, 0, unix.FADV_SEQUENTIAL)
 	}
-	h := store.GetHash(algo)
-	defer store.PutHash(algo, h)
+	h := naming.GetHash(algo)
+	defer naming.PutHash(algo, h)
 	var n int64
 	// A read of a regular file returns what is left, up to the buffer: once
 	// size bytes came, there is no need to read again to see EOF (a file

@@ -9,7 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // diskDir is a temporary folder on a file system whose pages can be
@@ -76,8 +76,8 @@ func TestProbingReadTellsCachedData(t *testing.T) {
 				got := make([]byte, len(content))
 				var err error
 				if how == "read" {
-					sum, e := contentHash(context.Background(), fh, int64(len(content)), store.HashSHA256, got, nil)
-					want := store.NewHash(store.HashSHA256)
+					sum, e := contentHash(context.Background(), fh, int64(len(content)), naming.HashSHA256, got, nil)
+					want := naming.NewHash(naming.HashSHA256)
 					want.Write(content)
 					if e == nil && !bytes.Equal(sum, want.Sum(nil)) {
 						t.Errorf("%s: wrong hash", how)

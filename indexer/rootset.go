@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 
-	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // rootSet holds the indexed roots, as stored and with symlinks resolved, to
@@ -43,14 +43,14 @@ func (s *rootSet) resolve(p string) (string, error) {
 		return "", fmt.Errorf("%q is not a clean absolute path", p)
 	}
 	for i, root := range s.paths {
-		if !store.Within(root, p) || s.real[i] == "" {
+		if !naming.Within(root, p) || s.real[i] == "" {
 			continue
 		}
 		real, err := filepath.EvalSymlinks(p)
 		if err != nil {
 			return "", err
 		}
-		if !store.Within(s.real[i], real) {
+		if !naming.Within(s.real[i], real) {
 			return "", fmt.Errorf("%s resolves to %s, outside the indexed root %s", p, real, root)
 		}
 		return real, nil

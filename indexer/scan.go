@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // ErrRootUnavailable: a root is not there (unmounted disk, removed folder)
@@ -121,7 +122,7 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		s.w.skipNames[filepath.Base(p)] = true
 	}
 	if s.w.skipAll = s.w.leftOut(root.Path); s.w.skipAll && !targeted {
-		ix.cfg.Warn(fmt.Sprintf("%s is in a Trash, or in a path never indexed: nothing in it is indexed", store.EscapePath(root.Path)))
+		ix.cfg.Warn(fmt.Sprintf("%s is in a Trash, or in a path never indexed: nothing in it is indexed", naming.EscapePath(root.Path)))
 	}
 
 	jobCtx, cancel := context.WithCancelCause(ctx)

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // On a spinning disk two large files read at once make the head seek
@@ -162,7 +162,7 @@ func mountSource(mountinfo, path string) string {
 			continue
 		}
 		// The later of two mounts on one point hides the earlier.
-		if mp := unescapeMount(f[4]); store.Within(mp, path) && len(mp) >= len(best) {
+		if mp := unescapeMount(f[4]); naming.Within(mp, path) && len(mp) >= len(best) {
 			best, src = mp, f[i+2]
 		}
 	}

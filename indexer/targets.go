@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Targeted scans: the watcher (package indexer/watch) knows which folders
@@ -95,7 +96,7 @@ func (s *scanRun) walkTargets(ctx context.Context) error {
 // nearestFolder climbs from dir to the first folder under the root that
 // the index holds live and that is a folder on disk.
 func (s *scanRun) nearestFolder(dir string) (store.FolderRow, bool, error) {
-	for store.Within(s.root.Path, dir) {
+	for naming.Within(s.root.Path, dir) {
 		row, err := s.ix.db.FolderByPath(s.w.dbctx, dir)
 		switch {
 		case err == nil && !row.Missing && row.RootID == s.root.ID:

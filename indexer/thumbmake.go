@@ -13,6 +13,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer/thumb"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Error codes a Thumbnailer stores besides those of package thumb.
@@ -174,7 +175,7 @@ func (t *Thumbnailer) reserveRead(ctx context.Context, n int64) error {
 // write puts a thumbnail in the cache atomically: a temporary file in the
 // same directory, synced, then renamed over the final name.
 func (t *Thumbnailer) write(key string, data []byte) (int64, error) {
-	name, err := store.ThumbFileName(key)
+	name, err := naming.ThumbFileName(key)
 	if err != nil {
 		return 0, err
 	}
@@ -215,7 +216,7 @@ func (t *Thumbnailer) verifyCache(ctx context.Context) error {
 			if r.Status != store.ThumbReady {
 				continue
 			}
-			name, err := store.ThumbFileName(r.Key)
+			name, err := naming.ThumbFileName(r.Key)
 			if err != nil {
 				return err
 			}
@@ -262,7 +263,7 @@ func (t *Thumbnailer) cleanup(ctx context.Context) (int, error) {
 			return n, err
 		}
 		removed, err := t.db.FinishThumbCleanup(ctx, c, func() error {
-			name, err := store.ThumbFileName(c.Key)
+			name, err := naming.ThumbFileName(c.Key)
 			if err != nil {
 				return err
 			}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer/thumb"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // ThumbConfig tunes a Thumbnailer. Every zero field takes its default,
@@ -150,7 +151,7 @@ func privateCache(dir string) string {
 	}
 	if err := unix.Chmod(dir, 0o700); err != nil {
 		return fmt.Sprintf("the thumbnail cache %s can be entered by other users (mode %04o), and could not be made private: %v",
-			store.EscapePath(dir), st.Mode&0o7777, err)
+			naming.EscapePath(dir), st.Mode&0o7777, err)
 	}
 	files := 0
 	ents, _ := os.ReadDir(dir)
@@ -162,7 +163,7 @@ func privateCache(dir string) string {
 		}
 	}
 	return fmt.Sprintf("the thumbnail cache %s could be entered by other users (mode %04o): made private (0700, %d thumbnails 0600)",
-		store.EscapePath(dir), st.Mode&0o7777, files)
+		naming.EscapePath(dir), st.Mode&0o7777, files)
 }
 
 // Dir is the absolute cache directory.

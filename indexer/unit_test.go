@@ -16,6 +16,7 @@ import (
 	"unsafe"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 func TestDFSCompareIsPreOrder(t *testing.T) {
@@ -75,7 +76,7 @@ func TestSubRelIsTheTailOfAbs(t *testing.T) {
 	}
 	for _, c := range cases {
 		n := &node{rel: c.parentRel, abs: c.parentAbs}
-		abs := store.JoinPath(c.parentAbs, c.name)
+		abs := naming.JoinPath(c.parentAbs, c.name)
 		got := subRel(abs, n, c.name)
 		if got != c.want {
 			t.Errorf("subRel(%q, {%q, %q}, %q) = %q, want %q", abs, c.parentRel, c.parentAbs, c.name, got, c.want)

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // dirResult is what reading one folder found, on disk and in the index.
@@ -79,7 +80,7 @@ func (w *walker) abs(rel string) string {
 	if rel == "" {
 		return w.root.Path
 	}
-	return store.JoinPath(w.root.Path, rel)
+	return naming.JoinPath(w.root.Path, rel)
 }
 
 func joinRel(rel, name string) string {
@@ -103,7 +104,7 @@ func subRel(abs string, n *node, name string) string {
 	return abs[len(abs)-k:]
 }
 
-// skipTrash: the walk leaves Trash cans out (store.IsTrashDir). A
+// skipTrash: the walk leaves Trash cans out (naming.IsTrashDir). A
 // variable for tests, which set it false to build the index a dupefs that
 // walked into them made.
 var skipTrash = true
@@ -111,11 +112,11 @@ var skipTrash = true
 // leftOut reports whether the walk never enters the folder dir: a Trash can
 // or a folder in one, or a folder in a path never indexed.
 func (w *walker) leftOut(dir string) bool {
-	if skipTrash && (store.InTrash(dir) || store.IsTrashDir(path.Dir(dir), path.Base(dir))) {
+	if skipTrash && (naming.InTrash(dir) || naming.IsTrashDir(path.Dir(dir), path.Base(dir))) {
 		return true
 	}
 	for p := range w.skip {
-		if p != "" && store.Within(p, dir) {
+		if p != "" && naming.Within(p, dir) {
 			return true
 		}
 	}
@@ -305,7 +306,7 @@ func (w *walker) readDisk(n *node, res *dirResult) int {
 // path never indexed ends with. Trash cans and dupefs' temporary files are
 // skipped: a copy there is none to keep.
 func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ uint8, name string) {
-	if w.skipNames[name] && w.skip[store.JoinPath(n.abs, name)] || name[0] == '.' && store.IsTempName(name) {
+	if w.skipNames[name] && w.skip[naming.JoinPath(n.abs, name)] || name[0] == '.' && naming.IsTempName(name) {
 		res.skipped++
 		return
 	}
@@ -350,11 +351,11 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ u
 	case unix.S_IFDIR:
 		// A Trash by name, or a folder never indexed (a home Trash) by
 		// its inode, whatever path leads to it (a symlinked ~/.local/share).
-		if (skipTrash && store.IsTrashDir(n.abs, name)) || w.skipIno[[2]uint64{st.Dev, st.Ino}] {
+		if (skipTrash && naming.IsTrashDir(n.abs, name)) || w.skipIno[[2]uint64{st.Dev, st.Ino}] {
 			res.skipped++
 			return
 		}
-		abs := store.JoinPath(n.abs, name)
+		abs := naming.JoinPath(n.abs, name)
 		if w.skipDir(n, res, here, abs, &st) {
 			res.skipped++
 			return

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // walkBufs holds the walkers' read buffers: a walker reads small files
@@ -161,7 +162,7 @@ func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat, pre *rawFile) 
 			return h
 		}
 	}
-	h := w.readHash(dirfd, store.JoinPath(dir, f.Name), f, pre)
+	h := w.readHash(dirfd, naming.JoinPath(dir, f.Name), f, pre)
 	pre = nil // readHash closed it
 	if f.Nlink > 1 && h != nil {
 		w.links.put(f, h)

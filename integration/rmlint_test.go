@@ -11,6 +11,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // rmlintDirs runs rmlint -D on dir and returns its duplicate_dir groups,
@@ -190,7 +192,7 @@ func TestAgainstRmlintOnUsr(t *testing.T) {
 	}
 	near := func(d string) bool {
 		for _, f := range reported {
-			if within(f, d) || within(d, f) {
+			if naming.Within(f, d) || naming.Within(d, f) {
 				return true
 			}
 		}
@@ -215,8 +217,6 @@ func TestAgainstRmlintOnUsr(t *testing.T) {
 	t.Logf("rmlint's duplicate folders: %d as dupefs reports them, %d at another level, %d of symlinks only, %d equal as sets only",
 		same, levels, symlinks, sets)
 }
-
-func within(dir, p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 func allOf(ds []string, f func(string) bool) bool {
 	for _, d := range ds {

@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // PlanSpec is a plan to record: the op, the options the command ran with,
@@ -169,7 +171,7 @@ func (p *planner) keepRefusal(u *unit) (*Refused, error) {
 		}
 		if h != nil && h.Role == RoleCopy {
 			return &Refused{Unit: u.key, Path: s.Keep.Path, Reason: fmt.Sprintf("plan %d is acting on %s (its %s)",
-				h.PlanID, EscapePath(s.Keep.Path), h.Op)}, nil
+				h.PlanID, naming.EscapePath(s.Keep.Path), h.Op)}, nil
 		}
 	}
 	return nil, nil
@@ -181,14 +183,14 @@ func (p *planner) copyRefusal(u *unit) (*Refused, error) {
 	for _, s := range u.specs {
 		c := s.Copy.Path
 		if k, ok := p.kept[c]; ok {
-			reason := "this plan keeps " + EscapePath(c)
+			reason := "this plan keeps " + naming.EscapePath(c)
 			if k != u.key {
 				reason += " for " + k
 			}
 			return &Refused{Unit: u.key, Path: c, Reason: reason}, nil
 		}
 		if p.acted[c] {
-			return &Refused{Unit: u.key, Path: c, Reason: "another group of this plan acts on " + EscapePath(c)}, nil
+			return &Refused{Unit: u.key, Path: c, Reason: "another group of this plan acts on " + naming.EscapePath(c)}, nil
 		}
 		if err := p.retireRestored(c); err != nil {
 			return nil, err
@@ -200,14 +202,14 @@ func (p *planner) copyRefusal(u *unit) (*Refused, error) {
 		if h == nil {
 			continue
 		}
-		reason := fmt.Sprintf("plan %d keeps %s", h.PlanID, EscapePath(c))
+		reason := fmt.Sprintf("plan %d keeps %s", h.PlanID, naming.EscapePath(c))
 		switch {
 		case h.Role == RoleCopy:
-			reason = fmt.Sprintf("plan %d is acting on %s (its %s)", h.PlanID, EscapePath(c), h.Op)
+			reason = fmt.Sprintf("plan %d is acting on %s (its %s)", h.PlanID, naming.EscapePath(c), h.Op)
 		case h.State == ActDone && h.Op == OpSymlink:
-			reason += fmt.Sprintf(": %s is a symlink to it", EscapePath(h.Other))
+			reason += fmt.Sprintf(": %s is a symlink to it", naming.EscapePath(h.Other))
 		case h.State == ActDone:
-			reason += fmt.Sprintf(": it holds the only copy of %s, which that plan removed", EscapePath(h.Other))
+			reason += fmt.Sprintf(": it holds the only copy of %s, which that plan removed", naming.EscapePath(h.Other))
 		}
 		return &Refused{Unit: u.key, Path: c, Reason: reason}, nil
 	}
@@ -338,7 +340,7 @@ func (p *planner) insertUnit(u *unit) (*Refused, error) {
 			}
 		case err == nil:
 			return &Refused{Unit: u.key, Path: s.Copy.Path,
-				Reason: fmt.Sprintf("plan %d is acting on %s already", plan, EscapePath(s.Copy.Path))}, nil
+				Reason: fmt.Sprintf("plan %d is acting on %s already", plan, naming.EscapePath(s.Copy.Path))}, nil
 		case !errors.Is(err, sql.ErrNoRows):
 			return nil, classify("find an action by key", err)
 		}

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // ledgerFixture indexes two copies of one content and returns an action
@@ -22,7 +24,7 @@ func ledgerFixture(t *testing.T, db *DB) ActionSpec {
 	sum[0] = 7
 	var ids [2]int64
 	err = db.Write(ctx, func(tx *Tx) error {
-		b, err := tx.ScanBatch(1, HashSHA256)
+		b, err := tx.ScanBatch(1, naming.HashSHA256)
 		if err != nil {
 			return err
 		}
@@ -45,7 +47,7 @@ func ledgerFixture(t *testing.T, db *DB) ActionSpec {
 	}
 	db.r.QueryRow("SELECT id FROM files WHERE name = 'a'").Scan(&ids[0])
 	db.r.QueryRow("SELECT id FROM files WHERE name = 'b'").Scan(&ids[1])
-	return ActionSpec{Unit: GroupKey(HashSHA256, sum), Op: OpLink, Algo: HashSHA256, Hash: sum, Size: 100,
+	return ActionSpec{Unit: naming.GroupKey(naming.HashSHA256, sum), Op: OpLink, Algo: naming.HashSHA256, Hash: sum, Size: 100,
 		Keep: FileRef{FileID: ids[0], Path: "/data/a", Dev: 1, Ino: 10, MtimeNS: 1},
 		Copy: FileRef{FileID: ids[1], Path: "/data/b", Dev: 1, Ino: 11, MtimeNS: 2}}
 }

@@ -8,6 +8,8 @@ import (
 	"path"
 	"sort"
 	"testing"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // A first index's folders are summed streaming, to the sums a fold from
@@ -78,7 +80,7 @@ func TestFoldStreamSumsAsFromScratch(t *testing.T) {
 func writeFoldTree(tb testing.TB, db *DB, root int64, files []fakeFile, lose ...string) {
 	tb.Helper()
 	err := db.Write(context.Background(), func(tx *Tx) error {
-		b, err := tx.ScanBatch(1, HashSHA256)
+		b, err := tx.ScanBatch(1, naming.HashSHA256)
 		if err != nil {
 			return err
 		}

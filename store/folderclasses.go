@@ -4,6 +4,8 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // updateFolderGroups brings the stored folder groups up to date with the
@@ -111,7 +113,7 @@ func (e *classEval) class(k classKey) (*folderClass, error) {
 	for _, f := range members {
 		inside := false
 		for _, t := range c.tops { // by path: an ancestor comes first
-			if Below(t.Path, f.Path) {
+			if naming.Below(t.Path, f.Path) {
 				inside = true
 				break
 			}

@@ -3,9 +3,10 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/hex"
 	"sort"
 	"strings"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // FolderRef is a folder of an exact folder group.
@@ -26,7 +27,7 @@ type FolderGroup struct {
 
 // Key is the group's name: the index's hash algorithm and the signature's
 // hex digits.
-func (g FolderGroup) Key(algo string) string { return algo + ":" + hex.EncodeToString(g.Sig) }
+func (g FolderGroup) Key(algo string) string { return naming.GroupKey(algo, g.Sig) }
 
 // ExactFolderGroups reads the exact folder groups as the definitions of
 // seed 003 give them: folders of equal content (by the signature, with
@@ -122,7 +123,7 @@ func applyFolderRules(classes []FolderGroup) []FolderGroup {
 		for _, f := range c.Folders {
 			inside := false
 			for _, t := range top {
-				if Below(t.Path, f.Path) {
+				if naming.Below(t.Path, f.Path) {
 					inside = true
 					break
 				}
@@ -181,8 +182,10 @@ type SubtreeFile struct {
 const subtreeFilesSQL = `folders d JOIN files f ON f.folder_id = d.id
 	WHERE (d.path = ?1 OR (d.path > ?2 AND d.path < ?3)) AND f.missing = 0 AND f.size > 0`
 
-// subtreeArgs are the arguments of subtreeFilesSQL for the folder dir: its
-// path, and the bounds of the paths below it ('0' follows '/').
+// subtreeArgs are the arguments of the queries of a folder's subtree
+// (subtreeFilesSQL, ScanBatch.LoseFolder) for the folder dir: its path, and
+// the bounds of the paths below it, which are dir, a '/' and more ('0'
+// follows '/'). For the folder "/" the bounds are "/" and "0".
 func subtreeArgs(dir string) []any {
 	return []any{dir, strings.TrimSuffix(dir, "/") + "/", strings.TrimSuffix(dir, "/") + "0"}
 }
@@ -209,7 +212,7 @@ func (vw *View) SubtreeContents(ctx context.Context, dir string) (files []Subtre
 		t, ok := r.term()
 		known = known && ok
 		f.Size, f.Algo, f.Sum, f.Dev, f.Ino = r.size, r.algo, bytes.Clone(r.hash), uint64(r.dev), uint64(r.ino)
-		f.Path = JoinPath(d, name)
+		f.Path = naming.JoinPath(d, name)
 		f.Rel = strings.TrimPrefix(strings.TrimPrefix(f.Path, dir), "/")
 		f.Term, f.Hash = t, f.Sum != nil
 		files = append(files, f)

@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // The folder groups found class by class after a change must be those a
@@ -48,7 +50,7 @@ func TestFolderGroupsByClassEqualFromScratch(t *testing.T) {
 				addFakeFiles(t, db, r.ID, steps[s])
 				if s > 0 {
 					err := db.Write(ctx, func(tx *Tx) error {
-						b, err := tx.ScanBatch(1, HashSHA256)
+						b, err := tx.ScanBatch(1, naming.HashSHA256)
 						if err != nil {
 							return err
 						}
@@ -98,7 +100,7 @@ func addFakeFiles(tb testing.TB, db *DB, root int64, files []fakeFile) {
 	tb.Helper()
 	ctx := context.Background()
 	err := db.Write(ctx, func(tx *Tx) error {
-		b, err := tx.ScanBatch(1, HashSHA256)
+		b, err := tx.ScanBatch(1, naming.HashSHA256)
 		if err != nil {
 			return err
 		}

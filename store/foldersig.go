@@ -7,6 +7,8 @@ import (
 	"sync"
 
 	"github.com/zeebo/blake3"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Folder signatures (seed 003, notes/folders.md). A folder's content is the
@@ -136,7 +138,7 @@ func (s Sig) Bytes() [32]byte {
 
 func sigFromBytes(b []byte) Sig {
 	var s Sig
-	if len(b) != SumSize {
+	if len(b) != naming.SumSize {
 		return s
 	}
 	for i := 0; i < 4; i++ {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Group is a duplicate group: one content held by two or more distinct live
@@ -23,7 +25,7 @@ type Group struct {
 }
 
 // Key is the group's name: <algo>:<64 lowercase hex> (seed 000 section 6.2).
-func (g Group) Key() string { return GroupKey(g.Algo, g.Hash) }
+func (g Group) Key() string { return naming.GroupKey(g.Algo, g.Hash) }
 
 // Wasted is the space the extra copies take: size × (inodes − 1). Hard links
 // of one inode take no extra space.
@@ -156,7 +158,7 @@ func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats
 			g.ChangedAt = time.UnixMilli(changed)
 			cur = g
 		}
-		f.Path, f.Dev, f.Ino, f.Nlink = JoinPath(dir, name), uint64(dev), uint64(ino), uint64(nlink)
+		f.Path, f.Dev, f.Ino, f.Nlink = naming.JoinPath(dir, name), uint64(dev), uint64(ino), uint64(nlink)
 		k := [2]uint64{f.Dev, f.Ino}
 		f.HardLink = seen[k]
 		seen[k] = true
@@ -211,7 +213,7 @@ func (fl *Files) FileByPath(ctx context.Context, path string) (IndexedFile, erro
 }
 
 // splitPath splits an absolute path into its folder and name, as the index
-// stores them (JoinPath undone).
+// stores them (naming.JoinPath undone).
 func splitPath(p string) (dir, name string) {
 	i := strings.LastIndexByte(p, '/')
 	if i <= 0 {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // groupKeys reports the groups as key -> paths.
@@ -129,12 +131,12 @@ func TestReportKeysetCursor(t *testing.T) {
 
 func TestParseKey(t *testing.T) {
 	ok := "sha256:" + "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
-	if algo, s, err := ParseKey(ok); err != nil || algo != "sha256" || len(s) != 32 {
+	if algo, s, err := naming.ParseKey(ok); err != nil || algo != "sha256" || len(s) != 32 {
 		t.Fatalf("ParseKey(%q) = %q %x %v", ok, algo, s, err)
 	}
 	for _, bad := range []string{"", "sha256", "md5:00", "sha256:ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef0123456789",
 		"sha256:0123", "blake3:zz23456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef", ".Trash", "autorun.inf"} {
-		if _, _, err := ParseKey(bad); err == nil {
+		if _, _, err := naming.ParseKey(bad); err == nil {
 			t.Errorf("ParseKey(%q) accepted", bad)
 		}
 	}

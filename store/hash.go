@@ -5,7 +5,10 @@ import (
 	"database/sql"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // File hash statuses, as stored.
@@ -146,16 +149,8 @@ func scanHashRow(row rowScanner) (r HashRow, err error) {
 	err = row.Scan(&r.ID, &r.RootID, &r.Size, &r.MtimeNS, &dev, &ino, &r.Status, &r.Prefix,
 		&r.Content, &r.Missing, &dir, &name)
 	r.Dev, r.Ino = uint64(dev), uint64(ino)
-	r.Path = JoinPath(dir, name)
+	r.Path = naming.JoinPath(dir, name)
 	return r, err
-}
-
-// JoinPath joins a folder path and a name.
-func JoinPath(dir, name string) string {
-	if dir == "/" {
-		return "/" + name
-	}
-	return dir + "/" + name
 }
 
 func jsonInts(v []int64) string {
@@ -254,6 +249,16 @@ func (fl *Files) FullHashPlan(ctx context.Context, sizes []int64) ([]FullHashPai
 		err = r.Scan(&p.Size, &p.Prefix, &p.Partial)
 		return p, err
 	})
+}
+
+// checkSum refuses a content hash the files table would refuse. The writes
+// that record hashes say UPDATE OR IGNORE (see HashBatch), under which the
+// table's CHECKs would skip the row silently: they are made here, loudly.
+func checkSum(algo string, sum []byte) error {
+	if !naming.ValidHashAlgo(algo) || len(sum) != naming.SumSize {
+		return fmt.Errorf("record hash: a %d-byte %q sum is no content hash", len(sum), algo)
+	}
+	return nil
 }
 
 // HashBatch records hash results inside one fenced write. Every update is

@@ -7,6 +7,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 func status(tb testing.TB, db *DB, id int64) string {
@@ -172,16 +174,16 @@ func TestHashWriteRefusesABadSumLoudly(t *testing.T) {
 		})
 		return ok, err
 	}
-	if _, err := write(HashSHA256, make([]byte, 31)); err == nil {
+	if _, err := write(naming.HashSHA256, make([]byte, 31)); err == nil {
 		t.Fatal("a 31-byte sum was recorded without an error")
 	}
-	if _, err := write("md5", make([]byte, SumSize)); err == nil {
+	if _, err := write("md5", make([]byte, naming.SumSize)); err == nil {
 		t.Fatal("a sum of an unknown algorithm was recorded without an error")
 	}
 	if got := status(t, db, row.ID); got != HashPending {
 		t.Fatalf("after refused writes the file is %q", got)
 	}
-	if ok, err := write(HashSHA256, make([]byte, SumSize)); err != nil || !ok {
+	if ok, err := write(naming.HashSHA256, make([]byte, naming.SumSize)); err != nil || !ok {
 		t.Fatalf("a good sum: %v, %v", ok, err)
 	}
 	if got := status(t, db, row.ID); got != HashDone {

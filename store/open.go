@@ -18,6 +18,7 @@ import (
 	"modernc.org/sqlite"
 
 	"github.com/dupefs/dupefs/migrations"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // minSQLite is the oldest SQLite with RETURNING (3.35) we accept.
@@ -339,12 +340,12 @@ func (db *DB) checkVersion(ctx context.Context, c *sql.DB) error {
 // existing one. Several processes may race on a new index: the insert is
 // one statement that does nothing when another process recorded it first.
 func (db *DB) initHashAlgo(ctx context.Context, want string) error {
-	if want != "" && !ValidHashAlgo(want) {
-		return fmt.Errorf("hash algorithm %q: want one of %s", want, strings.Join(HashAlgos, ", "))
+	if want != "" && !naming.ValidHashAlgo(want) {
+		return fmt.Errorf("hash algorithm %q: want one of %s", want, strings.Join(naming.HashAlgos, ", "))
 	}
 	first := want
 	if first == "" {
-		first = DefaultHash
+		first = naming.DefaultHash
 	}
 	if _, err := db.w.ExecContext(ctx, "INSERT INTO settings (key, value) VALUES ('hash_algo', ?) ON CONFLICT DO NOTHING", first); err != nil {
 		return classify("record hash algorithm", err)
@@ -376,10 +377,10 @@ func (db *DB) readHashAlgo(ctx context.Context) error {
 	err := db.r.QueryRowContext(ctx, "SELECT value FROM settings WHERE key = 'hash_algo'").Scan(&have)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		have = DefaultHash
+		have = naming.DefaultHash
 	case err != nil:
 		return classify("read hash algorithm", err)
-	case !ValidHashAlgo(have):
+	case !naming.ValidHashAlgo(have):
 		return fmt.Errorf("%w: unknown hash algorithm %q", ErrCorrupt, have)
 	}
 	db.hashAlgo = have

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // The index names every file under its roots, with sizes and hashes: it
@@ -32,5 +34,5 @@ func makePrivate(path string) string {
 		return ""
 	}
 	return fmt.Sprintf("the index could be read by other users: %s made private (mode 0600) in %s",
-		strings.Join(changed, ", "), EscapePath(filepath.Dir(path)))
+		strings.Join(changed, ", "), naming.EscapePath(filepath.Dir(path)))
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Never the last copy, as the index enforces it: every live action holds a
@@ -63,7 +65,7 @@ func (tx *Tx) takeKeep(path string) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("keep %s: %w", EscapePath(path), ErrRoleTaken)
+		return fmt.Errorf("keep %s: %w", naming.EscapePath(path), ErrRoleTaken)
 	}
 	return nil
 }
@@ -76,7 +78,7 @@ func (tx *Tx) takeCopy(path string) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("act on %s: %w", EscapePath(path), ErrRoleTaken)
+		return fmt.Errorf("act on %s: %w", naming.EscapePath(path), ErrRoleTaken)
 	}
 	return nil
 }
@@ -97,7 +99,7 @@ func (tx *Tx) dropRole(path, role string) error {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n != 1 {
-		return fmt.Errorf("drop the %s role of %s: the index holds none", role, EscapePath(path))
+		return fmt.Errorf("drop the %s role of %s: the index holds none", role, naming.EscapePath(path))
 	}
 	return nil
 }

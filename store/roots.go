@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Root is a directory tree the user asked to index, with the totals of its
@@ -124,10 +126,10 @@ func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root,
 				_, err := tx.exec("update root", `UPDATE roots SET follow_symlinks = ?, one_file_system = ?,
 					excludes = ? WHERE id = ?`, spec.FollowSymlinks, spec.OneFileSystem, string(ex), r.ID)
 				return err
-			case Below(r.Path, spec.Path):
+			case naming.Below(r.Path, spec.Path):
 				id, outcome = r.ID, RootCovered
 				return nil
-			case Below(spec.Path, r.Path):
+			case naming.Below(spec.Path, r.Path):
 				inner = append(inner, r)
 			}
 		}

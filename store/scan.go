@@ -111,9 +111,9 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 		{&b.updSeen, `UPDATE files SET root_id = ?2, nlink = ?3, missing = 0, last_seen_at = ?4 WHERE id = ?1`},
 		{&b.missFile, `UPDATE files SET missing = 1 WHERE id = ? AND missing = 0`},
 		{&b.missFolders, `UPDATE folders SET missing = 1, listing_sig = NULL
-			WHERE (path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0')) AND missing = 0`},
+			WHERE (path = ?1 OR (path > ?2 AND path < ?3)) AND missing = 0`},
 		{&b.missFilesIn, `UPDATE files SET missing = 1 WHERE missing = 0 AND folder_id IN
-			(SELECT id FROM folders WHERE path = ?1 OR (path > ?1 || '/' AND path < ?1 || '0'))`},
+			(SELECT id FROM folders WHERE path = ?1 OR (path > ?2 AND path < ?3))`},
 	}
 	bulk, err := tx.bulkOn()
 	if err != nil {
@@ -288,10 +288,10 @@ func (b *ScanBatch) LoseFolder(path string) error {
 		return err
 	}
 	b.tx.groups = true
-	if _, err := b.missFilesIn.ExecContext(b.tx.ctx, path); err != nil {
+	if _, err := b.missFilesIn.ExecContext(b.tx.ctx, subtreeArgs(path)...); err != nil {
 		return classify("mark files missing", err)
 	}
-	_, err := b.missFolders.ExecContext(b.tx.ctx, path)
+	_, err := b.missFolders.ExecContext(b.tx.ctx, subtreeArgs(path)...)
 	return classify("mark folders missing", err)
 }
 

@@ -6,6 +6,8 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"testing"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Late hashes are written sorted and in one statement each, at the batch's
@@ -35,7 +37,7 @@ func TestLateHashesLandInAnyOrder(t *testing.T) {
 		return f
 	}
 	err := db.Write(ctx, func(tx *Tx) error {
-		sb, err := tx.ScanBatch(1, HashSHA256)
+		sb, err := tx.ScanBatch(1, naming.HashSHA256)
 		if err != nil {
 			return err
 		}

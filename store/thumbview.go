@@ -3,6 +3,8 @@ package store
 import (
 	"context"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // ThumbCounts counts thumbnails by status.
@@ -115,7 +117,7 @@ func (th *Thumbs) ThumbSources(ctx context.Context, contentID int64) ([]ThumbSou
 	return collect("read thumbnail sources", rows, err, func(r rowScanner) (s ThumbSource, err error) {
 		var dir, name string
 		err = r.Scan(&dir, &name, &s.Size, &s.MtimeNS)
-		s.Path = JoinPath(dir, name)
+		s.Path = naming.JoinPath(dir, name)
 		return s, err
 	})
 }

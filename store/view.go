@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"errors"
 	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // The queries of the mounted view. Every listing is a keyset page: one
@@ -127,7 +129,7 @@ type Member struct {
 }
 
 // Path is the member's absolute path.
-func (m Member) Path() string { return JoinPath(m.Dir, m.Name) }
+func (m Member) Path() string { return naming.JoinPath(m.Dir, m.Name) }
 
 const memberCols = `f.id, f.name, d.path, f.mtime_ns, f.size, f.dev, f.ino`
 
@@ -380,6 +382,6 @@ func (vw *View) GroupPaths(ctx context.Context, contentID int64) ([]string, erro
 	return collect("list the paths of a group", rows, err, func(r rowScanner) (string, error) {
 		var dir, name string
 		err := r.Scan(&dir, &name)
-		return JoinPath(dir, name), err
+		return naming.JoinPath(dir, name), err
 	})
 }

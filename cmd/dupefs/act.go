@@ -19,6 +19,7 @@ import (
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/indexer/act"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // actOptions are the flags the action commands share.
@@ -132,16 +133,16 @@ func (o actOptions) selection() (act.Selection, error) {
 	for _, p := range o.Prefer {
 		abs, err := filepath.Abs(p)
 		if err != nil {
-			return sel, usageErrorf("--prefer %s: %v", store.EscapePath(p), err)
+			return sel, usageErrorf("--prefer %s: %v", naming.EscapePath(p), err)
 		}
 		real, err := filepath.EvalSymlinks(abs)
 		if fi, serr := os.Stat(abs); err != nil || serr != nil || !fi.IsDir() {
-			return sel, usageErrorf("--prefer %s: no such folder", store.EscapePath(p))
+			return sel, usageErrorf("--prefer %s: no such folder", naming.EscapePath(p))
 		}
 		sel.Prefer = append(sel.Prefer, real)
 	}
 	for _, k := range o.Groups {
-		if _, _, err := store.ParseKey(k); err != nil {
+		if _, _, err := naming.ParseKey(k); err != nil {
 			return sel, usageErrorf("--group: %v", err)
 		}
 	}
@@ -151,7 +152,7 @@ func (o actOptions) selection() (act.Selection, error) {
 		}
 		groups, err := readReport(o.FromReport)
 		if err != nil {
-			return sel, usageErrorf("--from-report %s: %v", store.EscapePath(o.FromReport), err)
+			return sel, usageErrorf("--from-report %s: %v", naming.EscapePath(o.FromReport), err)
 		}
 		sel.Report = groups
 		if sel.Report == nil {
@@ -270,7 +271,7 @@ func knownTrashes(ctx context.Context, ledger interface {
 		// And where its symlinks lead (a ~/.local/share on another disk):
 		// the walk and the plans see the folders by their own paths.
 		out = append(out, t)
-		if real, _ := store.Resolved(t); real != t {
+		if real, _ := naming.Resolved(t); real != t {
 			out = append(out, real)
 		}
 	}
@@ -343,7 +344,7 @@ func printReconcile(con *console, rep act.ReconcileReport, dry bool) {
 		}
 		byPlan[s.Action.PlanID][s.State]++
 		if s.State != store.ActAbandoned {
-			con.Printf("%s (plan %d): %s\n", store.EscapePath(s.Action.Copy.Path), s.Action.PlanID, s.Note)
+			con.Printf("%s (plan %d): %s\n", naming.EscapePath(s.Action.Copy.Path), s.Action.PlanID, s.Note)
 		}
 	}
 	for _, id := range plans {
@@ -376,7 +377,7 @@ func printRefused(con *console, res store.PlanResult) {
 func printDryRun(stdout io.Writer, con *console, op string, specs []store.ActionSpec) error {
 	var bytes int64
 	for _, s := range specs {
-		c, k := store.EscapePath(s.Copy.Path), store.EscapePath(s.Keep.Path)
+		c, k := naming.EscapePath(s.Copy.Path), naming.EscapePath(s.Keep.Path)
 		var err error
 		switch s.Op {
 		case store.OpDedupe:
@@ -409,7 +410,7 @@ func printNotes(con *console, notes []act.Note) {
 			links++
 			continue
 		}
-		con.Printf("%s: left alone: %s\n", store.EscapePath(n.Path), n.Reason)
+		con.Printf("%s: left alone: %s\n", naming.EscapePath(n.Path), n.Reason)
 	}
 	if links > 0 {
 		con.Printf("%d files are hard links of the file kept in their group (or of a copy acted on already): left alone\n", links)

@@ -12,6 +12,7 @@ import (
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/indexer/folders"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // checkOptions are the arguments of `dupefs check`.
@@ -67,27 +68,27 @@ func runCheck(ctx context.Context, g globalOptions, opts checkOptions, stdout, s
 			if len(res.Links) > 0 {
 				links := make([]string, len(res.Links))
 				for i, l := range res.Links {
-					links[i] = store.EscapePath(l)
+					links[i] = naming.EscapePath(l)
 				}
 				fmt.Fprintf(stderr, "%s: indexed as %s (a hard link of the same file, not a copy)\n",
-					store.EscapePath(p), strings.Join(links, ", "))
+					naming.EscapePath(p), strings.Join(links, ", "))
 			}
 			if len(res.Matches) == 0 {
 				allKnown = false
 				if state == store.StateUpToDate {
-					fmt.Fprintf(stderr, "%s: new (no copy in the index)\n", store.EscapePath(p))
+					fmt.Fprintf(stderr, "%s: new (no copy in the index)\n", naming.EscapePath(p))
 				} else {
-					fmt.Fprintf(stderr, "%s: no copy in the index so far (it is not complete: this cannot say for sure the file is new)\n", store.EscapePath(p))
+					fmt.Fprintf(stderr, "%s: no copy in the index so far (it is not complete: this cannot say for sure the file is new)\n", naming.EscapePath(p))
 				}
 				continue
 			}
 			indent := ""
 			if many {
-				fmt.Fprintln(stdout, store.EscapePath(p))
+				fmt.Fprintln(stdout, naming.EscapePath(p))
 				indent = "    "
 			}
 			for _, m := range res.Matches {
-				fmt.Fprintln(stdout, indent+store.EscapePath(m))
+				fmt.Fprintln(stdout, indent+naming.EscapePath(m))
 			}
 		}
 		if !allKnown {
@@ -120,13 +121,13 @@ func checkDir(ctx context.Context, db *store.DB, dir string, many bool, state st
 	}
 	indent := ""
 	if many {
-		fmt.Fprintln(stdout, store.EscapePath(dir))
+		fmt.Fprintln(stdout, naming.EscapePath(dir))
 		indent = "    "
 	}
-	name := store.EscapePath(dir)
+	name := naming.EscapePath(dir)
 	if len(res.New) > 0 {
 		for _, p := range res.New {
-			fmt.Fprintln(stdout, indent+store.EscapePath(p))
+			fmt.Fprintln(stdout, indent+naming.EscapePath(p))
 		}
 		what := "new (no copy outside it in the index)"
 		if state != store.StateUpToDate {
@@ -136,7 +137,7 @@ func checkDir(ctx context.Context, db *store.DB, dir string, many bool, state st
 		return false, nil
 	}
 	for _, f := range res.Equal {
-		fmt.Fprintln(stdout, indent+store.EscapePath(f))
+		fmt.Fprintln(stdout, indent+naming.EscapePath(f))
 	}
 	switch {
 	case res.Files == 0:

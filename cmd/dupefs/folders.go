@@ -14,6 +14,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer/folders"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // foldersOptions are the flags of `dupefs folders`.
@@ -112,7 +113,7 @@ func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
 func escapeAll(ps []string) []string {
 	out := make([]string, len(ps))
 	for i, p := range ps {
-		out[i] = store.EscapePath(p)
+		out[i] = naming.EscapePath(p)
 	}
 	return out
 }
@@ -145,7 +146,7 @@ func writeFoldersJSON(w io.Writer, rep *folders.Report, exactOnly bool) error {
 		doc.Exact = append(doc.Exact, exactJSON{Key: e.Key, Files: e.Files, Bytes: e.Bytes, Folders: escapeAll(e.Folders)})
 	}
 	for _, p := range rep.Partial {
-		doc.Partial = append(doc.Partial, partialJSON{A: store.EscapePath(p.A), B: store.EscapePath(p.B),
+		doc.Partial = append(doc.Partial, partialJSON{A: naming.EscapePath(p.A), B: naming.EscapePath(p.B),
 			Similarity: round4(p.Similarity), SharedFiles: p.SharedFiles, SharedBytes: p.SharedBytes,
 			OnlyInA: escapeAll(p.OnlyInA), OnlyInB: escapeAll(p.OnlyInB),
 			OnlyInACount: p.OnlyInACount, OnlyInBCount: p.OnlyInBCount})
@@ -164,12 +165,12 @@ func writeFoldersCSV(w io.Writer, rep *folders.Report) error {
 	i64 := func(n int64) string { return strconv.FormatInt(n, 10) }
 	for _, e := range rep.Exact {
 		for _, f := range e.Folders {
-			c.Write([]string{"exact", e.Key, "1", i64(e.Files), i64(e.Bytes), store.EscapePath(f), "", i64(e.Files), i64(e.Bytes), "0", "0"})
+			c.Write([]string{"exact", e.Key, "1", i64(e.Files), i64(e.Bytes), naming.EscapePath(f), "", i64(e.Files), i64(e.Bytes), "0", "0"})
 		}
 	}
 	for _, p := range rep.Partial {
 		c.Write([]string{"partial", "", strconv.FormatFloat(round4(p.Similarity), 'f', 4, 64), "", "",
-			store.EscapePath(p.A), store.EscapePath(p.B), i64(p.SharedFiles), i64(p.SharedBytes),
+			naming.EscapePath(p.A), naming.EscapePath(p.B), i64(p.SharedFiles), i64(p.SharedBytes),
 			i64(p.OnlyInACount), i64(p.OnlyInBCount)})
 	}
 	c.Flush()
@@ -185,7 +186,7 @@ func writeFoldersText(w io.Writer, rep *folders.Report, opts foldersOptions) err
 	for _, e := range rep.Exact {
 		fmt.Fprintf(w, "\n%d folders of %s, %s each  %s\n", len(e.Folders), counted(e.Files, "file", "files"), humanBytes(e.Bytes), e.Key)
 		for _, f := range e.Folders {
-			fmt.Fprintf(w, "    %s\n", store.EscapePath(f))
+			fmt.Fprintf(w, "    %s\n", naming.EscapePath(f))
 		}
 	}
 	if opts.ExactOnly {
@@ -199,9 +200,9 @@ func writeFoldersText(w io.Writer, rep *folders.Report, opts foldersOptions) err
 			only []string
 			n    int64
 		}{{p.A, p.OnlyInA, p.OnlyInACount}, {p.B, p.OnlyInB, p.OnlyInBCount}} {
-			fmt.Fprintf(w, "    %s  (%s only here)\n", store.EscapePath(side.dir), counted(side.n, "file", "files"))
+			fmt.Fprintf(w, "    %s  (%s only here)\n", naming.EscapePath(side.dir), counted(side.n, "file", "files"))
 			for _, r := range side.only {
-				fmt.Fprintf(w, "        %s\n", store.EscapePath(r))
+				fmt.Fprintf(w, "        %s\n", naming.EscapePath(r))
 			}
 			if more := side.n - int64(len(side.only)); more > 0 {
 				fmt.Fprintf(w, "        … and %s more\n", count(more))

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // indexOptions are the flags of `dupefs index`.
@@ -57,8 +58,8 @@ func indexCommand() *cli.Command {
 
 // hashFlag chooses the algorithm of a new index (index and mount).
 func hashFlag() cli.Flag {
-	return &cli.StringFlag{Name: "hash", Usage: "hash algorithm of a new index: " + strings.Join(store.HashAlgos, " or "),
-		DefaultText: store.DefaultHash}
+	return &cli.StringFlag{Name: "hash", Usage: "hash algorithm of a new index: " + strings.Join(naming.HashAlgos, " or "),
+		DefaultText: naming.DefaultHash}
 }
 
 // indexerFlags are shared by index and mount.
@@ -128,8 +129,8 @@ func (o indexerOptions) config(g globalOptions, trashes []string) (cfg indexer.C
 
 // checkHash checks --hash.
 func checkHash(algo string) error {
-	if algo != "" && !store.ValidHashAlgo(algo) {
-		return usageErrorf("--hash %q: want one of %s", algo, strings.Join(store.HashAlgos, ", "))
+	if algo != "" && !naming.ValidHashAlgo(algo) {
+		return usageErrorf("--hash %q: want one of %s", algo, strings.Join(naming.HashAlgos, ", "))
 	}
 	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/dupefs/dupefs/fusefs"
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // mountOptions are the flags and arguments of `dupefs mount`.
@@ -172,7 +173,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		if err != nil {
 			return mountErrorf("%s%s", strings.TrimSpace(err.Error()), mountHint(err))
 		}
-		con.Printf("dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", store.EscapePath(mnt))
+		con.Printf("dupefs: mounted %s (Ctrl-C, SIGTERM or umount to stop)\n", naming.EscapePath(mnt))
 		// The mount answers (Mount waited for the kernel's INIT): tell
 		// systemd (Type=notify) and a mount helper's parent.
 		sdNotify("READY=1\nSTATUS=serving " + mnt)
@@ -258,12 +259,12 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 		sdNotify("STOPPING=1")
 		lazy, err := m.Unmount()
 		if err != nil {
-			return mountErrorf("unmount %s: %v", store.EscapePath(m.Dir), err)
+			return mountErrorf("unmount %s: %v", naming.EscapePath(m.Dir), err)
 		}
 		if lazy {
 			// Someone still uses it: the mount point is free already;
 			// their open files fail once this process is gone.
-			con.Warn(fmt.Sprintf("%s was busy: detached lazily", store.EscapePath(m.Dir)))
+			con.Warn(fmt.Sprintf("%s was busy: detached lazily", naming.EscapePath(m.Dir)))
 		} else {
 			select {
 			case <-served:
@@ -276,7 +277,7 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 	case <-deadline:
 		con.Warn("the indexer did not stop in time; its jobs will be resumed by the next run")
 	}
-	con.Printf("dupefs: unmounted %s\n", store.EscapePath(m.Dir))
+	con.Printf("dupefs: unmounted %s\n", naming.EscapePath(m.Dir))
 	if signalled {
 		return fmt.Errorf("mount ended by a signal: %w", context.Canceled)
 	}
@@ -303,7 +304,7 @@ func absOrEmpty(p string) string {
 func prepareMountpoint(arg string, con *console) (string, error) {
 	abs, err := filepath.Abs(arg)
 	if err != nil {
-		return "", usageErrorf("%s: %v", store.EscapePath(arg), err)
+		return "", usageErrorf("%s: %v", naming.EscapePath(arg), err)
 	}
 	abs = filepath.Clean(abs)
 	if mounted(abs) {
@@ -312,23 +313,23 @@ func prepareMountpoint(arg string, con *console) (string, error) {
 		var st syscall.Statfs_t
 		if err := syscall.Statfs(abs, &st); err == nil {
 			return "", mountErrorf("%s is already a dupefs mount, served by another process: unmount it first (umount %s)",
-				store.EscapePath(abs), store.EscapePath(abs))
+				naming.EscapePath(abs), naming.EscapePath(abs))
 		}
-		con.Warn(fmt.Sprintf("%s holds a stale dupefs mount left by a killed process; detaching it", store.EscapePath(abs)))
+		con.Warn(fmt.Sprintf("%s holds a stale dupefs mount left by a killed process; detaching it", naming.EscapePath(abs)))
 		if err := fusefs.Detach(abs); err != nil {
-			return "", mountErrorf("clear the stale mount at %s: %v", store.EscapePath(abs), err)
+			return "", mountErrorf("clear the stale mount at %s: %v", naming.EscapePath(abs), err)
 		}
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if err != nil {
-		return "", mountErrorf("mount point %s: %v (create the folder first)", store.EscapePath(arg), errors.Unwrap(err))
+		return "", mountErrorf("mount point %s: %v (create the folder first)", naming.EscapePath(arg), errors.Unwrap(err))
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", mountErrorf("mount point %s: %v", store.EscapePath(arg), err)
+		return "", mountErrorf("mount point %s: %v", naming.EscapePath(arg), err)
 	}
 	if !fi.IsDir() {
-		return "", mountErrorf("mount point %s is not a folder", store.EscapePath(arg))
+		return "", mountErrorf("mount point %s is not a folder", naming.EscapePath(arg))
 	}
 	return real, nil
 }
@@ -355,19 +356,19 @@ func checkOverlap(ctx context.Context, db *store.DB, mnt string) error {
 	if err != nil {
 		return err
 	}
-	under := func(p, dir string) bool { return store.Within(dir, p) }
+	under := func(p, dir string) bool { return naming.Within(dir, p) }
 	for _, r := range roots {
 		switch {
 		case under(mnt, r.Path):
 			return mountErrorf("mount point %s is inside the indexed root %s: choose a folder outside the roots",
-				store.EscapePath(mnt), store.EscapePath(r.Path))
+				naming.EscapePath(mnt), naming.EscapePath(r.Path))
 		case under(r.Path, mnt):
 			return mountErrorf("the indexed root %s is inside the mount point %s, which would hide it",
-				store.EscapePath(r.Path), store.EscapePath(mnt))
+				naming.EscapePath(r.Path), naming.EscapePath(mnt))
 		}
 	}
 	if under(db.Path(), mnt) {
-		return mountErrorf("the index %s is inside the mount point %s, which would hide it", store.EscapePath(db.Path()), store.EscapePath(mnt))
+		return mountErrorf("the index %s is inside the mount point %s, which would hide it", naming.EscapePath(db.Path()), naming.EscapePath(mnt))
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // opsOptions are the flags of `dupefs ops`.
@@ -111,7 +112,7 @@ func runOps(ctx context.Context, g globalOptions, opts opsOptions, stdout, stder
 		fmt.Fprintln(tw, "ACTION\tPLAN\tOP\tSTATE\tCOPY\tKEPT\tRECLAIMED\tREASON")
 		for _, a := range actions {
 			fmt.Fprintf(tw, "%d\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", a.ID, a.PlanID, a.Op, a.State,
-				store.EscapePath(a.Copy.Path), store.EscapePath(a.Keep.Path), humanBytes(a.BytesReclaimed), a.Reason)
+				naming.EscapePath(a.Copy.Path), naming.EscapePath(a.Keep.Path), humanBytes(a.BytesReclaimed), a.Reason)
 		}
 		return tw.Flush()
 	})
@@ -122,8 +123,8 @@ func printOpsJSON(stdout io.Writer, plans []store.ActionPlan, actions []store.Ac
 	byPlan := map[int64][]actionJSON{}
 	for _, a := range actions {
 		byPlan[a.PlanID] = append(byPlan[a.PlanID], actionJSON{ID: a.ID, Plan: a.PlanID, Op: a.Op, State: a.State,
-			Reason: a.Reason, Copy: store.EscapePath(a.Copy.Path), Kept: store.EscapePath(a.Keep.Path), Size: a.Size,
-			Reclaimed: a.BytesReclaimed, Group: store.GroupKey(a.Algo, a.Hash)})
+			Reason: a.Reason, Copy: naming.EscapePath(a.Copy.Path), Kept: naming.EscapePath(a.Keep.Path), Size: a.Size,
+			Reclaimed: a.BytesReclaimed, Group: naming.GroupKey(a.Algo, a.Hash)})
 	}
 	for _, p := range plans {
 		if list && len(byPlan[p.ID]) == 0 {

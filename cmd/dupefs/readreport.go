@@ -9,7 +9,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // readReport reads the groups of an fclones report, as `dupefs groups`
@@ -63,7 +63,7 @@ func readJSONReport(b []byte) ([][]string, error) {
 	for i, g := range rep.Groups {
 		var paths []string
 		for _, p := range g.Files {
-			u, err := store.UnescapePath(p)
+			u, err := naming.UnescapePath(p)
 			if err != nil {
 				return nil, fmt.Errorf("group %d: %w", i+1, err)
 			}
@@ -91,7 +91,7 @@ func readTextReport(b []byte) ([][]string, error) {
 			if len(out) == 0 {
 				return nil, fmt.Errorf("line %d: a path before any group", n)
 			}
-			p, err := store.UnescapePath(line[4:])
+			p, err := naming.UnescapePath(line[4:])
 			if err != nil {
 				return nil, fmt.Errorf("line %d: %w", n, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // fclonesFormat is the fclones report version whose formats these writers
@@ -73,7 +74,7 @@ func (r *textReport) header(st store.GroupStats) error {
 	fmt.Fprintf(r.out, "# Report by fclones %s (written by dupefs %s; hashes are %s)\n", fclonesFormat, version, r.algo)
 	fmt.Fprintf(r.out, "# Timestamp: %s\n", time.Now().Format(fclonesTime))
 	fmt.Fprintf(r.out, "# Command: %s\n", shellJoin(r.args))
-	fmt.Fprintf(r.out, "# Base dir: %s\n", store.EscapePath(cwd()))
+	fmt.Fprintf(r.out, "# Base dir: %s\n", naming.EscapePath(cwd()))
 	fmt.Fprintf(r.out, "# Total: %d B (%s) in %d files in %d groups\n", st.Bytes, decimalBytes(st.Bytes), st.Files, st.Groups)
 	fmt.Fprintf(r.out, "# Redundant: %d B (%s) in %d files\n", st.RedundantBytes, decimalBytes(st.RedundantBytes), st.RedundantFiles)
 	_, err := fmt.Fprintf(r.out, "# Missing: 0 B (0 B) in 0 files\n")
@@ -84,9 +85,9 @@ func (r *textReport) group(g store.Group, files []store.GroupFile) error {
 	fmt.Fprintf(r.out, "%s, %d B (%s) * %d:\n", hex.EncodeToString(g.Hash), g.Size, decimalBytes(g.Size), len(files))
 	var links []string
 	for _, f := range files {
-		fmt.Fprintf(r.out, "    %s\n", store.EscapePath(f.Path))
+		fmt.Fprintf(r.out, "    %s\n", naming.EscapePath(f.Path))
 		if f.HardLink {
-			links = append(links, store.EscapePath(f.Path))
+			links = append(links, naming.EscapePath(f.Path))
 		}
 	}
 	if len(links) > 0 {
@@ -115,7 +116,7 @@ func (r *fdupesReport) group(_ store.Group, files []store.GroupFile) error {
 	var keep []store.GroupFile
 	for _, f := range files {
 		if strings.ContainsRune(f.Path, '\n') {
-			r.warn(fmt.Sprintf("%s: a name with a newline cannot be written in the fdupes format; left out", store.EscapePath(f.Path)))
+			r.warn(fmt.Sprintf("%s: a name with a newline cannot be written in the fdupes format; left out", naming.EscapePath(f.Path)))
 			continue
 		}
 		keep = append(keep, f)
@@ -174,10 +175,10 @@ type jsonGroup struct {
 func (r *jsonReport) header(st store.GroupStats) error {
 	cmd := make([]string, len(r.args))
 	for i, a := range r.args {
-		cmd[i] = store.EscapePath(a)
+		cmd[i] = naming.EscapePath(a)
 	}
 	h := jsonHeader{Version: fclonesFormat, Timestamp: time.Now().Format(time.RFC3339Nano), Command: cmd,
-		BaseDir: store.EscapePath(cwd()), Dupefs: jsonExtension{Version: version, HashAlgo: r.algo},
+		BaseDir: naming.EscapePath(cwd()), Dupefs: jsonExtension{Version: version, HashAlgo: r.algo},
 		Stats: jsonStats{GroupCount: st.Groups, TotalFileCount: st.Files, TotalFileSize: st.Bytes,
 			RedundantFileCount: st.RedundantFiles, RedundantFileSize: st.RedundantBytes}}
 	b, err := json.MarshalIndent(h, "  ", "  ")
@@ -193,7 +194,7 @@ func (r *jsonReport) header(st store.GroupStats) error {
 func (r *jsonReport) group(g store.Group, files []store.GroupFile) error {
 	jg := jsonGroup{FileLen: g.Size, FileHash: hex.EncodeToString(g.Hash), Files: make([]string, len(files))}
 	for i, f := range files {
-		jg.Files[i] = store.EscapePath(f.Path)
+		jg.Files[i] = naming.EscapePath(f.Path)
 		if f.HardLink {
 			jg.HardLinks = append(jg.HardLinks, jg.Files[i])
 		}
@@ -232,7 +233,7 @@ func (r *csvReport) header(store.GroupStats) error {
 func (r *csvReport) group(g store.Group, files []store.GroupFile) error {
 	rec := []string{strconv.FormatInt(g.Size, 10), hex.EncodeToString(g.Hash), strconv.Itoa(len(files))}
 	for _, f := range files {
-		rec = append(rec, store.EscapePath(f.Path))
+		rec = append(rec, naming.EscapePath(f.Path))
 	}
 	return r.w.Write(rec)
 }

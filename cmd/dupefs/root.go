@@ -16,6 +16,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // rootAddOptions are the flags of `dupefs root add`.
@@ -80,26 +81,26 @@ func rootCommand() *cli.Command {
 func resolveDir(p string) (string, error) {
 	abs, err := filepath.Abs(p)
 	if err != nil {
-		return "", usageErrorf("%s: %v", store.EscapePath(p), err)
+		return "", usageErrorf("%s: %v", naming.EscapePath(p), err)
 	}
 	real, err := filepath.EvalSymlinks(abs)
 	if errors.Is(err, fs.ErrNotExist) {
-		return "", noRootErrorf("%s: no such folder", store.EscapePath(p))
+		return "", noRootErrorf("%s: no such folder", naming.EscapePath(p))
 	}
 	if err != nil {
-		return "", noRootErrorf("%s: %v", store.EscapePath(p), err)
+		return "", noRootErrorf("%s: %v", naming.EscapePath(p), err)
 	}
 	fi, err := os.Stat(real)
 	if err != nil {
-		return "", noRootErrorf("%s: %v", store.EscapePath(p), err)
+		return "", noRootErrorf("%s: %v", naming.EscapePath(p), err)
 	}
 	if !fi.IsDir() {
-		return "", noRootErrorf("%s: not a folder", store.EscapePath(p))
+		return "", noRootErrorf("%s: not a folder", naming.EscapePath(p))
 	}
 	mounts, _ := indexer.DupefsMounts()
 	for _, m := range mounts {
-		if store.Within(m, real) {
-			return "", usageErrorf("%s is inside the dupefs mount %s: index the original folders instead", store.EscapePath(p), store.EscapePath(m))
+		if naming.Within(m, real) {
+			return "", usageErrorf("%s is inside the dupefs mount %s: index the original folders instead", naming.EscapePath(p), naming.EscapePath(m))
 		}
 	}
 	return real, nil
@@ -130,15 +131,15 @@ func addRoots(ctx context.Context, db *store.DB, con *console, dirs []string, sp
 		}
 		switch outcome {
 		case store.RootAdded:
-			con.Printf("added root %s\n", store.EscapePath(r.Path))
+			con.Printf("added root %s\n", naming.EscapePath(r.Path))
 		case store.RootAbsorbing:
-			con.Printf("added root %s (it took over the roots inside it, with their hashes)\n", store.EscapePath(r.Path))
+			con.Printf("added root %s (it took over the roots inside it, with their hashes)\n", naming.EscapePath(r.Path))
 		case store.RootExists:
 			if update {
-				con.Printf("root %s: options updated\n", store.EscapePath(r.Path))
+				con.Printf("root %s: options updated\n", naming.EscapePath(r.Path))
 			}
 		case store.RootCovered:
-			con.Printf("%s is inside root %s already\n", store.EscapePath(dir), store.EscapePath(r.Path))
+			con.Printf("%s is inside root %s already\n", naming.EscapePath(dir), naming.EscapePath(r.Path))
 		}
 	}
 	return nil
@@ -205,7 +206,7 @@ func runRootLs(ctx context.Context, g globalOptions, opts rootLsOptions, stdout,
 			for _, e := range r.Excludes {
 				opts = append(opts, "exclude="+e)
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", store.EscapePath(r.Path), r.FileCount, r.FolderCount,
+			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", naming.EscapePath(r.Path), r.FileCount, r.FolderCount,
 				humanBytes(r.TotalBytes), last, strings.Join(opts, ","))
 		}
 		return tw.Flush()
@@ -221,7 +222,7 @@ func runRootRm(ctx context.Context, g globalOptions, arg string, stdout, stderr 
 		if err := db.Files().RemoveRoot(ctx, r.ID); err != nil {
 			return err
 		}
-		fmt.Fprintf(stderr, "removed root %s\n", store.EscapePath(r.Path))
+		fmt.Fprintf(stderr, "removed root %s\n", naming.EscapePath(r.Path))
 		return nil
 	})
 }
@@ -232,7 +233,7 @@ func findRoot(ctx context.Context, db interface {
 }, arg string) (store.Root, error) {
 	abs, err := filepath.Abs(arg)
 	if err != nil {
-		return store.Root{}, usageErrorf("%s: %v", store.EscapePath(arg), err)
+		return store.Root{}, usageErrorf("%s: %v", naming.EscapePath(arg), err)
 	}
 	candidates := []string{filepath.Clean(abs)}
 	if real, err := filepath.EvalSymlinks(abs); err == nil {
@@ -247,5 +248,5 @@ func findRoot(ctx context.Context, db interface {
 			return r, err
 		}
 	}
-	return store.Root{}, noRootErrorf("%s is not a root (see dupefs root ls)", store.EscapePath(arg))
+	return store.Root{}, noRootErrorf("%s is not a root (see dupefs root ls)", naming.EscapePath(arg))
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // statusOptions are the flags of `dupefs status`.
@@ -252,7 +253,7 @@ func toJobJSON(j store.Job) jobJSON {
 }
 
 func toRootJSON(r store.Root) rootJSON {
-	j := rootJSON{Path: store.EscapePath(r.Path), Files: r.FileCount, Folders: r.FolderCount, Bytes: r.TotalBytes,
+	j := rootJSON{Path: naming.EscapePath(r.Path), Files: r.FileCount, Folders: r.FolderCount, Bytes: r.TotalBytes,
 		FollowSymlinks: r.FollowSymlinks, OneFileSystem: r.OneFileSystem, Excludes: r.Excludes}
 	j.LastScan = jsonTime(r.LastScanAt)
 	return j

@@ -12,6 +12,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // thumbsOptions are the flags of `dupefs thumbs`.
@@ -172,7 +173,7 @@ func runThumbs(ctx context.Context, g globalOptions, opts thumbsOptions, stdout,
 		con.Printf("thumbnails: %s made, %s failed, %s removed in %s; %s ready, %s failed in all (in %s)\n",
 			count(p.ThumbsMade.Load()), count(p.ThumbsFailed.Load()), count(p.ThumbsCleaned.Load()),
 			time.Since(start).Round(10*time.Millisecond), count(counts[store.ThumbReady]),
-			count(counts[store.ThumbFailed]), store.EscapePath(th.Dir()))
+			count(counts[store.ThumbFailed]), naming.EscapePath(th.Dir()))
 		return nil
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // item is one action of a batch as it goes.
@@ -92,7 +93,7 @@ func (r *Runner) one(ctx context.Context, it *item, picks map[string]bool) (out 
 		// Too little of the lease is left to act safely: give it back,
 		// prepared, for the run to take up again.
 		r.cfg.Warn(fmt.Sprintf("%s: the index took %v to renew the lease; trying again later",
-			store.EscapePath(a.Copy.Path), took.Round(time.Millisecond)))
+			naming.EscapePath(a.Copy.Path), took.Round(time.Millisecond)))
 		return outcome{}, false, nil
 	}
 	a.State, a.Undo = store.ActPrepared, *u
@@ -160,7 +161,7 @@ func (r *Runner) endBatch(ctx context.Context, items []*item) error {
 	for _, it := range lost {
 		if it.ended {
 			r.cfg.Warn(fmt.Sprintf("%s: %s, but its lease was lost before that was recorded; the next run records it",
-				store.EscapePath(it.a.Copy.Path), it.out.state))
+				naming.EscapePath(it.a.Copy.Path), it.out.state))
 		}
 	}
 	for _, it := range items {

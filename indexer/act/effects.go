@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Every effect that can lose the copy's bytes goes in two steps. First a
@@ -102,7 +103,7 @@ func (r *Runner) link(a *store.Action, c *checked) (outcome, error) {
 	}
 	if st, err := d.stat(tmp); err != nil || !r.ours(a, d, tmp, &st) {
 		unix.Unlinkat(d.fd, tmp, 0)
-		return failed("the link made at %s is not the kept file", store.EscapePath(d.path(tmp))), nil
+		return failed("the link made at %s is not the kept file", naming.EscapePath(d.path(tmp))), nil
 	}
 	if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err != nil {
 		unix.Unlinkat(d.fd, tmp, 0)
@@ -140,7 +141,7 @@ func (r *Runner) dropOld(a *store.Action, c *checked, tmp string, keepRef *unix.
 	// does.
 	if why != "" {
 		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err != nil {
-			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), err), nil
+			return failed("%s, and putting it back failed: it is at %s: %v", why, naming.EscapePath(d.path(tmp)), err), nil
 		}
 		if st, err := d.stat(tmp); err == nil && r.ours(a, d, tmp, &st) {
 			unix.Unlinkat(d.fd, tmp, 0)
@@ -152,11 +153,11 @@ func (r *Runner) dropOld(a *store.Action, c *checked, tmp string, keepRef *unix.
 		// the copy goes back to its path, the link away.
 		why := fmt.Sprintf("the copy could not be removed once replaced (%v)", err)
 		if xerr := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); xerr != nil {
-			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), xerr), nil
+			return failed("%s, and putting it back failed: it is at %s: %v", why, naming.EscapePath(d.path(tmp)), xerr), nil
 		}
 		if st, err := d.stat(tmp); err == nil && r.ours(a, d, tmp, &st) {
 			if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
-				return failed("%s; it is back at its path, and the link dupefs made is left at %s", why, store.EscapePath(d.path(tmp))), nil
+				return failed("%s; it is back at its path, and the link dupefs made is left at %s", why, naming.EscapePath(d.path(tmp))), nil
 			}
 		}
 		return failed("%s; it is left as it was", why), nil
@@ -194,7 +195,7 @@ func (r *Runner) trash(a *store.Action, c *checked) (outcome, error) {
 	if err := unix.Renameat2(d.fd, d.name, t.filesFd, name, unix.RENAME_NOREPLACE); err != nil {
 		t.dropInfo(name+".trashinfo", a.Undo.TrashPath)
 		if errors.Is(err, unix.EXDEV) {
-			return failed("its Trash %s is on another file system", store.EscapePath(t.root)), nil
+			return failed("its Trash %s is on another file system", naming.EscapePath(t.root)), nil
 		}
 		return stepFailed(&os.PathError{Op: "move to the Trash", Path: a.Copy.Path, Err: err})
 	}
@@ -234,14 +235,14 @@ func (r *Runner) unlink(a *store.Action, c *checked) (outcome, error) {
 	why := whyBack(a, &old, c.keepUnchanged(&c.keepSt), "removed")
 	if why != "" {
 		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
-			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), err), nil
+			return failed("%s, and putting it back failed: it is at %s: %v", why, naming.EscapePath(d.path(tmp)), err), nil
 		}
 		return skipped("%s; it is left as it was", why), nil
 	}
 	if err := unix.Unlinkat(d.fd, tmp, 0); err != nil {
 		why := fmt.Sprintf("it could not be deleted (%v)", err)
 		if xerr := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE); xerr != nil {
-			return failed("%s, and putting it back failed: it is at %s: %v", why, store.EscapePath(d.path(tmp)), xerr), nil
+			return failed("%s, and putting it back failed: it is at %s: %v", why, naming.EscapePath(d.path(tmp)), xerr), nil
 		}
 		return failed("%s; it is left as it was", why), nil
 	}

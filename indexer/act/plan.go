@@ -2,13 +2,13 @@ package act
 
 import (
 	"context"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Keep rules: which file of a group stays.
@@ -33,7 +33,7 @@ type Selection struct {
 	// them (an fclones report, maybe edited): only the listed paths are
 	// touched, and the file kept is one of them.
 	Report [][]string
-	// Trashes are Trash folders besides those store.InTrash knows (home
+	// Trashes are Trash folders besides those naming.InTrash knows (home
 	// Trashes under another $XDG_DATA_HOME): nothing in them is kept or
 	// acted on.
 	Trashes []string
@@ -41,11 +41,11 @@ type Selection struct {
 
 // inTrash reports whether path lies in a Trash folder.
 func inTrash(path string, trashes []string) bool {
-	if store.InTrash(path) {
+	if naming.InTrash(path) {
 		return true
 	}
 	for _, t := range trashes {
-		if store.Below(t, path) {
+		if naming.Below(t, path) {
 			return true
 		}
 	}
@@ -143,7 +143,7 @@ func (p *planner) fromReport(ctx context.Context, db Groups) error {
 			case f.Size < max(p.sel.MinSize, 1):
 				continue
 			}
-			k := f.Algo + ":" + hex.EncodeToString(f.Hash)
+			k := naming.GroupKey(f.Algo, f.Hash)
 			if _, ok := byContent[k]; !ok {
 				keys = append(keys, k)
 			}
@@ -151,7 +151,7 @@ func (p *planner) fromReport(ctx context.Context, db Groups) error {
 			sizes[k] = f.Size
 		}
 		for _, k := range keys {
-			algo, sum, err := store.ParseKey(k)
+			algo, sum, err := naming.ParseKey(k)
 			if err != nil {
 				return err
 			}
@@ -177,7 +177,7 @@ func (p *planner) group(algo string, sum []byte, size int64, files []store.Group
 	if len(live) < 2 {
 		return
 	}
-	unit := store.GroupKey(algo, sum)
+	unit := naming.GroupKey(algo, sum)
 	keep := p.keeper(live)
 	done := map[[2]uint64]bool{}
 	for _, f := range live {
@@ -187,7 +187,7 @@ func (p *planner) group(algo string, sum []byte, size int64, files []store.Group
 		ino := [2]uint64{f.Dev, f.Ino}
 		switch {
 		case f.Dev == keep.Dev && f.Ino == keep.Ino:
-			p.notes = append(p.notes, Note{f.Path, "a hard link of the kept file " + store.EscapePath(keep.Path)})
+			p.notes = append(p.notes, Note{f.Path, "a hard link of the kept file " + naming.EscapePath(keep.Path)})
 			continue
 		case p.sel.Op == store.OpDedupe && done[ino]:
 			p.notes = append(p.notes, Note{f.Path, "a hard link of a copy deduplicated already"})
@@ -219,7 +219,7 @@ func (p *planner) choose(ranks []rank) int {
 	var cands []int
 	for _, pref := range p.sel.Prefer {
 		for i, r := range ranks {
-			if store.Within(pref, r.path) {
+			if naming.Within(pref, r.path) {
 				cands = append(cands, i)
 			}
 		}

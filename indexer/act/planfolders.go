@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Folder groups: --group may name an exact folder group, as
@@ -24,7 +25,7 @@ var ErrNoGroup = errors.New("no such group in the index")
 func (p *planner) planFolders(ctx context.Context, db Groups, keys []string) ([]string, error) {
 	var rest []string
 	for _, k := range keys {
-		algo, sum, err := store.ParseKey(k)
+		algo, sum, err := naming.ParseKey(k)
 		if err != nil {
 			return nil, err
 		}
@@ -73,7 +74,7 @@ func (p *planner) folderGroup(ctx context.Context, db Groups, g store.FolderGrou
 			return err
 		}
 		if !known {
-			return fmt.Errorf("folder %s: some files are not hashed yet (run dupefs index)", store.EscapePath(m.Path))
+			return fmt.Errorf("folder %s: some files are not hashed yet (run dupefs index)", naming.EscapePath(m.Path))
 		}
 		f := &folder{rank: rank{path: m.Path}, files: files}
 		for i, sf := range files {
@@ -111,7 +112,7 @@ func (p *planner) folderGroup(ctx context.Context, db Groups, g store.FolderGrou
 			ks := partners[c.Term]
 			if len(ks) == 0 {
 				return fmt.Errorf("folder %s: %s has no counterpart in %s: the folders differ now (run dupefs index)",
-					store.EscapePath(f.path), store.EscapePath(c.Rel), store.EscapePath(keep.path))
+					naming.EscapePath(f.path), naming.EscapePath(c.Rel), naming.EscapePath(keep.path))
 			}
 			k := ks[0]
 			for _, o := range ks {
@@ -124,7 +125,7 @@ func (p *planner) folderGroup(ctx context.Context, db Groups, g store.FolderGrou
 			case c.Size < max(p.sel.MinSize, 1):
 				continue
 			case c.Dev == k.Dev && c.Ino == k.Ino:
-				p.notes = append(p.notes, Note{c.Path, "a hard link of the kept file " + store.EscapePath(k.Path)})
+				p.notes = append(p.notes, Note{c.Path, "a hard link of the kept file " + naming.EscapePath(k.Path)})
 				continue
 			case done[ino]:
 				p.notes = append(p.notes, Note{c.Path, "a hard link of a copy acted on already"})

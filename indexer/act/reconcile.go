@@ -6,6 +6,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // reconcile looks at the disk for an action left prepared (by a run that
@@ -112,7 +113,7 @@ func (r *Runner) settleUnlink(a *store.Action, dry bool) (outcome, bool, error) 
 		}
 		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
 			return failed("the kept file changed while it was removed, and its path is taken again: the copy is kept at %s",
-				store.EscapePath(d.path(tmp))), true, nil
+				naming.EscapePath(d.path(tmp))), true, nil
 		}
 		return outcome{reason: "its copy was put back: the kept file changed"}, false, nil
 	case perr == nil && pst.Dev == a.Copy.Dev && pst.Ino == a.Copy.Ino:
@@ -125,7 +126,7 @@ func (r *Runner) settleUnlink(a *store.Action, dry bool) (outcome, bool, error) 
 	case terr == nil:
 		// Aside, and something else took its path since: the copy stays
 		// where it is, and the ledger says where.
-		return failed("its path holds another file now: the copy is kept at %s", store.EscapePath(d.path(tmp))), true, nil
+		return failed("its path holds another file now: the copy is kept at %s", naming.EscapePath(d.path(tmp))), true, nil
 	}
 	return skipped("%s", changed), true, nil
 }
@@ -177,7 +178,7 @@ func (r *Runner) settleLink(a *store.Action, dry bool) (outcome, bool, error) {
 		}
 		if err := unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_EXCHANGE); err != nil {
 			return failed("the kept file changed while the copy was replaced, and putting it back failed: it is at %s: %v",
-				store.EscapePath(d.path(tmp)), err), true, nil
+				naming.EscapePath(d.path(tmp)), err), true, nil
 		}
 		if st, err := d.stat(tmp); err == nil && r.ours(a, d, tmp, &st) {
 			unix.Unlinkat(d.fd, tmp, 0)
@@ -194,7 +195,7 @@ func (r *Runner) settleLink(a *store.Action, dry bool) (outcome, bool, error) {
 		if perr != nil && !dry && unix.Renameat2(d.fd, tmp, d.fd, d.name, unix.RENAME_NOREPLACE) == nil {
 			return outcome{reason: "its copy was put back"}, false, nil
 		}
-		return failed("its path holds another file now: the copy is kept at %s", store.EscapePath(d.path(tmp))), true, nil
+		return failed("its path holds another file now: the copy is kept at %s", naming.EscapePath(d.path(tmp))), true, nil
 	}
 	d.close()
 	return skipped("%s", changed), true, nil

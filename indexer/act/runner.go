@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Config tunes a Runner. The zero value is usable but for Roots.
@@ -19,7 +20,7 @@ type Config struct {
 	// HomeTrash is the home trash folder ($XDG_DATA_HOME/Trash): files on
 	// its file system go there, others to their topdir's trash.
 	HomeTrash string
-	// Trashes are Trash folders besides those store.InTrash knows (see
+	// Trashes are Trash folders besides those naming.InTrash knows (see
 	// Selection.Trashes).
 	Trashes []string
 	// UID is the user the run acts as: it names the topdir trash folders
@@ -204,7 +205,7 @@ func fatal(err error) bool {
 // underRoots reports whether path lies under an indexed root.
 func (r *Runner) underRoots(path string) bool {
 	for _, root := range r.cfg.Roots {
-		if store.Below(root, path) {
+		if naming.Below(root, path) {
 			return true
 		}
 	}
@@ -220,10 +221,10 @@ func (r *Runner) count(a *store.Action, out outcome) {
 		p.Reclaimed.Add(out.reclaimed)
 	case store.ActSkipped:
 		p.Skipped.Add(1)
-		r.cfg.Warn(fmt.Sprintf("%s: skipped: %s", store.EscapePath(a.Copy.Path), out.reason))
+		r.cfg.Warn(fmt.Sprintf("%s: skipped: %s", naming.EscapePath(a.Copy.Path), out.reason))
 	case store.ActFailed:
 		p.Failed.Add(1)
-		r.cfg.Warn(fmt.Sprintf("%s: failed: %s", store.EscapePath(a.Copy.Path), out.reason))
+		r.cfg.Warn(fmt.Sprintf("%s: failed: %s", naming.EscapePath(a.Copy.Path), out.reason))
 	}
 }
 

@@ -10,8 +10,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/dupefs/dupefs/store"
 	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // The freedesktop.org Trash (specification 1.0): a file goes to the trash
@@ -134,7 +135,7 @@ func homeTrash(u trashUser) string {
 	if u.home == "" {
 		return ""
 	}
-	real, existing := store.Resolved(u.home)
+	real, existing := naming.Resolved(u.home)
 	var st unix.Stat_t
 	if unix.Stat(existing, &st) != nil || int(st.Uid) != u.uid {
 		return ""
@@ -269,8 +270,8 @@ func reopenTrash(trashFile string, uids ...int) (*trashCan, string, error) {
 // trash, relative to the topdir in others; percent-escaped as a URL path.
 func (t *trashCan) pathValue(path string) string {
 	p := path
-	if t.topdir != "" {
-		if rel, err := filepath.Rel(t.topdir, path); err == nil && !strings.HasPrefix(rel, "..") {
+	if t.topdir != "" && naming.Below(t.topdir, path) {
+		if rel, err := filepath.Rel(t.topdir, path); err == nil {
 			p = rel
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // UndoReport says what an undo did.
@@ -88,14 +89,14 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 		})
 		switch {
 		case errors.Is(err, errKept):
-			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s", store.EscapePath(a.Copy.Path), note))
+			rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s", naming.EscapePath(a.Copy.Path), note))
 		case errors.Is(err, store.ErrLeaseLost):
 		case err != nil:
 			return rep, err
 		default:
 			rep.Reverted++
 			if note != "" {
-				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s", store.EscapePath(a.Copy.Path), note))
+				rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s", naming.EscapePath(a.Copy.Path), note))
 			}
 		}
 	}
@@ -123,7 +124,7 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 			what = "an undo of it under way"
 		}
 		rep.Notes = append(rep.Notes, fmt.Sprintf("%s: %s in %s: left to it; run dupefs undo %d again once it ends",
-			store.EscapePath(o.Copy.Path), what, who, planID))
+			naming.EscapePath(o.Copy.Path), what, who, planID))
 	}
 	return rep, r.foldFolders(ctx)
 }
@@ -213,16 +214,16 @@ func (r *Runner) restoreFromTrash(a *store.Action) (outcome, string, error) {
 		if terr != nil {
 			return outcome{}, fmt.Sprintf("its Trash cannot be used: %v", terr), errKept
 		}
-		return outcome{}, "not in the Trash any more (" + store.EscapePath(a.Undo.TrashFile) + ")", errKept
+		return outcome{}, "not in the Trash any more (" + naming.EscapePath(a.Undo.TrashFile) + ")", errKept
 	}
 	if !matches(&st, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) || !t.infoRecords(name+".trashinfo", a.Undo.TrashPath) ||
 		!r.holds(t.filesFd, name, a) {
-		return outcome{}, "the Trash entry at " + store.EscapePath(a.Undo.TrashFile) +
+		return outcome{}, "the Trash entry at " + naming.EscapePath(a.Undo.TrashFile) +
 			" is not the copy dupefs moved there (changed since, or another file); left as it is", errKept
 	}
 	if err := unix.Renameat2(t.filesFd, name, d.fd, d.name, unix.RENAME_NOREPLACE); err != nil {
 		if errors.Is(err, unix.EEXIST) {
-			return outcome{}, "its path is taken again; it stays in the Trash at " + store.EscapePath(a.Undo.TrashFile), errKept
+			return outcome{}, "its path is taken again; it stays in the Trash at " + naming.EscapePath(a.Undo.TrashFile), errKept
 		}
 		if fatal(err) {
 			return outcome{}, "", stop(err)
@@ -244,7 +245,7 @@ func (r *Runner) holds(dirfd int, name string, a *store.Action) bool {
 		return false
 	}
 	defer f.Close()
-	h := store.NewHash(a.Algo)
+	h := naming.NewHash(a.Algo)
 	n, err := io.Copy(h, f)
 	return err == nil && n == a.Size && bytes.Equal(h.Sum(nil), a.Hash)
 }

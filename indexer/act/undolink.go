@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // unlinkCopy makes a hard-linked or symlinked copy a file of its own
@@ -145,7 +146,7 @@ func (r *Runner) restoreFile(a *store.Action, d *dirOf, tmp string) (f *os.File,
 		}
 		return nil, "", note, errKept
 	}
-	h := store.NewHash(a.Algo)
+	h := naming.NewHash(a.Algo)
 	if _, err := io.Copy(io.MultiWriter(f, h), keep); err != nil {
 		return fail(fmt.Sprintf("copy its bytes: %v", err), err)
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // DirResult answers "do I already have this whole folder?": a folder is
@@ -69,7 +70,7 @@ func CheckDir(ctx context.Context, db Index, files indexer.Sizes, dir string, pr
 		return nil
 	})
 	if err != nil {
-		return res, fmt.Errorf("read %s: %w", store.EscapePath(dir), err)
+		return res, fmt.Errorf("read %s: %w", naming.EscapePath(dir), err)
 	}
 	sort.Strings(paths)
 	res.Files = len(paths)
@@ -92,7 +93,7 @@ func CheckDir(ctx context.Context, db Index, files indexer.Sizes, dir string, pr
 		}
 		var outside []string
 		for _, m := range r.Matches {
-			if !store.Within(abs, m) {
+			if !naming.Within(abs, m) {
 				outside = append(outside, m)
 			}
 		}
@@ -127,7 +128,7 @@ func equalFolders(ctx context.Context, db Index, dir string, res DirResult, term
 	for _, c := range copies {
 		for f := filepath.Dir(c); !seen[f]; f = filepath.Dir(f) {
 			seen[f] = true
-			if !store.Within(f, dir) && !store.Within(dir, f) {
+			if !naming.Within(f, dir) && !naming.Within(dir, f) {
 				n, err := db.FolderNodeByPath(ctx, f)
 				if err != nil && err != store.ErrNotFound {
 					return nil, err
@@ -153,7 +154,7 @@ func equalFolders(ctx context.Context, db Index, dir string, res DirResult, term
 	for _, f := range out {
 		inside := false
 		for _, t := range top {
-			inside = inside || store.Within(t, f)
+			inside = inside || naming.Within(t, f)
 		}
 		if !inside {
 			top = append(top, f)
@@ -172,7 +173,7 @@ func sameAs(ctx context.Context, db Index, folder string, want []string, matched
 	for i, f := range files {
 		got[i] = f.Term
 		if !f.Hash {
-			t, ok := matched[store.JoinPath(folder, f.Rel)]
+			t, ok := matched[naming.JoinPath(folder, f.Rel)]
 			if !ok {
 				return false, nil
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // body is a file content of n bytes, distinct for each seed.
@@ -264,7 +265,7 @@ func TestRandomTrees(t *testing.T) {
 					dst += "/deeper"
 				}
 				for p, c := range files {
-					if within(src, p) {
+					if naming.Within(src, p) {
 						relp := strings.TrimPrefix(p, src+"/")
 						if rng.Intn(4) == 0 {
 							relp = strings.ReplaceAll(relp, "/", "_")

@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"testing"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // The oracle applies the definitions of the folder report (see doc.go)
@@ -74,8 +76,6 @@ func readOracle(t *testing.T, root string) *oracle {
 	return o
 }
 
-func within(dir, p string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
-
 func (o *oracle) equal(m map[string][]string, a, b string) bool {
 	return len(m[a]) > 0 && strings.Join(m[a], "\x01") == strings.Join(m[b], "\x01")
 }
@@ -104,7 +104,7 @@ func (o *oracle) exact(layout bool) []string {
 		for _, f := range c {
 			inside := false
 			for _, g := range c {
-				if g != f && within(g, f) {
+				if g != f && naming.Within(g, f) {
 					inside = true
 				}
 			}
@@ -167,7 +167,7 @@ func (o *oracle) sim(a, b string) float64 {
 }
 
 func (o *oracle) isPair(a, b string, min float64) bool {
-	if a == "" || b == "" || within(a, b) || within(b, a) || o.equal(o.content, a, b) {
+	if a == "" || b == "" || naming.Within(a, b) || naming.Within(b, a) || o.equal(o.content, a, b) {
 		return false
 	}
 	s := o.sim(a, b)

@@ -10,7 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // fanotify watches whole file systems with one mark each (root only):
@@ -164,7 +164,7 @@ func (fa *fanotify) event(mask uint64, info []byte) {
 			clear(fa.cache) // paths below a moved folder changed
 			fa.mu.Unlock()
 		}
-		if len(name) > 0 && (len(name) != 1 || name[0] != '.') && fa.skip(store.JoinPath(dir, string(name))) {
+		if len(name) > 0 && (len(name) != 1 || name[0] != '.') && fa.skip(naming.JoinPath(dir, string(name))) {
 			continue
 		}
 		fa.out <- change{dir: dir}
@@ -195,7 +195,7 @@ func (fa *fanotify) folder(id fsid, htype int32, handle []byte) (string, bool) {
 	}
 	under := false
 	for r := range fa.roots {
-		if store.Within(r, p) {
+		if naming.Within(r, p) {
 			under = true
 			break
 		}

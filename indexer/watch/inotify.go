@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // errUnwatched: a root could not be watched whole.
@@ -97,7 +97,7 @@ func (in *inotify) addTree(dir string) error {
 // removeTree drops the watches of dir and the folders below it (mu held).
 func (in *inotify) removeTree(dir string) {
 	for p, wd := range in.paths {
-		if store.Within(dir, p) {
+		if naming.Within(dir, p) {
 			unix.InotifyRmWatch(in.fd, uint32(wd))
 			delete(in.paths, p)
 			delete(in.wds, wd)
@@ -117,7 +117,7 @@ func (in *inotify) remove(root string) {
 func (in *inotify) rootOf(p string) string {
 	best := ""
 	for r := range in.roots {
-		if store.Within(r, p) && len(r) > len(best) {
+		if naming.Within(r, p) && len(r) > len(best) {
 			best = r
 		}
 	}
@@ -164,7 +164,7 @@ func (in *inotify) event(wd int32, mask uint32, name string) {
 		in.mu.Unlock()
 		return // an event of the folder itself: its parent has one too
 	}
-	p := store.JoinPath(dir, name)
+	p := naming.JoinPath(dir, name)
 	var lost string
 	if mask&unix.IN_ISDIR != 0 {
 		switch {

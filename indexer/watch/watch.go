@@ -12,6 +12,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Config tunes a Watcher; every zero field takes its default.
@@ -187,18 +188,18 @@ func (w *Watcher) watchRoot(root string) {
 	}
 	w.unwatched[root] = true
 	w.cfg.Warn(fmt.Sprintf("%s cannot be watched whole (%v): it is rescanned every %s instead",
-		store.EscapePath(root), errs, w.cfg.Fallback))
+		naming.EscapePath(root), errs, w.cfg.Fallback))
 }
 
 // skipped reports whether changes at p are ignored: those in a Trash can,
 // to dupefs' temporary files, and below Config.Skip. The scans never
 // index them.
 func (w *Watcher) skipped(p string) bool {
-	if store.InTrash(p) || store.IsTempName(path.Base(p)) {
+	if naming.InTrash(p) || naming.IsTempName(path.Base(p)) {
 		return true
 	}
 	for _, s := range w.cfg.Skip {
-		if store.Within(s, p) {
+		if naming.Within(s, p) {
 			return true
 		}
 	}
@@ -211,7 +212,7 @@ func (w *Watcher) rootOf(dir string) (string, int64) {
 	defer w.mu.Unlock()
 	best, id := "", int64(0)
 	for p, rid := range w.roots {
-		if store.Within(p, dir) && len(p) > len(best) {
+		if naming.Within(p, dir) && len(p) > len(best) {
 			best, id = p, rid
 		}
 	}
@@ -254,7 +255,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 					lostSaid[c.root] = true
 					what := "every root"
 					if c.root != "" {
-						what = store.EscapePath(c.root)
+						what = naming.EscapePath(c.root)
 					}
 					w.cfg.Warn(fmt.Sprintf("file-system events were lost (a queue overflowed or a limit was reached): rescanning %s", what))
 				}

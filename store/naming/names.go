@@ -1,4 +1,4 @@
-package store
+package naming
 
 import (
 	"crypto/sha256"
@@ -12,9 +12,8 @@ import (
 	"github.com/zeebo/blake3"
 )
 
-// The one definition of each name the index, the view, the reports and the
-// thumbnail cache share: hash algorithms, group keys, thumbnail file names,
-// and what it means for a path to lie under a folder.
+// Hash algorithms, group keys, thumbnail file names, and what it means for a
+// path to lie under a folder.
 
 // Hash algorithms, as stored in settings and files.hash_algo and written
 // before the ':' of a group key.
@@ -31,19 +30,9 @@ var HashAlgos = []string{HashSHA256, HashBLAKE3}
 // ValidHashAlgo reports whether algo names an algorithm an index may use.
 func ValidHashAlgo(algo string) bool { return algo == HashSHA256 || algo == HashBLAKE3 }
 
-// SumSize is the length of a content hash of either algorithm (the CHECK
-// on files.content_hash).
+// SumSize is the length of a content hash of either algorithm; the index
+// refuses sums of any other length.
 const SumSize = 32
-
-// checkSum refuses a content hash the files table would refuse. The writes
-// that record hashes say UPDATE OR IGNORE (see HashBatch), under which the
-// table's CHECKs would skip the row silently: they are made here, loudly.
-func checkSum(algo string, sum []byte) error {
-	if !ValidHashAlgo(algo) || len(sum) != SumSize {
-		return fmt.Errorf("record hash: a %d-byte %q sum is no content hash", len(sum), algo)
-	}
-	return nil
-}
 
 // NewHash returns a hash of the algorithm (sha256 for any name but blake3).
 func NewHash(algo string) hash.Hash {
@@ -96,7 +85,9 @@ func CloneHash(h hash.Hash) (hash.Hash, error) {
 	return nil, fmt.Errorf("copy hash state of %T: %w", h, errors.ErrUnsupported)
 }
 
-// GroupKey is a content's name: <algo>:<64 lowercase hex> (seed 000 §6.2).
+// GroupKey is a content's name: <algo>:<64 lowercase hex>, the algorithm
+// of the index and the digest of the content (or, for a folder group, its
+// signature).
 func GroupKey(algo string, sum []byte) string { return algo + ":" + hex.EncodeToString(sum) }
 
 // ParseKey splits "<algo>:<hex>" into its algorithm and digest, checking the
@@ -139,8 +130,10 @@ func ThumbKeyOf(name string) (key string, ok bool) {
 	return key, true
 }
 
-// Within reports whether path p is dir or lies below it. Both are absolute
-// and clean.
+// Within reports whether path p is dir or lies below it. Both are clean
+// (no trailing slash but on "/" itself, no "//", "." or ".."), and both
+// absolute or both relative to one folder. A path below dir continues dir
+// with a '/': "/a" does not hold "/ab", and "/" holds every absolute path.
 func Within(dir, p string) bool {
 	if dir == "/" {
 		return strings.HasPrefix(p, "/")
@@ -150,3 +143,11 @@ func Within(dir, p string) bool {
 
 // Below reports whether path p lies strictly below dir.
 func Below(dir, p string) bool { return p != dir && Within(dir, p) }
+
+// JoinPath joins a folder path and a name.
+func JoinPath(dir, name string) string {
+	if dir == "/" {
+		return "/" + name
+	}
+	return dir + "/" + name
+}
