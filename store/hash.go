@@ -391,6 +391,44 @@ type RootHashCounts struct {
 	Files, Bytes int64
 }
 
+// StartHashRun records that a hash run starts: the newest succeeded scan
+// of every root that no run has covered yet gets the run's start, with no
+// file and no byte read so far. It returns the start, the run's name in
+// CreditHashRun and RecordHashRun.
+func (tx *Tx) StartHashRun() (time.Time, error) {
+	var ms int64
+	if err := tx.tx.QueryRowContext(tx.ctx, `SELECT `+nowSQL).Scan(&ms); err != nil {
+		return time.Time{}, classify("start hash run", err)
+	}
+	_, err := tx.exec("record hash start", `UPDATE scans SET hash_started_at = ?1, hashed_file_count = 0,
+		hashed_byte_count = 0
+		WHERE hash_completed_at IS NULL AND id IN (SELECT max(id) FROM scans WHERE status = 'succeeded' GROUP BY root_id)`,
+		ms)
+	return time.UnixMilli(ms), err
+}
+
+// CreditHashRun adds what one batch of the run that started at started
+// read to the newest succeeded scan of each root, in the batch's own
+// write: the scan shows the run's progress while it goes. A scan that
+// still holds an earlier run's metrics starts over from this batch, and
+// is not complete until this run is.
+func (tx *Tx) CreditHashRun(started time.Time, perRoot map[int64]RootHashCounts) error {
+	for id, c := range perRoot {
+		_, err := tx.exec("record hash progress", `UPDATE scans SET
+			hashed_file_count = ?2 + CASE WHEN hash_started_at = ?1 AND hash_completed_at IS NULL
+				THEN coalesce(hashed_file_count, 0) ELSE 0 END,
+			hashed_byte_count = ?3 + CASE WHEN hash_started_at = ?1 AND hash_completed_at IS NULL
+				THEN coalesce(hashed_byte_count, 0) ELSE 0 END,
+			hash_started_at = ?1, hash_completed_at = NULL
+			WHERE id = (SELECT max(id) FROM scans WHERE root_id = ?4 AND status = 'succeeded')`,
+			started.UnixMilli(), c.Files, c.Bytes, id)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // RecordHashRun writes the hash metrics of a completed run on the newest
 // succeeded scan of every root it read files of, and of every root whose
 // newest scan no run had covered yet (seed 001 step 4b).
@@ -424,4 +462,20 @@ func (tx *Tx) RecordHashRun(started time.Time, perRoot map[int64]RootHashCounts)
 		}
 	}
 	return nil
+}
+
+// LastScan reads the newest scan of a root; ErrNotFound when it has none.
+func (fl *Files) LastScan(ctx context.Context, rootID int64) (Scan, error) {
+	var s Scan
+	c := &s.Counts
+	err := fl.db.queryRow(ctx, `SELECT id, root_id, status, started_at, completed_at, files_seen, folders_seen,
+		bytes_seen, files_added, files_changed, files_missing, errors, hash_started_at, hash_completed_at,
+		hashed_file_count, hashed_byte_count FROM scans WHERE root_id = ? ORDER BY id DESC LIMIT 1`, rootID).Scan(
+		&s.ID, &s.RootID, &s.Status, &s.StartedAt, &s.CompletedAt, &c.FilesSeen, &c.FoldersSeen, &c.BytesSeen,
+		&c.FilesAdded, &c.FilesChanged, &c.FilesMissing, &c.Errors, &s.HashStartedAt, &s.HashCompletedAt,
+		&s.HashedFileCount, &s.HashedByteCount)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, ErrNotFound
+	}
+	return s, classify("read scan", err)
 }
