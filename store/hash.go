@@ -22,6 +22,15 @@ const (
 // its condition.
 const unsettled = "(hash_status = 'pending' OR hash_status = 'failed' OR hash_status = 'unique')"
 
+// readDue is true of a file a hash run may read: any but a failed one
+// whose retry_after has not come yet.
+const readDue = "(hash_status <> 'failed' OR coalesce(retry_after, 0) <= " + nowSQL + ")"
+
+// A failed read waits a minute before the file is read again, then twice
+// as long after each failure in a row, at most a day: retryBackoffSQL is
+// that wait, in ms, after the failures the row had before this one.
+const retryBackoffSQL = "min(86400000, 60000 << min(read_failures, 11))"
+
 // SizeCount is one size bucket of the hash plan.
 type SizeCount struct {
 	Size  int64
@@ -64,7 +73,8 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 			SELECT size FROM dirty_sizes WHERE size >= ?1`, []any{minSize}},
 		{"look at pending files", `INSERT OR IGNORE INTO temp.plan_look (size)
 			SELECT DISTINCT size FROM files
-			 WHERE ` + unsettled + ` AND hash_status IN ('pending', 'failed') AND missing = 0 AND size >= ?1`, []any{minSize}},
+			 WHERE ` + unsettled + ` AND hash_status IN ('pending', 'failed') AND missing = 0 AND size >= ?1
+			   AND ` + readDue, []any{minSize}},
 		// A bucket is shared when some live row has another live row of
 		// another inode beside it; the (size, ino) index finds one at
 		// once in all but buckets of hard links. Buckets with nothing to
@@ -73,7 +83,8 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 		// files the walk had hashed; 51 ms now.
 		{"plan sizes", `WITH counted AS MATERIALIZED (
 			SELECT l.size, (SELECT count(*) FROM files u
-			                 WHERE ` + unsettled + ` AND u.size = l.size AND u.missing = 0) AS n
+			                 WHERE ` + unsettled + ` AND u.size = l.size AND u.missing = 0
+			                   AND (u.hash_status <> 'failed' OR coalesce(u.retry_after, 0) <= ` + nowSQL + `)) AS n
 			  FROM temp.plan_look l)
 			INSERT INTO temp.plan_sizes (size, n)
 			SELECT c.size, c.n FROM counted c
@@ -84,7 +95,7 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 		// OR IGNORE as in HashBatch: constant values break no CHECK.
 		{"requeue bucket members", `UPDATE OR IGNORE files SET hash_status = 'pending', error = NULL
 			WHERE ` + unsettled + ` AND hash_status IN ('unique', 'failed') AND missing = 0
-			  AND size IN (SELECT size FROM temp.plan_sizes)`, nil},
+			  AND size IN (SELECT size FROM temp.plan_sizes) AND ` + readDue, nil},
 		{"mark unique sizes", `UPDATE OR IGNORE files SET hash_status = 'unique'
 			WHERE ` + unsettled + ` AND hash_status = 'pending' AND missing = 0
 			  AND size NOT IN (SELECT size FROM temp.plan_sizes)`, nil},
@@ -315,9 +326,10 @@ func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
 		{&b.prefix, `UPDATE OR IGNORE files SET hash_status = 'partial', prefix_hash = ?2, error = NULL` +
 			guard + ` AND hash_status = 'pending'`},
 		{&b.content, `UPDATE OR IGNORE files SET hash_status = 'done', prefix_hash = coalesce(?2, prefix_hash),
-			hash_algo = ?7, content_hash = ?8, error = NULL` +
+			hash_algo = ?7, content_hash = ?8, error = NULL, read_failures = 0, retry_after = NULL` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
-		{&b.fail, `UPDATE OR IGNORE files SET hash_status = 'failed', error = ?2` +
+		{&b.fail, `UPDATE OR IGNORE files SET hash_status = 'failed', error = ?2,
+			retry_after = ` + nowSQL + ` + ` + retryBackoffSQL + `, read_failures = read_failures + 1` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
 		{&b.requeue, `UPDATE OR IGNORE files SET hash_status = 'pending', prefix_hash = NULL, error = ?2` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
@@ -364,7 +376,8 @@ func (b *HashBatch) Content(r *HashRow, prefix sql.NullInt64, sum []byte) (bool,
 	return ok, err
 }
 
-// Fail records that a file could not be read.
+// Fail records that a file could not be read; no hash run reads it again
+// before its wait is over (retryBackoffSQL), unless it changes.
 func (b *HashBatch) Fail(r *HashRow, msg string) (bool, error) {
 	return affected(b.fail.ExecContext(b.tx.ctx, b.args(r, msg)...))
 }
