@@ -116,6 +116,9 @@ func (h *hashRun) run(ctx context.Context) error {
 		if err := tx.Fence(h.lease); err != nil {
 			return err
 		}
+		if h.started, err = tx.StartHashRun(); err != nil {
+			return err
+		}
 		pl, err = tx.PlanHash(1, SmallFile)
 		return err
 	})

@@ -87,8 +87,20 @@ func (h *hashRun) flush(ctx context.Context, batch []result) error {
 		}
 	}
 	slices.SortFunc(all, func(a, b one) int { return cmp.Compare(a.row.ID, b.row.ID) })
+	counts := map[int64]store.RootHashCounts{}
+	for _, r := range batch {
+		if r.read && len(r.rows) > 0 {
+			c := counts[r.rows[0].RootID]
+			c.Files++
+			c.Bytes += r.bytes
+			counts[r.rows[0].RootID] = c
+		}
+	}
 	err := h.ix.db.Write(ctx, func(tx *store.Tx) error {
 		if err := tx.Fence(h.lease); err != nil {
+			return err
+		}
+		if err := tx.CreditHashRun(h.started, counts); err != nil {
 			return err
 		}
 		b, err := tx.HashBatch(h.algo)
@@ -106,9 +118,15 @@ func (h *hashRun) flush(ctx context.Context, batch []result) error {
 	if err != nil {
 		return err
 	}
-	for _, r := range batch {
-		h.credit(r)
+	h.ix.cfg.Progress.HashFilesDone.Add(int64(len(all)))
+	h.mu.Lock()
+	for id, c := range counts {
+		t := h.perRoot[id]
+		t.Files += c.Files
+		t.Bytes += c.Bytes
+		h.perRoot[id] = t
 	}
+	h.mu.Unlock()
 	return nil
 }
 
@@ -125,18 +143,4 @@ func (h *hashRun) record(b *store.HashBatch, r *result, row *store.HashRow) erro
 		_, err = b.Requeue(row, r.msg)
 	}
 	return err
-}
-
-// credit counts a recorded result in the progress and per-root metrics.
-func (h *hashRun) credit(r result) {
-	h.ix.cfg.Progress.HashFilesDone.Add(int64(len(r.rows)))
-	if !r.read || len(r.rows) == 0 {
-		return
-	}
-	h.mu.Lock()
-	c := h.perRoot[r.rows[0].RootID]
-	c.Files++
-	c.Bytes += r.bytes
-	h.perRoot[r.rows[0].RootID] = c
-	h.mu.Unlock()
 }

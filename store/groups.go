@@ -59,9 +59,10 @@ func (g Group) Cursor() GroupCursor {
 
 // GroupQuery selects groups for a report.
 type GroupQuery struct {
-	MinSize int64        // only groups of files at least this large
-	After   *GroupCursor // start after this group (nil: from the first)
-	Limit   int          // at most this many groups (0: all)
+	MinSize  int64        // only groups of files at least this large
+	MinCount int64        // only groups of at least this many live paths (0: any)
+	After    *GroupCursor // start after this group (nil: from the first)
+	Limit    int          // at most this many groups (0: all)
 }
 
 // GroupStats total the groups a report selects, in fclones' terms: every
@@ -80,8 +81,11 @@ type GroupStats struct {
 // id. Both read one consistent snapshot, streaming: memory does not grow
 // with the report. stats may be nil.
 func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats) error, each func(Group, []GroupFile) error) error {
-	where := isGroup + " AND size >= :min"
-	args := []any{sql.Named("min", q.MinSize)}
+	// The count is the report's first key, so a bound on it keeps the
+	// keyset cursor exact: every group it leaves out sorts after the last
+	// one it keeps.
+	where := isGroup + " AND size >= :min AND file_count >= :mincount"
+	args := []any{sql.Named("min", q.MinSize), sql.Named("mincount", q.MinCount)}
 	if a := q.After; a != nil {
 		h, err := hex.DecodeString(a.Hex)
 		if err != nil {

@@ -25,6 +25,15 @@ const (
 // its condition.
 const unsettled = "(hash_status = 'pending' OR hash_status = 'failed' OR hash_status = 'unique')"
 
+// readDue is true of a file a hash run may read: any but a failed one
+// whose retry_after has not come yet.
+const readDue = "(hash_status <> 'failed' OR coalesce(retry_after, 0) <= " + nowSQL + ")"
+
+// A failed read waits a minute before the file is read again, then twice
+// as long after each failure in a row, at most a day: retryBackoffSQL is
+// that wait, in ms, after the failures the row had before this one.
+const retryBackoffSQL = "min(86400000, 60000 << min(read_failures, 11))"
+
 // SizeCount is one size bucket of the hash plan.
 type SizeCount struct {
 	Size  int64
@@ -67,7 +76,8 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 			SELECT size FROM dirty_sizes WHERE size >= ?1`, []any{minSize}},
 		{"look at pending files", `INSERT OR IGNORE INTO temp.plan_look (size)
 			SELECT DISTINCT size FROM files
-			 WHERE ` + unsettled + ` AND hash_status IN ('pending', 'failed') AND missing = 0 AND size >= ?1`, []any{minSize}},
+			 WHERE ` + unsettled + ` AND hash_status IN ('pending', 'failed') AND missing = 0 AND size >= ?1
+			   AND ` + readDue, []any{minSize}},
 		// A bucket is shared when some live row has another live row of
 		// another inode beside it; the (size, ino) index finds one at
 		// once in all but buckets of hard links. Buckets with nothing to
@@ -76,7 +86,8 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 		// files the walk had hashed; 51 ms now.
 		{"plan sizes", `WITH counted AS MATERIALIZED (
 			SELECT l.size, (SELECT count(*) FROM files u
-			                 WHERE ` + unsettled + ` AND u.size = l.size AND u.missing = 0) AS n
+			                 WHERE ` + unsettled + ` AND u.size = l.size AND u.missing = 0
+			                   AND (u.hash_status <> 'failed' OR coalesce(u.retry_after, 0) <= ` + nowSQL + `)) AS n
 			  FROM temp.plan_look l)
 			INSERT INTO temp.plan_sizes (size, n)
 			SELECT c.size, c.n FROM counted c
@@ -87,7 +98,7 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 		// OR IGNORE as in HashBatch: constant values break no CHECK.
 		{"requeue bucket members", `UPDATE OR IGNORE files SET hash_status = 'pending', error = NULL
 			WHERE ` + unsettled + ` AND hash_status IN ('unique', 'failed') AND missing = 0
-			  AND size IN (SELECT size FROM temp.plan_sizes)`, nil},
+			  AND size IN (SELECT size FROM temp.plan_sizes) AND ` + readDue, nil},
 		{"mark unique sizes", `UPDATE OR IGNORE files SET hash_status = 'unique'
 			WHERE ` + unsettled + ` AND hash_status = 'pending' AND missing = 0
 			  AND size NOT IN (SELECT size FROM temp.plan_sizes)`, nil},
@@ -287,9 +298,10 @@ func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
 		{&b.prefix, `UPDATE OR IGNORE files SET hash_status = 'partial', prefix_hash = ?2, error = NULL` +
 			guard + ` AND hash_status = 'pending'`},
 		{&b.content, `UPDATE OR IGNORE files SET hash_status = 'done', prefix_hash = coalesce(?2, prefix_hash),
-			hash_algo = ?7, content_hash = ?8, error = NULL` +
+			hash_algo = ?7, content_hash = ?8, error = NULL, read_failures = 0, retry_after = NULL` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
-		{&b.fail, `UPDATE OR IGNORE files SET hash_status = 'failed', error = ?2` +
+		{&b.fail, `UPDATE OR IGNORE files SET hash_status = 'failed', error = ?2,
+			retry_after = ` + nowSQL + ` + ` + retryBackoffSQL + `, read_failures = read_failures + 1` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
 		{&b.requeue, `UPDATE OR IGNORE files SET hash_status = 'pending', prefix_hash = NULL, error = ?2` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
@@ -336,7 +348,8 @@ func (b *HashBatch) Content(r *HashRow, prefix sql.NullInt64, sum []byte) (bool,
 	return ok, err
 }
 
-// Fail records that a file could not be read.
+// Fail records that a file could not be read; no hash run reads it again
+// before its wait is over (retryBackoffSQL), unless it changes.
 func (b *HashBatch) Fail(r *HashRow, msg string) (bool, error) {
 	return affected(b.fail.ExecContext(b.tx.ctx, b.args(r, msg)...))
 }
@@ -361,6 +374,44 @@ func affected(res sql.Result, err error) (bool, error) {
 // RootHashCounts are the files and bytes one hash run read for a root.
 type RootHashCounts struct {
 	Files, Bytes int64
+}
+
+// StartHashRun records that a hash run starts: the newest succeeded scan
+// of every root that no run has covered yet gets the run's start, with no
+// file and no byte read so far. It returns the start, the run's name in
+// CreditHashRun and RecordHashRun.
+func (tx *Tx) StartHashRun() (time.Time, error) {
+	var ms int64
+	if err := tx.tx.QueryRowContext(tx.ctx, `SELECT `+nowSQL).Scan(&ms); err != nil {
+		return time.Time{}, classify("start hash run", err)
+	}
+	_, err := tx.exec("record hash start", `UPDATE scans SET hash_started_at = ?1, hashed_file_count = 0,
+		hashed_byte_count = 0
+		WHERE hash_completed_at IS NULL AND id IN (SELECT max(id) FROM scans WHERE status = 'succeeded' GROUP BY root_id)`,
+		ms)
+	return time.UnixMilli(ms), err
+}
+
+// CreditHashRun adds what one batch of the run that started at started
+// read to the newest succeeded scan of each root, in the batch's own
+// write: the scan shows the run's progress while it goes. A scan that
+// still holds an earlier run's metrics starts over from this batch, and
+// is not complete until this run is.
+func (tx *Tx) CreditHashRun(started time.Time, perRoot map[int64]RootHashCounts) error {
+	for id, c := range perRoot {
+		_, err := tx.exec("record hash progress", `UPDATE scans SET
+			hashed_file_count = ?2 + CASE WHEN hash_started_at = ?1 AND hash_completed_at IS NULL
+				THEN coalesce(hashed_file_count, 0) ELSE 0 END,
+			hashed_byte_count = ?3 + CASE WHEN hash_started_at = ?1 AND hash_completed_at IS NULL
+				THEN coalesce(hashed_byte_count, 0) ELSE 0 END,
+			hash_started_at = ?1, hash_completed_at = NULL
+			WHERE id = (SELECT max(id) FROM scans WHERE root_id = ?4 AND status = 'succeeded')`,
+			started.UnixMilli(), c.Files, c.Bytes, id)
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RecordHashRun writes the hash metrics of a completed run on the newest
@@ -391,4 +442,20 @@ func (tx *Tx) RecordHashRun(started time.Time, perRoot map[int64]RootHashCounts)
 		}
 	}
 	return nil
+}
+
+// LastScan reads the newest scan of a root; ErrNotFound when it has none.
+func (fl *Files) LastScan(ctx context.Context, rootID int64) (Scan, error) {
+	var s Scan
+	c := &s.Counts
+	err := fl.db.queryRow(ctx, `SELECT id, root_id, status, started_at, completed_at, files_seen, folders_seen,
+		bytes_seen, files_added, files_changed, files_missing, errors, hash_started_at, hash_completed_at,
+		hashed_file_count, hashed_byte_count FROM scans WHERE root_id = ? ORDER BY id DESC LIMIT 1`, rootID).Scan(
+		&s.ID, &s.RootID, &s.Status, &s.StartedAt, &s.CompletedAt, &c.FilesSeen, &c.FoldersSeen, &c.BytesSeen,
+		&c.FilesAdded, &c.FilesChanged, &c.FilesMissing, &c.Errors, &s.HashStartedAt, &s.HashCompletedAt,
+		&s.HashedFileCount, &s.HashedByteCount)
+	if errors.Is(err, sql.ErrNoRows) {
+		return s, ErrNotFound
+	}
+	return s, classify("read scan", err)
 }

@@ -40,7 +40,8 @@ type Lease struct {
 	TTL     time.Duration
 }
 
-// Queue describes a table whose rows are claimed under leases. Its
+// Queue describes a table whose rows are claimed under leases; the table
+// has an updated_at column, which every fenced write stamps. Its
 // conditions are SQL over the table's columns; nowSQL may appear in them.
 type Queue struct {
 	// Table is the queue's table.
@@ -148,10 +149,13 @@ func (tx *Tx) claimN(q *Queue, filter string, owner string, ttl time.Duration, n
 
 // Fence checks inside a write that l is still held, and extends it. It
 // returns ErrLeaseLost when it is not; the caller must then return the
-// error so the whole transaction rolls back.
+// error so the whole transaction rolls back. Like every write that proves
+// a lease (update, end), it stamps the row's updated_at: a heartbeat is a
+// change of the row.
 func (tx *Tx) Fence(l Lease) error {
 	res, err := tx.exec("fence", `UPDATE `+l.Queue.Table+` SET worker_heartbeat_at = `+nowSQL+`,
-		lease_expires_at = `+nowSQL+` + ?4`+l.Queue.leaseFence(), l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds())
+		lease_expires_at = `+nowSQL+` + ?4, updated_at = `+nowSQL+l.Queue.leaseFence(),
+		l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds())
 	return l.fenced(res, err)
 }
 
@@ -170,8 +174,8 @@ func (l Lease) fenced(res sql.Result, err error) error {
 // for args), and the lease extended by its TTL (?4).
 func (tx *Tx) update(l Lease, set string, args ...any) error {
 	res, err := tx.exec("update "+l.Queue.Table, `UPDATE `+l.Queue.Table+` SET `+set+`,
-		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?4`+l.Queue.leaseFence(),
-		append([]any{l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds()}, args...)...)
+		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?4, updated_at = `+nowSQL+
+		l.Queue.leaseFence(), append([]any{l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds()}, args...)...)
 	return l.fenced(res, err)
 }
 
@@ -180,7 +184,7 @@ func (tx *Tx) update(l Lease, set string, args ...any) error {
 // through set.
 func (tx *Tx) end(l Lease, set string, args ...any) error {
 	res, err := tx.exec("end lease on "+l.Queue.Table, `UPDATE `+l.Queue.Table+` SET `+set+`,
-		lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+l.Queue.leaseFence(),
+		lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`, updated_at = `+nowSQL+l.Queue.leaseFence(),
 		append([]any{l.ID, l.Owner, l.Attempt}, args...)...)
 	return l.fenced(res, err)
 }

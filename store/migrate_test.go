@@ -180,6 +180,7 @@ var landed = map[string]string{
 	"0005_folder_signatures.sql":      "beed0ca7509139a756be2f240fb5dfbf27f504658ae73ed1aed94d15ec0e6def",
 	"0006_action_roles.sql":           "c98f8a204dca1f816b93125784d8eecc717870333bc76d4e09c8a87ec4cf085f",
 	"0007_repair_edited.sql":          "a5653b92a5e97754ade5ce4d246199f75995487e271f5b325a15da879c7b8bdb",
+	"0008_read_retry.sql":             "f64c0ae38baa259e6d7a3fbba0695c3a847f1aa09cd2afc10d59d18330c3f83f",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

@@ -107,7 +107,7 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 		{&b.insFile, insFileHead + fileRowParams},
 		{&b.updChanged, `UPDATE files SET root_id = ?2, size = ?3, mtime_ns = ?4, dev = ?5, ino = ?6, nlink = ?7,
 			hash_status = ?9, prefix_hash = ?10, hash_algo = ?11, content_hash = ?12,
-			error = NULL, missing = 0, last_seen_at = ?8 WHERE id = ?1`},
+			error = NULL, read_failures = 0, retry_after = NULL, missing = 0, last_seen_at = ?8 WHERE id = ?1`},
 		{&b.updSeen, `UPDATE files SET root_id = ?2, nlink = ?3, missing = 0, last_seen_at = ?4 WHERE id = ?1`},
 		{&b.missFile, `UPDATE files SET missing = 1 WHERE id = ? AND missing = 0`},
 		{&b.missFolders, `UPDATE folders SET missing = 1, listing_sig = NULL

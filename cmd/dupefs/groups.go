@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/urfave/cli/v2"
@@ -17,11 +18,12 @@ import (
 
 // groupsOptions are the flags of `dupefs groups`.
 type groupsOptions struct {
-	Format  string // text, fdupes, json or csv
-	MinSize int64
-	Limit   int    // 0: all
-	After   string // a cursor printed by an earlier report
-	Args    []string
+	Format   string // text, fdupes, json or csv
+	MinSize  int64
+	MinCount string // "": any; else a number of paths, at least 2
+	Limit    int    // 0: all
+	After    string // a cursor printed by an earlier report
+	Args     []string
 }
 
 func groupsCommand() *cli.Command {
@@ -33,10 +35,12 @@ func groupsCommand() *cli.Command {
 			"Groups come largest first: most paths, then most bytes. In text, json and csv, paths with\n" +
 			"control characters, a backslash or bytes that are not UTF-8 are escaped the way fclones does\n" +
 			"(STFU-8); fdupes prints paths as raw bytes, as fdupes does. A report is written whole or not\n" +
-			"at all.",
+			"at all. --min-count keeps the groups of at least N paths, counting hard links as the report\n" +
+			"lists them (every path is a copy).",
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "format", Value: "text", Usage: "text, fdupes, json or csv"},
 			&cli.Int64Flag{Name: "min-size", Value: 1, Usage: "only groups of files of at least `N` bytes"},
+			&cli.StringFlag{Name: "min-count", Usage: "only groups of at least `N` paths (N >= 2)"},
 			&cli.IntFlag{Name: "limit", Usage: "at most `N` groups (0: all)"},
 			&cli.StringFlag{Name: "after", Usage: "start after `CURSOR` (printed on stderr when --limit cut the report)"},
 		},
@@ -44,7 +48,11 @@ func groupsCommand() *cli.Command {
 			if err := noArgs(c); err != nil {
 				return err
 			}
-			opts := groupsOptions{Format: c.String("format"), MinSize: c.Int64("min-size"), Limit: c.Int("limit"),
+			if c.IsSet("min-count") && c.String("min-count") == "" {
+				return usageErrorf("--min-count: want a number of paths, at least 2")
+			}
+			opts := groupsOptions{Format: c.String("format"), MinSize: c.Int64("min-size"),
+				MinCount: c.String("min-count"), Limit: c.Int("limit"),
 				After: c.String("after"), Args: os.Args}
 			return runGroups(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
@@ -62,6 +70,13 @@ func runGroups(ctx context.Context, g globalOptions, opts groupsOptions, stdout,
 	q := store.GroupQuery{MinSize: max(opts.MinSize, 1), Limit: opts.Limit} // empty files never group
 	if q.Limit < 0 {
 		return usageErrorf("--limit must not be negative")
+	}
+	if opts.MinCount != "" {
+		n, err := strconv.ParseInt(opts.MinCount, 10, 64)
+		if err != nil || n < 2 {
+			return usageErrorf("--min-count %q: want a number of paths, at least 2", opts.MinCount)
+		}
+		q.MinCount = n
 	}
 	if opts.After != "" {
 		cur, err := decodeCursor(opts.After)

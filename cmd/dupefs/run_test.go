@@ -203,3 +203,78 @@ func TestIndexLeavesTheHomeTrashOut(t *testing.T) {
 		t.Errorf("groups:\n%q\nwant\n%q", out.String(), want)
 	}
 }
+
+// --min-count keeps the groups of at least N paths, hard links counted as
+// the report lists them, and pages with --after as the whole report does.
+func TestGroupsMinCount(t *testing.T) {
+	ctx := context.Background()
+	tree := testTree(t, map[string]string{
+		"a/three1": "three copies", "a/three2": "three copies", "a/three3": "three copies",
+		"b/two1": "two copies", "b/two2": "two copies",
+		"c/linked": "two files, one linked", "c/other": "two files, one linked",
+		"d/four1": "four copies!", "d/four2": "four copies!", "d/four3": "four copies!", "d/four4": "four copies!",
+	})
+	if err := os.Link(filepath.Join(tree, "c/linked"), filepath.Join(tree, "c/link")); err != nil {
+		t.Fatal(err)
+	}
+	g := testGlobals(t)
+	var out, errb bytes.Buffer
+	if err := runIndex(ctx, g, indexOptions{Paths: []string{tree}}, &out, &errb); err != nil {
+		t.Fatalf("index: %v\n%s", err, errb.String())
+	}
+	groups := func(opts groupsOptions) []string {
+		t.Helper()
+		out.Reset()
+		errb.Reset()
+		opts.Format = "fdupes"
+		if err := runGroups(ctx, g, opts, &out, &errb); err != nil {
+			t.Fatalf("groups %+v: %v", opts, err)
+		}
+		return strings.Split(strings.TrimSuffix(out.String(), "\n\n"), "\n\n")
+	}
+	first := func(gs []string) (names []string) {
+		for _, g := range gs {
+			names = append(names, filepath.Base(strings.SplitN(g, "\n", 2)[0]))
+		}
+		return names
+	}
+	if got := first(groups(groupsOptions{MinCount: "3"})); strings.Join(got, " ") != "four1 link three1" {
+		t.Errorf("--min-count 3: groups starting %v, want four1 link three1", got)
+	}
+	if got := first(groups(groupsOptions{MinCount: "4"})); strings.Join(got, " ") != "four1" {
+		t.Errorf("--min-count 4: groups starting %v, want four1", got)
+	}
+	if got := first(groups(groupsOptions{MinCount: "2"})); len(got) != 4 {
+		t.Errorf("--min-count 2: groups starting %v, want all four", got)
+	}
+	// Paged one group at a time, the filtered report comes out whole.
+	var paged []string
+	after := ""
+	for range 5 {
+		got := groups(groupsOptions{MinCount: "3", Limit: 1, After: after})
+		if got[0] == "" {
+			break
+		}
+		paged = append(paged, first(got)...)
+		_, cur, ok := strings.Cut(errb.String(), "--after ")
+		if !ok {
+			break
+		}
+		after = strings.TrimSpace(cur)
+	}
+	if strings.Join(paged, " ") != "four1 link three1" {
+		t.Errorf("--min-count 3 --limit 1, paged: %v, want four1 link three1", paged)
+	}
+
+	for _, bad := range []string{"1", "0", "-3", "two", ""} {
+		args := []string{"dupefs", "--db", g.DB, "groups", "--min-count", bad}
+		var o, e bytes.Buffer
+		if code := run(ctx, args, &o, &e); code != ExitUsage || !strings.Contains(e.String(), "--min-count") {
+			t.Errorf("--min-count %q: exit %d, stderr %q; want exit %d naming the flag", bad, code, e.String(), ExitUsage)
+		}
+	}
+	var o, e bytes.Buffer
+	if code := run(ctx, []string{"dupefs", "groups", "--help"}, &o, &e); code != ExitOK || !strings.Contains(o.String()+e.String(), "--min-count") {
+		t.Errorf("groups --help: exit %d, does not name --min-count:\n%s%s", code, o.String(), e.String())
+	}
+}
