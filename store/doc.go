@@ -1,17 +1,53 @@
-// Package store owns every SQL statement of dupefs. It opens the index (one
-// SQLite file in WAL mode) with a single writer connection, through which
-// every write of the process goes, and a bounded pool of read-only
-// connections, and copies the writer's WAL back into the file on a
-// connection of its own (checkpoint.go); it applies the embedded
-// migrations; and it offers typed
-// queries for roots, folders and files, the job queue with its leases, the
-// hash pipeline, duplicate groups and status, the thumbnail and cleanup jobs,
-// the global I/O limiter and the WAL maintenance jobs, with keyset pagination
-// for every listing.
+// Package store owns every SQL statement of dupefs: the index is one SQLite
+// file in WAL mode, opened with a single writer connection (every write of
+// the process goes through it, in Write or Begin) and a bounded pool of
+// read-only connections. Library code here never exits, never reads flags
+// or the environment, and reports SQLite failures as errors wrapping
+// ErrDiskFull, ErrCorrupt, ErrReadOnly or ErrBusy where they apply.
 //
-// Writes of a worker are fenced by its job lease (see Lease and Tx.Fence):
-// a worker that lost its lease changes nothing. Library code here never
-// exits, never reads flags or the environment, and reports SQLite failures as
-// errors wrapping ErrDiskFull, ErrCorrupt, ErrReadOnly or ErrBusy where they
-// apply.
+// The API is split by subsystem. *DB keeps what is common — opening,
+// writing, the one lease mechanism every queue shares (Renew, RecoverDead,
+// Tx.Fence), counters, totals and checks — and hands out one small type per
+// subsystem:
+//
+//	db.Files()    roots, folders, file rows, the scan's bulk load, hash plans
+//	db.View()     what the mounted view reads: groups, copies, thumbnails,
+//	              folder groups, the change feeds (fusefs.Index)
+//	db.Folders()  folder signatures and the folder report's reads
+//	db.Ledger()   plans and actions: the exactly-once ledger and its undo
+//	db.Thumbs()   the thumbnail queue and its cleanups
+//	db.Jobs()     scan and hash jobs, and the I/O budget all readers share
+//	db.Maint()    WAL checkpoint jobs and the size of the WAL
+//
+// A consumer declares the few methods it uses as an interface where it uses
+// them (indexer/index.go, indexer/act/index.go, indexer/folders/index.go,
+// fusefs/index.go) and is handed the subsystem. Names that are not SQL —
+// hash algorithms, group keys, path containment, report escaping, Trash
+// names — are in store/naming, which imports nothing of ours.
+//
+// Writes of a worker are fenced by its lease: a worker whose lease was
+// taken over changes nothing (see Lease and Tx.Fence in lease.go). Every
+// stamp is computed by the statement that writes it, after the write lock
+// is taken, from the store's clock (clock.go), which tests may move.
+//
+// Files by subsystem:
+//
+//	common      store.go (Options, DB), open.go, migrate.go, migrepair.go,
+//	            private.go (index files 0600), errors.go, tx.go (Write,
+//	            Begin, Tx), rows.go (collect), clock.go, lease.go (Lease,
+//	            Queue, KeepLease), checkpoint.go, status.go (Totals),
+//	            subsystems.go (the subsystem types)
+//	Files       roots.go, listing.go, scan.go, scanlate.go (ScanBatch),
+//	            bulk.go (first index), hash.go (hash plans, HashBatch),
+//	            groups.go (Report), eachrow.go
+//	View        view.go (groups, copies, changes, Watcher), thumbview.go,
+//	            folderview.go
+//	Folders     foldersig.go (Sig), foldersigs.go, foldall.go, foldowed.go,
+//	            foldertree.go, foldergroups.go, folderclasses.go,
+//	            folderconfirm.go, foldersync.go, foldercheck.go
+//	Ledger      actions.go, actionplan.go, actionrun.go, actionundo.go,
+//	            roles.go (the rule that no content loses its last copy)
+//	Thumbs      thumbs.go, thumbclean.go
+//	Jobs        jobs.go, iolimit.go
+//	Maint       wal.go
 package store

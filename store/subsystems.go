@@ -2,22 +2,6 @@ package store
 
 import "context"
 
-// The index is one SQLite file; its API is split by subsystem, each a small
-// type reached from the DB. A consumer declares the few methods it uses as
-// an interface where it uses them and is handed the subsystem (or the DB).
-//
-//	Files    roots, folders, file rows, the scan's bulk load and the hash plan
-//	View     what the mounted view reads: groups, copies, thumbnails, folder
-//	         groups, change feeds
-//	Folders  folder signatures and the folder report's reads
-//	Ledger   plans and actions: the exactly-once ledger and its undo
-//	Thumbs   the thumbnail queue and its cleanups
-//	Jobs     scan and hash jobs, leased
-//	Maint    WAL checkpoint jobs and the file's size
-//
-// The DB itself holds what is common: opening, writing (Write, Begin), the
-// lease mechanism every queue shares (Renew, RecoverDead), counters, checks.
-
 // Files is the subsystem of roots, folders and file rows.
 type Files struct{ db *DB }
 
