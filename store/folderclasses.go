@@ -147,7 +147,8 @@ func (e *classEval) keyOf(id int64) (parentKey, error) {
 }
 
 // group returns the group of class k, unless the class is no group or its
-// folders' parents all lie in one group (seed 003).
+// folders' parents all lie in one group: of a duplicated tree only the
+// highest level is reported.
 func (e *classEval) group(k classKey) (FolderGroup, bool, error) {
 	g := FolderGroup{Sig: append([]byte(nil), k.sig[:]...), Files: k.files, Bytes: k.bytes}
 	c, err := e.class(k)

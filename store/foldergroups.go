@@ -29,13 +29,12 @@ type FolderGroup struct {
 // hex digits.
 func (g FolderGroup) Key(algo string) string { return naming.GroupKey(algo, g.Sig) }
 
-// ExactFolderGroups reads the exact folder groups as the definitions of
-// seed 003 give them: folders of equal content (by the signature, with
-// equal file count and bytes; with layout, split by their relative paths
-// too, which confirms them) whose content is known; of folders nested in one another only the highest; a
-// group whose folders' parents all belong to one same group is not
-// reported (only the highest level of a duplicated tree is). Largest
-// first. The signatures are not confirmed here: see SubtreeContents.
+// ExactFolderGroups reads the exact folder groups: folders of equal content
+// (by the signature, with equal file count and bytes; with layout, split by
+// their relative paths too, which confirms them) whose content is known; of
+// folders nested in one another only the highest; a group whose folders'
+// parents all belong to one same group is not reported (only the highest
+// level of a duplicated tree is). Largest first. The signatures are not confirmed here: see SubtreeContents.
 func (fo *Folders) ExactFolderGroups(ctx context.Context, layout bool, minBytes int64) ([]FolderGroup, error) {
 	const col = "tree_sig"
 	rows, err := fo.db.query(ctx, `SELECT `+col+`, tree_files, tree_bytes, id, coalesce(parent_id, 0), path, tree_pending

@@ -11,7 +11,7 @@ import (
 	"github.com/dupefs/dupefs/store/naming"
 )
 
-// Folder signatures (seed 003, notes/folders.md). A folder's content is the
+// Folder signatures. A folder's content is the
 // multiset of the contents of the non-empty regular files of its whole
 // subtree. Its signature is the sum, modulo 2^256, of a keyed hash of each
 // content: order- and layout-independent, and additive, so a folder's

@@ -24,7 +24,7 @@ type Group struct {
 	ChangedAt  time.Time
 }
 
-// Key is the group's name: <algo>:<64 lowercase hex> (seed 000 section 6.2).
+// Key is the group's name: <algo>:<64 lowercase hex> (naming.GroupKey).
 func (g Group) Key() string { return naming.GroupKey(g.Algo, g.Hash) }
 
 // Wasted is the space the extra copies take: size × (inodes − 1). Hard links
@@ -44,7 +44,8 @@ type GroupFile struct {
 }
 
 // GroupCursor is the keyset position after a group in report order:
-// file_count DESC, total size DESC, algorithm, hash (seed 000 section 6.2).
+// file_count DESC, total size DESC, algorithm, hash. The cursor carries all
+// four, so the pages of one snapshot never repeat or skip a group.
 type GroupCursor struct {
 	FileCount int64  `json:"file_count"`
 	TotalSize int64  `json:"total_size_bytes"`

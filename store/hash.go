@@ -416,7 +416,8 @@ func (tx *Tx) CreditHashRun(started time.Time, perRoot map[int64]RootHashCounts)
 
 // RecordHashRun writes the hash metrics of a completed run on the newest
 // succeeded scan of every root it read files of, and of every root whose
-// newest scan no run had covered yet (seed 001 step 4b).
+// newest scan no run had covered yet, so that hashing throughput can be
+// read per scan; the fields stay null where no run covered a scan.
 func (tx *Tx) RecordHashRun(started time.Time, perRoot map[int64]RootHashCounts) error {
 	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT s.root_id FROM scans s
 		WHERE s.id = (SELECT max(id) FROM scans WHERE root_id = s.root_id AND status = 'succeeded')

@@ -5,8 +5,10 @@ import (
 	"time"
 )
 
-// The global I/O limiter (seed 000 §7.4): one row per bucket in
-// io_rate_limits, shared by every process that opens the index.
+// The global I/O limiter: one row per bucket in io_rate_limits, shared by
+// every process that opens the index; a reader moves the bucket's
+// next_available_at_ms forward by the cost of its read, inserting the row
+// when it is absent, so all processes together keep one rate.
 
 // IOBucketThumbs is the bucket every thumbnail read goes through.
 const IOBucketThumbs = "thumbnail_io_global"

@@ -25,7 +25,8 @@ const (
 
 // QueueJobs is the queue of scan and hash jobs. An expired or dead
 // worker's job becomes retryable at once, or failed after its last
-// attempt (seed 000 §4.2).
+// attempt, its lease fields cleared and the recovery recorded in its
+// error code.
 var QueueJobs = &Queue{
 	Table: "jobs",
 	Held:  "status = 'running'",
@@ -223,7 +224,8 @@ type JobCursor struct {
 
 // JobsPage lists jobs newest first (created_at DESC, id DESC), limit at a
 // time, starting after the cursor (nil: from the newest). Pages never repeat
-// or skip a job even when many share a created_at (seed 000 section 6.1).
+// or skip a job even when many share a created_at: the next page starts at
+// created_at < anchor, or equal and id < anchor's id.
 func (jq *Jobs) JobsPage(ctx context.Context, after *JobCursor, limit int) ([]Job, error) {
 	if after == nil {
 		return jq.db.queryJobs(ctx, "SELECT "+jobCols+" FROM jobs ORDER BY created_at DESC, id DESC LIMIT ?", limit)

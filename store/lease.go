@@ -15,7 +15,8 @@ import (
 // of a queue table carries worker_id, attempt, worker_heartbeat_at and
 // lease_expires_at. A claim is one UPDATE ... WHERE id = (SELECT ...)
 // RETURNING that sets the owner, bumps the attempt and computes the
-// deadline in SQL (after the write lock is taken, notes/sqlite.md §2).
+// deadline in SQL, after the write lock is taken (a deadline computed
+// before waiting for the lock could be stale by the time it is written).
 // Every later write of the holder is fenced by (id, owner, attempt) and the
 // queue's "held" condition, so a worker that lost its lease changes
 // nothing. A held row whose lease expired, or whose worker is known to be

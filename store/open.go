@@ -86,7 +86,8 @@ func openReadWrite(ctx context.Context, abs string, opts Options) (*DB, error) {
 	base := "file:" + escapePath(abs) + fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busy)
 	db.dsn = "file:" + escapePath(abs) + "?_pragma=foreign_keys(1)"
 	// The writer opens first so WAL mode is set before any mode=ro
-	// connection opens (notes/sqlite.md section 1).
+	// connection opens: journal_mode(WAL) on a read-only connection fails
+	// with SQLITE_READONLY.
 	var err error
 	db.w, err = sql.Open("sqlite", base+fmt.Sprintf(
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+

@@ -8,7 +8,7 @@ import (
 )
 
 // A thumbnail cleanup job removes the thumbnail of a content that is no
-// longer a duplicate group: its cache file and its row (seed 000 §4.4).
+// longer a duplicate group: its cache file and its row, never an original.
 // It is scheduled with a delay, claimed under a lease once no thumbnail of
 // that content is pending or running, and deletes the row only if it is
 // terminal (ready or failed) and the content is still no group.
@@ -22,7 +22,7 @@ type Cleanup struct {
 
 // QueueCleanups is the queue of thumbnail cleanups: a due one is claimed
 // only once no thumbnail of its content is pending or running; a stale
-// running one goes back to pending (seed 000 §4.4).
+// running one goes back to pending, its lease fields cleared.
 var QueueCleanups = &Queue{
 	Table: "thumbnail_cleanup_jobs",
 	Held:  "status = 'running'",

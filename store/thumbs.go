@@ -134,7 +134,7 @@ func (th *Thumbs) AdmitThumbs(ctx context.Context, as []Admission, capacity int)
 }
 
 // QueueThumbs is the thumbnail queue: a stale running thumbnail goes back
-// to pending (seed 000 §4.3).
+// to pending, its lease fields cleared.
 var QueueThumbs = &Queue{
 	Table:   "thumbnails",
 	Held:    "status = 'running'",

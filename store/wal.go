@@ -10,7 +10,8 @@ import (
 )
 
 // WAL maintenance jobs run PRAGMA wal_checkpoint(mode) on schedule and when
-// the WAL grows past a bound (seed 000 §4.5, notes/sqlite.md §3). They are
+// the WAL grows past a bound (a reader that never ends would otherwise let
+// it grow without limit). They are
 // claimed under a lease; a checkpoint that readers kept busy becomes
 // retryable with a backoff, with its frame counts kept for the record.
 
@@ -23,7 +24,7 @@ const (
 
 // maintBusyTimeout bounds how long a RESTART or TRUNCATE checkpoint waits
 // for readers and the writer lock. While it waits, new writers wait too, so
-// it is short (notes/sqlite.md §3).
+// it is short.
 const maintBusyTimeout = 200 * time.Millisecond
 
 // WALJob is a WAL maintenance job.
@@ -75,7 +76,8 @@ func (mt *Maint) EnqueueWAL(ctx context.Context, mode, reason string, delay time
 const walBackoffSQL = `min(1000 * (1 << min(retry_count, 9)), 300000)`
 
 // QueueWAL is the queue of WAL checkpoints: a stale running one becomes
-// retryable with a backoff and its retry counted (seed 000 §4.5).
+// retryable with a backoff and its retry counted, with an error code and
+// message saying why.
 var QueueWAL = &Queue{
 	Table: "wal_maintenance_jobs",
 	Held:  "status = 'running'",
