@@ -23,9 +23,13 @@
 //
 // A partial pair is two folders, neither inside the other and not of equal
 // content, whose similarity |A ∩ B| / |A ∪ B| (on content multisets) is at
-// least Options.MinSimilarity (half by default) and below 1. A pair whose
-// parents are an exact group or a pair themselves is hidden: it is shown
-// as its parents. Pairs are found without comparing every folder with
+// least Options.MinSimilarity (half by default) and below 1. A pair that
+// only restates one above it is hidden: when some other pair (A', B') of A
+// or a folder above it and B or a folder above it is an exact group or at
+// least as alike, the report shows that one (a pair of subfolders more
+// alike than every pair above it is kept). Only the ancestors of candidate
+// pairs are compared, and only where their file counts allow a similarity
+// that high. Pairs are found without comparing every folder with
 // every other: the tree of folders and the files two folders can share
 // (store.SharedFiles: files of duplicate content and hard links) are
 // loaded into memory (type tree), every content held directly by at most
@@ -48,7 +52,7 @@
 //	tree.go      the folders and their shared files in memory, in
 //	             depth-first order so that a subtree is a run of positions
 //	partial.go   the overlap search: seed pairs, candidates, similarity and
-//	             the rule on parents
+//	             the rule on pairs restated above
 //	checkdir.go  CheckDir, for dupefs check on a folder
 //
 // The tests check Build against an oracle (oracle_test.go) that applies

@@ -20,7 +20,8 @@ import (
 // highest of nested folders counts and a group whose folders' parents are
 // all of one group is hidden; a partial pair is two folders, neither inside
 // the other nor equal, whose |A ∩ B| / |A ∪ B| is at least the minimum and
-// below 1, unless their parents are an exact group or a pair themselves. It
+// below 1, unless a pair of their ancestors (or of one of them and an
+// ancestor of the other) is equal or at least as alike. It
 // reads every file, and compares every pair of folders. It is slow and
 // plain, which is the point: Build must agree with it.
 
@@ -174,6 +175,24 @@ func (o *oracle) isPair(a, b string, min float64) bool {
 	return s >= min && s < 1
 }
 
+// restated reports whether some pair of a or an ancestor of a and b or an
+// ancestor of b, other than (a, b) and neither inside the other, is equal
+// or at least as alike as (a, b).
+func (o *oracle) restated(a, b string) bool {
+	s := o.sim(a, b)
+	for x := a; x != ""; x = o.parent[x] {
+		for y := b; y != ""; y = o.parent[y] {
+			if (x == a && y == b) || naming.Within(x, y) || naming.Within(y, x) {
+				continue
+			}
+			if o.equal(o.content, x, y) || o.sim(x, y) >= s {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // partial returns the pairs the definitions give, as lines
 // "a | b | similarity".
 func (o *oracle) partial(min float64) []string {
@@ -183,8 +202,7 @@ func (o *oracle) partial(min float64) []string {
 			if !o.isPair(a, b, min) {
 				continue
 			}
-			pa, pb := o.parent[a], o.parent[b]
-			if pa != "" && pb != "" && pa != pb && (o.equal(o.content, pa, pb) || o.isPair(pa, pb, min)) {
+			if o.restated(a, b) {
 				continue
 			}
 			x, y := a, b

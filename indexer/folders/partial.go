@@ -22,9 +22,7 @@ type pairResult struct {
 
 // overlap finds the pairs of folders whose similarity is at least min (a
 // fraction) and below 1 and that the report shows: neither inside the
-// other, not equal, and their parents neither in one exact group nor a
-// pair themselves (a pair whose parents are alike is shown as its parents,
-// once, rather than once per level).
+// other, not equal, and not restating a pair above them (see hidden).
 type overlap struct {
 	t       *tree
 	min     float64
@@ -148,20 +146,52 @@ func sameContent(a, b *node) bool {
 	return a.Pending == 0 && b.Pending == 0 && a.Sig == b.Sig && a.Files == b.Files && a.Bytes == b.Bytes
 }
 
-// pairs returns the pairs to report, by position.
+// pairs returns the pairs to report, by position: the pairs by the
+// definition that no pair above them restates (see hidden).
 func (o *overlap) pairs() []pair {
 	var out []pair
+	var ca, cb []int32
 	for _, p := range o.candidatePairs() {
 		if !o.isPair(p.a, p.b) {
 			continue
 		}
-		pa, pb := o.t.nodes[p.a].parent, o.t.nodes[p.b].parent
-		if pa >= 0 && pb >= 0 && pa != pb {
-			if sameContent(&o.t.nodes[pa], &o.t.nodes[pb]) || o.isPair(pa, pb) {
-				continue
-			}
+		ca = o.chain(ca[:0], p.a, p.b)
+		cb = o.chain(cb[:0], p.b, p.a)
+		if o.hidden(p, o.sim(p), ca, cb) {
+			continue
 		}
 		out = append(out, p)
 	}
 	return out
+}
+
+// hidden reports whether a pair only restates one above it: a pair (A', B')
+// where A' is a or one of its ancestors and B' is b or one of its
+// ancestors, other than (a, b) itself and neither inside the other, that is
+// an exact group (alike at 100%) or at least as alike as (a, b). A pair of
+// subfolders more alike than every pair above it is kept: it says
+// something its parents do not. ca and cb are the chains of a and b
+// (chain), so only the ancestors of candidate pairs are ever compared, and
+// a pair whose file counts alone bound its similarity below r.sim is not
+// compared at all (|A ∩ B| / |A ∪ B| <= min(|A|, |B|) / max(|A|, |B|)).
+func (o *overlap) hidden(p pair, r pairResult, ca, cb []int32) bool {
+	t := o.t
+	for _, x := range ca {
+		for _, y := range cb {
+			if (x == p.a && y == p.b) || (x == p.b && y == p.a) {
+				continue
+			}
+			if sameContent(&t.nodes[x], &t.nodes[y]) {
+				return true
+			}
+			fx, fy := float64(t.nodes[x].Files), float64(t.nodes[y].Files)
+			if min(fx, fy) < r.sim*max(fx, fy) {
+				continue
+			}
+			if o.sim(pair{min(x, y), max(x, y)}).sim >= r.sim {
+				return true
+			}
+		}
+	}
+	return false
 }
