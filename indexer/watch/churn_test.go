@@ -267,3 +267,45 @@ func TestInotifyRemoveTree(t *testing.T) {
 		t.Errorf("left behind: %d paths, %d folders with subfolders", len(f.w.ino.paths), len(f.w.ino.kids))
 	}
 }
+
+// A queue overflow (a small kernel queue and a reader held back): every
+// folder of the root is watched again, and the index ends equal to a
+// fresh one. Needs root to set the queue's size.
+func TestInotifyOverflow(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("setting fs.inotify.max_queued_events needs root")
+	}
+	const knob = "/proc/sys/fs/inotify/max_queued_events"
+	old, err := os.ReadFile(knob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(knob, []byte("64"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(knob, old, 0o644) })
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "seed"), "x")
+	g := stallReader(t)
+	f := newFixture(t, "inotify", Config{}, tree) // its queue holds 64 events
+	os.WriteFile(knob, old, 0o644)
+	g.hold()
+	makeTree(t, tree, 40, 3, 0)
+	g.release()
+	want, groups := fresh(t, tree)
+	f.eventually(30*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	f.mu.Lock()
+	lost := slices.ContainsFunc(f.warns, func(w string) bool { return strings.Contains(w, "events were lost") })
+	f.mu.Unlock()
+	if !lost {
+		t.Fatalf("no overflow: %q", f.warns)
+	}
+	f.eventually(5*time.Second, "a watch on every folder", func() bool {
+		f.w.ino.mu.Lock()
+		defer f.w.ino.mu.Unlock()
+		return int64(len(f.w.ino.paths)) == want.Folders
+	})
+	makeTree(t, tree, 40, 1, 5000) // into folders watched after the overflow
+	want, groups = fresh(t, tree)
+	f.eventually(10*time.Second, "files in them followed", f.equalsFresh(want, groups))
+}
