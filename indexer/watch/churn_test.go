@@ -291,6 +291,9 @@ func TestInotifyOverflow(t *testing.T) {
 	os.WriteFile(knob, old, 0o644)
 	g.hold()
 	makeTree(t, tree, 40, 3, 0)
+	for i := 0; i < 40; i++ { // events enough to overflow the root's queue
+		write(t, filepath.Join(tree, fmt.Sprint("top", i)), photo(i%7))
+	}
 	g.release()
 	want, groups := fresh(t, tree)
 	f.eventually(30*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
