@@ -4,7 +4,10 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"fmt"
+	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dupefs/dupefs/store"
@@ -76,6 +79,10 @@ type hashRun struct {
 	// quiet: an early read, whose failures the hash job meets again and
 	// reports.
 	quiet bool
+	// vanished, changed: files that went, or changed or were replaced,
+	// while they were read; said once when the run ends, never a line
+	// each (an rm -rf under a hash run would write one per file).
+	vanished, changed atomic.Int64
 }
 
 func (ix *Indexer) runHash(ctx context.Context, job store.Job, lease store.Lease) error {
@@ -100,6 +107,7 @@ func (ix *Indexer) runHash(ctx context.Context, job store.Job, lease store.Lease
 	})
 	err := h.run(jobCtx)
 	stop()
+	h.sayChanges()
 	if err != nil {
 		if cause := context.Cause(jobCtx); errors.Is(cause, store.ErrLeaseLost) {
 			err = cause
@@ -178,6 +186,22 @@ func (h *hashRun) run(ctx context.Context) error {
 		}
 		return tx.Finish(h.lease, store.StatusCompleted, "", "", 0)
 	})
+}
+
+// sayChanges says, once, how many files vanished or changed while the run
+// read them; each is queued again for the next scan to record.
+func (h *hashRun) sayChanges() {
+	v, c := h.vanished.Load(), h.changed.Load()
+	var parts []string
+	if v > 0 {
+		parts = append(parts, fmt.Sprintf("%s %s vanished", thousands(v), plural(v, "file", "files")))
+	}
+	if c > 0 {
+		parts = append(parts, fmt.Sprintf("%s %s changed", thousands(c), plural(c, "file", "files")))
+	}
+	if len(parts) > 0 {
+		h.ix.cfg.Warn(strings.Join(parts, " and ") + " while being read; queued again")
+	}
 }
 
 // readers is how many files a hash run reads at once: more than the CPUs,

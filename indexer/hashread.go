@@ -49,8 +49,12 @@ func (h *hashRun) read(ctx context.Context, t task, buf []byte) result {
 func (h *hashRun) failed(res result, err error) result {
 	if isChange(err) {
 		res.outcome = gotChange
-		if !h.quiet {
-			h.ix.cfg.Warn(fmt.Sprintf("%v; queued again", err))
+		switch {
+		case h.quiet:
+		case errors.Is(err, errNotThere):
+			h.vanished.Add(1)
+		default:
+			h.changed.Add(1)
 		}
 	} else {
 		res.outcome = gotFailure

@@ -159,7 +159,7 @@ func TestFileChangedWhileHashedIsNotRecorded(t *testing.T) {
 	}
 	var recorded int
 	for _, w := range e.warn {
-		if strings.Contains(w, "changed while it was read") {
+		if strings.Contains(w, "changed while being read") {
 			recorded++
 		}
 	}

@@ -48,6 +48,9 @@ type scanRun struct {
 	ops      int
 	lastDone string
 	lastCP   time.Time
+	// vanished counts the folders gone between their parent's listing
+	// and their own: said once when the scan ends, not a line each.
+	vanished int64
 }
 
 // preloadFolders bounds the folder rows a rescan reads in one query before
@@ -147,6 +150,10 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	}
 	releaseProcs()
 	stopKeepalive()
+	if s.vanished > 0 {
+		ix.cfg.Warn(fmt.Sprintf("scan of %s: %s %s vanished while being read", naming.EscapePath(root.Path),
+			thousands(s.vanished), plural(s.vanished, "folder", "folders")))
+	}
 	if err != nil {
 		if s.tx != nil {
 			s.batch.Close()
@@ -278,7 +285,11 @@ func (s *scanRun) visit(ctx context.Context, n *node, parentID int64, res *dirRe
 	if res.err != nil {
 		errText = res.err.Error()
 		c.Errors++
-		s.ix.cfg.Warn(errText)
+		if isNotExist(res.err) {
+			s.vanished++
+		} else {
+			s.ix.cfg.Warn(errText)
+		}
 	}
 	// The signature is written with the folder's file rows, in the same
 	// transaction: commits fall between folders only.

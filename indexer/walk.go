@@ -176,6 +176,7 @@ func (w *walker) isDupefsMount(abs string) bool {
 // read reads one folder: its entries from disk, and its rows from the index.
 func (w *walker) read(n *node) *dirResult {
 	res := &dirResult{}
+	w.ix.testHook("list", n.abs)
 	fd := w.readDisk(n, res)
 	if fd >= 0 {
 		// Open until the files read ahead are opened relative to it.

@@ -32,17 +32,21 @@ var bulkIndexes = []string{"files_size", "files_content", "files_unsettled", "fo
 
 const bulkKey = "bulk_indexes"
 
-// StartBulkLoad drops the secondary indexes of files if the table is empty
-// and no bulk load is under way, inside the scan's fenced write. It reports
-// whether a bulk load is under way after it (started now or earlier).
+// StartBulkLoad drops the secondary indexes of files if the index holds no
+// file and no folder and no bulk load is under way, inside the scan's
+// fenced write. It reports whether a bulk load is under way after it
+// (started now or earlier). An index of folders alone (a tree of empty
+// folders, or one whose files were all purged) is no first index: its
+// next scan reads folders by parent, and without the index it would read
+// the whole table for each folder.
 func (tx *Tx) StartBulkLoad() (bool, error) {
 	on, err := tx.bulkOn()
 	if err != nil || on {
 		return on, err
 	}
 	var empty bool
-	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT NOT EXISTS (SELECT 1 FROM files)").Scan(&empty); err != nil {
-		return false, classify("check for files", err)
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT NOT EXISTS (SELECT 1 FROM files) AND NOT EXISTS (SELECT 1 FROM folders)").Scan(&empty); err != nil {
+		return false, classify("check for files and folders", err)
 	}
 	if !empty {
 		return false, nil

@@ -181,6 +181,7 @@ var landed = map[string]string{
 	"0006_action_roles.sql":           "c98f8a204dca1f816b93125784d8eecc717870333bc76d4e09c8a87ec4cf085f",
 	"0007_repair_edited.sql":          "a5653b92a5e97754ade5ce4d246199f75995487e271f5b325a15da879c7b8bdb",
 	"0008_read_retry.sql":             "f64c0ae38baa259e6d7a3fbba0695c3a847f1aa09cd2afc10d59d18330c3f83f",
+	"0009_watch_note.sql":             "5558fb7e60c8c4262dc9fbec234128259801a5a73376528e006b98046006d136",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

@@ -26,6 +26,9 @@ type Root struct {
 	FileCount      int64
 	FolderCount    int64
 	TotalBytes     int64
+	// WatchNote is what a running watcher says of a root it follows in
+	// part only ("" when it follows it whole, or none runs).
+	WatchNote string
 }
 
 // RootSpec is what AddRoot is asked to add. Path must be absolute and clean.
@@ -47,14 +50,15 @@ const (
 )
 
 const rootCols = `id, path, follow_symlinks, one_file_system, excludes, created_at, last_scan_at,
-	file_count, folder_count, total_bytes`
+	file_count, folder_count, total_bytes,
+	CASE WHEN watch_note_until > ` + nowSQL + ` THEN coalesce(watch_note, '') ELSE '' END`
 
 func scanRoot(r rowScanner) (Root, error) {
 	var rt Root
 	var ex string
 	var created, last sql.NullInt64
 	err := r.Scan(&rt.ID, &rt.Path, &rt.FollowSymlinks, &rt.OneFileSystem, &ex, &created, &last,
-		&rt.FileCount, &rt.FolderCount, &rt.TotalBytes)
+		&rt.FileCount, &rt.FolderCount, &rt.TotalBytes, &rt.WatchNote)
 	if err != nil {
 		return rt, err
 	}
@@ -240,4 +244,21 @@ func (tx *Tx) FinishRootScan(rootID int64, st RootStats) error {
 	_, err := tx.exec("record root totals", `UPDATE roots SET file_count = ?, folder_count = ?,
 		total_bytes = ?, last_scan_at = `+nowSQL+` WHERE id = ?`, st.Files, st.Folders, st.Bytes, rootID)
 	return err
+}
+
+// SetWatchNote records what a watcher says of a root it follows in part
+// only, until a time; an empty note takes it off. The note lapses at
+// until unless set again, so the note of a watcher that died goes by
+// itself.
+func (fl *Files) SetWatchNote(ctx context.Context, rootID int64, note string, until time.Time) error {
+	return fl.db.Write(ctx, func(tx *Tx) error {
+		var err error
+		if note == "" {
+			_, err = tx.exec("clear watch note", "UPDATE roots SET watch_note = NULL, watch_note_until = NULL WHERE id = ?", rootID)
+		} else {
+			_, err = tx.exec("set watch note", "UPDATE roots SET watch_note = ?, watch_note_until = ? WHERE id = ?",
+				note, until.UnixMilli(), rootID)
+		}
+		return err
+	})
 }

@@ -27,12 +27,16 @@ type Totals struct {
 	FoldersPending int64 `json:"folders_pending"`
 	// Unscanned are roots never scanned to the end: while there are any,
 	// the index is still being built.
-	Unscanned   int64 `json:"unscanned_roots"`
-	ScanEpoch   int64 `json:"scan_epoch"`
-	HashedEpoch int64 `json:"hashed_epoch"`
-	ChangeSeq   int64 `json:"change_seq"`
-	RunningJobs int64 `json:"running_jobs"`
-	WaitingJobs int64 `json:"waiting_jobs"`
+	Unscanned int64 `json:"unscanned_roots"`
+	// PartlyWatched are roots a running watcher follows in part only (the
+	// inotify watch limit): they are rescanned on a timer, so a change
+	// there may take that long to show.
+	PartlyWatched int64 `json:"partly_watched_roots"`
+	ScanEpoch     int64 `json:"scan_epoch"`
+	HashedEpoch   int64 `json:"hashed_epoch"`
+	ChangeSeq     int64 `json:"change_seq"`
+	RunningJobs   int64 `json:"running_jobs"`
+	WaitingJobs   int64 `json:"waiting_jobs"`
 	// State is StateIncomplete, StateHashing or StateUpToDate.
 	State        string `json:"state"`
 	HashUpToDate bool   `json:"hash_up_to_date"` // State is StateUpToDate
@@ -97,7 +101,8 @@ func (db *DB) Totals(ctx context.Context) (Totals, error) {
 		return t, classify("read folder group totals", err)
 	}
 	err = tx.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM folder_dirty),
-		(SELECT count(*) FROM roots WHERE last_scan_at IS NULL)`).Scan(&t.FoldersPending, &t.Unscanned)
+		(SELECT count(*) FROM roots WHERE last_scan_at IS NULL),
+		(SELECT count(*) FROM roots WHERE watch_note_until > `+nowSQL+`)`).Scan(&t.FoldersPending, &t.Unscanned, &t.PartlyWatched)
 	if err != nil {
 		return t, classify("read folder totals", err)
 	}

@@ -174,6 +174,9 @@ type rootJSON struct {
 	FollowSymlinks bool     `json:"follow_symlinks"`
 	OneFileSystem  bool     `json:"one_file_system"`
 	Excludes       []string `json:"excludes"`
+	// Watch is what a running watcher says of a root it follows in part
+	// only (the inotify watch limit); absent when followed whole.
+	Watch string `json:"watch,omitempty"`
 }
 
 func runRootLs(ctx context.Context, g globalOptions, opts rootLsOptions, stdout, stderr io.Writer) error {

@@ -171,6 +171,11 @@ func runStatus(ctx context.Context, g globalOptions, opts statusOptions, stdout,
 		fmt.Fprintf(tw, "groups:\t%s, %s paths, %s in extra copies\n", count(t.Groups), count(t.GroupFiles), humanBytes(t.WastedBytes))
 		fmt.Fprintf(tw, "folder groups:\t%s, %s in extra copies (dupefs folders)\n", count(t.FolderGroups), humanBytes(t.FolderWasted))
 		fmt.Fprintf(tw, "state:\t%s\n", describeState(t))
+		for _, r := range s.Roots {
+			if r.Watch != "" {
+				fmt.Fprintf(tw, "watch:\t%s %s\n", r.Path, r.Watch)
+			}
+		}
 		th := s.Thumbs
 		fmt.Fprintf(tw, "thumbnails:\t%s ready, %s pending, %s running, %s failed\n",
 			count(th.Ready), count(th.Pending), count(th.Running), count(th.Failed))
@@ -199,6 +204,10 @@ func describeState(t store.Totals) string {
 			return fmt.Sprintf("hashing: the signatures of %s folders wait to be updated; run dupefs index", count(t.FoldersPending))
 		}
 		return "hashing: files changed since the last hash run; run dupefs index"
+	}
+	if t.PartlyWatched > 0 {
+		return fmt.Sprintf("%s as of the last rescan: %d %s watched in part only (the inotify watch limit), "+
+			"so a change there shows at the next rescan", t.State, t.PartlyWatched, map[bool]string{true: "root is", false: "roots are"}[t.PartlyWatched == 1])
 	}
 	return t.State
 }
@@ -256,6 +265,7 @@ func toRootJSON(r store.Root) rootJSON {
 	j := rootJSON{Path: naming.EscapePath(r.Path), Files: r.FileCount, Folders: r.FolderCount, Bytes: r.TotalBytes,
 		FollowSymlinks: r.FollowSymlinks, OneFileSystem: r.OneFileSystem, Excludes: r.Excludes}
 	j.LastScan = jsonTime(r.LastScanAt)
+	j.Watch = r.WatchNote
 	return j
 }
 

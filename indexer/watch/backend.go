@@ -9,6 +9,10 @@ type change struct {
 	// whose events they were, "" for every root.
 	lost bool
 	root string
+	// limit: root is watched in part, as far as the limit allowed; whole:
+	// root is watched whole again.
+	limit *limitHit
+	whole bool
 }
 
 // backend watches roots and sends changes on the channel it was made with.
@@ -19,6 +23,9 @@ type backend interface {
 	add(root string) error
 	// remove stops watching a root.
 	remove(root string)
+	// retry tries again to watch whole a root add could not; success is
+	// sent as a change with whole set.
+	retry(root string)
 	// close stops the backend; no change is sent after it returns.
 	close()
 	// name is "fanotify" or "inotify".

@@ -35,6 +35,8 @@
 //	backend.go   the backend interface and the change it sends
 //	fanotify.go  one mark per file system (root only): folders named by
 //	             file handle, resolved with open_by_handle_at and cached
-//	inotify.go   a watch per folder of each root, added as folders appear;
-//	             a root past the inotify limit is rescanned on a timer
+//	inotify.go   a watch per folder of each root, added as folders appear
+//	             (before their listing is read) by an adder beside the
+//	             reader; a root past the inotify limit is watched in part,
+//	             rescanned on a timer, and watched whole when it can be
 package watch

@@ -82,6 +82,10 @@ func (fa *fanotify) add(root string) error {
 	return nil
 }
 
+// retry does nothing: a file system fanotify could not mark stays
+// rescanned on the timer.
+func (fa *fanotify) retry(string) {}
+
 func (fa *fanotify) remove(root string) {
 	fa.mu.Lock()
 	defer fa.mu.Unlock()

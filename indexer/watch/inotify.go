@@ -2,9 +2,10 @@ package watch
 
 import (
 	"errors"
-	"io/fs"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -18,19 +19,107 @@ import (
 var errUnwatched = errors.New("cannot be watched whole")
 
 // inotify watches every folder of each root with a watch of its own (no
-// root needed); its state is a path per watched folder.
+// root needed); its state is a path per watched folder, and the watched
+// subfolders of each, so a subtree's watches are dropped in one pass.
+//
+// Three goroutines share the work, so none waits on another's:
+//   - the reader takes events off the kernel's queue, doing a few map
+//     lookups for each; it never walks a folder and never waits on the
+//     watcher, so the queue does not overflow while scans run;
+//   - the adder watches the folders that came (and all below them), drops
+//     the watches of folders moved away, and after an overflow watches
+//     every folder of every root again. It adds a folder's watch before it
+//     reads its listing, and names the folder for a scan after: whatever
+//     is made in it is in that scan or raises an event of its own;
+//   - the sender hands what changed to the watcher, one change per folder
+//     however many events it had.
 type inotify struct {
 	f    *os.File
 	fd   int
 	out  chan<- change
 	skip func(string) bool
-	done chan struct{}
+	done chan struct{} // the reader ended
+	quit chan struct{} // close was called
+	wg   sync.WaitGroup
 
-	mu    sync.Mutex
-	wds   map[int32]string
-	paths map[string]int32
-	roots map[string]bool
-	full  map[string]bool // roots not fully watched (the limit)
+	mu      sync.Mutex
+	wds     map[int32]string
+	paths   map[string]int32
+	kids    map[string]map[string]bool // a watched folder's watched subfolders
+	roots   map[string]bool
+	part    map[string]*limitHit // roots watched in part (the limit)
+	todo    []inotifyOp          // the adder's work, in the order it came
+	dirs    map[string]bool      // folders to name to the watcher
+	notes   []change             // lost events and limits, named before dirs
+	rewatch bool                 // an opRewatch waits in todo
+	work    chan struct{}        // todo is not empty
+	send    chan struct{}        // dirs or notes are not empty
+}
+
+// inotifyOp is one task of the adder.
+type inotifyOp struct {
+	kind opKind
+	path string
+}
+
+type opKind int
+
+const (
+	opWatch   opKind = iota // a folder came: watch it and all below it
+	opDrop                  // a folder went away by a move: drop its watches
+	opRewatch               // events were lost: watch every folder again
+	opRetry                 // a root watched in part: try to watch it whole
+)
+
+// inotifyHooks let tests stand in for the kernel's limit and make the
+// reader slow; their zero values use the kernel.
+var inotifyHooks struct {
+	addWatch func(fd int, path string, mask uint32) (int, error)
+	limit    func() int
+	event    func() // called by the reader before each event
+}
+
+func addWatch(fd int, path string, mask uint32) (int, error) {
+	if f := inotifyHooks.addWatch; f != nil {
+		return f(fd, path, mask)
+	}
+	return unix.InotifyAddWatch(fd, path, mask)
+}
+
+// watchLimit is fs.inotify.max_user_watches (0: unknown).
+func watchLimit() int {
+	if f := inotifyHooks.limit; f != nil {
+		return f()
+	}
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
+	if err != nil {
+		return 0
+	}
+	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	return n
+}
+
+// limitHit says how far a root's watches got before the limit.
+type limitHit struct {
+	root             string
+	folders, watched int
+	limit            int
+}
+
+func (l *limitHit) Error() string {
+	return fmt.Sprintf("%s: %d of %d folders watched, inotify's limit is %d watches per user", errUnwatched, l.watched, l.folders, l.limit)
+}
+
+func (l *limitHit) Unwrap() error { return errUnwatched }
+
+// say is what the user reads, once: the numbers and how to raise the
+// limit.
+func (l *limitHit) say(every string) string {
+	want := l.limit + (l.folders - l.watched) + l.folders/4
+	return fmt.Sprintf("%s has %d folders, and only %d could be watched: inotify allows %d watches per user, "+
+		"counting those of every program (fs.inotify.max_user_watches). It is watched in part and rescanned every %s "+
+		"until the limit allows it whole; to raise it: sysctl fs.inotify.max_user_watches=%d",
+		naming.EscapePath(l.root), l.folders, l.watched, l.limit, every, want)
 }
 
 const inotifyMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE |
@@ -41,76 +130,66 @@ func newInotify(out chan<- change, skip func(string) bool) (*inotify, error) {
 	if err != nil {
 		return nil, &os.SyscallError{Syscall: "inotify_init1", Err: err}
 	}
-	in := &inotify{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, out: out, skip: skip, done: make(chan struct{}),
-		wds: map[int32]string{}, paths: map[string]int32{}, roots: map[string]bool{}, full: map[string]bool{}}
+	in := &inotify{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, out: out, skip: skip,
+		done: make(chan struct{}), quit: make(chan struct{}),
+		wds: map[int32]string{}, paths: map[string]int32{}, kids: map[string]map[string]bool{},
+		roots: map[string]bool{}, part: map[string]*limitHit{}, dirs: map[string]bool{},
+		work: make(chan struct{}, 1), send: make(chan struct{}, 1)}
+	in.wg.Add(2)
 	go in.read()
+	go in.adder()
+	go in.sender()
 	return in, nil
 }
 
 func (in *inotify) name() string { return "inotify" }
 
+// add watches a root and every folder in it, before its scan reads them.
 func (in *inotify) add(root string) error {
 	in.mu.Lock()
-	defer in.mu.Unlock()
 	in.roots[root] = true
-	if in.full[root] {
-		return errUnwatched
-	}
-	if err := in.addTree(root); err != nil {
-		in.full[root] = true
-		return err
+	in.mu.Unlock()
+	if hit := in.watchTree(root, false, nil); hit != nil {
+		in.mu.Lock()
+		in.part[root] = hit
+		in.mu.Unlock()
+		return hit
 	}
 	return nil
-}
-
-// addTree watches dir and every folder below it (mu held). It stops at
-// the watch limit with errUnwatched.
-func (in *inotify) addTree(dir string) error {
-	return filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return nil // gone, or unreadable: its parent's events cover it
-		}
-		if !d.IsDir() {
-			return nil
-		}
-		if in.skip(p) {
-			return filepath.SkipDir
-		}
-		if _, ok := in.paths[p]; ok && p != dir {
-			return nil
-		}
-		wd, err := unix.InotifyAddWatch(in.fd, p, inotifyMask)
-		switch {
-		case err == unix.ENOSPC:
-			return errUnwatched // the limit of watches
-		case err != nil:
-			return nil
-		}
-		if old, ok := in.wds[int32(wd)]; ok && old != p {
-			delete(in.paths, old) // the same folder under a new name
-		}
-		in.wds[int32(wd)], in.paths[p] = p, int32(wd)
-		return nil
-	})
-}
-
-// removeTree drops the watches of dir and the folders below it (mu held).
-func (in *inotify) removeTree(dir string) {
-	for p, wd := range in.paths {
-		if naming.Within(dir, p) {
-			unix.InotifyRmWatch(in.fd, uint32(wd))
-			delete(in.paths, p)
-			delete(in.wds, wd)
-		}
-	}
 }
 
 func (in *inotify) remove(root string) {
 	in.mu.Lock()
 	defer in.mu.Unlock()
 	delete(in.roots, root)
-	delete(in.full, root)
-	in.removeTree(root)
+	delete(in.part, root)
+	in.dropTree(root)
+}
+
+// retry tries again to watch a root watched in part.
+func (in *inotify) retry(root string) { in.queue(inotifyOp{kind: opRetry, path: root}) }
+
+// queue hands the adder a task; a rewatch already waiting covers
+// another.
+func (in *inotify) queue(o inotifyOp) {
+	in.mu.Lock()
+	if o.kind == opRewatch {
+		if in.rewatch {
+			in.mu.Unlock()
+			return
+		}
+		in.rewatch = true
+	}
+	in.todo = append(in.todo, o)
+	in.mu.Unlock()
+	kick(in.work)
+}
+
+func kick(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }
 
 // rootOf is the watched root holding p (mu held).
@@ -122,6 +201,310 @@ func (in *inotify) rootOf(p string) string {
 		}
 	}
 	return best
+}
+
+// bind records that wd watches p (mu held). A wd seen under another path
+// is the same folder moved: its old path is forgotten.
+func (in *inotify) bind(wd int32, p string) {
+	if old, ok := in.wds[wd]; ok && old != p && in.paths[old] == wd {
+		in.unlink(old)
+	}
+	in.wds[wd], in.paths[p] = p, wd
+	parent := filepath.Dir(p)
+	if in.kids[parent] == nil {
+		in.kids[parent] = map[string]bool{}
+	}
+	in.kids[parent][p] = true
+}
+
+// unlink forgets the path p (mu held), not its wd.
+func (in *inotify) unlink(p string) {
+	delete(in.paths, p)
+	parent := filepath.Dir(p)
+	if k := in.kids[parent]; k != nil {
+		delete(k, p)
+		if len(k) == 0 {
+			delete(in.kids, parent)
+		}
+	}
+}
+
+// ignored: the kernel dropped wd (its folder is gone, or it was removed).
+// One lookup, whatever the number of watches (mu held).
+func (in *inotify) ignored(wd int32) {
+	p, ok := in.wds[wd]
+	delete(in.wds, wd)
+	if ok && in.paths[p] == wd {
+		in.unlink(p)
+	}
+}
+
+// dropTree removes the watches of dir and of the folders below it, in one
+// pass over that subtree (mu held).
+func (in *inotify) dropTree(dir string) {
+	stack := []string{dir}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for k := range in.kids[p] {
+			stack = append(stack, k)
+		}
+		delete(in.kids, p)
+		if wd, ok := in.paths[p]; ok {
+			unix.InotifyRmWatch(in.fd, uint32(wd))
+			delete(in.wds, wd)
+			delete(in.paths, p)
+		}
+	}
+	in.unlink(dir)
+}
+
+// watchTree watches top and every folder below it, each before its
+// listing is read; with announce, each folder watched is named to the
+// watcher for a scan. seen, when set, collects the watches met. It stops
+// adding at the limit and returns how far it got (counting on), nil when
+// every folder is watched.
+func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *limitHit {
+	in.mu.Lock()
+	root := in.rootOf(top)
+	in.mu.Unlock()
+	if root == "" {
+		return nil // no longer a root's
+	}
+	var hit *limitHit
+	walked := 0
+	stack := []string{top}
+	for len(stack) > 0 {
+		p := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if in.skip(p) {
+			continue
+		}
+		walked++
+		if hit != nil {
+			in.mu.Lock()
+			if wd, ok := in.paths[p]; ok && seen != nil {
+				seen[wd] = true
+			}
+			in.mu.Unlock()
+		} else {
+			wd, err := addWatch(in.fd, p, inotifyMask)
+			switch {
+			case err == unix.ENOSPC:
+				hit = &limitHit{root: root, limit: watchLimit()}
+			case err != nil:
+				continue // gone, or unreadable: its parent's events cover it
+			default:
+				in.mu.Lock()
+				in.bind(int32(wd), p)
+				if seen != nil {
+					seen[int32(wd)] = true
+				}
+				if announce {
+					in.dirs[p] = true
+				}
+				in.mu.Unlock()
+				if announce {
+					kick(in.send)
+				}
+			}
+		}
+		ents, err := os.ReadDir(p)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if e.IsDir() {
+				stack = append(stack, naming.JoinPath(p, e.Name()))
+			}
+		}
+	}
+	if hit != nil {
+		in.mu.Lock()
+		for p := range in.paths {
+			if naming.Within(top, p) {
+				hit.watched++
+			}
+		}
+		in.mu.Unlock()
+		hit.folders = max(walked, hit.watched)
+	}
+	return hit
+}
+
+// note hands the watcher a change that is not a folder's.
+func (in *inotify) note(c change) {
+	in.mu.Lock()
+	in.notes = append(in.notes, c)
+	in.mu.Unlock()
+	kick(in.send)
+}
+
+// adder works through the todo list.
+func (in *inotify) adder() {
+	defer in.wg.Done()
+	for {
+		select {
+		case <-in.quit:
+			return
+		case <-in.work:
+		}
+		for {
+			in.mu.Lock()
+			if len(in.todo) == 0 {
+				in.todo = nil
+				in.mu.Unlock()
+				break
+			}
+			o := in.todo[0]
+			in.todo = in.todo[1:]
+			in.mu.Unlock()
+			select {
+			case <-in.quit:
+				return
+			default:
+			}
+			in.do(o)
+		}
+	}
+}
+
+func (in *inotify) do(o inotifyOp) {
+	switch o.kind {
+	case opWatch:
+		in.mu.Lock()
+		root := in.rootOf(o.path)
+		_, known := in.paths[o.path]
+		partial := in.part[root] != nil
+		in.mu.Unlock()
+		if root == "" || known && !partial {
+			// Watched already (a create raced the walk that found it):
+			// still name it, its listing may be older than its watch.
+			if root != "" {
+				in.mu.Lock()
+				in.dirs[o.path] = true
+				in.mu.Unlock()
+				kick(in.send)
+			}
+			return
+		}
+		if hit := in.watchTree(o.path, true, nil); hit != nil && !partial {
+			in.limited(root)
+		}
+	case opDrop:
+		in.mu.Lock()
+		in.dropTree(o.path)
+		in.mu.Unlock()
+	case opRewatch:
+		in.mu.Lock()
+		in.rewatch = false
+		in.mu.Unlock()
+		// Events were lost: any folder may lack its watch, and any watch
+		// may name a folder that moved. Watch every folder of every root
+		// again (a folder watched already keeps its watch), drop the
+		// watches no root holds any more, then have each root rescanned
+		// whole.
+		in.mu.Lock()
+		roots := make([]string, 0, len(in.roots))
+		for r := range in.roots {
+			roots = append(roots, r)
+		}
+		in.mu.Unlock()
+		seen := map[int32]bool{}
+		for _, r := range roots {
+			if hit := in.watchTree(r, false, seen); hit != nil {
+				in.mu.Lock()
+				had := in.part[r] != nil
+				in.part[r] = hit
+				in.mu.Unlock()
+				if !had {
+					in.note(change{lost: true, root: r, limit: hit})
+				}
+			}
+		}
+		in.mu.Lock()
+		for wd, p := range in.wds {
+			if !seen[wd] {
+				unix.InotifyRmWatch(in.fd, uint32(wd))
+				delete(in.wds, wd)
+				if in.paths[p] == wd {
+					in.unlink(p)
+				}
+			}
+		}
+		in.mu.Unlock()
+		for _, r := range roots {
+			in.note(change{lost: true, root: r})
+		}
+	case opRetry:
+		in.mu.Lock()
+		partial := in.part[o.path] != nil
+		in.mu.Unlock()
+		if !partial {
+			return
+		}
+		hit := in.watchTree(o.path, false, nil)
+		in.mu.Lock()
+		if hit != nil {
+			in.part[o.path] = hit
+		} else {
+			delete(in.part, o.path)
+		}
+		in.mu.Unlock()
+		if hit == nil {
+			in.note(change{root: o.path, whole: true})
+		}
+	}
+}
+
+// limited: a folder of root could not be watched. The root is walked to
+// count its folders and watch what it can, and the watcher told.
+func (in *inotify) limited(root string) {
+	hit := in.watchTree(root, false, nil)
+	if hit == nil {
+		return // watches were freed meanwhile
+	}
+	in.mu.Lock()
+	in.part[root] = hit
+	in.mu.Unlock()
+	in.note(change{lost: true, root: root, limit: hit})
+}
+
+// partial reports how far a root watched in part got (nil: whole).
+func (in *inotify) partial(root string) *limitHit {
+	in.mu.Lock()
+	defer in.mu.Unlock()
+	return in.part[root]
+}
+
+// sender hands the changes gathered to the watcher, notes first.
+func (in *inotify) sender() {
+	defer in.wg.Done()
+	for {
+		select {
+		case <-in.quit:
+			return
+		case <-in.send:
+		}
+		in.mu.Lock()
+		notes, dirs := in.notes, in.dirs
+		in.notes, in.dirs = nil, map[string]bool{}
+		in.mu.Unlock()
+		for _, c := range notes {
+			select {
+			case in.out <- c:
+			case <-in.quit:
+				return
+			}
+		}
+		for d := range dirs {
+			select {
+			case in.out <- change{dir: d}:
+			case <-in.quit:
+				return
+			}
+		}
+	}
 }
 
 func (in *inotify) read() {
@@ -145,52 +528,57 @@ func (in *inotify) read() {
 	}
 }
 
+// event takes one event: a few lookups, never a walk and never a wait on
+// the watcher.
 func (in *inotify) event(wd int32, mask uint32, name string) {
+	if f := inotifyHooks.event; f != nil {
+		f()
+	}
 	if mask&unix.IN_Q_OVERFLOW != 0 {
-		in.out <- change{lost: true}
+		in.queue(inotifyOp{kind: opRewatch})
 		return
 	}
 	in.mu.Lock()
-	dir, ok := in.wds[wd]
 	if mask&unix.IN_IGNORED != 0 {
-		if ok && in.paths[dir] == wd {
-			delete(in.paths, dir)
-		}
-		delete(in.wds, wd)
+		in.ignored(wd)
 		in.mu.Unlock()
 		return
 	}
+	dir, ok := in.wds[wd]
 	if !ok || name == "" {
 		in.mu.Unlock()
 		return // an event of the folder itself: its parent has one too
 	}
 	p := naming.JoinPath(dir, name)
-	var lost string
+	work := false
 	if mask&unix.IN_ISDIR != 0 {
 		switch {
 		case mask&(unix.IN_CREATE|unix.IN_MOVED_TO) != 0:
-			// A folder came: watch it and everything in it before its
-			// parent is scanned, so nothing made in it is missed.
-			if r := in.rootOf(p); r != "" && !in.full[r] {
-				if err := in.addTree(p); err != nil {
-					in.full[r] = true
-					lost = r
-				}
-			}
-		case mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
-			in.removeTree(p)
+			in.todo = append(in.todo, inotifyOp{kind: opWatch, path: p})
+			work = true
+		case mask&unix.IN_MOVED_FROM != 0:
+			in.todo = append(in.todo, inotifyOp{kind: opDrop, path: p})
+			work = true
+			// A folder deleted needs nothing: the kernel drops its watch
+			// and says so with IN_IGNORED.
 		}
 	}
-	in.mu.Unlock()
-	if lost != "" {
-		in.out <- change{lost: true, root: lost}
+	named := !in.skip(p)
+	if named {
+		in.dirs[dir] = true
 	}
-	if !in.skip(p) {
-		in.out <- change{dir: dir}
+	in.mu.Unlock()
+	if work {
+		kick(in.work)
+	}
+	if named {
+		kick(in.send)
 	}
 }
 
 func (in *inotify) close() {
+	close(in.quit)
 	in.f.Close()
 	<-in.done
+	in.wg.Wait()
 }

@@ -67,14 +67,18 @@ type Watcher struct {
 	ino     *inotify
 
 	mu        sync.Mutex
-	roots     map[string]int64   // watched roots by path
-	backends  map[string]backend // the backend of each
-	unwatched map[string]bool    // rescanned on a timer
+	roots     map[string]int64     // watched roots by path
+	backends  map[string]backend   // the backend of each
+	unwatched map[string]bool      // rescanned on a timer
+	limits    map[string]*limitHit // roots watched in part, how far
+	noted     map[string]bool      // limits said to the index (status)
 }
 
-// Roots lists the index's roots (*store.Files has it).
+// Roots lists the index's roots, and records which are followed in part
+// only, for status (*store.Files has it).
 type Roots interface {
 	Roots(ctx context.Context) ([]store.Root, error)
+	SetWatchNote(ctx context.Context, rootID int64, note string, until time.Time) error
 }
 
 // Queue queues the scan of a root (*store.Jobs has it).
@@ -88,7 +92,8 @@ var ErrBackend = errors.New("cannot watch")
 // New returns a Watcher that queues its scans through ix.
 func New(roots Roots, jobs Queue, ix *indexer.Indexer, cfg Config) *Watcher {
 	return &Watcher{rootsOf: roots, jobs: jobs, ix: ix, cfg: cfg.withDefaults(), changes: make(chan change, 4096),
-		roots: map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{}}
+		roots: map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{},
+		limits: map[string]*limitHit{}, noted: map[string]bool{}}
 }
 
 // Start watches every root; changes are gathered from now on, for Run.
@@ -112,7 +117,11 @@ func (w *Watcher) Start(ctx context.Context) error {
 		}
 		w.ino = ino
 	}
-	return w.syncRoots(ctx)
+	if err := w.syncRoots(ctx); err != nil {
+		return err
+	}
+	w.renewNotes(ctx)
+	return nil
 }
 
 // Backends names the backends in use, for the user.
@@ -162,6 +171,7 @@ func (w *Watcher) syncRoots(ctx context.Context) error {
 			delete(w.roots, p)
 			delete(w.backends, p)
 			delete(w.unwatched, p)
+			delete(w.limits, p)
 		}
 	}
 	return nil
@@ -182,6 +192,16 @@ func (w *Watcher) watchRoot(root string) {
 		if err == nil {
 			w.backends[root] = b
 			delete(w.unwatched, root)
+			return
+		}
+		var hit *limitHit
+		if errors.As(err, &hit) {
+			// Watched in part: the backend keeps the watches it has, and
+			// tries again on each rescan.
+			w.backends[root] = b
+			w.unwatched[root] = true
+			w.limits[root] = hit
+			w.cfg.Warn(hit.say(w.cfg.Fallback.String()))
 			return
 		}
 		errs = append(errs, fmt.Sprintf("%s: %v", b.name(), err))
@@ -248,8 +268,19 @@ func (w *Watcher) Run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			w.clearNotes()
 			return nil
 		case c := <-w.changes:
+			if c.limit != nil {
+				w.limited(ctx, c.limit)
+				w.loseRoot(b, c.root)
+				continue
+			}
+			if c.whole {
+				w.wholeAgain(ctx, c.root)
+				w.loseRoot(b, c.root)
+				continue
+			}
 			if c.lost {
 				if !lostSaid[c.root] {
 					lostSaid[c.root] = true
@@ -270,19 +301,116 @@ func (w *Watcher) Run(ctx context.Context) error {
 			w.mu.Lock()
 			for p := range w.unwatched {
 				b.full[w.roots[p]] = true
+				if be := w.backends[p]; be != nil {
+					be.retry(p)
+				}
 			}
 			w.mu.Unlock()
 			b.touch()
+			w.renewNotes(ctx)
 		case <-rescan:
 			w.loseRoot(b, "")
 		case <-roots.C:
 			if err := w.syncRoots(ctx); err != nil && ctx.Err() == nil {
 				w.cfg.Warn(fmt.Sprintf("watch: %v", err))
 			}
+			w.mu.Lock()
+			fresh := false
+			for p := range w.limits {
+				fresh = fresh || !w.noted[p]
+			}
+			w.mu.Unlock()
+			if fresh {
+				w.renewNotes(ctx)
+			}
 		}
 		if b.due(w.cfg.Settle, w.cfg.MaxDelay) {
 			w.flush(ctx, b)
 		}
+	}
+}
+
+// limited: a root outgrew the watch limit while watched. It is said once,
+// with the numbers, and rescanned on the timer from now on.
+func (w *Watcher) limited(ctx context.Context, hit *limitHit) {
+	w.mu.Lock()
+	if _, ok := w.roots[hit.root]; !ok {
+		w.mu.Unlock()
+		return
+	}
+	_, had := w.limits[hit.root]
+	w.unwatched[hit.root] = true
+	w.limits[hit.root] = hit
+	w.mu.Unlock()
+	if !had {
+		w.cfg.Warn(hit.say(w.cfg.Fallback.String()))
+	}
+	w.renewNotes(ctx)
+}
+
+// wholeAgain: a root watched in part is watched whole again.
+func (w *Watcher) wholeAgain(ctx context.Context, root string) {
+	w.mu.Lock()
+	id, ok := w.roots[root]
+	_, had := w.limits[root]
+	delete(w.unwatched, root)
+	delete(w.limits, root)
+	noted := w.noted[root]
+	delete(w.noted, root)
+	w.mu.Unlock()
+	if !ok || !had {
+		return
+	}
+	w.cfg.Warn(fmt.Sprintf("%s is watched whole again", naming.EscapePath(root)))
+	if noted {
+		w.note(ctx, id, "", time.Time{})
+	}
+}
+
+// renewNotes records in the index, for status, each root watched in part;
+// a note lapses after three rescans unless renewed, so one left by a
+// process that died goes by itself.
+func (w *Watcher) renewNotes(ctx context.Context) {
+	w.mu.Lock()
+	type n struct {
+		id   int64
+		note string
+	}
+	var ns []n
+	for p, hit := range w.limits {
+		w.noted[p] = true
+		ns = append(ns, n{w.roots[p], fmt.Sprintf("watched in part: %d of %d folders (fs.inotify.max_user_watches is %d); rescanned every %s",
+			hit.watched, hit.folders, hit.limit, w.cfg.Fallback)})
+	}
+	w.mu.Unlock()
+	until := time.Now().Add(3 * w.cfg.Fallback)
+	for _, x := range ns {
+		w.note(ctx, x.id, x.note, until)
+	}
+}
+
+// clearNotes takes the notes of this watcher off the index as it stops.
+func (w *Watcher) clearNotes() {
+	w.mu.Lock()
+	var ids []int64
+	for p := range w.noted {
+		ids = append(ids, w.roots[p])
+	}
+	w.noted = map[string]bool{}
+	w.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	for _, id := range ids {
+		w.note(ctx, id, "", time.Time{})
+	}
+}
+
+func (w *Watcher) note(ctx context.Context, id int64, note string, until time.Time) {
+	if id == 0 {
+		return
+	}
+	if err := w.rootsOf.SetWatchNote(ctx, id, note, until); err != nil {
+		w.warn(ctx, err)
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 type fixture struct {
 	t     *testing.T
 	db    *store.DB
+	w     *Watcher
 	roots []string
 	mu    sync.Mutex
 	warns []string
@@ -48,6 +49,7 @@ func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixt
 	cfg.Skip = []string{db.Path()}
 	cfg.Warn = func(s string) { f.mu.Lock(); f.warns = append(f.warns, s); f.mu.Unlock() }
 	w := New(db.Files(), db.Jobs(), ix, cfg)
+	f.w = w
 	if err := w.Start(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +235,7 @@ func TestWatchInotifyLimit(t *testing.T) {
 	defer f.mu.Unlock()
 	said := 0
 	for _, w := range f.warns {
-		if strings.Contains(w, "cannot be watched whole") {
+		if strings.Contains(w, "fs.inotify.max_user_watches") {
 			said++
 		}
 	}

@@ -1,0 +1,314 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/store"
+)
+
+// gate stalls the inotify reader while it is shut: the reader falls
+// behind on purpose, as it does on a busy machine.
+type gate struct {
+	mu   sync.Mutex
+	shut bool
+	open chan struct{}
+}
+
+func stallReader(t *testing.T) *gate {
+	g := &gate{open: make(chan struct{})}
+	inotifyHooks.event = func() {
+		g.mu.Lock()
+		shut, open := g.shut, g.open
+		g.mu.Unlock()
+		if shut {
+			<-open
+		}
+	}
+	t.Cleanup(func() { g.release(); inotifyHooks.event = nil })
+	return g
+}
+
+func (g *gate) hold() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.shut {
+		g.shut, g.open = true, make(chan struct{})
+	}
+}
+
+func (g *gate) release() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.shut {
+		g.shut = false
+		close(g.open)
+	}
+}
+
+// fakeLimit stands in for fs.inotify.max_user_watches: adding a watch to
+// a folder not watched yet fails with ENOSPC once limit folders were
+// watched.
+type fakeLimit struct {
+	mu      sync.Mutex
+	limit   int
+	watched map[string]bool
+}
+
+func limitWatches(t *testing.T, limit int) *fakeLimit {
+	l := &fakeLimit{limit: limit, watched: map[string]bool{}}
+	inotifyHooks.addWatch = func(fd int, p string, mask uint32) (int, error) {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if !l.watched[p] && len(l.watched) >= l.limit {
+			return -1, unix.ENOSPC
+		}
+		wd, err := unix.InotifyAddWatch(fd, p, mask)
+		if err == nil {
+			l.watched[p] = true
+		}
+		return wd, err
+	}
+	inotifyHooks.limit = func() int { l.mu.Lock(); defer l.mu.Unlock(); return l.limit }
+	t.Cleanup(func() { inotifyHooks.addWatch, inotifyHooks.limit = nil, nil })
+	return l
+}
+
+func (l *fakeLimit) set(n int) { l.mu.Lock(); l.limit = n; l.mu.Unlock() }
+
+// fresh indexes roots into an index of their own: what the watched index
+// must end equal to.
+func fresh(t *testing.T, roots ...string) (store.Totals, []string) {
+	t.Helper()
+	ctx := context.Background()
+	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "fresh.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	for _, r := range roots {
+		if _, _, err := db.Files().AddRoot(ctx, store.RootSpec{Path: r}, true); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := indexer.New(indexer.IndexOf(db), indexer.Config{Workers: 2}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	tot, err := db.Totals(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tot, (&fixture{t: t, db: db}).groups()
+}
+
+// equalsFresh: the watched index holds what a fresh index of its roots
+// holds, and is up to date.
+func (f *fixture) equalsFresh(want store.Totals, groups []string) func() bool {
+	return func() bool {
+		tot, err := f.db.Totals(context.Background())
+		return err == nil && tot.State == store.StateUpToDate && tot.Files == want.Files &&
+			tot.Folders == want.Folders && tot.Groups == want.Groups && slices.Equal(f.groups(), groups)
+	}
+}
+
+// makeTree writes folders under dir, files in each, from n on; content
+// repeats every 7 files, so copies group.
+func makeTree(t *testing.T, dir string, folders, files, from int) {
+	for d := 0; d < folders; d++ {
+		for i := 0; i < files; i++ {
+			k := from + d*files + i
+			write(t, filepath.Join(dir, fmt.Sprintf("d%03d/s%d/f%d", d, d%3, k)), photo(k%7))
+		}
+	}
+}
+
+// Folders made while the reader is far behind, indexed meanwhile by a scan
+// beside the watcher, then given more files before their watches exist:
+// the index ends equal to a fresh one. (A rescan that passed over the
+// folders the index knew lost the later files for good.)
+func TestInotifyReaderBehind(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "seed"), "x")
+	g := stallReader(t)
+	f := newFixture(t, "inotify", Config{}, tree)
+	g.hold()
+	makeTree(t, tree, 60, 3, 0)
+	// A scan beside the watcher (dupefs index) indexes the new folders
+	// while their watches are still to come.
+	ctx := context.Background()
+	if err := indexer.New(indexer.IndexOf(f.db), indexer.Config{Workers: 2}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	makeTree(t, tree, 60, 3, 1000) // no watch sees these yet
+	g.release()
+	want, groups := fresh(t, tree)
+	took := f.eventually(30*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	t.Logf("converged %s after the reader caught up; %d files", took, want.Files)
+}
+
+// Past the watch limit at the start: said once with the numbers, the root
+// rescanned on every tick (not once), status says it is watched in part;
+// when the limit rises, it is watched whole again and status says so.
+func TestInotifyLimitAtStart(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	for i := 0; i < 30; i++ {
+		write(t, filepath.Join(tree, fmt.Sprintf("d%02d/f", i)), fmt.Sprint("file ", i))
+	}
+	l := limitWatches(t, 10)
+	f := newFixture(t, "inotify", Config{Fallback: 300 * time.Millisecond}, tree)
+	ctx := context.Background()
+	partly := func() bool {
+		tot, err := f.db.Totals(ctx)
+		roots, _ := f.db.Files().Roots(ctx)
+		return err == nil && tot.PartlyWatched == 1 && len(roots) == 1 && strings.Contains(roots[0].WatchNote, "watched in part")
+	}
+	f.eventually(5*time.Second, "status says the root is watched in part", partly)
+	// Two copies, one after the other, in folders without a watch: each
+	// shows by a rescan of its own.
+	write(t, filepath.Join(tree, "d29/copy"), "file 0")
+	f.eventually(10*time.Second, "a copy in a folder without a watch", f.hasGroup(filepath.Join(tree, "d00/f"), filepath.Join(tree, "d29/copy")))
+	write(t, filepath.Join(tree, "d28/copy"), "file 1")
+	f.eventually(10*time.Second, "a second copy, later", f.hasGroup(filepath.Join(tree, "d01/f"), filepath.Join(tree, "d28/copy")))
+	f.mu.Lock()
+	said := 0
+	for _, w := range f.warns {
+		if strings.Contains(w, "fs.inotify.max_user_watches") {
+			said++
+			if !strings.Contains(w, "31 folders") || !strings.Contains(w, "allows 10 watches") {
+				t.Errorf("the numbers are not said: %q", w)
+			}
+		}
+	}
+	f.mu.Unlock()
+	if said != 1 {
+		t.Errorf("the limit was said %d times: %q", said, f.warns)
+	}
+	l.set(1000)
+	f.eventually(5*time.Second, "watched whole again", func() bool {
+		tot, err := f.db.Totals(ctx)
+		return err == nil && tot.PartlyWatched == 0 && f.w.ino.partial(tree) == nil
+	})
+	write(t, filepath.Join(tree, "d27/copy"), "file 2")
+	f.eventually(2*time.Second, "a copy followed by its event", f.hasGroup(filepath.Join(tree, "d02/f"), filepath.Join(tree, "d27/copy")))
+}
+
+// A root that outgrows the limit while watched: said once, followed by
+// rescans, and what is made in it still shows.
+func TestInotifyLimitWhileWatching(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "a/f"), "file a")
+	l := limitWatches(t, 1000)
+	f := newFixture(t, "inotify", Config{Fallback: 300 * time.Millisecond}, tree)
+	l.set(5)
+	makeTree(t, tree, 12, 2, 0)
+	write(t, filepath.Join(tree, "d011/s2/copy"), "file a")
+	f.eventually(10*time.Second, "a copy in a folder made past the limit", f.hasGroup(filepath.Join(tree, "a/f"), filepath.Join(tree, "d011/s2/copy")))
+	f.eventually(5*time.Second, "status says the root is watched in part", func() bool {
+		tot, err := f.db.Totals(context.Background())
+		return err == nil && tot.PartlyWatched == 1
+	})
+	// Later, in another folder without a watch: shown by a rescan on the
+	// timer, not by the one that followed the limit.
+	write(t, filepath.Join(tree, "d010/s1/copy"), "file a")
+	f.eventually(10*time.Second, "a later copy past the limit", f.hasGroup(filepath.Join(tree, "a/f"),
+		filepath.Join(tree, "d011/s2/copy"), filepath.Join(tree, "d010/s1/copy")))
+	want, groups := fresh(t, tree)
+	f.eventually(10*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	said := 0
+	for _, w := range f.warns {
+		if strings.Contains(w, "fs.inotify.max_user_watches") {
+			said++
+		}
+	}
+	if said != 1 {
+		t.Errorf("the limit was said %d times: %q", said, f.warns)
+	}
+}
+
+// rm -rf of a tree drops every watch below it, and the reader keeps up.
+func TestInotifyRemoveTree(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "keep/f"), "kept")
+	for i := 0; i < 40; i++ {
+		for j := 0; j < 25; j++ {
+			os.MkdirAll(filepath.Join(tree, fmt.Sprintf("big/d%02d/e%02d", i, j)), 0o755)
+		}
+	}
+	f := newFixture(t, "inotify", Config{}, tree)
+	watches := func() int {
+		f.w.ino.mu.Lock()
+		defer f.w.ino.mu.Unlock()
+		return len(f.w.ino.wds)
+	}
+	if n := watches(); n != 1043 {
+		t.Fatalf("%d watches, want 1,043", n)
+	}
+	if err := os.RemoveAll(filepath.Join(tree, "big")); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually(10*time.Second, "the removed folders' watches dropped", func() bool { return watches() == 2 })
+	want, groups := fresh(t, tree)
+	f.eventually(10*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	f.w.ino.mu.Lock()
+	defer f.w.ino.mu.Unlock()
+	if len(f.w.ino.paths) != 2 || len(f.w.ino.kids) > 2 {
+		t.Errorf("left behind: %d paths, %d folders with subfolders", len(f.w.ino.paths), len(f.w.ino.kids))
+	}
+}
+
+// A queue overflow (a small kernel queue and a reader held back): every
+// folder of the root is watched again, and the index ends equal to a
+// fresh one. Needs root to set the queue's size.
+func TestInotifyOverflow(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("setting fs.inotify.max_queued_events needs root")
+	}
+	const knob = "/proc/sys/fs/inotify/max_queued_events"
+	old, err := os.ReadFile(knob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(knob, []byte("64"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.WriteFile(knob, old, 0o644) })
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "seed"), "x")
+	g := stallReader(t)
+	f := newFixture(t, "inotify", Config{}, tree) // its queue holds 64 events
+	os.WriteFile(knob, old, 0o644)
+	g.hold()
+	makeTree(t, tree, 40, 3, 0)
+	for i := 0; i < 40; i++ { // events enough to overflow the root's queue
+		write(t, filepath.Join(tree, fmt.Sprint("top", i)), photo(i%7))
+	}
+	g.release()
+	want, groups := fresh(t, tree)
+	f.eventually(30*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	f.mu.Lock()
+	lost := slices.ContainsFunc(f.warns, func(w string) bool { return strings.Contains(w, "events were lost") })
+	f.mu.Unlock()
+	if !lost {
+		t.Fatalf("no overflow: %q", f.warns)
+	}
+	f.eventually(5*time.Second, "a watch on every folder", func() bool {
+		f.w.ino.mu.Lock()
+		defer f.w.ino.mu.Unlock()
+		return int64(len(f.w.ino.paths)) == want.Folders
+	})
+	makeTree(t, tree, 40, 1, 5000) // into folders watched after the overflow
+	want, groups = fresh(t, tree)
+	f.eventually(10*time.Second, "files in them followed", f.equalsFresh(want, groups))
+}
