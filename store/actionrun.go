@@ -283,7 +283,7 @@ func (tx *Tx) FileLinked(copyFileID int64, keep FileRef, nlink uint64) error {
 // group.
 func (tx *Tx) FileGone(copyFileID int64) error {
 	tx.groups = true
-	if _, err := tx.exec("record a file gone", "UPDATE files SET missing = 1 WHERE id = ?", copyFileID); err != nil {
+	if _, err := tx.exec("record a file gone", "UPDATE files SET missing = 1, missing_since = "+nowSQL+" WHERE id = ?", copyFileID); err != nil {
 		return err
 	}
 	return tx.forgetFolderSig(copyFileID)
@@ -293,7 +293,7 @@ func (tx *Tx) FileGone(copyFileID int64) error {
 // the inode and mtime it has now.
 func (tx *Tx) FileRestored(copyFileID int64, dev, ino uint64, mtimeNS int64, nlink uint64) error {
 	tx.groups = true
-	if _, err := tx.exec("record a file restored", `UPDATE files SET missing = 0, dev = ?2, ino = ?3, mtime_ns = ?4,
+	if _, err := tx.exec("record a file restored", `UPDATE files SET missing = 0, missing_since = NULL, dev = ?2, ino = ?3, mtime_ns = ?4,
 		nlink = ?5 WHERE id = ?1`, copyFileID, int64(dev), int64(ino), mtimeNS, int64(nlink)); err != nil {
 		return err
 	}

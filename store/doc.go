@@ -17,7 +17,8 @@
 //	db.Ledger()   plans and actions: the exactly-once ledger and its undo
 //	db.Thumbs()   the thumbnail queue and its cleanups
 //	db.Jobs()     scan and hash jobs, and the I/O budget all readers share
-//	db.Maint()    WAL checkpoint jobs and the size of the WAL
+//	db.Maint()    WAL checkpoint jobs, the size of the WAL, purges of the
+//	              rows of deleted files
 //
 // A consumer declares the few methods it uses as an interface where it uses
 // them (indexer/index.go, indexer/act/index.go, indexer/folders/index.go,
@@ -49,5 +50,5 @@
 //	            roles.go (the rule that no content loses its last copy)
 //	Thumbs      thumbs.go, thumbclean.go
 //	Jobs        jobs.go, iolimit.go
-//	Maint       wal.go
+//	Maint       wal.go, purge.go (rows of deleted files, after a grace)
 package store

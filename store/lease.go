@@ -11,9 +11,9 @@ import (
 )
 
 // One lease mechanism serves every queue of the index: scan and hash jobs,
-// thumbnails, thumbnail cleanups, WAL checkpoints and file actions. A row
-// of a queue table carries worker_id, attempt, worker_heartbeat_at and
-// lease_expires_at. A claim is one UPDATE ... WHERE id = (SELECT ...)
+// thumbnails, thumbnail cleanups, WAL checkpoints, purges and file
+// actions. A row of a queue table carries worker_id, attempt,
+// worker_heartbeat_at and lease_expires_at. A claim is one UPDATE ... WHERE id = (SELECT ...)
 // RETURNING that sets the owner, bumps the attempt and computes the
 // deadline in SQL, after the write lock is taken (a deadline computed
 // before waiting for the lock could be stale by the time it is written).
@@ -26,8 +26,8 @@ import (
 // one schedule of KeepLease, which cancels their work when a lease is lost.
 
 // DefaultLeaseTTL is the one default lease of every queue (jobs, thumbnails,
-// cleanups, WAL checkpoints, plans and actions): how long a claimed row
-// stays claimed without a heartbeat. Holders renew it every third of it
+// cleanups, WAL checkpoints, purges, plans and actions): how long a claimed
+// row stays claimed without a heartbeat. Holders renew it every third of it
 // (KeepLease), so two renewals in a row may fail before it ends, and a
 // dead holder's work is taken up again within two minutes.
 const DefaultLeaseTTL = 120 * time.Second
@@ -229,7 +229,7 @@ func KeepLease(ctx context.Context, every time.Duration, cancel context.CancelCa
 // Queues lists the queues whose rows RecoverDead recovers. The actions are
 // not among them: what a dead run left of a plan is reconciled with the
 // disk first (ReconcileCandidates), never merely released.
-var Queues = []*Queue{QueueJobs, QueueThumbs, QueueCleanups, QueueWAL}
+var Queues = []*Queue{QueueJobs, QueueThumbs, QueueCleanups, QueueWAL, QueuePurge}
 
 // RecoverDead recovers at once, the way each queue does it, the rows held
 // by workers that dead says are gone (processes of this host that were

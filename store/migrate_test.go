@@ -182,6 +182,7 @@ var landed = map[string]string{
 	"0007_repair_edited.sql":          "a5653b92a5e97754ade5ce4d246199f75995487e271f5b325a15da879c7b8bdb",
 	"0008_read_retry.sql":             "f64c0ae38baa259e6d7a3fbba0695c3a847f1aa09cd2afc10d59d18330c3f83f",
 	"0009_watch_note.sql":             "5558fb7e60c8c4262dc9fbec234128259801a5a73376528e006b98046006d136",
+	"0010_purge_missing.sql":          "9e0c31c276ee0d7daff67122ba5df0fa2bdb66e40c550c4f6a8bad940fb3bb2d",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

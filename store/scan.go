@@ -99,20 +99,22 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 		{&b.insFolder, `INSERT INTO folders (root_id, parent_id, path, error, first_seen_at, last_seen_at, listing_sig)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
 			ON CONFLICT (path) DO UPDATE SET root_id = excluded.root_id, parent_id = excluded.parent_id,
-				missing = 0, error = excluded.error, last_seen_at = excluded.last_seen_at,
+				missing = 0, missing_since = NULL, error = excluded.error, last_seen_at = excluded.last_seen_at,
 				listing_sig = excluded.listing_sig
 			RETURNING id`},
-		{&b.updFolder, `UPDATE folders SET root_id = ?2, parent_id = ?3, missing = 0, error = ?4,
+		{&b.updFolder, `UPDATE folders SET root_id = ?2, parent_id = ?3, missing = 0, missing_since = NULL, error = ?4,
 			last_seen_at = ?5, listing_sig = ?6 WHERE id = ?1`},
 		{&b.insFile, insFileHead + fileRowParams},
 		{&b.updChanged, `UPDATE files SET root_id = ?2, size = ?3, mtime_ns = ?4, dev = ?5, ino = ?6, nlink = ?7,
 			hash_status = ?9, prefix_hash = ?10, hash_algo = ?11, content_hash = ?12,
-			error = NULL, read_failures = 0, retry_after = NULL, missing = 0, last_seen_at = ?8 WHERE id = ?1`},
-		{&b.updSeen, `UPDATE files SET root_id = ?2, nlink = ?3, missing = 0, last_seen_at = ?4 WHERE id = ?1`},
-		{&b.missFile, `UPDATE files SET missing = 1 WHERE id = ? AND missing = 0`},
-		{&b.missFolders, `UPDATE folders SET missing = 1, listing_sig = NULL
+			error = NULL, read_failures = 0, retry_after = NULL, missing = 0, missing_since = NULL, last_seen_at = ?8
+			WHERE id = ?1`},
+		{&b.updSeen, `UPDATE files SET root_id = ?2, nlink = ?3, missing = 0, missing_since = NULL, last_seen_at = ?4
+			WHERE id = ?1`},
+		{&b.missFile, `UPDATE files SET missing = 1, missing_since = ` + nowSQL + ` WHERE id = ? AND missing = 0`},
+		{&b.missFolders, `UPDATE folders SET missing = 1, missing_since = ` + nowSQL + `, listing_sig = NULL
 			WHERE (path = ?1 OR (path > ?2 AND path < ?3)) AND missing = 0`},
-		{&b.missFilesIn, `UPDATE files SET missing = 1 WHERE missing = 0 AND folder_id IN
+		{&b.missFilesIn, `UPDATE files SET missing = 1, missing_since = ` + nowSQL + ` WHERE missing = 0 AND folder_id IN
 			(SELECT id FROM folders WHERE path = ?1 OR (path > ?2 AND path < ?3))`},
 	}
 	bulk, err := tx.bulkOn()
