@@ -117,12 +117,16 @@ type RootLister interface {
 	Roots(ctx context.Context) ([]store.Root, error)
 }
 
-// MaintIndex is what the Maintainer uses: the WAL checkpoint jobs
-// (*store.Maint has them).
+// MaintIndex is what the Maintainer uses: the WAL checkpoint jobs and the
+// purges of missing rows (*store.Maint has them).
 type MaintIndex interface {
 	ClaimWAL(ctx context.Context, owner string, ttl time.Duration) (store.WALJob, error)
 	EnqueueWAL(ctx context.Context, mode, reason string, delay time.Duration) (bool, error)
 	FinishWAL(ctx context.Context, j store.WALJob, c store.Checkpoint, runErr error) error
 	RunCheckpoint(ctx context.Context, mode string) (store.Checkpoint, error)
 	WALSize() (int64, error)
+	EnqueuePurge(ctx context.Context, keep time.Duration) (bool, error)
+	ClaimPurge(ctx context.Context, owner string, ttl time.Duration) (store.PurgeJob, error)
+	PurgeBatch(ctx context.Context, j store.PurgeJob, limit int) (files, folders int64, err error)
+	FinishPurge(ctx context.Context, j store.PurgeJob, runErr error) error
 }

@@ -21,6 +21,17 @@ type MaintainConfig struct {
 	// LeaseTTL is how long a claimed job stays claimed (default
 	// store.DefaultLeaseTTL).
 	LeaseTTL time.Duration
+	// KeepMissing is how long the row of a deleted file or folder is kept
+	// before it is purged (default store.DefaultKeepMissing); NoPurge
+	// keeps them all.
+	KeepMissing time.Duration
+	NoPurge     bool
+	// PurgeEvery is how often rows due for a purge are looked for
+	// (default 1 min).
+	PurgeEvery time.Duration
+	// PurgeBatch is how many rows one purge transaction deletes at most
+	// (default 500).
+	PurgeBatch int
 	// Warn receives problems that do not stop the run. May be nil.
 	Warn func(msg string)
 }
@@ -37,6 +48,15 @@ func (c MaintainConfig) withDefaults() MaintainConfig {
 	}
 	if c.LeaseTTL <= 0 {
 		c.LeaseTTL = store.DefaultLeaseTTL
+	}
+	if c.KeepMissing <= 0 {
+		c.KeepMissing = store.DefaultKeepMissing
+	}
+	if c.PurgeEvery <= 0 {
+		c.PurgeEvery = time.Minute
+	}
+	if c.PurgeBatch <= 0 {
+		c.PurgeBatch = 500
 	}
 	if c.Warn == nil {
 		c.Warn = func(string) {}
@@ -55,11 +75,18 @@ func (c MaintainConfig) withDefaults() MaintainConfig {
 // it busy its job is retried with a backoff, and writers are stalled for
 // at most that timeout at a time. Jobs are claimed under a lease like any
 // other (a stale one goes back to retryable).
+//
+// It also purges the rows of files and folders missing for longer than
+// KeepMissing: it queues a purge job when rows are due, and runs the job
+// a batch per Step, each batch fenced by the job's lease (which the batch
+// renews), so WAL checkpoints and other writers take turns with it.
 type Maintainer struct {
 	db        MaintIndex
 	cfg       MaintainConfig
 	owner     string
 	scheduled time.Time
+	purgedAt  time.Time       // when rows due for a purge were last looked for
+	purge     *store.PurgeJob // the purge job held, if any
 }
 
 // NewMaintainer returns a Maintainer of db.
@@ -75,7 +102,7 @@ func (m *Maintainer) Serve(ctx context.Context) error {
 		for {
 			ran, err := m.Step(ctx)
 			if err != nil && ctx.Err() == nil {
-				m.cfg.Warn(fmt.Sprintf("WAL maintenance: %v", err))
+				m.cfg.Warn(fmt.Sprintf("index maintenance: %v", err))
 			}
 			if !ran || err != nil {
 				break
@@ -89,9 +116,65 @@ func (m *Maintainer) Serve(ctx context.Context) error {
 	}
 }
 
-// Step queues what is due and runs at most one due job. It reports whether
-// it ran one.
+// Step queues what is due and runs at most one due WAL job, or else one
+// batch of a purge. It reports whether it ran one.
 func (m *Maintainer) Step(ctx context.Context) (bool, error) {
+	ran, err := m.stepWAL(ctx)
+	if ran || err != nil {
+		return ran, err
+	}
+	return m.stepPurge(ctx)
+}
+
+// stepPurge runs one batch of the purge job it holds, or of one it claims
+// (queued first when rows are due and PurgeEvery has passed). A batch that
+// deletes nothing ends the job.
+func (m *Maintainer) stepPurge(ctx context.Context) (bool, error) {
+	if m.cfg.NoPurge {
+		return false, nil
+	}
+	if m.purge == nil {
+		if time.Since(m.purgedAt) >= m.cfg.PurgeEvery {
+			if _, err := m.db.EnqueuePurge(ctx, m.cfg.KeepMissing); err != nil {
+				return false, err
+			}
+			m.purgedAt = time.Now()
+		}
+		j, err := m.db.ClaimPurge(ctx, m.owner, m.cfg.LeaseTTL)
+		if errors.Is(err, store.ErrNotFound) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		m.purge = &j
+	}
+	j := *m.purge
+	files, folders, err := m.db.PurgeBatch(ctx, j, m.cfg.PurgeBatch)
+	switch {
+	case errors.Is(err, store.ErrLeaseLost):
+		m.purge = nil // another worker holds it now, and goes on with it
+		return true, nil
+	case err != nil:
+		m.purge = nil
+		if ferr := m.db.FinishPurge(context.WithoutCancel(ctx), j, err); ferr != nil && !errors.Is(ferr, store.ErrLeaseLost) {
+			return true, ferr
+		}
+		return true, err
+	case files+folders > 0:
+		return true, nil
+	}
+	m.purge = nil
+	err = m.db.FinishPurge(ctx, j, nil)
+	if errors.Is(err, store.ErrLeaseLost) {
+		err = nil
+	}
+	return true, err
+}
+
+// stepWAL queues the checkpoint that is due and runs at most one due WAL
+// job. It reports whether it ran one.
+func (m *Maintainer) stepWAL(ctx context.Context) (bool, error) {
 	size, err := m.db.WALSize()
 	if err != nil {
 		return false, err
