@@ -126,6 +126,18 @@ func (m *Maintainer) Step(ctx context.Context) (bool, error) {
 	return m.stepPurge(ctx)
 }
 
+// PurgeDue purges now, to the end, the rows due for a purge (a run of
+// index that ends before the schedule comes round).
+func (m *Maintainer) PurgeDue(ctx context.Context) error {
+	m.purgedAt = time.Time{}
+	for {
+		ran, err := m.stepPurge(ctx)
+		if err != nil || !ran {
+			return err
+		}
+	}
+}
+
 // stepPurge runs one batch of the purge job it holds, or of one it claims
 // (queued first when rows are due and PurgeEvery has passed). A batch that
 // deletes nothing ends the job.
