@@ -35,6 +35,7 @@ type indexerOptions struct {
 	Rotational      string // auto, yes or no
 	MaxHashesPerSec float64
 	MaxBytesPerSec  int64
+	KeepMissing     string // a duration; 0: never purge
 	ReadLog         string // hidden, for tests
 }
 
@@ -70,13 +71,14 @@ func indexerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "rotational", Usage: "which disks spin, so their large files are read one at a time: auto (as /sys says; virtual disks do not), yes (all) or no (none)", Value: "auto"},
 		&cli.Float64Flag{Name: "max-hashes-per-sec", Usage: "open at most N files per second for hashing (0: no limit)"},
 		&cli.Int64Flag{Name: "max-bytes-per-sec", Usage: "read at most N bytes per second for hashing (0: no limit)"},
+		&cli.StringFlag{Name: "keep-missing", Value: "1h", Usage: "keep the index rows of deleted files and folders `DUR` (e.g. 30m, 24h) before purging them (0: never purge)"},
 		&cli.StringFlag{Name: "read-log", Usage: "append a line per file read for hashing to `FILE` (for tests)", Hidden: true},
 	}
 }
 
 func indexerOptionsFrom(c *cli.Context) indexerOptions {
 	return indexerOptions{Workers: c.Int("workers"), IODepth: c.Int("io-depth"), Rotational: c.String("rotational"), MaxHashesPerSec: c.Float64("max-hashes-per-sec"),
-		MaxBytesPerSec: c.Int64("max-bytes-per-sec"), ReadLog: c.String("read-log")}
+		MaxBytesPerSec: c.Int64("max-bytes-per-sec"), KeepMissing: c.String("keep-missing"), ReadLog: c.String("read-log")}
 }
 
 // validate checks the options without opening anything.
@@ -94,7 +96,27 @@ func (o indexerOptions) validate() error {
 	if _, err := indexer.ParseRotational(o.Rotational); err != nil {
 		return usageErrorf("--rotational: %v", err)
 	}
-	return nil
+	_, err := o.maintain(indexer.MaintainConfig{})
+	return err
+}
+
+// maintain sets the purge of missing rows in cfg from --keep-missing: a
+// duration, 0 for no purge; unset, the default grace.
+func (o indexerOptions) maintain(cfg indexer.MaintainConfig) (indexer.MaintainConfig, error) {
+	if o.KeepMissing == "" {
+		return cfg, nil
+	}
+	d, err := time.ParseDuration(o.KeepMissing)
+	switch {
+	case err != nil:
+		return cfg, usageErrorf("--keep-missing %q: want a duration such as 1h or 30m (0: never purge)", o.KeepMissing)
+	case d < 0:
+		return cfg, usageErrorf("--keep-missing %s must not be negative", o.KeepMissing)
+	case d == 0:
+		cfg.NoPurge = true
+	}
+	cfg.KeepMissing = d
+	return cfg, nil
 }
 
 // config turns the options into an indexer.Config; close releases what it
@@ -184,7 +206,11 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		cfg.Warn, cfg.Notice = con.Warn, con.Warn
 		cfg.Walking = gcWalking
 		start := time.Now()
-		stopMaint := startMaintainer(ctx, db, indexer.MaintainConfig{Warn: con.Warn})
+		mcfg, err := opts.Indexer.maintain(indexer.MaintainConfig{Warn: con.Warn})
+		if err != nil {
+			return err
+		}
+		stopMaint := startMaintainer(ctx, db, mcfg)
 		stopShow := con.show(indexSampler(cfg.Progress))
 		if opts.Watch {
 			err = indexAndWatch(ctx, con, db, cfg, &opts.WatchOpts, 0, nil, stopShow)
@@ -193,6 +219,11 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		}
 		stopShow()
 		stopMaint()
+		if err == nil && !opts.Watch {
+			// The scans are over: the rows of files deleted for longer
+			// than the grace go now rather than at a later run's schedule.
+			err = indexer.NewMaintainer(db.Maint(), mcfg).PurgeDue(ctx)
+		}
 		if err != nil {
 			return err
 		}
@@ -276,8 +307,9 @@ func indexSampler(p *indexer.Progress) func() sample {
 	}
 }
 
-// startMaintainer keeps the WAL bounded while a command runs; the returned
-// func stops it and waits for it.
+// startMaintainer keeps the WAL bounded, and purges the rows of files
+// missing past the grace, while a command runs; the returned func stops it
+// and waits for it.
 func startMaintainer(ctx context.Context, db *store.DB, cfg indexer.MaintainConfig) (stop func()) {
 	ctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})

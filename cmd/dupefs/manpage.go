@@ -140,6 +140,8 @@ following changes on disk as a mount does, until Ctrl-C or SIGTERM (exit
 130). --hash applies to a new index only. --max-hashes-per-sec and
 --max-bytes-per-sec bound the reads of hashing. How the reads are spread over
 the disk (--workers, --io-depth, --rotational): see READING THE DISK.
+--keep-missing (index and mount) is how long the rows of deleted files and
+folders are kept before they are purged: see THE INDEX.
 `,
 	"groups": `Ties in the order of groups go to the larger total size, as fclones orders
 them. In text, json and csv file_hash is the bare hex digest, and an escaped
@@ -176,8 +178,9 @@ queued, failed, groups, group_files, wasted_bytes, folder_groups,
 folder_wasted_bytes, folders_pending, unscanned_roots, running_jobs,
 waiting_jobs, state, hash_up_to_date and the index's counters), roots (path,
 files, folders, bytes, last_scan, follow_symlinks, one_file_system,
-excludes), active_jobs, thumbnails (pending, running, ready, failed) and wal
-(bytes, last_job).
+excludes), active_jobs, thumbnails (pending, running, ready, failed), wal
+(bytes, last_job) and purge (keep_missing_seconds, missing_files, due_files,
+due_folders, last_job).
 `,
 	"jobs": `The scan and hash jobs, newest first: kind, status, root, attempt, worker,
 lease, progress, creation and error; ROOT is - for a hash job, which covers
@@ -511,8 +514,13 @@ a killed one is read again whole.
 dupefs checkpoints the WAL on a schedule and whenever it passes 64 MiB; when
 readers hold it, a TRUNCATE checkpoint waits at most 200 ms at a time (so
 writers never stall) and is retried with a backoff until the WAL is back
-under the bound. SIGINT or SIGTERM ends index with exit 130 at any moment,
-with nothing half-written; mount exits 130 once it has unmounted.
+under the bound. The row of a deleted file or folder is kept for
+--keep-missing (default 1h; 0 keeps every one), so a file that comes back
+is not read again, then purged by a job in batches of 500 rows, each fenced
+by its lease; a file an action refers to while it is under way or done (it
+can be undone) is kept, as is every row of a root a scan is working on.
+status counts the rows that wait. SIGINT or SIGTERM ends index with exit
+130 at any moment, with nothing half-written; mount exits 130 once it has unmounted.
 .SH READING THE DISK
 --workers (default: the CPUs) folder readers and hashers. While their data
 is not in the page cache, the walk asks the kernel for the reads of the next

@@ -139,6 +139,9 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		if err != nil {
 			return err
 		}
+		if mcfg, err = opts.Indexer.maintain(mcfg); err != nil {
+			return err
+		}
 		var th *indexer.Thumbnailer
 		if !db.ReadOnly() {
 			if th, err = indexer.NewThumbnailer(indexer.ThumbIndexOf(db), tcfg); err != nil {

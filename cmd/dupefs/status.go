@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"strconv"
+	"strings"
 	"text/tabwriter"
 	"time"
 
@@ -65,6 +66,7 @@ type statusJSON struct {
 	Jobs   []jobJSON    `json:"active_jobs"`
 	Thumbs thumbsJSON   `json:"thumbnails"`
 	WAL    walJSON      `json:"wal"`
+	Purge  purgeJSON    `json:"purge"`
 	active []store.Job
 }
 
@@ -82,6 +84,25 @@ type thumbsJSON struct {
 	Running int64 `json:"running"`
 	Ready   int64 `json:"ready"`
 	Failed  int64 `json:"failed"`
+}
+
+// purgeJSON is what waits for a purge of the rows of deleted files and
+// folders, with the grace of the last purge (the default when none ran).
+type purgeJSON struct {
+	KeepMissingSeconds int64         `json:"keep_missing_seconds"`
+	MissingFiles       int64         `json:"missing_files"`
+	DueFiles           int64         `json:"due_files"`
+	DueFolders         int64         `json:"due_folders"`
+	LastJob            *purgeJobJSON `json:"last_job"`
+}
+
+type purgeJobJSON struct {
+	ID         int64   `json:"id"`
+	Status     string  `json:"status"`
+	Files      int64   `json:"files_purged"`
+	Folders    int64   `json:"folders_purged"`
+	ErrorCode  string  `json:"error_code,omitempty"`
+	FinishedAt *string `json:"finished_at"`
 }
 
 // walJSON is the size of the WAL and the last maintenance job.
@@ -141,6 +162,20 @@ func buildStatus(ctx context.Context, db *store.DB) (statusJSON, error) {
 			RetryCount: j.RetryCount, Busy: j.Busy, LogFrames: j.LogFrames, Checkpointed: j.Checkpointed,
 			ErrorCode: j.ErrorCode, FinishedAt: jsonTime(j.FinishedAt)}
 	}
+	w, err := db.Maint().PurgeWaiting(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.Purge = purgeJSON{KeepMissingSeconds: int64(w.KeepMissing / time.Second), MissingFiles: w.Missing,
+		DueFiles: w.Due, DueFolders: w.Folders}
+	pj, err := db.Maint().PurgeJobs(ctx, 1)
+	if err != nil {
+		return s, err
+	}
+	for _, j := range pj {
+		s.Purge.LastJob = &purgeJobJSON{ID: j.ID, Status: j.Status, Files: j.Files, Folders: j.Folders,
+			ErrorCode: j.ErrorCode, FinishedAt: jsonTime(j.FinishedAt)}
+	}
 	return s, nil
 }
 
@@ -168,6 +203,10 @@ func runStatus(ctx context.Context, g globalOptions, opts statusOptions, stdout,
 		if t.Missing > 0 {
 			fmt.Fprintf(tw, "missing:\t%s (gone since indexed)\n", count(t.Missing))
 		}
+		if p := s.Purge; p.DueFiles > 0 || p.DueFolders > 0 {
+			fmt.Fprintf(tw, "purge:\t%s files and %s folders missing for over %s wait to be purged\n",
+				count(p.DueFiles), count(p.DueFolders), shortDuration(time.Duration(p.KeepMissingSeconds)*time.Second))
+		}
 		fmt.Fprintf(tw, "groups:\t%s, %s paths, %s in extra copies\n", count(t.Groups), count(t.GroupFiles), humanBytes(t.WastedBytes))
 		fmt.Fprintf(tw, "folder groups:\t%s, %s in extra copies (dupefs folders)\n", count(t.FolderGroups), humanBytes(t.FolderWasted))
 		fmt.Fprintf(tw, "state:\t%s\n", describeState(t))
@@ -189,6 +228,18 @@ func runStatus(ctx context.Context, g globalOptions, opts statusOptions, stdout,
 		}
 		return tw.Flush()
 	})
+}
+
+// shortDuration is d without its zero minutes and seconds: 1h, 1h30m, 45s.
+func shortDuration(d time.Duration) string {
+	t := d.String()
+	if strings.HasSuffix(t, "m0s") {
+		t = strings.TrimSuffix(t, "0s")
+	}
+	if strings.HasSuffix(t, "h0m") {
+		t = strings.TrimSuffix(t, "0m")
+	}
+	return t
 }
 
 // describeState says what state the index is in, and what to do.

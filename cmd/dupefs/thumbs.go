@@ -148,6 +148,9 @@ func runThumbs(ctx context.Context, g globalOptions, opts thumbsOptions, stdout,
 	if err != nil {
 		return err
 	}
+	// The grace of the rows of deleted files is the indexers' to set
+	// (--keep-missing of index and mount): making thumbnails purges none.
+	mcfg.NoPurge = true
 	return withIndex(ctx, g, openOpts{mustExist: true}, func(db *store.DB) error {
 		th, err := indexer.NewThumbnailer(indexer.ThumbIndexOf(db), cfg)
 		if err != nil {
