@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // The unit files pass systemd-analyze verify (as a user unit and a system
@@ -98,9 +100,7 @@ func TestNotifySocket(t *testing.T) {
 // mount(8) with an fstab-style source runs dupefs as mount.fuse does,
 // returns once the view answers, and umount ends the background process.
 func TestMountHelper(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("mount(8) needs root: run the tests as root (CI does)")
-	}
+	testenv.NeedFUSE(t)
 	for _, form := range []string{"fuse", "fuse.dupefs"} {
 		t.Run(form, func(t *testing.T) {
 			base := t.TempDir()

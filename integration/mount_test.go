@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // isMounted reports whether mountinfo shows a dupefs mount at dir.
@@ -59,9 +61,7 @@ func startMount(tb testing.TB, db, mnt string, args ...string) *mountProc {
 // startMountEnv is startMount with extra environment variables.
 func startMountEnv(tb testing.TB, env []string, db, mnt string, args ...string) *mountProc {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("the mount tests mount with mount(2): run them as root (CI does)")
-	}
+	testenv.NeedFUSE(tb)
 	p := &mountProc{stderr: &bytes.Buffer{}, done: make(chan struct{}), mnt: mnt}
 	mountLogs[mnt] = p.stderr
 	p.cmd = exec.Command(bin, append([]string{"--db", db, "mount", mnt}, args...)...)

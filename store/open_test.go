@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/migrations"
 )
 
@@ -19,9 +20,7 @@ import (
 // it; the mount goes away with the test, even when it fails.
 func roBind(t *testing.T, dir string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test bind-mounts a folder read-only: run it as root (CI does)")
-	}
+	testenv.NeedRoot(t, "bind-mounts a folder read-only")
 	ro := filepath.Join(t.TempDir(), "ro")
 	if err := os.Mkdir(ro, 0o755); err != nil {
 		t.Fatal(err)
