@@ -181,6 +181,8 @@ func TestHashRunReadsOneLargeFileAtATimePerRotatingDisk(t *testing.T) {
 				n := inRead.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
+				// Each read is held open a while, so that reads the
+				// job would overlap do overlap: what is counted.
 				time.Sleep(30 * time.Millisecond)
 				inRead.Add(-1)
 			}

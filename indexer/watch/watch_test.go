@@ -59,7 +59,7 @@ func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixt
 	go func() { w.Run(ctx); close(done) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		testenv.Recv(t, done, 30*time.Second, "the watcher to stop once cancelled")
 		w.Close()
 		db.Close()
 	})
