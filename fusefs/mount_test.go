@@ -169,13 +169,7 @@ func (t *testFS) names(rel string) []string {
 // eventually polls cond for a few seconds.
 func eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("after 5s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(tb, 5*time.Second, what, cond)
 }
 
 // dirents reads a folder with getdents64 and a small buffer, returning

@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/migrations"
@@ -165,7 +166,7 @@ func TestOpeningANewIndexAtOnce(t *testing.T) {
 			errs <- err
 		})
 	}
-	wg.Wait()
+	testenv.Returns(t, time.Minute, "eight opens of a new index", wg.Wait)
 	close(errs)
 	for err := range errs {
 		if err != nil {
