@@ -88,7 +88,7 @@ func TestNotifySocket(t *testing.T) {
 	if msg := next("STOPPING=1"); !strings.Contains(msg, "STOPPING=1") {
 		t.Errorf("on SIGTERM: %q, want STOPPING=1", msg)
 	}
-	<-p.done
+	p.wait(t, 10*time.Second, "SIGTERM")
 	if code := p.cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("exit %d, want 130", code)
 	}
