@@ -75,13 +75,6 @@ type walker struct {
 	dupefs   map[string]bool // mount points of dupefs mounts
 }
 
-func (w *walker) abs(rel string) string {
-	if rel == "" {
-		return w.root.Path
-	}
-	return store.JoinPath(w.root.Path, rel)
-}
-
 func joinRel(rel, name string) string {
 	if rel == "" {
 		return name
