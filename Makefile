@@ -30,6 +30,7 @@ build:
 
 # Every test: unit tests, the end-to-end tests in integration/ (they build
 # the binary) and the FUSE tests, which mount for real (root, /dev/fuse).
+# Run by another user, the tests that need root skip, saying why.
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
