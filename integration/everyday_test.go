@@ -273,19 +273,26 @@ func TestInstallAndDeb(t *testing.T) {
 			t.Errorf("dpkg -I lacks %q:\n%s", s, info)
 		}
 	}
-	// Into a scratch root: installed, working, removed whole.
+	// Into a scratch root: installed, working, removed whole. dpkg wants
+	// ldconfig and start-stop-daemon on PATH even then: a user's PATH
+	// lacks the sbin folders.
+	dpkg := func(args ...string) *exec.Cmd {
+		cmd := exec.Command("dpkg", args...)
+		cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/local/sbin:/usr/sbin:/sbin")
+		return cmd
+	}
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "var/lib/dpkg/info"), 0o755)
 	os.MkdirAll(filepath.Join(root, "var/lib/dpkg/updates"), 0o755)
 	os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), nil, 0o644)
-	if out, err := exec.Command("dpkg", "--root="+root, "--force-depends", "--force-not-root", "-i", deb).CombinedOutput(); err != nil {
+	if out, err := dpkg("--root="+root, "--force-depends", "--force-not-root", "-i", deb).CombinedOutput(); err != nil {
 		t.Fatalf("dpkg -i: %v\n%s", err, out)
 	}
 	ver, err := exec.Command(filepath.Join(root, "usr/bin/dupefs"), "--version").Output()
 	if err != nil || !strings.HasPrefix(string(ver), "dupefs version ") || !strings.Contains(string(ver), "commit ") {
 		t.Errorf("dupefs --version: %q %v", ver, err)
 	}
-	if out, err := exec.Command("dpkg", "--root="+root, "--force-not-root", "-r", "dupefs").CombinedOutput(); err != nil {
+	if out, err := dpkg("--root="+root, "--force-not-root", "-r", "dupefs").CombinedOutput(); err != nil {
 		t.Fatalf("dpkg -r: %v\n%s", err, out)
 	}
 	var left []string

@@ -142,6 +142,7 @@ func TestThreeIndexesAtOnceOnANewIndex(t *testing.T) {
 // The read commands work on an index on a read-only file system: status,
 // groups, check, jobs, root ls, and a mount that only serves it.
 func TestReadCommandsOnAReadOnlyIndex(t *testing.T) {
+	testenv.NeedRoot(t, "bind-mounts the index's folder read-only")
 	base := t.TempDir()
 	dir := filepath.Join(base, "tree")
 	os.MkdirAll(dir, 0o755)
