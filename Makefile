@@ -16,6 +16,9 @@ FISHDIR ?= $(PREFIX)/share/fish/vendor_completions.d
 UNITDIR ?= $(PREFIX)/lib/systemd
 DIST    := cmd/dupefs/dist
 ARCH    ?= $(shell dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH)
+# staticcheck at a fixed version, run with go run: fetched once through the
+# module proxy, and no tool line in go.mod.
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
 .PHONY: all build test test-race bench lint install deb clean
 
@@ -27,6 +30,7 @@ build:
 
 # Every test: unit tests, the end-to-end tests in integration/ (they build
 # the binary) and the FUSE tests, which mount for real (root, /dev/fuse).
+# Run by another user, the tests that need root skip, saying why.
 test:
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 25m ./...
@@ -39,9 +43,12 @@ test-race:
 bench: build
 	./integration/bench/bench.sh
 
+# gofmt, vet, staticcheck, and go.mod and go.sum as go mod tidy leaves them.
 lint:
 	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
+	$(GO) run $(STATICCHECK) ./...
+	$(GO) mod tidy -diff
 
 # The binary, the man page, the completions of bash, zsh and fish, and the
 # systemd units (user and system), under $(DESTDIR)$(PREFIX).

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -60,12 +61,7 @@ func mountWith(tb testing.TB, cfg Config) *testFS {
 // for a test that watches what the view reads.
 func mountWrapped(tb testing.TB, cfg Config, wrap func(Index) Index) *testFS {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Fatal("the FUSE tests mount with mount(2): run them as root (CI does)")
-	}
-	if _, err := os.Stat("/dev/fuse"); err != nil {
-		tb.Fatalf("no /dev/fuse: %v", err)
-	}
+	testenv.NeedFUSE(tb)
 	dir := tb.TempDir() // registered first, so removed after the unmount
 	db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(dir, "index.db")})
 	if err != nil {
@@ -174,13 +170,7 @@ func (t *testFS) names(rel string) []string {
 // eventually polls cond for a few seconds.
 func eventually(tb testing.TB, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("after 5s: %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(tb, 5*time.Second, what, cond)
 }
 
 // dirents reads a folder with getdents64 and a small buffer, returning

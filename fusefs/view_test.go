@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -292,12 +293,8 @@ func TestWalkAfterListingLooksUpNoFolder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for deadline := time.Now().Add(10 * time.Second); tf.fs.appliedSeq.Load() < seq; {
-		if time.Now().After(deadline) {
-			t.Fatal("the watcher did not apply the changes")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.Eventually(t, 10*time.Second, "the watcher to apply the changes",
+		func() bool { return tf.fs.appliedSeq.Load() >= seq })
 	for _, top := range []struct {
 		dir     string
 		entries int // in each of its folders

@@ -16,14 +16,22 @@ import (
 	"github.com/dupefs/dupefs/store/naming"
 )
 
-// waitEarly waits until the early reads of ix have read every set they
-// were given.
-func waitEarly(ix *Indexer) {
+// waitEarly waits (30 s at most) until the early reads of ix have read
+// every set they were given. It is called from the indexer's hooks, off
+// the test's goroutine: past the deadline it marks the test failed and
+// returns, and the test goes on to fail.
+func waitEarly(tb testing.TB, ix *Indexer) {
+	tb.Helper()
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ix.early.mu.Lock()
-		idle := len(ix.early.queue) == 0 && ix.early.running == 0
+		queued, running := len(ix.early.queue), ix.early.running
 		ix.early.mu.Unlock()
-		if idle {
+		if queued == 0 && running == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			tb.Errorf("the early reads are not done after 30 s: %d sets queued, %d running", queued, running)
 			return
 		}
 		time.Sleep(time.Millisecond)
@@ -61,7 +69,7 @@ func TestEarlyReadsComeBeforeTheHashJob(t *testing.T) {
 		if stage == "hash" {
 			// A tiny index's last write is quick: let the early reads
 			// read everything before the job stops them.
-			waitEarly(ix)
+			waitEarly(t, ix)
 		}
 		if stage == "open" {
 			mu.Lock()
@@ -131,7 +139,7 @@ func TestEarlySumsAreForTheFileRead(t *testing.T) {
 		t.Fatal(err)
 	}
 	early.start(context.Background(), ix, naming.DefaultHash)
-	waitEarly(ix)
+	waitEarly(t, ix)
 	sums := early.stop(naming.DefaultHash)
 	h := naming.NewHash(naming.DefaultHash)
 	h.Write([]byte(content))
@@ -153,7 +161,7 @@ func TestEarlySumsAreForTheFileRead(t *testing.T) {
 		early.note(p, f, 42)
 	}
 	early.start(context.Background(), ix, naming.DefaultHash)
-	waitEarly(ix)
+	waitEarly(t, ix)
 	if sums := early.stop("blake3"); sums != nil {
 		t.Errorf("sums given for another algorithm: %d", len(sums))
 	}

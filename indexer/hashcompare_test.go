@@ -149,7 +149,7 @@ func setMemberChanged(t *testing.T) {
 	var changed string
 	ix.hook = func(stage, path string) {
 		if stage == "hash" {
-			waitEarly(ix)
+			waitEarly(t, ix)
 		}
 		if stage != "read" {
 			return

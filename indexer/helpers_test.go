@@ -10,9 +10,20 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/dupefs/dupefs/store"
 )
+
+// fakeClock stops the store's clock (lease deadlines, retry_after) for the
+// test; Advance moves it. The indexer's own timers still run on the wall
+// clock.
+func fakeClock(tb testing.TB) *store.FakeClock {
+	tb.Helper()
+	c := store.NewFakeClock(time.Now())
+	tb.Cleanup(store.SetClock(c.Now))
+	return c
+}
 
 // tree writes files under dir: path -> content. A content of "->target"
 // makes a symlink, "=>other" a hard link to the file other.

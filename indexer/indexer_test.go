@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -139,10 +140,8 @@ func TestFileChangedWhileHashedIsNotRecorded(t *testing.T) {
 	go func() { done <- ix.Run(ctx) }()
 	// Once 1.5 MiB of the 4 are read, neither whole read is complete:
 	// change both files (differently) under the readers.
-	deadline := time.Now().Add(30 * time.Second)
-	for ix.cfg.Progress.BytesRead.Load() < 3<<19 && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.Eventually(t, 30*time.Second, "1.5 MiB read by the hash job",
+		func() bool { return ix.cfg.Progress.BytesRead.Load() >= 3<<19 })
 	for p, tail := range map[string]string{"a/x": "1", "b/y": "2"} {
 		f, err := os.OpenFile(filepath.Join(e.dir, p), os.O_WRONLY|os.O_APPEND, 0)
 		if err != nil {
@@ -151,7 +150,7 @@ func TestFileChangedWhileHashedIsNotRecorded(t *testing.T) {
 		f.Write([]byte(tail))
 		f.Close()
 	}
-	if err := <-done; err != nil {
+	if err := testenv.Recv(t, done, time.Minute, "the index run to end"); err != nil {
 		t.Fatal(err)
 	}
 	if g := e.groups(); len(g) != 0 {
@@ -219,11 +218,15 @@ func TestScanResumesFromItsCheckpoint(t *testing.T) {
 	cfg.Progress = p
 	done := make(chan error, 1)
 	go func() { done <- New(IndexOf(e.db), cfg).Run(ctx) }()
-	for p.FoldersSeen.Load() < 30 {
-		time.Sleep(time.Millisecond)
+	// Cancelled once 30 of the 61 folders are seen: the rest take a few
+	// ms, so the poll is tighter than testenv.Eventually's.
+	for deadline := time.Now().Add(30 * time.Second); p.FoldersSeen.Load() < 30; time.Sleep(100 * time.Microsecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the scan saw %d folders in 30 s, want 30", p.FoldersSeen.Load())
+		}
 	}
 	cancel()
-	<-done
+	testenv.Recv(t, done, 30*time.Second, "the cancelled index run to end")
 
 	jobs, _ := e.db.Jobs().ActiveJobs(context.Background())
 	if len(jobs) != 1 || jobs[0].Checkpoint == "" || jobs[0].Status != store.StatusRetryable {

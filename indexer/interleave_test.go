@@ -26,7 +26,7 @@ func (e *env) hookOnce(ix *Indexer, stage, rel string, act func()) {
 	want := filepath.Join(e.dir, rel)
 	ix.hook = func(s, path string) {
 		if s == "hash" {
-			waitEarly(ix)
+			waitEarly(e.tb, ix)
 		}
 		if s == stage && path == want {
 			once.Do(act)

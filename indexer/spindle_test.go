@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -101,6 +102,7 @@ func TestRotatesReadsSysLikeTheKernelWritesIt(t *testing.T) {
 // table shows): the mount holding the file's path names the block device
 // the file system was mounted from, and that one's flag counts.
 func TestRotatesFollowsTheMountTableForAnonymousDevices(t *testing.T) {
+	testenv.NeedRoot(t, "makes a block device node (mknod)")
 	sata := "pci0000:00/0000:00:1f.2/ata1/host0/target0:0:0/0:0:0:0/block/sdb"
 	sys := fakeSys(t, map[string]fakeDev{"8:16": {path: sata, rot: "1"}, "8:17": {path: sata + "/sdb1"}})
 	node := filepath.Join(t.TempDir(), "sdb1")
@@ -179,6 +181,8 @@ func TestHashRunReadsOneLargeFileAtATimePerRotatingDisk(t *testing.T) {
 				n := inRead.Add(1)
 				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
 				}
+				// Each read is held open a while, so that reads the
+				// job would overlap do overlap: what is counted.
 				time.Sleep(30 * time.Millisecond)
 				inRead.Add(-1)
 			}

@@ -34,6 +34,7 @@ func TestMutateDuringIndex(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- New(IndexOf(e.db), cfg).Run(context.Background()) }()
 			ops := 0
+			tooLong := time.After(2 * time.Minute)
 		loop:
 			for {
 				select {
@@ -42,6 +43,8 @@ func TestMutateDuringIndex(t *testing.T) {
 						t.Fatal(err)
 					}
 					break loop
+				case <-tooLong:
+					t.Fatalf("the index run has not ended after 2 minutes (%d changes)", ops)
 				default:
 				}
 				m.step()

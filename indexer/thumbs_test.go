@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -77,12 +78,17 @@ func TestFailedThumbRetriedAfterBackoff(t *testing.T) {
 	e.run()
 	cfg := e.thumbConfig()
 	cfg.FailBackoff = 50 * time.Millisecond
+	clk := fakeClock(t)
 	e.drain(cfg)
 	first, _ := e.thumbOf("a.png")
 	if first.Status != store.ThumbFailed || first.ErrorCount != 1 || first.RetryAfter.IsZero() {
 		t.Fatalf("first try: %+v", first)
 	}
-	time.Sleep(60 * time.Millisecond) // the first backoff is 50ms
+	e.drain(cfg) // the store's clock has not moved: not retried yet
+	if again, _ := e.thumbOf("a.png"); again.Attempt != first.Attempt {
+		t.Fatalf("retried before its retry_after: %+v -> %+v", first, again)
+	}
+	clk.Advance(51 * time.Millisecond) // the first backoff is 50ms
 	e.drain(cfg)
 	second, _ := e.thumbOf("a.png")
 	if second.ErrorCount < 2 || second.Attempt <= first.Attempt {
@@ -143,6 +149,7 @@ func TestStaleThumbLeaseIsRequeued(t *testing.T) {
 	// One worker of another host claims a row and vanishes: its lease
 	// expires. One of a process of this host that is gone is requeued at
 	// once.
+	clk := fakeClock(t)
 	_, lost, err := e.db.Thumbs().ClaimThumb(ctx, "otherhost/1/1/ab", 100*time.Millisecond)
 	if err != nil {
 		t.Fatal(err)
@@ -151,7 +158,7 @@ func TestStaleThumbLeaseIsRequeued(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(150 * time.Millisecond)
+	clk.Advance(101 * time.Millisecond) // the lost worker's lease expires
 	cfg := e.thumbConfig()
 	e.drain(cfg)
 	for _, l := range []store.Lease{lost, dead} {
@@ -317,22 +324,16 @@ func TestServeMakesThumbnailsOfNewGroups(t *testing.T) {
 	go func() { done <- th.Serve(ctx) }()
 	defer func() {
 		cancel()
-		if err := <-done; err != nil {
+		if err := testenv.Recv(t, done, 30*time.Second, "Serve to return once cancelled"); err != nil {
 			t.Error(err)
 		}
 	}()
 	waitReady := func(rel string) {
 		t.Helper()
-		deadline := time.Now().Add(10 * time.Second)
-		for {
-			if row, ok := e.thumbOf(rel); ok && row.Status == store.ThumbReady {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("no thumbnail of %s after 10s", rel)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
+		testenv.Eventually(t, 10*time.Second, "a thumbnail of "+rel, func() bool {
+			row, ok := e.thumbOf(rel)
+			return ok && row.Status == store.ThumbReady
+		})
 	}
 	waitReady("a.png")
 	// A group that appears later is picked up from the change feed.

@@ -76,13 +76,6 @@ type walker struct {
 	dupefs   map[string]bool // mount points of dupefs mounts
 }
 
-func (w *walker) abs(rel string) string {
-	if rel == "" {
-		return w.root.Path
-	}
-	return naming.JoinPath(w.root.Path, rel)
-}
-
 func joinRel(rel, name string) string {
 	if rel == "" {
 		return name

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // A user who named a folder group and a file group of one of its files
@@ -199,7 +201,7 @@ func TestKeptFileEditedBeforeTheEffect(t *testing.T) {
 				})
 				p.cmd.Process.Signal(syscall.SIGCONT)
 				code := waitExit(t, p, 30*time.Second)
-				if err := <-saved; err != nil {
+				if err := testenv.Recv(t, saved, 30*time.Second, "the save, once dupefs let go"); err != nil {
 					t.Fatal(err)
 				}
 				if step == "moved" && op[0] == "link" {

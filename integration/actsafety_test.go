@@ -281,22 +281,7 @@ func waitExit(tb testing.TB, p *bgProc, timeout time.Duration) int {
 // timeout (it is then killed).
 func runFor(tb testing.TB, timeout time.Duration, db string, args ...string) result {
 	tb.Helper()
-	cmd := exec.Command(bin, append([]string{"--db", db}, args...)...)
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	if err := cmd.Start(); err != nil {
-		tb.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	select {
-	case <-exited:
-	case <-time.After(timeout):
-		cmd.Process.Kill()
-		<-exited
-		tb.Fatalf("dupefs %v still ran after %v:\n%s", args, timeout, errb.String())
-	}
-	return result{stdout: out.String(), stderr: errb.String(), code: cmd.ProcessState.ExitCode()}
+	return runIn(tb, timeout, "", db, args...)
 }
 
 // tempFilesLeft lists the files dupefs names .dupefs-*.tmp under dirs.

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/integration/loopfs"
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // A user who indexed their home folder had remove --keep newest keep
@@ -109,6 +110,7 @@ func TestUndoOfLinkRestoresMetadata(t *testing.T) {
 		}
 	})
 	t.Run("an owner not set back is reported", func(t *testing.T) {
+		testenv.NeedRoot(t, "gives the copy to another user and undoes as that user")
 		const nobody = 65534
 		base := t.TempDir()
 		// The user undoing must reach the binary, the tree and the index.
@@ -290,6 +292,7 @@ func TestFIFOAtACopysPath(t *testing.T) {
 // A user whose action failed (the copy's folder read-only) found
 // dupefs' temporary files left beside the copy or in the Trash.
 func TestFailedActionLeavesNoTemporaryFile(t *testing.T) {
+	testenv.NeedRoot(t, "bind-mounts the copy's folder read-only")
 	base := t.TempDir()
 	data := filepath.Join(base, "data")
 	t.Setenv("XDG_DATA_HOME", data)

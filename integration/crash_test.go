@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // dupTree writes a tree of about files files in folders of 20, with many
@@ -153,7 +155,7 @@ func TestKill9AtRandomMomentsThenFinish(t *testing.T) {
 		// Anywhere from the first milliseconds to past a whole run.
 		time.Sleep(time.Duration(rnd.Int63n(int64(full) + int64(full)/4)))
 		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		testenv.WaitCmd(t, cmd, time.Minute)
 		reads += checkReads(t, log, before)
 		if ok := integrityAfterKill(t, db); ok != "ok" {
 			t.Fatalf("after kill %d: integrity_check = %s", i, ok)

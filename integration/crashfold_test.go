@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // manyFolderTree writes leaves folders of two small files each, under
@@ -222,7 +224,7 @@ func killStorm(tb testing.TB, db, dir string, full time.Duration, kills int) {
 		}
 		time.Sleep(time.Duration(rnd.Int63n(int64(full) + int64(full)/4)))
 		cmd.Process.Signal(syscall.SIGKILL)
-		cmd.Wait()
+		testenv.WaitCmd(tb, cmd, time.Minute)
 		if ok := integrityAfterKill(tb, db); ok != "ok" {
 			tb.Fatalf("after kill %d: integrity_check = %s", i, ok)
 		}

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // Exit codes, as the README lists them.
@@ -168,9 +170,7 @@ func TestUnreadableFoldersAndFiles(t *testing.T) {
 }
 
 func TestDiskFull(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("mounting a small tmpfs needs root")
-	}
+	testenv.NeedRoot(t, "mounts a small tmpfs")
 	base := t.TempDir()
 	small := filepath.Join(base, "small")
 	os.Mkdir(small, 0o755)

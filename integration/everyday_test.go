@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // The unit files pass systemd-analyze verify (as a user unit and a system
@@ -86,7 +88,7 @@ func TestNotifySocket(t *testing.T) {
 	if msg := next("STOPPING=1"); !strings.Contains(msg, "STOPPING=1") {
 		t.Errorf("on SIGTERM: %q, want STOPPING=1", msg)
 	}
-	<-p.done
+	p.wait(t, 10*time.Second, "SIGTERM")
 	if code := p.cmd.ProcessState.ExitCode(); code != 130 {
 		t.Errorf("exit %d, want 130", code)
 	}
@@ -98,9 +100,7 @@ func TestNotifySocket(t *testing.T) {
 // mount(8) with an fstab-style source runs dupefs as mount.fuse does,
 // returns once the view answers, and umount ends the background process.
 func TestMountHelper(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Fatal("mount(8) needs root: run the tests as root (CI does)")
-	}
+	testenv.NeedFUSE(t)
 	for _, form := range []string{"fuse", "fuse.dupefs"} {
 		t.Run(form, func(t *testing.T) {
 			base := t.TempDir()
@@ -273,19 +273,26 @@ func TestInstallAndDeb(t *testing.T) {
 			t.Errorf("dpkg -I lacks %q:\n%s", s, info)
 		}
 	}
-	// Into a scratch root: installed, working, removed whole.
+	// Into a scratch root: installed, working, removed whole. dpkg wants
+	// ldconfig and start-stop-daemon on PATH even then: a user's PATH
+	// lacks the sbin folders.
+	dpkg := func(args ...string) *exec.Cmd {
+		cmd := exec.Command("dpkg", args...)
+		cmd.Env = append(os.Environ(), "PATH="+os.Getenv("PATH")+":/usr/local/sbin:/usr/sbin:/sbin")
+		return cmd
+	}
 	root := t.TempDir()
 	os.MkdirAll(filepath.Join(root, "var/lib/dpkg/info"), 0o755)
 	os.MkdirAll(filepath.Join(root, "var/lib/dpkg/updates"), 0o755)
 	os.WriteFile(filepath.Join(root, "var/lib/dpkg/status"), nil, 0o644)
-	if out, err := exec.Command("dpkg", "--root="+root, "--force-depends", "--force-not-root", "-i", deb).CombinedOutput(); err != nil {
+	if out, err := dpkg("--root="+root, "--force-depends", "--force-not-root", "-i", deb).CombinedOutput(); err != nil {
 		t.Fatalf("dpkg -i: %v\n%s", err, out)
 	}
 	ver, err := exec.Command(filepath.Join(root, "usr/bin/dupefs"), "--version").Output()
 	if err != nil || !strings.HasPrefix(string(ver), "dupefs version ") || !strings.Contains(string(ver), "commit ") {
 		t.Errorf("dupefs --version: %q %v", ver, err)
 	}
-	if out, err := exec.Command("dpkg", "--root="+root, "--force-not-root", "-r", "dupefs").CombinedOutput(); err != nil {
+	if out, err := dpkg("--root="+root, "--force-not-root", "-r", "dupefs").CombinedOutput(); err != nil {
 		t.Fatalf("dpkg -r: %v\n%s", err, out)
 	}
 	var left []string

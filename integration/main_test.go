@@ -2,6 +2,7 @@ package integration
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,6 +15,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // bin is the dupefs binary built for the tests.
@@ -59,14 +62,31 @@ func dupefs(tb testing.TB, db string, args ...string) result {
 	return dupefsIn(tb, "", db, args...)
 }
 
+// runTimeout bounds every run of the binary: one that hangs is killed and
+// fails its test, instead of the whole package at go test's -timeout.
+const runTimeout = 10 * time.Minute
+
 // dupefsIn runs the binary in dir (or the test's cwd).
 func dupefsIn(tb testing.TB, dir, db string, args ...string) result {
 	tb.Helper()
-	cmd := exec.Command(bin, append([]string{"--db", db}, args...)...)
+	return runIn(tb, runTimeout, dir, db, args...)
+}
+
+// runIn runs the binary in dir and fails the test if it has not ended
+// within timeout (it is then killed).
+func runIn(tb testing.TB, timeout time.Duration, dir, db string, args ...string) result {
+	tb.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, append([]string{"--db", db}, args...)...)
+	cmd.WaitDelay = 10 * time.Second // a child left holding stdout
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
+	if ctx.Err() != nil {
+		tb.Fatalf("dupefs %v still ran after %v: killed\n%s", args, timeout, errb.String())
+	}
 	r := result{stdout: out.String(), stderr: errb.String()}
 	var ee *exec.ExitError
 	switch {
@@ -196,16 +216,11 @@ func unescape(s string) (string, error) {
 	return b.String(), nil
 }
 
-// waitFor polls cond every 20ms until it holds or the timeout passes.
+// waitFor polls cond until it holds, and fails the test once the timeout
+// has passed.
 func waitFor(tb testing.TB, timeout time.Duration, what string, cond func() bool) {
 	tb.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			tb.Fatalf("timed out after %v waiting for %s", timeout, what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
+	testenv.Eventually(tb, timeout, what, cond)
 }
 
 // bgProc is a dupefs command running in the background.
@@ -244,7 +259,11 @@ func startBackground(tb testing.TB, db string, args ...string) *bgProc {
 		case <-p.done:
 		default:
 			p.cmd.Process.Kill()
-			<-p.done
+			select {
+			case <-p.done:
+			case <-time.After(10 * time.Second):
+				tb.Errorf("dupefs %v still running 10 s after SIGKILL", args)
+			}
 		}
 	})
 	return p

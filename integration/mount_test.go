@@ -12,6 +12,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // isMounted reports whether mountinfo shows a dupefs mount at dir.
@@ -31,12 +33,12 @@ func isMounted(dir string) bool {
 	return false
 }
 
-// mountLogs holds the stderr of the mount processes, by mount point.
-var mountLogs = map[string]*bytes.Buffer{}
+// mounts holds the mount processes, by mount point, for their stderr.
+var mounts = map[string]*mountProc{}
 
 func mountLog(mnt string) string {
-	if b := mountLogs[mnt]; b != nil {
-		return "dupefs mount said:\n" + b.String()
+	if p := mounts[mnt]; p != nil {
+		return "dupefs mount said:\n" + p.stderr.String()
 	}
 	return ""
 }
@@ -59,11 +61,9 @@ func startMount(tb testing.TB, db, mnt string, args ...string) *mountProc {
 // startMountEnv is startMount with extra environment variables.
 func startMountEnv(tb testing.TB, env []string, db, mnt string, args ...string) *mountProc {
 	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("the mount tests mount with mount(2): run them as root (CI does)")
-	}
+	testenv.NeedFUSE(tb)
 	p := &mountProc{stderr: &bytes.Buffer{}, done: make(chan struct{}), mnt: mnt}
-	mountLogs[mnt] = p.stderr
+	mounts[mnt] = p
 	p.cmd = exec.Command(bin, append([]string{"--db", db, "mount", mnt}, args...)...)
 	p.cmd.Stderr = p.stderr
 	p.cmd.Env = append(os.Environ(), env...)
@@ -74,11 +74,11 @@ func startMountEnv(tb testing.TB, env []string, db, mnt string, args ...string) 
 	tb.Cleanup(func() {
 		if !p.exited() {
 			p.cmd.Process.Signal(syscall.SIGTERM)
-			select {
-			case <-p.done:
-			case <-time.After(15 * time.Second):
+			if !p.ended(15 * time.Second) {
 				p.cmd.Process.Kill()
-				<-p.done
+				if !p.ended(10 * time.Second) {
+					tb.Errorf("dupefs mount still running 10 s after SIGKILL:\n%s", p.stderr)
+				}
 			}
 		}
 		if isMounted(mnt) {
@@ -106,6 +106,34 @@ func answers(mnt string) bool {
 	return err == nil
 }
 
+// ended waits at most timeout for the process to end, and reports
+// whether it did.
+func (p *mountProc) ended(timeout time.Duration) bool {
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(timeout):
+		return false
+	}
+}
+
+// wait waits at most timeout (after what) for the process to end; one
+// still running then is killed and fails the test.
+func (p *mountProc) wait(tb testing.TB, timeout time.Duration, what string) {
+	tb.Helper()
+	if !p.ended(timeout) {
+		p.cmd.Process.Kill()
+		tb.Fatalf("dupefs mount still running %v after %s:\n%s", timeout, what, p.stderr)
+	}
+}
+
+// kill sends SIGKILL and waits (at most 10s) for the process to end.
+func (p *mountProc) kill(tb testing.TB) {
+	tb.Helper()
+	p.cmd.Process.Kill()
+	p.wait(tb, 10*time.Second, "SIGKILL")
+}
+
 func (p *mountProc) exited() bool {
 	select {
 	case <-p.done:
@@ -120,11 +148,7 @@ func (p *mountProc) stop(tb testing.TB) time.Duration {
 	tb.Helper()
 	start := time.Now()
 	p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.done:
-	case <-time.After(10 * time.Second):
-		tb.Fatalf("dupefs mount still running 10s after SIGTERM:\n%s", p.stderr)
-	}
+	p.wait(tb, 10*time.Second, "SIGTERM")
 	// Ended by a signal, after unmounting: 130, as the README says.
 	if code := p.cmd.ProcessState.ExitCode(); code != 130 {
 		tb.Errorf("dupefs mount ended by SIGTERM exited %d, want 130:\n%s", code, p.stderr)
@@ -155,7 +179,11 @@ func readStatus(tb testing.TB, mnt string) (statusOf, bool) {
 	var s statusOf
 	b, err := os.ReadFile(filepath.Join(mnt, "status.json"))
 	if err != nil {
-		time.Sleep(500 * time.Millisecond) // let the process's last words arrive
+		// A server that no longer answers is most often ending: its
+		// last words are all in once it has (2 s at most).
+		if p := mounts[mnt]; p != nil {
+			p.ended(2 * time.Second)
+		}
 		tb.Fatalf("read status.json: %v\n%s", err, mountLog(mnt))
 	}
 	if err := json.Unmarshal(b, &s); err != nil {

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 func TestMountShowsTheTrueGroups(t *testing.T) {
@@ -175,12 +177,11 @@ func TestMountStopsCleanly(t *testing.T) {
 		t.Fatalf("mount left after SIGTERM of a busy mount:\n%s", p.stderr)
 	}
 	holder.Process.Kill()
-	holder.Wait()
+	testenv.WaitCmd(t, holder, 10*time.Second)
 
 	// kill -9 leaves a stale mount; the next mount clears it and works.
 	p = startMount(t, db, mnt, dir)
-	p.cmd.Process.Kill()
-	<-p.done
+	p.kill(t)
 	if !isMounted(mnt) {
 		t.Fatal("kill -9 left no mount behind; this test needs it to")
 	}

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // SIGINT or SIGTERM at any moment of an index exits 130, as the README
@@ -40,10 +42,10 @@ func TestSignalDuringIndexExits130(t *testing.T) {
 		sig := []os.Signal{syscall.SIGINT, syscall.SIGTERM}[i%2]
 		time.Sleep(5*time.Millisecond + time.Duration(rnd.Int63n(int64(full)*9/10)))
 		if err := cmd.Process.Signal(sig); err != nil {
-			cmd.Wait()
+			testenv.WaitCmd(t, cmd, time.Minute)
 			continue // it had finished
 		}
-		cmd.Wait()
+		testenv.WaitCmd(t, cmd, time.Minute)
 		code := cmd.ProcessState.ExitCode()
 		if code == 0 {
 			continue // it finished as the signal came
@@ -140,6 +142,7 @@ func TestThreeIndexesAtOnceOnANewIndex(t *testing.T) {
 // The read commands work on an index on a read-only file system: status,
 // groups, check, jobs, root ls, and a mount that only serves it.
 func TestReadCommandsOnAReadOnlyIndex(t *testing.T) {
+	testenv.NeedRoot(t, "bind-mounts the index's folder read-only")
 	base := t.TempDir()
 	dir := filepath.Join(base, "tree")
 	os.MkdirAll(dir, 0o755)
@@ -252,7 +255,7 @@ func TestInterruptedFirstIndexIsIncomplete(t *testing.T) {
 		return r.code == 0 && strings.Contains(r.stdout, `"status": "running"`)
 	})
 	cmd.Process.Signal(syscall.SIGKILL)
-	cmd.Wait()
+	testenv.WaitCmd(t, cmd, time.Minute)
 	r := mustRun(t, db, "status")
 	if !strings.Contains(r.stdout, "incomplete") || strings.Contains(r.stdout, "up to date") {
 		t.Errorf("status after an interrupted first index:\n%s", r.stdout)

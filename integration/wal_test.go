@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // TestWALStaysBoundedWhileTheMountIsBusy indexes a tree that keeps
@@ -105,7 +107,7 @@ func TestWALStaysBoundedWhileTheMountIsBusy(t *testing.T) {
 	})
 
 	close(stop)
-	wg.Wait()
+	testenv.Returns(t, time.Minute, "the client walking the mount and the writer to stop", wg.Wait)
 	held.Close()
 	p.stop(t)
 

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 func TestEnqueueKeepsOneActiveJob(t *testing.T) {
@@ -72,7 +74,7 @@ func TestClaimIsExclusive(t *testing.T) {
 			}
 		}(string(rune('A' + w)))
 	}
-	wg.Wait()
+	testenv.Returns(t, time.Minute, "eight workers claiming every job", wg.Wait)
 	if len(got) != len(roots) {
 		t.Fatalf("claimed %d jobs, want %d", len(got), len(roots))
 	}
@@ -171,7 +173,7 @@ func TestKeepLeaseHoldsAndCancelsOnLoss(t *testing.T) {
 	// TTLs pass, and the lease is never free for w2.
 	beats := func() int { mu.Lock(); defer mu.Unlock(); return n }
 	for i := 1; i <= 9; i++ {
-		eventually(t, 10*time.Second, "KeepLease stopped beating", func() bool { return beats() >= i })
+		testenv.Eventually(t, 10*time.Second, "KeepLease stopped beating", func() bool { return beats() >= i })
 		clk.Advance(ttl / 3)
 		if _, _, err := db.Jobs().Claim(ctx, KindScan, "w2", time.Minute); !errors.Is(err, ErrNotFound) {
 			t.Fatalf("a kept lease was taken over after %d thirds of its TTL: %v", i, err)

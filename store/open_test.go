@@ -11,7 +11,9 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/migrations"
 )
 
@@ -19,9 +21,7 @@ import (
 // it; the mount goes away with the test, even when it fails.
 func roBind(t *testing.T, dir string) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Fatal("this test bind-mounts a folder read-only: run it as root (CI does)")
-	}
+	testenv.NeedRoot(t, "bind-mounts a folder read-only")
 	ro := filepath.Join(t.TempDir(), "ro")
 	if err := os.Mkdir(ro, 0o755); err != nil {
 		t.Fatal(err)
@@ -166,7 +166,7 @@ func TestOpeningANewIndexAtOnce(t *testing.T) {
 			errs <- err
 		})
 	}
-	wg.Wait()
+	testenv.Returns(t, time.Minute, "eight opens of a new index", wg.Wait)
 	close(errs)
 	for err := range errs {
 		if err != nil {

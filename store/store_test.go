@@ -229,15 +229,3 @@ func fakeClock(t *testing.T) *FakeClock {
 	t.Cleanup(SetClock(c.Now))
 	return c
 }
-
-// eventually polls cond until it holds, failing the test after d.
-func eventually(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("after %v: %s", d, what)
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-}

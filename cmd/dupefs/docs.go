@@ -106,22 +106,18 @@ _dupefs() {
     case "$cmd" in
     "") COMPREPLY=($(compgen -W "%s $global" -- "$cur")); return ;;
 `, flagsOf(app.Flags), strings.Join(names, " "))
-	var add func(prefix string, cmds []*cli.Command)
-	add = func(prefix string, cmds []*cli.Command) {
-		for _, c := range cmds {
-			if c.Hidden {
-				continue
-			}
-			sub := ""
-			for _, s := range c.Subcommands {
-				if !s.Hidden {
-					sub += " " + s.Name
-				}
-			}
-			fmt.Fprintf(&b, "    %s) opts=%q ;;\n", c.Name, strings.TrimSpace(flagsOf(c.Flags)+sub))
+	for _, c := range app.Commands {
+		if c.Hidden {
+			continue
 		}
+		sub := ""
+		for _, s := range c.Subcommands {
+			if !s.Hidden {
+				sub += " " + s.Name
+			}
+		}
+		fmt.Fprintf(&b, "    %s) opts=%q ;;\n", c.Name, strings.TrimSpace(flagsOf(c.Flags)+sub))
 	}
-	add("", app.Commands)
 	b.WriteString(`    esac
     if [[ "$cur" == -* ]]; then
         COMPREPLY=($(compgen -W "$opts $global" -- "$cur"))

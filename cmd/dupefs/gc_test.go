@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 func TestGCPercentFor(t *testing.T) {
@@ -52,6 +54,19 @@ func gogc() int { return int(metric("/gc/gogc:percent")) }
 
 var liveSink [][]byte
 
+// collect runs a collection and waits until every finalizer it queued has
+// returned: the tuner's among them, which runs after each collection on
+// the finalizer goroutine. The runtime counts the finalizers it queued
+// and those that have returned.
+func collect(t *testing.T) {
+	t.Helper()
+	runtime.GC()
+	queued := metric("/gc/finalizers/queued:finalizers")
+	testenv.Eventually(t, 5*time.Second, "the finalizers of a collection to run", func() bool {
+		return metric("/gc/finalizers/executed:finalizers") >= queued
+	})
+}
+
 // waitGOGC collects until GOGC is want (the finalizer that sets it runs
 // after a collection, on its own goroutine).
 func waitGOGC(t *testing.T, want int) {
@@ -61,16 +76,14 @@ func waitGOGC(t *testing.T, want int) {
 		if time.Now().After(deadline) {
 			t.Fatalf("GOGC is %d, want %d", gogc(), want)
 		}
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
+		collect(t)
 	}
 }
 
 func TestFollowLiveHeap(t *testing.T) {
 	// The tuner of the index runs other tests made stays out of this one.
 	was := liveHeapTuner.on.Swap(false)
-	runtime.GC()
-	time.Sleep(10 * time.Millisecond)
+	collect(t)
 	old := debug.SetGCPercent(100)
 	var on atomic.Bool
 	on.Store(true)
@@ -93,20 +106,24 @@ func TestFollowLiveHeap(t *testing.T) {
 	waitGOGC(t, gcPercentFor(0, gcBudget))
 	budget.Store(gcWalkBudget)
 	waitGOGC(t, gcPercentFor(0, gcWalkBudget))
-	// Off: GOGC is left alone.
+	// Off: GOGC is left alone. Each collect returns once the tuner's
+	// finalizer has run: a sentinel armed before a collection is queued
+	// by it, and the second collection takes the one the first re-armed.
 	on.Store(false)
-	runtime.GC()
-	time.Sleep(10 * time.Millisecond)
+	collect(t)
 	debug.SetGCPercent(123)
 	for i := 0; i < 96; i++ {
 		liveSink = append(liveSink, make([]byte, 1<<20))
 	}
-	runtime.GC()
-	runtime.GC()
-	time.Sleep(50 * time.Millisecond)
+	collect(t)
+	collect(t)
 	if got := gogc(); got != 123 {
 		t.Errorf("with the tuner off, GOGC was changed to %d", got)
 	}
+	// The tuner was still there, off: on again, it sets GOGC at the next
+	// collection.
+	on.Store(true)
+	waitGOGC(t, gcMinPercent)
 }
 
 func TestGCWalkingMovesTheBudgetAtOnce(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/integration/loopfs"
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -296,6 +297,7 @@ func TestChangedCopyIsNeverTouched(t *testing.T) {
 }
 
 func TestReadOnlyFolderFailsOnlyItsAction(t *testing.T) {
+	testenv.NeedRoot(t, "bind-mounts a folder read-only")
 	fx := newFixture(t, t.TempDir())
 	_, copies, data := threeCopies(fx, 100000)
 	fx.index()

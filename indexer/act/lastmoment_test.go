@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/integration/loopfs"
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -49,7 +50,7 @@ func TestKeptFileEditedAtTheLastMoment(t *testing.T) {
 						waitBreaking(t)
 					}
 				}})
-				<-wrote
+				testenv.Recv(t, wrote, time.Minute, "the editor's write")
 				as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
 				first := as[0]
 				if step == "moved" && (op == store.OpLink || op == store.OpSymlink) {

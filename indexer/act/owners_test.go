@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/integration/loopfs"
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -24,9 +25,7 @@ import (
 // read it). dedupe keeps every inode, so it may share extents across
 // owners.
 func TestActionsNeverCrossOwners(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("gives files to other users: run as root (CI does)")
-	}
+	testenv.NeedRoot(t, "gives files to other users")
 	for _, op := range []string{store.OpLink, store.OpSymlink, store.OpTrash, store.OpUnlink, store.OpDedupe} {
 		t.Run(op, func(t *testing.T) {
 			root := t.TempDir()
@@ -118,9 +117,7 @@ func TestRootRemovesIntoTheOwnersTrash(t *testing.T) {
 // never used, nor made (root run with a user's $HOME); a bind mount is a
 // mount of its own, whose Trash is at its top.
 func TestTheRightTrash(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("makes folders of other users and bind mounts: run as root (CI does)")
-	}
+	testenv.NeedRoot(t, "makes folders of other users and bind mounts")
 	ctx := context.Background()
 	t.Run("a home through a symlink", func(t *testing.T) {
 		base := t.TempDir()

@@ -8,10 +8,12 @@ import (
 	"runtime"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/integration/loopfs"
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -51,7 +53,7 @@ func TestEveryStepIsHealedByTheNextRun(t *testing.T) {
 					defer close(died)
 					r.Run(ctx, id)
 				}()
-				<-died
+				testenv.Recv(t, died, time.Minute, "the run that dies after "+step)
 				as, _ := fx.db.Ledger().Actions(ctx, store.ActionQuery{PlanID: id, State: store.ActPrepared})
 				if len(as) != 1 {
 					t.Fatalf("%d actions left prepared, want 1", len(as))

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // writeBigJPEG writes a w x h 4:2:0 JPEG, white with a red top-left
@@ -120,7 +123,7 @@ func TestBigJPEG(t *testing.T) {
 		if used, _, _ := opt.Budget.stats(); used != est {
 			t.Errorf("used %d while one decode runs, want %d", used, est)
 		}
-		wg.Wait()
+		testenv.Returns(t, time.Minute, "both decodes", wg.Wait)
 		for i := range 2 {
 			if errs[i] != nil {
 				t.Fatalf("decode %d: %v", i, errs[i])

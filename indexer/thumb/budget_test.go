@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // acquireAsync starts Acquire(n) in a goroutine; the channel gets its result.
@@ -173,7 +175,7 @@ func TestBudgetStress(t *testing.T) {
 			}
 		})
 	}
-	wg.Wait()
+	testenv.Returns(t, time.Minute, "every Acquire and Release of the stress", wg.Wait)
 	if used, _, waiting := b.stats(); used != 0 || waiting != 0 {
 		t.Errorf("used %d, waiting %d at the end", used, waiting)
 	}

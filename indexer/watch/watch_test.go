@@ -14,6 +14,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/integration/loopfs"
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -30,8 +31,8 @@ type fixture struct {
 
 func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixture {
 	t.Helper()
-	if os.Geteuid() != 0 && backend == "fanotify" {
-		t.Fatal("fanotify needs root: run the tests as root (CI does)")
+	if backend == "fanotify" {
+		testenv.NeedRoot(t, "fanotify marks need CAP_SYS_ADMIN")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "index.db")})
@@ -60,7 +61,7 @@ func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixt
 	go func() { w.Run(ctx); close(done) }()
 	t.Cleanup(func() {
 		cancel()
-		<-done
+		testenv.Recv(t, done, 30*time.Second, "the watcher to stop once cancelled")
 		w.Close()
 		db.Close()
 	})
@@ -212,6 +213,7 @@ func TestWatchSecondFileSystem(t *testing.T) {
 // With the inotify limit set low, the roots that cannot be watched whole
 // are rescanned on a timer, said once, and the index still converges.
 func TestWatchInotifyLimit(t *testing.T) {
+	testenv.NeedRoot(t, "lowers fs.inotify.max_user_watches")
 	const knob = "/proc/sys/fs/inotify/max_user_watches"
 	old, err := os.ReadFile(knob)
 	if err != nil {

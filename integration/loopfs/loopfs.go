@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/dupefs/dupefs/integration/testenv"
 )
 
 // DefaultSize is the image size Mount uses for size 0: xfs wants 300 MB
@@ -19,9 +21,7 @@ const DefaultSize = 320 << 20
 // even when it fails. It needs root, mount and the kind's mkfs.
 func Mount(t testing.TB, kind string, size int64) string {
 	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("this test mounts a file system image: run it as root (CI does)")
-	}
+	testenv.NeedRoot(t, "mounts a file system image through a loop device")
 	mkfs, ok := map[string][]string{
 		"btrfs": {"mkfs.btrfs", "-q"},
 		"xfs":   {"mkfs.xfs", "-q"},
