@@ -77,6 +77,21 @@ func TestManPage(t *testing.T) {
 			t.Errorf("man page FSTAB: option %s not listed", k)
 		}
 	}
+	// Every flag of dupefs mount a user may give has its fstab option.
+	given := map[string]bool{}
+	for _, f := range helperOptions {
+		given[f] = true
+	}
+	for _, f := range mountCommand().Flags {
+		if vf, ok := f.(cli.VisibleFlag); ok && !vf.IsVisible() {
+			continue
+		}
+		for _, name := range f.Names() {
+			if len(name) > 1 && !given["--"+name] && name != "help" {
+				t.Errorf("dupefs mount --%s has no fstab option in helperOptions", name)
+			}
+		}
+	}
 	for k := range helperIgnored {
 		if !strings.Contains(k, "atime") && !regexp.MustCompile(`\b`+k+`\b`).MatchString(fstab) {
 			t.Errorf("man page FSTAB: ignored option %s not listed", k)

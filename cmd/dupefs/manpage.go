@@ -669,7 +669,7 @@ Options: db=, cache-dir=, log= (the background process's messages; default
 dupefs-mount.log beside the index), root=, allow_other, no-index, no-watch,
 no-thumbs, serve=links|files, hash=, workers=, io-depth=, rotational=,
 rescan-every=, max-hashes-per-sec=, max-bytes-per-sec=, thumb-workers=,
-ffmpeg= (with _ for - where a name holds one, as in no_index, also
+thumb-read-rate=, keep-missing=, ffmpeg= (with _ for - where a name holds one, as in no_index, also
 accepted). ro, dev, nodev, suid, nosuid, exec, noexec, auto, noauto, user,
 users, nouser, owner, group, nofail, defaults, _netdev, sync, async, silent,
 loud, lazytime, comment=, the atime options and x-* are accepted and ignored (the view

@@ -41,7 +41,9 @@ var helperOptions = map[string]string{
 	"no-thumbs": "--no-thumbs", "no_thumbs": "--no-thumbs", "serve": "--serve", "hash": "--hash",
 	"workers": "--workers", "io-depth": "--io-depth", "io_depth": "--io-depth", "rotational": "--rotational", "rescan-every": "--rescan-every", "rescan_every": "--rescan-every",
 	"max-hashes-per-sec": "--max-hashes-per-sec", "max-bytes-per-sec": "--max-bytes-per-sec",
-	"thumb-workers": "--thumb-workers", "ffmpeg": "--ffmpeg",
+	"thumb-workers": "--thumb-workers", "thumb_workers": "--thumb-workers", "ffmpeg": "--ffmpeg",
+	"thumb-read-rate": "--thumb-read-rate", "thumb_read_rate": "--thumb-read-rate",
+	"keep-missing": "--keep-missing", "keep_missing": "--keep-missing",
 }
 
 // helperIgnored are the generic mount options that mean nothing here
