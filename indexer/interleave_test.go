@@ -110,7 +110,7 @@ func TestInterleavings(t *testing.T) {
 		act         func(e *env)
 	}{
 		{
-			// The case issue 8 found: a hard link whose sibling is deleted
+			// A hard link whose sibling is deleted
 			// while their inode is read whole. The other link is read.
 			name:  "hard link sibling deleted before the full read",
 			files: map[string]string{"a/x": content, "b/y": "=>a/x", "c/z": content},

@@ -22,7 +22,7 @@
 //
 // A consumer declares the few methods it uses as an interface where it uses
 // them (indexer/index.go, indexer/act/index.go, indexer/folders/index.go,
-// fusefs/index.go) and is handed the subsystem. Names that are not SQL —
+// indexer/watch/watch.go, fusefs/index.go) and is handed the subsystem. Names that are not SQL —
 // hash algorithms, group keys, path containment, report escaping, Trash
 // names — are in store/naming, which imports nothing of ours.
 //

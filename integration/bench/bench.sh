@@ -10,7 +10,7 @@
 # measured floor of dupefs' first index; and the mount
 # part walks the view's tree served from memory over FUSE (benchtool
 # fusefloor), the floor of the mount's cold walk. The results end with the
-# speed targets (issue 12) this run met and missed.
+# speed targets of the project this run met and missed.
 #
 # Knobs (environment):
 #   RUNS=5              timed runs per tool (after one untimed warm-up run)
@@ -363,7 +363,7 @@ done
 if [ -f "$TARGETS" ]; then
 	{
 		echo
-		echo "### the speed targets (issue 12) in this run"
+		echo "### the speed targets in this run"
 		echo
 		echo "| figure | this run | target | |"
 		echo "|---|---|---|---|"
