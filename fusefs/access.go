@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,7 +71,7 @@ type attrEntry struct {
 	st      unix.Stat_t
 	ok      bool // the path was there
 	acl     acl
-	hasACL  bool
+	aclIs   aclState
 	expires time.Time
 }
 
@@ -92,7 +93,7 @@ func (a *accessCache) attrsOf(path string) attrEntry {
 	e := attrEntry{expires: now.Add(accessTTL)}
 	if unix.Lstat(path, &e.st) == nil {
 		e.ok = true
-		e.acl, e.hasACL = readACL(path)
+		e.acl, e.aclIs = readACL(path)
 	}
 	a.mu.Lock()
 	if a.attrs == nil {
@@ -202,16 +203,19 @@ func grants(c *caller, e attrEntry, want uint32) bool {
 		return false
 	}
 	st := &e.st
+	if e.aclIs == aclUnreadable {
+		return false
+	}
 	if want&forEveryone != 0 {
 		want &^= forEveryone
-		if e.hasACL {
+		if e.aclIs == aclPresent {
 			return false
 		}
 		all := want<<6 | want<<3 | want
 		return uint32(st.Mode)&all == all
 	}
 	inGroup := func(g uint32) bool { return g == c.gid || slices.Contains(c.groups, g) }
-	if e.hasACL {
+	if e.aclIs == aclPresent {
 		return e.acl.grants(c, st.Uid, st.Gid, inGroup, want)
 	}
 	mode := st.Mode & 0o777
@@ -246,20 +250,61 @@ const (
 	aclOther    = 0x20
 )
 
-// readACL reads the access ACL of path (system.posix_acl_access), if it
-// has one beyond its mode.
-func readACL(path string) (acl, bool) {
-	buf := make([]byte, 1024)
-	n, err := unix.Lgetxattr(path, "system.posix_acl_access", buf)
-	if err != nil || n < 4 || binary.LittleEndian.Uint32(buf) != 2 {
-		return nil, false
+// aclState is what reading a path's access ACL found.
+type aclState uint8
+
+const (
+	aclNone       aclState = iota // none beyond the mode bits (or no ACLs on its file system)
+	aclPresent                    // an access ACL, which decides
+	aclUnreadable                 // one that could not be read whole: no one is let in
+)
+
+// readACL reads the access ACL of path (system.posix_acl_access) at its
+// full size. An ACL that cannot be read, or read whole, denies: the mode
+// bits must not decide for a file an ACL may close.
+func readACL(path string) (acl, aclState) {
+	const name = "system.posix_acl_access"
+	buf := make([]byte, 256) // 31 entries: most ACLs
+	for try := 0; try < 4; try++ {
+		n, err := unix.Lgetxattr(path, name, buf)
+		switch {
+		case err == nil:
+			return parseACL(buf[:n])
+		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.EOPNOTSUPP):
+			return nil, aclNone
+		case errors.Is(err, unix.ERANGE):
+			// Larger than the buffer: ask its size, which may grow again
+			// before the next read.
+			size, err := unix.Lgetxattr(path, name, nil)
+			if errors.Is(err, unix.ENODATA) {
+				return nil, aclNone
+			}
+			if err != nil || size <= 0 {
+				return nil, aclUnreadable
+			}
+			buf = make([]byte, size)
+		default:
+			return nil, aclUnreadable
+		}
+	}
+	return nil, aclUnreadable
+}
+
+// parseACL decodes an ACL in the xattr's form: a version (2), then
+// entries of tag, perm and id, 8 bytes each.
+func parseACL(b []byte) (acl, aclState) {
+	if len(b) < 4 || binary.LittleEndian.Uint32(b) != 2 || (len(b)-4)%8 != 0 {
+		return nil, aclUnreadable
 	}
 	var a acl
-	for off := 4; off+8 <= n; off += 8 {
-		a = append(a, aclEntry{tag: binary.LittleEndian.Uint16(buf[off:]), perm: binary.LittleEndian.Uint16(buf[off+2:]),
-			id: binary.LittleEndian.Uint32(buf[off+4:])})
+	for off := 4; off+8 <= len(b); off += 8 {
+		a = append(a, aclEntry{tag: binary.LittleEndian.Uint16(b[off:]), perm: binary.LittleEndian.Uint16(b[off+2:]),
+			id: binary.LittleEndian.Uint32(b[off+4:])})
 	}
-	return a, len(a) > 0
+	if len(a) == 0 {
+		return nil, aclUnreadable
+	}
+	return a, aclPresent
 }
 
 // grants is the kernel's ACL check (posix_acl_permission).

@@ -5,9 +5,6 @@ package integration
 // written against (58a8f6c) and pins what should happen instead.
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
-	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,97 +13,6 @@ import (
 	"testing"
 	"time"
 )
-
-// privTree makes a tree under a fresh folder others may pass through, and
-// returns the folder, the tree and a writer of files in it.
-func privTree(t *testing.T) (base, tree string, write func(rel, data string, mode os.FileMode)) {
-	t.Helper()
-	if _, err := exec.LookPath("setpriv"); err != nil {
-		t.Fatal("setpriv is missing (Debian package util-linux)")
-	}
-	base = t.TempDir()
-	os.Chmod(base, 0o755)
-	os.Chmod(filepath.Dir(base), 0o755)
-	tree = filepath.Join(base, "tree")
-	write = func(rel, data string, mode os.FileMode) {
-		p := filepath.Join(tree, rel)
-		os.MkdirAll(filepath.Dir(p), 0o755)
-		if err := os.WriteFile(p, []byte(data), mode); err != nil {
-			t.Fatal(err)
-		}
-		os.Chmod(p, mode)
-	}
-	return base, tree, write
-}
-
-// asNobody runs script as uid and gid 65534 with no other group.
-func asNobody(script string) string {
-	out, _ := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script).CombinedOutput()
-	return string(out)
-}
-
-func privKey(s string) string {
-	h := sha256.Sum256([]byte(s))
-	return "sha256:" + hex.EncodeToString(h[:])
-}
-
-// setACL writes a POSIX access ACL (the xattr's binary form) on path:
-// entries of tag, perm, id.
-func setACL(t *testing.T, path string, entries [][3]uint32) {
-	t.Helper()
-	b := binary.LittleEndian.AppendUint32(nil, 2)
-	for _, e := range entries {
-		b = binary.LittleEndian.AppendUint16(b, uint16(e[0]))
-		b = binary.LittleEndian.AppendUint16(b, uint16(e[1]))
-		b = binary.LittleEndian.AppendUint32(b, e[2])
-	}
-	if err := syscall.Setxattr(path, "system.posix_acl_access", b, 0); err != nil {
-		t.Skipf("no POSIX ACLs here: %v", err)
-	}
-}
-
-const (
-	tagUserObj, tagUser, tagGroupObj, tagMask, tagOther = 0x01, 0x02, 0x04, 0x10, 0x20
-	noID                                                = 0xffffffff
-)
-
-// An ACL whose xattr is larger than the 1 KiB buffer the view reads it
-// into (more than 127 entries) is ignored, and the mode bits decide: a
-// user the ACL denies (user:65534:---) but the "other" bits would let in
-// reads the file's bytes through --serve files, and sees its name, hash and
-// size in either mode, while the disk says "Permission denied".
-func TestPrivBreakLargeACLIsIgnored(t *testing.T) {
-	for _, serve := range []string{"links", "files"} {
-		t.Run(serve, func(t *testing.T) {
-			base, tree, write := privTree(t)
-			acl := [][3]uint32{{tagUserObj, 6, noID}}
-			for i := uint32(0); i < 130; i++ {
-				acl = append(acl, [3]uint32{tagUser, 4, 10000 + i})
-			}
-			acl = append(acl, [3]uint32{tagUser, 0, 65534}, [3]uint32{tagGroupObj, 4, noID}, [3]uint32{tagMask, 4, noID},
-				[3]uint32{tagOther, 4, noID})
-			for _, rel := range []string{"a/big.txt", "b/big.txt"} {
-				write(rel, "big-acl-secret", 0o644)
-				setACL(t, filepath.Join(tree, rel), acl)
-			}
-			if out := asNobody("cat " + filepath.Join(tree, "a/big.txt")); !strings.Contains(out, "Permission denied") {
-				t.Fatalf("the disk lets 65534 read the file: %q", out)
-			}
-			mnt := filepath.Join(base, "mnt")
-			os.Mkdir(mnt, 0o755)
-			args := []string{tree, "--allow-other"}
-			if serve == "files" {
-				args = append(args, "--serve", "files")
-			}
-			startMount(t, filepath.Join(base, "index.db"), mnt, args...)
-			waitIndexed(t, mnt)
-			view := asNobody("ls -R " + mnt + "; cat " + mnt + "/by-hash/*/big*.txt")
-			if strings.Contains(view, privKey("big-acl-secret")) || strings.Contains(view, "big-acl-secret") {
-				t.Errorf("65534, denied by the file's ACL, sees it through the view:\n%s", view)
-			}
-		})
-	}
-}
 
 // A group is shown to a user who can read one of its copies. But a group
 // is two inodes or more: one that shows them a single copy tells them
