@@ -4,8 +4,10 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
+	"slices"
 	"syscall"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -58,5 +60,72 @@ func TestAccessACLReadWholeOrDenied(t *testing.T) {
 	}
 	if grants(nobody, attrEntry{ok: true, st: unix.Stat_t{Mode: 0o644}, aclIs: aclUnreadable}, wantRead) {
 		t.Error("an unreadable ACL lets a user in")
+	}
+}
+
+// A chmod shows within accessTTL, however the answers were kept: an
+// answer made from one the cache kept ends when that one does (it once
+// lived a second of its own, then another in the kernel: two seconds or
+// more), and the kernel keeps an answer no longer than that either.
+func TestAccessChmodShowsWithinTheTTL(t *testing.T) {
+	dir := t.TempDir()
+	os.Chmod(dir, 0o755)
+	os.Chmod(filepath.Dir(dir), 0o755)
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Unix(1e9, 0)
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
+	f := New(nil, Config{AllowOther: true})
+	x := &caller{uid: 1001, gid: 1001, key: "1001:1001"}
+	y := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+	if !f.mayRead(x, p) {
+		t.Fatal("1001 may not read a file of mode 0644")
+	}
+	clock = clock.Add(900 * time.Millisecond)
+	if !f.mayRead(y, p) {
+		t.Fatal("1002 may not read a file of mode 0644")
+	}
+	if got := f.ttl(inoByHash, time.Minute); got > 100*time.Millisecond {
+		t.Errorf("the kernel may keep an answer %v, when what it rests on is 900ms old", got)
+	}
+	if err := os.Chmod(p, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	clock = clock.Add(200 * time.Millisecond) // 1.1 s after the disk was read
+	if f.mayRead(y, p) {
+		t.Error("1002 still may read the file 1.1 s after what the disk said of it was read")
+	}
+}
+
+// The groups of a process are kept under its pid, its start time, uid
+// and gid: a process that took the pid of another, even of the same uid
+// and gid, never gets the groups read for that one.
+func TestAccessGroupsKeptPerProcess(t *testing.T) {
+	f := New(nil, Config{AllowOther: true})
+	pid := uint32(os.Getpid())
+	start := procStart(pid)
+	if start == "" {
+		t.Fatal("no start time read for this process")
+	}
+	uid, gid := uint32(os.Getuid()), uint32(os.Getgid())
+	a := &f.access
+	keep := func(e groupsEntry) {
+		e.groups, e.expires = []uint32{4321}, now().Add(time.Hour)
+		a.procs = map[uint32]groupsEntry{pid: e}
+	}
+	keep(groupsEntry{uid: uid, gid: gid, start: "1"}) // the pid's former process
+	if g := a.groups(pid, uid, gid); slices.Contains(g, 4321) {
+		t.Errorf("this process got the groups of the one its pid had before: %v", g)
+	}
+	keep(groupsEntry{uid: uid + 1, gid: gid, start: start})
+	if g := a.groups(pid, uid, gid); slices.Contains(g, 4321) {
+		t.Errorf("a request of uid %d got the groups read for uid %d: %v", uid, uid+1, g)
+	}
+	keep(groupsEntry{uid: uid, gid: gid, start: start})
+	if g := a.groups(pid, uid, gid); !slices.Contains(g, 4321) {
+		t.Errorf("the groups kept for this very process are not used: %v", g)
 	}
 }

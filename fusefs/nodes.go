@@ -64,15 +64,17 @@ func (f *FS) entry(out *fuse.EntryOut, node uint64, timeout time.Duration) fuse.
 // in a view other users enter none when the answer is not the same for
 // every user (the kernel would hand one caller's answer to the next).
 func (f *FS) ttl(node uint64, timeout time.Duration) time.Duration {
-	switch {
-	case !f.cfg.AllowOther:
+	if !f.cfg.AllowOther {
 		return timeout
-	case !f.public(node):
+	}
+	ok, until := f.public(node)
+	if !ok {
 		return 0
 	}
 	// The same for every user: kept no longer than what the disk said of
-	// it (a chmod shows within a second).
-	return min(timeout, accessTTL)
+	// it may be (a chmod shows within accessTTL, the kernel's time
+	// included).
+	return max(0, min(timeout, until.Sub(now())))
 }
 
 func (f *FS) lookupRoot(c *caller, name string, out *fuse.EntryOut) fuse.Status {

@@ -51,37 +51,40 @@ func (f *FS) visible(c *caller, node uint64) bool {
 }
 
 // public reports whether node is there for every user alike: its answer
-// may then stay in the kernel's cache, whoever asks next.
-func (f *FS) public(node uint64) bool {
+// may then stay in the kernel's cache, whoever asks next, until until
+// (when what the disk said of it may be kept no longer).
+func (f *FS) public(node uint64) (ok bool, until time.Time) {
 	if !f.cfg.AllowOther {
-		return true
+		return true, time.Time{}
 	}
 	if node == inoStatus {
-		return false // each reader has its own
+		return false, time.Time{} // each reader has its own
 	}
-	return f.shows(everyone{f}, node)
+	return f.showsUntil(everyone{f}, node)
 }
 
-// shows is visible for r, kept accessTTL per reader and node.
+// shows is visible for r, kept per reader and node while the
+// generation of the access cache lasts.
 func (f *FS) shows(r reader, node uint64) bool {
+	ok, _ := f.showsUntil(r, node)
+	return ok
+}
+
+// showsUntil is shows, and when the answer may be kept no longer.
+func (f *FS) showsUntil(r reader, node uint64) (bool, time.Time) {
+	a := &f.access
+	gen := a.begin()
 	kind, id := split(node)
 	if kind == 0 {
-		return true // the fixed folders and status.json
+		return true, gen // the fixed folders and status.json
 	}
 	k := r.key() + "\x00n" + strconv.FormatUint(node, 10)
-	now := time.Now()
-	a := &f.access
-	a.mu.Lock()
-	if e, ok := a.perms[k]; ok && now.Before(e.expires) {
-		a.mu.Unlock()
-		return e.ok
+	if ok, found := a.kept(k, gen); found {
+		return ok, gen
 	}
-	a.mu.Unlock()
 	ok := f.showsNow(r, kind, id)
-	a.mu.Lock()
-	a.keep(k, ok, now)
-	a.mu.Unlock()
-	return ok
+	a.keepAt(k, ok, gen)
+	return ok, gen
 }
 
 func (f *FS) showsNow(r reader, kind uint64, id int64) bool {
@@ -205,10 +208,10 @@ func (a *accessCache) forgetGroup(contentID int64) {
 // of each group for every reader and every request. (What the disk says
 // of those paths is asked again within accessTTL.)
 func (f *FS) groupPaths(contentID int64) ([]string, error) {
-	now := time.Now()
+	t := now()
 	a := &f.access
 	a.mu.Lock()
-	if e, ok := a.paths[contentID]; ok && now.Before(e.expires) {
+	if e, ok := a.paths[contentID]; ok && t.Before(e.expires) {
 		a.mu.Unlock()
 		return e.paths, nil
 	}
@@ -222,9 +225,9 @@ func (f *FS) groupPaths(contentID int64) ([]string, error) {
 		a.paths = map[int64]pathsEntry{}
 	}
 	if len(a.paths) > cacheCap {
-		sweep(a.paths, now, func(e pathsEntry) time.Time { return e.expires })
+		sweep(a.paths, t, func(e pathsEntry) time.Time { return e.expires })
 	}
-	a.paths[contentID] = pathsEntry{paths: paths, expires: now.Add(groupPathsTTL)}
+	a.paths[contentID] = pathsEntry{paths: paths, expires: t.Add(groupPathsTTL)}
 	a.mu.Unlock()
 	return paths, nil
 }
