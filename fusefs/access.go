@@ -20,7 +20,9 @@ import (
 // open it for reading — search permission on every folder above it, read
 // permission on it, by its owner, group and other bits and its POSIX ACL —
 // and everything made from copies (a group, a size, a thumbnail, a folder
-// group) only where the caller can read one of them. What the caller
+// group) only where the caller can read two of them that are two inodes
+// (a group is two inodes or more: shown to a reader of one, it would tell
+// that a file they cannot read holds the same bytes). What the caller
 // cannot read is absent (ENOENT), as if it were not there. Root, and the
 // user who mounted (who indexed it all), see everything. The caller is the
 // request's uid and gid and the supplementary groups of its process, read

@@ -16,6 +16,11 @@ import (
 func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) fuse.Status {
 	f.lookups.Add(1)
 	kind, id := split(parent)
+	if kind != 0 && !f.visible(c, parent) {
+		// A folder c entered when it was theirs (a shell's cwd) tells
+		// nothing more once it is not.
+		return f.absent(out)
+	}
 	var st fuse.Status
 	switch {
 	case parent == inoRoot:
@@ -41,13 +46,18 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 		st = fuse.ENOENT
 	}
 	if st == fuse.ENOENT {
-		*out = fuse.EntryOut{}
-		if !f.cfg.AllowOther { // absent for one caller, there for another
-			out.SetEntryTimeout(negTimeout)
-		}
-		return fuse.OK
+		return f.absent(out)
 	}
 	return st
+}
+
+// absent answers a lookup of a name that is not there (for this caller).
+func (f *FS) absent(out *fuse.EntryOut) fuse.Status {
+	*out = fuse.EntryOut{}
+	if !f.cfg.AllowOther { // absent for one caller, there for another
+		out.SetEntryTimeout(negTimeout)
+	}
+	return fuse.OK
 }
 
 // entry fills out for node with the given cache time, its attributes

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -39,10 +41,11 @@ func (r everyone) list(path string) bool {
 func (r everyone) key() string { return "*" }
 
 // visible reports whether node is there for c (see access.go); nil sees
-// everything. A copy is there when c may read it; a group, a size folder,
-// a link to a group and a thumbnail when c may read a copy of theirs; a
-// folder of a folder group when c may read all of it, and the group when c
-// may read one of its folders.
+// everything. A copy is there when c may read it; a group, a link to a
+// group and a thumbnail when c may read two copies of the group that are
+// two inodes, a size folder when one of its groups is there; a folder of
+// a folder group when c may read all of it, and the group when c may read
+// two of its folders (two inodes).
 func (f *FS) visible(c *caller, node uint64) bool {
 	if c == nil {
 		return true
@@ -129,37 +132,75 @@ func (f *FS) showsNow(r reader, kind uint64, id int64) bool {
 	return false
 }
 
-// groupShows reports whether r may read a copy of the group of content
-// id contentID (all: every copy).
+// groupShows reports whether r may read two copies of the group of
+// content id contentID that are two inodes (dev, ino) on disk (all: every
+// copy, and two inodes among them). A group is two inodes or more: one
+// shown to a reader of a single copy would tell them that a file they
+// cannot read holds the same bytes as theirs.
 func (f *FS) groupShows(r reader, contentID int64, all bool) bool {
 	paths, err := f.groupPaths(contentID)
 	if err != nil {
 		f.logf("dupefs: %v", err)
 		return false
 	}
+	var seen inodes
 	for _, p := range paths {
-		if r.read(p) != all {
-			return !all
+		if !r.read(p) {
+			if all {
+				return false
+			}
+			continue
+		}
+		if seen.add(f.access.attrsOf(p).st) && !all {
+			return true
 		}
 	}
-	return all && len(paths) > 0
+	return all && seen.two()
 }
 
-// folderGroupShows reports whether r may read all of one folder of a
-// folder group (all: of every folder).
+// inodes counts the distinct inodes of what a reader may read, up to two.
+type inodes struct {
+	first struct{ dev, ino uint64 }
+	n     int
+}
+
+// add counts the inode of st, and reports whether that makes two.
+func (s *inodes) add(st unix.Stat_t) bool {
+	id := struct{ dev, ino uint64 }{st.Dev, st.Ino}
+	switch {
+	case s.n == 0:
+		s.first, s.n = id, 1
+	case s.n == 1 && id != s.first:
+		s.n = 2
+	}
+	return s.n == 2
+}
+
+func (s *inodes) two() bool { return s.n == 2 }
+
+// folderGroupShows reports whether r may read all of two folders of a
+// folder group that are two inodes on disk (all: of every folder, and two
+// inodes among them).
 func (f *FS) folderGroupShows(r reader, groupID int64, all bool) bool {
+	var seen inodes
 	for after := int64(0); ; {
 		ms, err := f.db.FolderMembersPage(dbctx(), groupID, after, pageSize)
 		if err != nil {
 			return false
 		}
 		for _, m := range ms {
-			if f.folderReadable(r, m.Path) != all {
-				return !all
+			if !f.folderReadable(r, m.Path) {
+				if all {
+					return false
+				}
+				continue
+			}
+			if seen.add(f.access.attrsOf(m.Path).st) && !all {
+				return true
 			}
 		}
 		if len(ms) < pageSize {
-			return all
+			return all && seen.two()
 		}
 		after = ms[len(ms)-1].FolderID
 	}

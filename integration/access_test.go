@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // Mounted by root for everyone (--allow-other), the view answers an
@@ -42,6 +43,9 @@ func TestOtherUsersSeeWhatTheDiskShowsThem(t *testing.T) {
 			write("pub2/a.txt", "public", 0o644, 0)
 			write("secret/s.txt", "secret-shared", 0o644, 0) // readable, in a folder no one may enter
 			write("pub/s.txt", "secret-shared", 0o644, 0)
+			write("pub2/s.txt", "secret-shared", 0o644, 0)
+			write("secret/o.txt", "secret-one", 0o644, 0) // of a group the user reads one copy of
+			write("pub/o.txt", "secret-one", 0o644, 0)
 			os.Chmod(filepath.Join(tree, "secret"), 0o700)
 			write("priv/x.txt", "private", 0o600, 0)
 			write("priv2/x.txt", "private", 0o600, 0)
@@ -78,16 +82,16 @@ func TestOtherUsersSeeWhatTheDiskShowsThem(t *testing.T) {
 					t.Errorf("the user does not see %s, which they may read on disk:\n%s", want, view)
 				}
 			}
-			for _, hidden := range []string{key("private"), key("group-only"), "by-size/7\n", "by-size/10\n", "priv", "secret/",
-				"\"index\":", "\"roots\": [", tree + "\n"} {
+			for _, hidden := range []string{key("private"), key("group-only"), key("secret-one"), "by-size/7\n", "by-size/10\n",
+				"priv", "secret/", "\"index\":", "\"roots\": [", "\"totals\"", tree + "\n"} {
 				if strings.Contains(view, hidden) {
 					t.Errorf("the user sees %q, which they cannot reach on disk:\n%s", hidden, view)
 				}
 			}
 			// The group of what is also in the secret folder lists only
-			// the copy the user can reach.
-			if n := strings.Count(as("", "ls "+filepath.Join(mnt, "by-hash", key("secret-shared"))), "s.txt"); n != 1 {
-				t.Errorf("the user lists %d copies of secret-shared, want the 1 they may reach", n)
+			// the copies the user can reach.
+			if n := len(strings.Fields(as("", "ls "+filepath.Join(mnt, "by-hash", key("secret-shared"))))); n != 2 {
+				t.Errorf("the user lists %d copies of secret-shared, want the 2 they may reach", n)
 			}
 			if serve == "files" {
 				out := as("", "cat "+filepath.Join(mnt, "by-hash", key("public"))+"/*")
@@ -197,5 +201,40 @@ func TestAccessLargeACLIsRead(t *testing.T) {
 				t.Errorf("65534, denied by the file's ACL, sees it through the view:\n%s", view)
 			}
 		})
+	}
+}
+
+// A group shows to a user only where they may read two of its copies
+// that are two inodes, and so do its size and its thumbnail: a group is
+// two inodes or more, and one shown to a reader of a single copy would
+// tell them that a file they cannot read holds the same bytes as theirs. A
+// user who may write under an indexed root would write guesses and learn
+// which one a hidden file holds (here, root's PIN), even as two hard links
+// of one guess. status.json counts nothing for them (its totals moved
+// when a guess matched).
+func TestAccessNoGroupOfOneReadableCopy(t *testing.T) {
+	base, tree, write := privTree(t)
+	write("root/pin.txt", "pin=4711", 0o600)
+	os.Chmod(filepath.Join(tree, "root"), 0o700)
+	guesses := filepath.Join(tree, "guest")
+	os.MkdirAll(guesses, 0o755)
+	os.Chown(guesses, 65534, 65534)
+	mnt := filepath.Join(base, "mnt")
+	os.Mkdir(mnt, 0o755)
+	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other")
+	waitIndexed(t, mnt)
+	before := asNobody("cat " + mnt + "/status.json")
+	asNobody("cd " + guesses + " && for i in $(seq 4700 4720); do printf pin=$i > g$i; done; ln g4711 h4711")
+	time.Sleep(3 * time.Second)
+	waitIndexed(t, mnt)
+	if root, _ := sh(t, "ls "+filepath.Join(mnt, "by-hash", privKey("pin=4711"))); !strings.Contains(root, "g4711") {
+		t.Fatalf("root does not see the guess's group:\n%s", root)
+	}
+	view := asNobody("ls -R " + mnt + "/by-hash " + mnt + "/by-size")
+	if strings.Contains(view, "g4711") || strings.Contains(view, privKey("pin=4711")) {
+		t.Errorf("65534 learns the content of root's 0600 file in a 0700 folder from a group with one copy of theirs:\n%s", view)
+	}
+	if after := asNobody("cat " + mnt + "/status.json"); after != before || strings.Contains(after, "groups") {
+		t.Errorf("status.json for 65534 moved, or counts groups:\n%s\n%s", before, after)
 	}
 }

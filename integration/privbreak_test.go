@@ -14,33 +14,6 @@ import (
 	"time"
 )
 
-// A group is shown to a user who can read one of its copies. But a group
-// is two inodes or more: one that shows them a single copy tells them
-// that a file they cannot read holds the same bytes as theirs. A user who
-// may write under an indexed root writes guesses and the view answers
-// which one a hidden file holds (here, root's PIN). The same holds of
-// /by-size, /thumbs and of the totals of status.json (groups,
-// group_files, unique_size change when a guess matches).
-func TestPrivBreakHiddenDuplicateOracle(t *testing.T) {
-	base, tree, write := privTree(t)
-	write("root/pin.txt", "pin=4711", 0o600)
-	os.Chmod(filepath.Join(tree, "root"), 0o700)
-	guesses := filepath.Join(tree, "guest")
-	os.MkdirAll(guesses, 0o755)
-	os.Chown(guesses, 65534, 65534)
-	mnt := filepath.Join(base, "mnt")
-	os.Mkdir(mnt, 0o755)
-	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other")
-	waitIndexed(t, mnt)
-	asNobody("cd " + guesses + " && for i in $(seq 4700 4720); do printf pin=$i > g$i; done")
-	time.Sleep(3 * time.Second)
-	waitIndexed(t, mnt)
-	view := asNobody("ls -R " + mnt + "/by-hash " + mnt + "/by-size")
-	if strings.Contains(view, "g4711") || strings.Contains(view, privKey("pin=4711")) {
-		t.Errorf("65534 learns the content of root's 0600 file in a 0700 folder from a group with one copy of theirs:\n%s", view)
-	}
-}
-
 // Copies that share a basename are named name~<file id> after the first.
 // The first is decided among all copies, so a user who cannot read the
 // first sees only suffixed names: that tells them a copy of the same name
