@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -236,5 +237,68 @@ func TestAccessNoGroupOfOneReadableCopy(t *testing.T) {
 	}
 	if after := asNobody("cat " + mnt + "/status.json"); after != before || strings.Contains(after, "groups") {
 		t.Errorf("status.json for 65534 moved, or counts groups:\n%s\n%s", before, after)
+	}
+}
+
+// Copies that share a basename are named name~<file id> after the first.
+// For a user who sees only some copies, the first is the first of those:
+// had it been decided among all, a user who cannot read the first would
+// see only suffixed names, telling them that a copy of that name exists
+// which they cannot see. So are the folders of a folder group named. Who
+// sees everything sees the names they always saw.
+func TestAccessNamesAmongVisibleCopies(t *testing.T) {
+	base, tree, write := privTree(t)
+	write("0hidden/d/n.txt", "collide", 0o600) // indexed first: the lowest ids
+	os.Chmod(filepath.Join(tree, "0hidden"), 0o700)
+	write("1vis/d/n.txt", "collide", 0o644)
+	write("2vis/d/n.txt", "collide", 0o644)
+	for i, top := range []string{"0hidden", "1vis", "2vis"} { // the folder group is d's, not theirs
+		write(top+"/own.txt", strings.Repeat("own", i+1), 0o644)
+	}
+	mnt := filepath.Join(base, "mnt")
+	os.Mkdir(mnt, 0o755)
+	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other")
+	waitIndexed(t, mnt)
+	folders, _ := sh(t, "ls "+filepath.Join(mnt, "by-folder"))
+	if len(strings.Fields(folders)) != 1 {
+		t.Fatalf("want one folder group, root lists %q", folders)
+	}
+	for _, g := range []struct{ dir, bare, rel string }{
+		{filepath.Join(mnt, "by-hash", privKey("collide")), "n.txt", "d/n.txt"},
+		{filepath.Join(mnt, "by-folder", strings.TrimSpace(folders)), "d", "d"},
+	} {
+		// Root: the hidden copy keeps the bare name.
+		rootNames, _ := sh(t, "ls "+g.dir)
+		var suffixed []string
+		for _, n := range strings.Fields(rootNames) {
+			if n != g.bare {
+				suffixed = append(suffixed, n)
+			}
+		}
+		if target, _ := sh(t, "readlink "+filepath.Join(g.dir, g.bare)); len(suffixed) != 2 ||
+			!strings.Contains(target, "0hidden/") {
+			t.Errorf("root lists %q, %s leads to %q: want the hidden copy bare and two suffixed", rootNames, g.bare, target)
+		}
+		names := strings.Fields(asNobody("ls " + g.dir))
+		if len(names) != 2 || !slices.Contains(names, g.bare) {
+			t.Errorf("65534 lists %q: want %s and one %s~ID, as if the hidden copy were not there", names, g.bare, g.bare)
+			continue
+		}
+		if target := asNobody("readlink " + filepath.Join(g.dir, g.bare)); strings.TrimSpace(target) != filepath.Join(tree, "1vis", g.rel) {
+			t.Errorf("65534: %s leads to %q, want 1vis's", g.bare, target)
+		}
+		for _, n := range names {
+			if n != g.bare && !strings.Contains(asNobody("readlink "+filepath.Join(g.dir, n)), "2vis/") {
+				t.Errorf("65534: %s does not lead to 2vis's", n)
+			}
+		}
+		// The name root sees 1vis's under is not 65534's.
+		for _, n := range suffixed {
+			if target, _ := sh(t, "readlink "+filepath.Join(g.dir, n)); strings.Contains(target, "1vis/") {
+				if out := asNobody("test -L " + filepath.Join(g.dir, n) + " && echo there"); out != "" {
+					t.Errorf("65534 finds %s, root's name of what they see as %s: %q", n, g.bare, out)
+				}
+			}
+		}
 	}
 }

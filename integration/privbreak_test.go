@@ -14,34 +14,6 @@ import (
 	"time"
 )
 
-// Copies that share a basename are named name~<file id> after the first.
-// The first is decided among all copies, so a user who cannot read the
-// first sees only suffixed names: that tells them a copy of the same name
-// exists that they cannot see (and file ids tell how many files the index
-// holds).
-func TestPrivBreakSuffixTellsOfAHiddenCopy(t *testing.T) {
-	base, tree, write := privTree(t)
-	write("0hidden/n.txt", "collide", 0o600) // indexed first: the lowest file id
-	os.Chmod(filepath.Join(tree, "0hidden"), 0o700)
-	write("1vis/n.txt", "collide", 0o644)
-	write("2vis/n.txt", "collide", 0o644)
-	mnt := filepath.Join(base, "mnt")
-	os.Mkdir(mnt, 0o755)
-	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other")
-	waitIndexed(t, mnt)
-	out := asNobody("ls " + filepath.Join(mnt, "by-hash", privKey("collide")))
-	names := strings.Fields(out)
-	plain := 0
-	for _, n := range names {
-		if n == "n.txt" {
-			plain++
-		}
-	}
-	if len(names) != 2 || plain != 1 {
-		t.Errorf("65534 lists %q: want n.txt and one n~ID.txt, as if the hidden copy were not there", names)
-	}
-}
-
 // The group folder's mtime is when the group last changed, for anyone: a
 // user learns when a copy they cannot read joined or left a group of
 // theirs (and /by-hash's and /by-size's mtimes when anything changed).
