@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"bytes"
 	"errors"
 	"io"
 	"os"
@@ -87,7 +88,12 @@ func (f *FS) snapshot(public bool) ([]byte, time.Time, fuse.Status) {
 			}
 			data = b
 		}
-		s.data, s.made, s.stale = data, time.Now(), false
+		if !public || !bytes.Equal(data, s.data) {
+			// The others' keeps its time while it says the same: its
+			// mtime would tell them when anything changed.
+			s.made = time.Now()
+		}
+		s.data, s.stale = data, false
 	}
 	return s.data, s.made, fuse.OK
 }

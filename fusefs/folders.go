@@ -35,20 +35,33 @@ func (f *FS) lookupFolderGroup(name string, out *fuse.EntryOut) fuse.Status {
 	return f.entry(out, node, rowTimeout)
 }
 
-func (f *FS) lookupFolderLink(groupID int64, name string, out *fuse.EntryOut) fuse.Status {
+// lookupFolderLink finds a folder of a group by the name it shows under
+// for c, as lookupCopy does a copy.
+func (f *FS) lookupFolderLink(c *caller, groupID int64, name string, out *fuse.EntryOut) fuse.Status {
 	ctx := dbctx()
+	group := ino(kindFolderGroup, groupID)
 	g, err := f.db.FolderGroupByID(ctx, groupID)
 	if err != nil {
 		return f.status("read folder group", err)
 	}
-	m, err := f.db.FolderMemberByName(ctx, groupID, name)
+	var m store.FolderMember
+	if c == nil {
+		m, err = f.db.FolderMemberByName(ctx, groupID, name)
+	} else {
+		var id int64
+		if id, err = f.firstVisible(c, group, name); err == nil {
+			if err = store.ErrNotFound; id != 0 {
+				m, err = f.db.FolderMemberByID(ctx, groupID, id)
+			}
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		id, ok := suffixID(name)
 		if !ok {
 			return fuse.ENOENT
 		}
 		m, err = f.db.FolderMemberByID(ctx, groupID, id)
-		if err == nil && linkName(m.Name, m.FolderID, m.First) != name {
+		if err == nil && !f.suffixed(c, group, m.Name, m.FolderID, m.First, name) {
 			err = store.ErrNotFound
 		}
 	}
@@ -57,7 +70,7 @@ func (f *FS) lookupFolderLink(groupID int64, name string, out *fuse.EntryOut) fu
 	}
 	node := ino(kindFolderLink, m.FolderID)
 	f.linkAttr(&out.Attr, node, m.Path, g.ChangedAt)
-	return f.entry(out, node, linkTimeout)
+	return f.namedEntry(out, node, linkTimeout, group, m.First)
 }
 
 // folderLink reads what a folder link shows: its target and its group's
@@ -126,7 +139,8 @@ func (f *FS) folderLister(groupID int64) fetchFunc {
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
 			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FolderID, m.First),
-				Mode: syscall.S_IFLNK, Ino: ino(kindFolderLink, m.FolderID), Off: offID(m.FolderID)}})
+				Mode: syscall.S_IFLNK, Ino: ino(kindFolderLink, m.FolderID), Off: offID(m.FolderID)},
+				base: m.Name, id: m.FolderID, first: m.First})
 		}
 		return out, err
 	}

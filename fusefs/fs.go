@@ -28,8 +28,9 @@ type Config struct {
 	// every StatusEvery, and only when the index changed.
 	Status func(ctx context.Context) ([]byte, error)
 	// PublicStatus is Status for the other users of a view they may
-	// enter (AllowOther): aggregates only, no root, path or index
-	// location. nil: "{}".
+	// enter (AllowOther): nothing counted over files they may not read,
+	// no root, path or index location. nil: "{}". Its time moves only
+	// when what it says does.
 	PublicStatus func(ctx context.Context) ([]byte, error)
 	// StatusEvery bounds how often status.json is recomputed (default 1s).
 	StatusEvery time.Duration

@@ -38,6 +38,11 @@ type listed struct {
 	fuse.DirEntry
 	plus  bool
 	mtime time.Time
+	// A copy or a folder of a group: its basename, row id, and whether it
+	// is the first (lowest id) of the group with that basename.
+	base  string
+	id    int64
+	first bool
 }
 
 // fetchFunc returns the entries after offset off, at most pageSize of
@@ -55,9 +60,14 @@ func (f *FS) readdir(c *caller, node uint64, off uint64, out *fuse.DirEntryList,
 	if !f.visible(c, node) {
 		return fuse.ENOENT
 	}
+	names := namer{f: f, c: c, group: node}
 	add := func(e listed) bool {
 		if e.Off > 2 && !f.visible(c, e.Ino) {
+			names.pass(e)
 			return true // not there for this caller: skipped, the listing goes on
+		}
+		if e.base != "" {
+			e.Name = names.name(e)
 		}
 		if !plus {
 			return out.AddDirEntry(e.DirEntry)
@@ -220,7 +230,8 @@ func (f *FS) copyLister(contentID int64) fetchFunc {
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
 			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FileID, m.First),
-				Mode: f.copyMode(), Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)}})
+				Mode: f.copyMode(), Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)},
+				base: m.Name, id: m.FileID, first: m.First})
 		}
 		return out, err
 	}

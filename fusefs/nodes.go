@@ -17,6 +17,11 @@ import (
 func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) fuse.Status {
 	f.lookups.Add(1)
 	kind, id := split(parent)
+	if kind != 0 && !f.visible(c, parent) {
+		// A folder c entered when it was theirs (a shell's cwd) tells
+		// nothing more once it is not.
+		return f.absent(out)
+	}
 	var st fuse.Status
 	switch {
 	case parent == inoRoot:
@@ -30,9 +35,9 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 	case parent == inoByFolder:
 		st = f.lookupFolderGroup(name, out)
 	case kind == kindFolderGroup:
-		st = f.lookupFolderLink(id, name, out)
+		st = f.lookupFolderLink(c, id, name, out)
 	case kind == kindGroup:
-		st = f.lookupCopy(id, name, out)
+		st = f.lookupCopy(c, id, name, out)
 	case kind == kindSizeDir:
 		st = f.lookupSizeLink(id, name, out)
 	default:
@@ -42,13 +47,18 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 		st = fuse.ENOENT
 	}
 	if st == fuse.ENOENT {
-		*out = fuse.EntryOut{}
-		if !f.cfg.AllowOther { // absent for one caller, there for another
-			out.SetEntryTimeout(negTimeout)
-		}
-		return fuse.OK
+		return f.absent(out)
 	}
 	return st
+}
+
+// absent answers a lookup of a name that is not there (for this caller).
+func (f *FS) absent(out *fuse.EntryOut) fuse.Status {
+	*out = fuse.EntryOut{}
+	if !f.cfg.AllowOther { // absent for one caller, there for another
+		out.SetEntryTimeout(negTimeout)
+	}
+	return fuse.OK
 }
 
 // entry fills out for node with the given cache time, its attributes
@@ -65,15 +75,17 @@ func (f *FS) entry(out *fuse.EntryOut, node uint64, timeout time.Duration) fuse.
 // in a view other users enter none when the answer is not the same for
 // every user (the kernel would hand one caller's answer to the next).
 func (f *FS) ttl(node uint64, timeout time.Duration) time.Duration {
-	switch {
-	case !f.cfg.AllowOther:
+	if !f.cfg.AllowOther {
 		return timeout
-	case !f.public(node):
+	}
+	ok, until := f.public(node)
+	if !ok {
 		return 0
 	}
 	// The same for every user: kept no longer than what the disk said of
-	// it (a chmod shows within a second).
-	return min(timeout, accessTTL)
+	// it may be (a chmod shows within accessTTL, the kernel's time
+	// included).
+	return max(0, min(timeout, until.Sub(now())))
 }
 
 func (f *FS) lookupRoot(c *caller, name string, out *fuse.EntryOut) fuse.Status {
@@ -114,23 +126,35 @@ func (f *FS) lookupGroup(name string, out *fuse.EntryOut) fuse.Status {
 	return f.entry(out, node, rowTimeout)
 }
 
-// lookupCopy finds a copy by the name it shows under: its basename (the
-// first copy with that basename), or basename~<file id>.
-func (f *FS) lookupCopy(contentID int64, name string, out *fuse.EntryOut) fuse.Status {
+// lookupCopy finds a copy by the name it shows under for c: its basename
+// (the first copy with that basename, of those c sees), or
+// basename~<file id>.
+func (f *FS) lookupCopy(c *caller, contentID int64, name string, out *fuse.EntryOut) fuse.Status {
 	ctx := dbctx()
 	g, err := f.db.GroupByID(ctx, contentID)
 	if err != nil {
 		return f.status("read group", err)
 	}
-	m, err := f.db.MemberByName(ctx, g.GroupRef, name)
+	var m store.Member
+	var first bool // the first of its name, of all copies
+	if c == nil {
+		m, err = f.db.MemberByName(ctx, g.GroupRef, name)
+		first = err == nil
+	} else {
+		var id int64
+		if id, err = f.firstVisible(c, ino(kindGroup, contentID), name); err == nil {
+			if err = store.ErrNotFound; id != 0 {
+				m, first, err = f.db.MemberByID(ctx, g.GroupRef, id)
+			}
+		}
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		id, ok := suffixID(name)
 		if !ok {
 			return fuse.ENOENT
 		}
-		var first bool
 		m, first, err = f.db.MemberByID(ctx, g.GroupRef, id)
-		if err == nil && linkName(m.Name, m.FileID, first) != name {
+		if err == nil && !f.suffixed(c, ino(kindGroup, contentID), m.Name, m.FileID, first, name) {
 			err = store.ErrNotFound
 		}
 	}
@@ -139,7 +163,40 @@ func (f *FS) lookupCopy(contentID int64, name string, out *fuse.EntryOut) fuse.S
 	}
 	node := ino(kindLink, m.FileID)
 	f.copyAttr(&out.Attr, node, m)
-	return f.entry(out, node, linkTimeout)
+	return f.namedEntry(out, node, linkTimeout, ino(kindGroup, contentID), first)
+}
+
+// suffixed reports whether name is what c sees the copy (or folder) id of
+// group named: base~<id>, for a copy after the first of its name (first:
+// of all copies; for c, of those c sees).
+func (f *FS) suffixed(c *caller, group uint64, base string, id int64, first bool, name string) bool {
+	if linkName(base, id, false) != name {
+		return false
+	}
+	if c == nil {
+		return !first
+	}
+	if first {
+		return false // the first of all, so of those c sees (if c sees it)
+	}
+	fv, err := f.firstVisible(c, group, base)
+	if err != nil {
+		f.logf("dupefs: %v", err)
+		return false
+	}
+	return fv != 0 && fv != id
+}
+
+// namedEntry is entry for a copy or a folder of a group: its name may be
+// another for another caller (namer), so the kernel keeps it for all
+// only when it is the first of its name of all, or the group's listing is
+// the same for every user.
+func (f *FS) namedEntry(out *fuse.EntryOut, node uint64, timeout time.Duration, group uint64, first bool) fuse.Status {
+	f.entry(out, node, timeout)
+	if f.cfg.AllowOther && !first && !f.listingPublic(group) {
+		out.SetEntryTimeout(0)
+	}
+	return fuse.OK
 }
 
 // parseSize accepts the decimal names /by-size lists, nothing else.

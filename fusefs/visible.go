@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dupefs/dupefs/store/naming"
 )
 
@@ -39,10 +41,11 @@ func (r everyone) list(path string) bool {
 func (r everyone) key() string { return "*" }
 
 // visible reports whether node is there for c (see access.go); nil sees
-// everything. A copy is there when c may read it; a group, a size folder,
-// a link to a group and a thumbnail when c may read a copy of theirs; a
-// folder of a folder group when c may read all of it, and the group when c
-// may read one of its folders.
+// everything. A copy is there when c may read it; a group, a link to a
+// group and a thumbnail when c may read two copies of the group that are
+// two inodes, a size folder when one of its groups is there; a folder of
+// a folder group when c may read all of it, and the group when c may read
+// two of its folders (two inodes).
 func (f *FS) visible(c *caller, node uint64) bool {
 	if c == nil {
 		return true
@@ -51,37 +54,40 @@ func (f *FS) visible(c *caller, node uint64) bool {
 }
 
 // public reports whether node is there for every user alike: its answer
-// may then stay in the kernel's cache, whoever asks next.
-func (f *FS) public(node uint64) bool {
+// may then stay in the kernel's cache, whoever asks next, until until
+// (when what the disk said of it may be kept no longer).
+func (f *FS) public(node uint64) (ok bool, until time.Time) {
 	if !f.cfg.AllowOther {
-		return true
+		return true, time.Time{}
 	}
 	if node == inoStatus {
-		return false // each reader has its own
+		return false, time.Time{} // each reader has its own
 	}
-	return f.shows(everyone{f}, node)
+	return f.showsUntil(everyone{f}, node)
 }
 
-// shows is visible for r, kept accessTTL per reader and node.
+// shows is visible for r, kept per reader and node while the
+// generation of the access cache lasts.
 func (f *FS) shows(r reader, node uint64) bool {
+	ok, _ := f.showsUntil(r, node)
+	return ok
+}
+
+// showsUntil is shows, and when the answer may be kept no longer.
+func (f *FS) showsUntil(r reader, node uint64) (bool, time.Time) {
+	a := &f.access
+	gen := a.begin()
 	kind, id := split(node)
 	if kind == 0 {
-		return true // the fixed folders and status.json
+		return true, gen // the fixed folders and status.json
 	}
 	k := r.key() + "\x00n" + strconv.FormatUint(node, 10)
-	now := time.Now()
-	a := &f.access
-	a.mu.Lock()
-	if e, ok := a.perms[k]; ok && now.Before(e.expires) {
-		a.mu.Unlock()
-		return e.ok
+	if ok, found := a.kept(k, gen); found {
+		return ok, gen
 	}
-	a.mu.Unlock()
 	ok := f.showsNow(r, kind, id)
-	a.mu.Lock()
-	a.keep(k, ok, now)
-	a.mu.Unlock()
-	return ok
+	a.keepAt(k, ok, gen)
+	return ok, gen
 }
 
 func (f *FS) showsNow(r reader, kind uint64, id int64) bool {
@@ -126,37 +132,75 @@ func (f *FS) showsNow(r reader, kind uint64, id int64) bool {
 	return false
 }
 
-// groupShows reports whether r may read a copy of the group of content
-// id contentID (all: every copy).
+// groupShows reports whether r may read two copies of the group of
+// content id contentID that are two inodes (dev, ino) on disk (all: every
+// copy, and two inodes among them). A group is two inodes or more: one
+// shown to a reader of a single copy would tell them that a file they
+// cannot read holds the same bytes as theirs.
 func (f *FS) groupShows(r reader, contentID int64, all bool) bool {
 	paths, err := f.groupPaths(contentID)
 	if err != nil {
 		f.logf("dupefs: %v", err)
 		return false
 	}
+	var seen inodes
 	for _, p := range paths {
-		if r.read(p) != all {
-			return !all
+		if !r.read(p) {
+			if all {
+				return false
+			}
+			continue
+		}
+		if seen.add(f.access.attrsOf(p).st) && !all {
+			return true
 		}
 	}
-	return all && len(paths) > 0
+	return all && seen.two()
 }
 
-// folderGroupShows reports whether r may read all of one folder of a
-// folder group (all: of every folder).
+// inodes counts the distinct inodes of what a reader may read, up to two.
+type inodes struct {
+	first struct{ dev, ino uint64 }
+	n     int
+}
+
+// add counts the inode of st, and reports whether that makes two.
+func (s *inodes) add(st unix.Stat_t) bool {
+	id := struct{ dev, ino uint64 }{st.Dev, st.Ino}
+	switch {
+	case s.n == 0:
+		s.first, s.n = id, 1
+	case s.n == 1 && id != s.first:
+		s.n = 2
+	}
+	return s.n == 2
+}
+
+func (s *inodes) two() bool { return s.n == 2 }
+
+// folderGroupShows reports whether r may read all of two folders of a
+// folder group that are two inodes on disk (all: of every folder, and two
+// inodes among them).
 func (f *FS) folderGroupShows(r reader, groupID int64, all bool) bool {
+	var seen inodes
 	for after := int64(0); ; {
 		ms, err := f.db.FolderMembersPage(dbctx(), groupID, after, pageSize)
 		if err != nil {
 			return false
 		}
 		for _, m := range ms {
-			if f.folderReadable(r, m.Path) != all {
-				return !all
+			if !f.folderReadable(r, m.Path) {
+				if all {
+					return false
+				}
+				continue
+			}
+			if seen.add(f.access.attrsOf(m.Path).st) && !all {
+				return true
 			}
 		}
 		if len(ms) < pageSize {
-			return all
+			return all && seen.two()
 		}
 		after = ms[len(ms)-1].FolderID
 	}
@@ -205,10 +249,10 @@ func (a *accessCache) forgetGroup(contentID int64) {
 // of each group for every reader and every request. (What the disk says
 // of those paths is asked again within accessTTL.)
 func (f *FS) groupPaths(contentID int64) ([]string, error) {
-	now := time.Now()
+	t := now()
 	a := &f.access
 	a.mu.Lock()
-	if e, ok := a.paths[contentID]; ok && now.Before(e.expires) {
+	if e, ok := a.paths[contentID]; ok && t.Before(e.expires) {
 		a.mu.Unlock()
 		return e.paths, nil
 	}
@@ -222,9 +266,9 @@ func (f *FS) groupPaths(contentID int64) ([]string, error) {
 		a.paths = map[int64]pathsEntry{}
 	}
 	if len(a.paths) > cacheCap {
-		sweep(a.paths, now, func(e pathsEntry) time.Time { return e.expires })
+		sweep(a.paths, t, func(e pathsEntry) time.Time { return e.expires })
 	}
-	a.paths[contentID] = pathsEntry{paths: paths, expires: now.Add(groupPathsTTL)}
+	a.paths[contentID] = pathsEntry{paths: paths, expires: t.Add(groupPathsTTL)}
 	a.mu.Unlock()
 	return paths, nil
 }

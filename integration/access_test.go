@@ -2,12 +2,16 @@ package integration
 
 import (
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // Mounted by root for everyone (--allow-other), the view answers an
@@ -40,6 +44,9 @@ func TestOtherUsersSeeWhatTheDiskShowsThem(t *testing.T) {
 			write("pub2/a.txt", "public", 0o644, 0)
 			write("secret/s.txt", "secret-shared", 0o644, 0) // readable, in a folder no one may enter
 			write("pub/s.txt", "secret-shared", 0o644, 0)
+			write("pub2/s.txt", "secret-shared", 0o644, 0)
+			write("secret/o.txt", "secret-one", 0o644, 0) // of a group the user reads one copy of
+			write("pub/o.txt", "secret-one", 0o644, 0)
 			os.Chmod(filepath.Join(tree, "secret"), 0o700)
 			write("priv/x.txt", "private", 0o600, 0)
 			write("priv2/x.txt", "private", 0o600, 0)
@@ -76,16 +83,16 @@ func TestOtherUsersSeeWhatTheDiskShowsThem(t *testing.T) {
 					t.Errorf("the user does not see %s, which they may read on disk:\n%s", want, view)
 				}
 			}
-			for _, hidden := range []string{key("private"), key("group-only"), "by-size/7\n", "by-size/10\n", "priv", "secret/",
-				"\"index\":", "\"roots\": [", tree + "\n"} {
+			for _, hidden := range []string{key("private"), key("group-only"), key("secret-one"), "by-size/7\n", "by-size/10\n",
+				"priv", "secret/", "\"index\":", "\"roots\": [", "\"totals\"", tree + "\n"} {
 				if strings.Contains(view, hidden) {
 					t.Errorf("the user sees %q, which they cannot reach on disk:\n%s", hidden, view)
 				}
 			}
 			// The group of what is also in the secret folder lists only
-			// the copy the user can reach.
-			if n := strings.Count(as("", "ls "+filepath.Join(mnt, "by-hash", key("secret-shared"))), "s.txt"); n != 1 {
-				t.Errorf("the user lists %d copies of secret-shared, want the 1 they may reach", n)
+			// the copies the user can reach.
+			if n := len(strings.Fields(as("", "ls "+filepath.Join(mnt, "by-hash", key("secret-shared"))))); n != 2 {
+				t.Errorf("the user lists %d copies of secret-shared, want the 2 they may reach", n)
 			}
 			if serve == "files" {
 				out := as("", "cat "+filepath.Join(mnt, "by-hash", key("public"))+"/*")
@@ -104,5 +111,194 @@ func TestOtherUsersSeeWhatTheDiskShowsThem(t *testing.T) {
 				t.Errorf("without group 4321 the user still sees its files (a kept answer?)")
 			}
 		})
+	}
+}
+
+// privTree makes a tree under a fresh folder others may pass through, and
+// returns the folder, the tree and a writer of files in it.
+func privTree(t *testing.T) (base, tree string, write func(rel, data string, mode os.FileMode)) {
+	t.Helper()
+	if _, err := exec.LookPath("setpriv"); err != nil {
+		t.Fatal("setpriv is missing (Debian package util-linux)")
+	}
+	base = t.TempDir()
+	os.Chmod(base, 0o755)
+	os.Chmod(filepath.Dir(base), 0o755)
+	tree = filepath.Join(base, "tree")
+	write = func(rel, data string, mode os.FileMode) {
+		p := filepath.Join(tree, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(data), mode); err != nil {
+			t.Fatal(err)
+		}
+		os.Chmod(p, mode)
+	}
+	return base, tree, write
+}
+
+// asNobody runs script as uid and gid 65534 with no other group.
+func asNobody(script string) string {
+	out, _ := exec.Command("setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "sh", "-c", script).CombinedOutput()
+	return string(out)
+}
+
+func privKey(s string) string {
+	h := sha256.Sum256([]byte(s))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// setACL writes a POSIX access ACL (the xattr's binary form) on path:
+// entries of tag, perm, id.
+func setACL(t *testing.T, path string, entries [][3]uint32) {
+	t.Helper()
+	b := binary.LittleEndian.AppendUint32(nil, 2)
+	for _, e := range entries {
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[0]))
+		b = binary.LittleEndian.AppendUint16(b, uint16(e[1]))
+		b = binary.LittleEndian.AppendUint32(b, e[2])
+	}
+	if err := syscall.Setxattr(path, "system.posix_acl_access", b, 0); err != nil {
+		t.Skipf("no POSIX ACLs here: %v", err)
+	}
+}
+
+const (
+	tagUserObj, tagUser, tagGroupObj, tagMask, tagOther = 0x01, 0x02, 0x04, 0x10, 0x20
+	noID                                                = 0xffffffff
+)
+
+// An ACL is read whole, however large: one of more than 127 entries (more
+// than the 1 KiB the view once read it into, when it was then ignored and
+// the mode bits decided) that denies a user (user:65534:---) whom the
+// "other" bits would let in keeps the file from them in the view: no name,
+// hash, size or byte, in either mode.
+func TestAccessLargeACLIsRead(t *testing.T) {
+	for _, serve := range []string{"links", "files"} {
+		t.Run(serve, func(t *testing.T) {
+			base, tree, write := privTree(t)
+			acl := [][3]uint32{{tagUserObj, 6, noID}}
+			for i := uint32(0); i < 130; i++ {
+				acl = append(acl, [3]uint32{tagUser, 4, 10000 + i})
+			}
+			acl = append(acl, [3]uint32{tagUser, 0, 65534}, [3]uint32{tagGroupObj, 4, noID}, [3]uint32{tagMask, 4, noID},
+				[3]uint32{tagOther, 4, noID})
+			for _, rel := range []string{"a/big.txt", "b/big.txt"} {
+				write(rel, "big-acl-secret", 0o644)
+				setACL(t, filepath.Join(tree, rel), acl)
+			}
+			if out := asNobody("cat " + filepath.Join(tree, "a/big.txt")); !strings.Contains(out, "Permission denied") {
+				t.Fatalf("the disk lets 65534 read the file: %q", out)
+			}
+			mnt := filepath.Join(base, "mnt")
+			os.Mkdir(mnt, 0o755)
+			args := []string{tree, "--allow-other"}
+			if serve == "files" {
+				args = append(args, "--serve", "files")
+			}
+			startMount(t, filepath.Join(base, "index.db"), mnt, args...)
+			waitIndexed(t, mnt)
+			view := asNobody("ls -R " + mnt + "; cat " + mnt + "/by-hash/*/big*.txt")
+			if strings.Contains(view, privKey("big-acl-secret")) || strings.Contains(view, "big-acl-secret") {
+				t.Errorf("65534, denied by the file's ACL, sees it through the view:\n%s", view)
+			}
+		})
+	}
+}
+
+// A group shows to a user only where they may read two of its copies
+// that are two inodes, and so do its size and its thumbnail: a group is
+// two inodes or more, and one shown to a reader of a single copy would
+// tell them that a file they cannot read holds the same bytes as theirs. A
+// user who may write under an indexed root would write guesses and learn
+// which one a hidden file holds (here, root's PIN), even as two hard links
+// of one guess. status.json counts nothing for them (its totals moved
+// when a guess matched).
+func TestAccessNoGroupOfOneReadableCopy(t *testing.T) {
+	base, tree, write := privTree(t)
+	write("root/pin.txt", "pin=4711", 0o600)
+	os.Chmod(filepath.Join(tree, "root"), 0o700)
+	guesses := filepath.Join(tree, "guest")
+	os.MkdirAll(guesses, 0o755)
+	os.Chown(guesses, 65534, 65534)
+	mnt := filepath.Join(base, "mnt")
+	os.Mkdir(mnt, 0o755)
+	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other")
+	waitIndexed(t, mnt)
+	before := asNobody("cat " + mnt + "/status.json")
+	asNobody("cd " + guesses + " && for i in $(seq 4700 4720); do printf pin=$i > g$i; done; ln g4711 h4711")
+	time.Sleep(3 * time.Second)
+	waitIndexed(t, mnt)
+	if root, _ := sh(t, "ls "+filepath.Join(mnt, "by-hash", privKey("pin=4711"))); !strings.Contains(root, "g4711") {
+		t.Fatalf("root does not see the guess's group:\n%s", root)
+	}
+	view := asNobody("ls -R " + mnt + "/by-hash " + mnt + "/by-size")
+	if strings.Contains(view, "g4711") || strings.Contains(view, privKey("pin=4711")) {
+		t.Errorf("65534 learns the content of root's 0600 file in a 0700 folder from a group with one copy of theirs:\n%s", view)
+	}
+	if after := asNobody("cat " + mnt + "/status.json"); after != before || strings.Contains(after, "groups") {
+		t.Errorf("status.json for 65534 moved, or counts groups:\n%s\n%s", before, after)
+	}
+}
+
+// Copies that share a basename are named name~<file id> after the first.
+// For a user who sees only some copies, the first is the first of those:
+// had it been decided among all, a user who cannot read the first would
+// see only suffixed names, telling them that a copy of that name exists
+// which they cannot see. So are the folders of a folder group named. Who
+// sees everything sees the names they always saw.
+func TestAccessNamesAmongVisibleCopies(t *testing.T) {
+	base, tree, write := privTree(t)
+	write("0hidden/d/n.txt", "collide", 0o600) // indexed first: the lowest ids
+	os.Chmod(filepath.Join(tree, "0hidden"), 0o700)
+	write("1vis/d/n.txt", "collide", 0o644)
+	write("2vis/d/n.txt", "collide", 0o644)
+	for i, top := range []string{"0hidden", "1vis", "2vis"} { // the folder group is d's, not theirs
+		write(top+"/own.txt", strings.Repeat("own", i+1), 0o644)
+	}
+	mnt := filepath.Join(base, "mnt")
+	os.Mkdir(mnt, 0o755)
+	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other")
+	waitIndexed(t, mnt)
+	folders, _ := sh(t, "ls "+filepath.Join(mnt, "by-folder"))
+	if len(strings.Fields(folders)) != 1 {
+		t.Fatalf("want one folder group, root lists %q", folders)
+	}
+	for _, g := range []struct{ dir, bare, rel string }{
+		{filepath.Join(mnt, "by-hash", privKey("collide")), "n.txt", "d/n.txt"},
+		{filepath.Join(mnt, "by-folder", strings.TrimSpace(folders)), "d", "d"},
+	} {
+		// Root: the hidden copy keeps the bare name.
+		rootNames, _ := sh(t, "ls "+g.dir)
+		var suffixed []string
+		for _, n := range strings.Fields(rootNames) {
+			if n != g.bare {
+				suffixed = append(suffixed, n)
+			}
+		}
+		if target, _ := sh(t, "readlink "+filepath.Join(g.dir, g.bare)); len(suffixed) != 2 ||
+			!strings.Contains(target, "0hidden/") {
+			t.Errorf("root lists %q, %s leads to %q: want the hidden copy bare and two suffixed", rootNames, g.bare, target)
+		}
+		names := strings.Fields(asNobody("ls " + g.dir))
+		if len(names) != 2 || !slices.Contains(names, g.bare) {
+			t.Errorf("65534 lists %q: want %s and one %s~ID, as if the hidden copy were not there", names, g.bare, g.bare)
+			continue
+		}
+		if target := asNobody("readlink " + filepath.Join(g.dir, g.bare)); strings.TrimSpace(target) != filepath.Join(tree, "1vis", g.rel) {
+			t.Errorf("65534: %s leads to %q, want 1vis's", g.bare, target)
+		}
+		for _, n := range names {
+			if n != g.bare && !strings.Contains(asNobody("readlink "+filepath.Join(g.dir, n)), "2vis/") {
+				t.Errorf("65534: %s does not lead to 2vis's", n)
+			}
+		}
+		// The name root sees 1vis's under is not 65534's.
+		for _, n := range suffixed {
+			if target, _ := sh(t, "readlink "+filepath.Join(g.dir, n)); strings.Contains(target, "1vis/") {
+				if out := asNobody("test -L " + filepath.Join(g.dir, n) + " && echo there"); out != "" {
+					t.Errorf("65534 finds %s, root's name of what they see as %s: %q", n, g.bare, out)
+				}
+			}
+		}
 	}
 }

@@ -167,7 +167,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 				if err != nil {
 					return nil, err
 				}
-				b, err := json.MarshalIndent(publicStatusJSON{Hash: s.Hash, Totals: s.Totals, Thumbs: s.Thumbs}, "", "  ")
+				b, err := json.MarshalIndent(publicStatus(s), "", "  ")
 				return append(b, '\n'), err
 			},
 			Logf: func(format string, args ...any) { con.Printf(format+"\n", args...) },

@@ -197,7 +197,12 @@ func dbOf(args []string) string {
 // sends this process's messages to logFile (stderr was the parent's pipe).
 func signalReady(fd int, logFile string, con *console) {
 	if logFile != "" {
-		if f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644); err == nil {
+		// The log names files under the roots: it is its owner's alone, as
+		// the index is, and a symlink planted in its place is not followed.
+		if f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600); err == nil {
+			if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o077 != 0 {
+				f.Chmod(0o600)
+			}
 			unix.Dup3(int(f.Fd()), 2, 0)
 			f.Close()
 		} else {

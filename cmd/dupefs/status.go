@@ -71,11 +71,23 @@ type statusJSON struct {
 }
 
 // publicStatusJSON is status.json for the other users of a view they may
-// enter: aggregates only, no root, path or index location.
+// enter: nothing counted over files, which may be files they cannot read
+// (the number of groups, copies or wasted bytes, or a thumbnail job, moves
+// when a file they cannot read joins a group, and would tell them what it
+// holds), nor any root, path or index location. Only what dupefs is and
+// whether the index is up to date.
 type publicStatusJSON struct {
-	Hash   string       `json:"hash_algorithm"`
-	Totals store.Totals `json:"totals"`
-	Thumbs thumbsJSON   `json:"thumbnails"`
+	Version string `json:"version"`
+	Hash    string `json:"hash_algorithm"`
+	// State is the index's: "incomplete", "hashing" or "up to date".
+	State    string `json:"state"`
+	UpToDate bool   `json:"hash_up_to_date"`
+}
+
+// publicStatus is status.json for the other users of a view (see
+// publicStatusJSON).
+func publicStatus(s statusJSON) publicStatusJSON {
+	return publicStatusJSON{Version: version, Hash: s.Hash, State: s.Totals.State, UpToDate: s.Totals.HashUpToDate}
 }
 
 // thumbsJSON counts thumbnails by status.
