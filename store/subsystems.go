@@ -20,7 +20,8 @@ type Thumbs struct{ db *DB }
 // Jobs is the queue of scan and hash jobs.
 type Jobs struct{ db *DB }
 
-// Maint is the subsystem of WAL checkpoints.
+// Maint is the subsystem of WAL checkpoints and of the purge of rows
+// missing past their grace.
 type Maint struct{ db *DB }
 
 // Files returns the subsystem of roots, folders and file rows.
@@ -41,7 +42,7 @@ func (db *DB) Thumbs() *Thumbs { return &Thumbs{db} }
 // Jobs returns the queue of scan and hash jobs.
 func (db *DB) Jobs() *Jobs { return &Jobs{db} }
 
-// Maint returns the WAL checkpoint subsystem.
+// Maint returns the maintenance subsystem (checkpoints, purge).
 func (db *DB) Maint() *Maint { return &Maint{db} }
 
 // HashAlgo is the index's hash algorithm (the view names groups with it).
