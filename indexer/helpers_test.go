@@ -91,6 +91,7 @@ type env struct {
 	log  *readLog
 	mu   sync.Mutex // guards warn: hash readers warn at once
 	warn []string
+	met  string // the path a hookOnce met (interleave_test.go)
 }
 
 // warned records a warning; Config.Warn is called from several goroutines.

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -19,17 +20,21 @@ import (
 // the tree as it is now.
 
 // hookOnce runs act the first time a hash read (the hash job's or an
-// early one) reaches stage for the path rel (relative to the tree). The
+// early one) reaches stage for one of the paths rels (relative to the
+// tree, separated by |), and notes which in e.met. The
 // early reads read every set they are given before the hash job starts.
-func (e *env) hookOnce(ix *Indexer, stage, rel string, act func()) {
+func (e *env) hookOnce(ix *Indexer, stage, rels string, act func()) {
 	var once sync.Once
-	want := filepath.Join(e.dir, rel)
+	want := map[string]string{}
+	for _, rel := range strings.Split(rels, "|") {
+		want[filepath.Join(e.dir, rel)] = rel
+	}
 	ix.hook = func(s, path string) {
 		if s == "hash" {
 			waitEarly(e.tb, ix)
 		}
-		if s == stage && path == want {
-			once.Do(act)
+		if rel, ok := want[path]; ok && s == stage {
+			once.Do(func() { e.met = rel; act() })
 		}
 	}
 }
@@ -110,17 +115,18 @@ func TestInterleavings(t *testing.T) {
 		act         func(e *env)
 	}{
 		{
-			// A hard link whose sibling is deleted
-			// while their inode is read whole. The other link is read.
+			// A hard link whose sibling is deleted while their inode is
+			// read whole: the other link is read. Either link may be the
+			// one opened first; that one is deleted.
 			name:  "hard link sibling deleted before the full read",
 			files: map[string]string{"a/x": content, "b/y": "=>a/x", "c/z": content},
-			stage: "open", path: "a/x",
-			act: func(e *env) { os.Remove(filepath.Join(e.dir, "a/x")) },
+			stage: "open", path: "a/x|b/y",
+			act: func(e *env) { os.Remove(filepath.Join(e.dir, e.met)) },
 		},
 		{
 			name:  "every link deleted before the full read",
 			files: map[string]string{"a/x": content, "b/y": "=>a/x", "c/z": content},
-			stage: "open", path: "a/x",
+			stage: "open", path: "a/x|b/y",
 			act: func(e *env) {
 				os.Remove(filepath.Join(e.dir, "a/x"))
 				os.Remove(filepath.Join(e.dir, "b/y"))
