@@ -273,3 +273,28 @@ func (db *DB) RecoverDead(ctx context.Context, dead func(worker string) bool) (i
 	})
 	return int(n), err
 }
+
+// claimRow claims one row of q for owner and reads it with read in the
+// same transaction. Rows whose lease ran out are recovered by the claim and
+// that recovery is committed even when nothing is left to claim
+// (ErrNotFound).
+func claimRow[T any](ctx context.Context, db *DB, q *Queue, owner string, ttl time.Duration, read func(tx *Tx, id int64) (T, error)) (T, Lease, error) {
+	var row T
+	var l Lease
+	err := db.Write(ctx, func(tx *Tx) error {
+		var err error
+		l, err = tx.claim(q, "", owner, ttl)
+		if errors.Is(err, ErrNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		row, err = read(tx, l.ID)
+		return err
+	})
+	if err == nil && l.ID == 0 {
+		err = ErrNotFound
+	}
+	return row, l, err
+}

@@ -107,23 +107,10 @@ func (mt *Maint) EnqueuePurge(ctx context.Context, keep time.Duration) (bool, er
 // ClaimPurge claims the pending purge job (a running one whose lease
 // expired goes back to pending first). ErrNotFound when there is none.
 func (mt *Maint) ClaimPurge(ctx context.Context, owner string, ttl time.Duration) (PurgeJob, error) {
-	var j PurgeJob
-	var l Lease
-	err := mt.db.Write(ctx, func(tx *Tx) error {
-		var err error
-		l, err = tx.claim(QueuePurge, "", owner, ttl)
-		if errors.Is(err, ErrNotFound) {
-			return nil // commit the recovery all the same
-		}
-		if err != nil {
-			return err
-		}
-		j, err = scanPurgeJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+purgeCols+" FROM purge_jobs WHERE id = ?", l.ID))
-		return classify("read purge job", err)
+	j, l, err := claimRow(ctx, mt.db, QueuePurge, owner, ttl, func(tx *Tx, id int64) (PurgeJob, error) {
+		j, err := scanPurgeJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+purgeCols+" FROM purge_jobs WHERE id = ?", id))
+		return j, classify("read purge job", err)
 	})
-	if err == nil && l.ID == 0 {
-		err = ErrNotFound
-	}
 	j.Lease = l
 	return j, err
 }

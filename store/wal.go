@@ -94,23 +94,10 @@ var QueueWAL = &Queue{
 // (deterministic error, retry_count+1, retry_after), then claims one due
 // pending or retryable job. ErrNotFound when there is none.
 func (mt *Maint) ClaimWAL(ctx context.Context, owner string, ttl time.Duration) (WALJob, error) {
-	var j WALJob
-	var l Lease
-	err := mt.db.Write(ctx, func(tx *Tx) error {
-		var err error
-		l, err = tx.claim(QueueWAL, "", owner, ttl)
-		if errors.Is(err, ErrNotFound) {
-			return nil // commit the recovery all the same
-		}
-		if err != nil {
-			return err
-		}
-		j, err = scanWALJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs WHERE id = ?", l.ID))
-		return classify("read WAL job", err)
+	j, l, err := claimRow(ctx, mt.db, QueueWAL, owner, ttl, func(tx *Tx, id int64) (WALJob, error) {
+		j, err := scanWALJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs WHERE id = ?", id))
+		return j, classify("read WAL job", err)
 	})
-	if err == nil && l.ID == 0 {
-		err = ErrNotFound
-	}
 	j.Lease = l
 	return j, err
 }
