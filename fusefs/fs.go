@@ -91,6 +91,7 @@ type FS struct {
 	handles  handleTable
 	backings backings
 	access   accessCache // who may read what (access.go)
+	subtrees subtrees    // the files under folders of folder groups (visible.go)
 	ends     listEnds
 	ahead    copiesAhead // group listings read ahead (listahead.go)
 }
