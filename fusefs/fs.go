@@ -73,6 +73,10 @@ type FS struct {
 	uid uint32
 	gid uint32
 
+	// started is when the view was made: the time of its folders in a
+	// view others may enter (timesFor).
+	started time.Time
+
 	srv *fuse.Server // set once mounted
 	// stopping is set once an unmount began: a lazily detached mount may
 	// still get requests while the index closes, and their failures are
@@ -107,7 +111,7 @@ func New(db Index, cfg Config) *FS {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	f := &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
+	f := &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid()), started: time.Now()}
 	f.handles.closeCopy = f.closeCopy
 	return f
 }
@@ -209,8 +213,25 @@ func (f *FS) fileAttr(a *fuse.Attr, ino uint64, size int64, mtime time.Time) {
 	setTimes(a, mtime)
 }
 
+// timesFor gives the attributes a of node the times every user may see.
+// In a view others may enter, the times of the folders (when a group, any
+// group, a size or a folder group last changed) and of the thumbnails
+// (when made) would move with copies a user may not read: there they are
+// the time the view was made, for everyone. (Every user's answers share
+// the kernel's cache of attributes: times for its owner alone could not
+// stay in it, and a walk would ask for each folder's again.) A copy shows
+// its own mtime; status.json the time it last said something new.
+func (f *FS) timesFor(node uint64, a *fuse.Attr) {
+	if kind, _ := split(node); f.cfg.AllowOther && kind != kindLink && node != inoStatus {
+		setTimes(a, f.started)
+	}
+}
+
 // lastChange is when any group last changed: the mtime of the top folders.
 func (f *FS) lastChange() time.Time {
+	if f.cfg.AllowOther {
+		return f.started // timesFor
+	}
 	_, t, err := f.db.LastChange(dbctx())
 	if err != nil {
 		f.logf("dupefs: read last change: %v", err)
@@ -220,6 +241,9 @@ func (f *FS) lastChange() time.Time {
 
 // lastThumbChange is when a thumbnail last changed: the mtime of /thumbs.
 func (f *FS) lastThumbChange() time.Time {
+	if f.cfg.AllowOther {
+		return f.started // timesFor
+	}
 	_, t, err := f.db.LastThumbChange(dbctx())
 	if err != nil {
 		f.logf("dupefs: read last thumbnail change: %v", err)

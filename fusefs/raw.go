@@ -31,6 +31,7 @@ func (r *raw) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) 
 		return fuse.ENOENT
 	}
 	timeout, st := r.f.getattr(c, in.NodeId, &out.Attr)
+	r.f.timesFor(in.NodeId, &out.Attr)
 	out.SetTimeout(r.f.ttl(in.NodeId, timeout))
 	return st
 }

@@ -302,3 +302,39 @@ func TestAccessNamesAmongVisibleCopies(t *testing.T) {
 		}
 	}
 }
+
+// The times of the view's folders tell when a group (any group, a size)
+// last changed, and a copy a user cannot read may join or leave a group
+// of theirs, or of any: in a view others may enter they are the time the
+// view was made, for everyone (every user's answers share the kernel's
+// cache of attributes), and do not move.
+func TestAccessTimesTellNothingOfHiddenCopies(t *testing.T) {
+	base, tree, write := privTree(t)
+	write("a/p.txt", "public", 0o644)
+	write("b/p.txt", "public", 0o644)
+	os.MkdirAll(filepath.Join(tree, "hidden"), 0o700)
+	mnt := filepath.Join(base, "mnt")
+	os.Mkdir(mnt, 0o755)
+	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other")
+	waitIndexed(t, mnt)
+	var paths []string
+	for _, rel := range []string{"", "by-hash", "by-size", "by-size/6", "by-folder", "thumbs", "by-hash/" + privKey("public"),
+		"by-size/6/" + privKey("public")} {
+		paths = append(paths, filepath.Join(mnt, rel))
+	}
+	stat := "stat -c '%n %Y.%y' " + strings.Join(paths, " ")
+	before := asNobody(stat)
+	time.Sleep(1100 * time.Millisecond)
+	write("hidden/p.txt", "public", 0o600)
+	time.Sleep(3 * time.Second)
+	waitIndexed(t, mnt)
+	if root, _ := sh(t, "ls "+filepath.Join(mnt, "by-hash", privKey("public"))); len(strings.Fields(root)) != 3 {
+		t.Fatalf("the hidden copy did not join the group: root lists %q", root)
+	}
+	if after := asNobody(stat); after != before {
+		t.Errorf("times moved for 65534 when a copy they cannot read joined a group:\n%s->\n%s", before, after)
+	}
+	if root, _ := sh(t, stat); root != before {
+		t.Errorf("root sees other times than 65534:\n%s\n%s", root, before)
+	}
+}

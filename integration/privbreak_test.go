@@ -14,29 +14,6 @@ import (
 	"time"
 )
 
-// The group folder's mtime is when the group last changed, for anyone: a
-// user learns when a copy they cannot read joined or left a group of
-// theirs (and /by-hash's and /by-size's mtimes when anything changed).
-func TestPrivBreakGroupMtimeTellsOfHiddenCopies(t *testing.T) {
-	base, tree, write := privTree(t)
-	write("a/p.txt", "public", 0o644)
-	write("b/p.txt", "public", 0o644)
-	os.MkdirAll(filepath.Join(tree, "hidden"), 0o700)
-	mnt := filepath.Join(base, "mnt")
-	os.Mkdir(mnt, 0o755)
-	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other")
-	waitIndexed(t, mnt)
-	stat := "stat -c %Y.%y " + filepath.Join(mnt, "by-hash", privKey("public"))
-	before := asNobody(stat)
-	time.Sleep(1100 * time.Millisecond)
-	write("hidden/p.txt", "public", 0o600)
-	time.Sleep(3 * time.Second)
-	waitIndexed(t, mnt)
-	if after := asNobody(stat); after != before {
-		t.Errorf("the group's mtime moved for 65534 when a copy they cannot read joined it: %q -> %q", before, after)
-	}
-}
-
 // Served as files, a copy shows its original's mode bits, and the kernel
 // (default_permissions) checks them: a user the original's ACL lets read
 // it (0600 with user:65534:r--) is shown the copy but refused its bytes,
