@@ -33,10 +33,10 @@ import (
 
 // Config of a mount.
 type Config struct {
-	// AllowOther lets other users see the mount (with
-	// default_permissions); non-root users need user_allow_other in
-	// /etc/fuse.conf. Each caller is then answered as the disk would
-	// answer them (access.go), and the kernel keeps no answer.
+	// AllowOther lets other users see the mount; non-root users need
+	// user_allow_other in /etc/fuse.conf. Each caller is then answered
+	// as the disk would answer them (access.go), and the kernel keeps
+	// only answers the same for every user.
 	AllowOther bool
 	// ThumbDir is the thumbnail cache that /thumbs serves files from
 	// ("": /thumbs stays empty).
@@ -277,8 +277,10 @@ func (f *FS) mountOptions() *fuse.MountOptions {
 		MaxBackground:      64,
 		AllowOther:         f.cfg.AllowOther,
 	}
-	if f.cfg.AllowOther {
-		o.Options = append(o.Options, "default_permissions")
-	}
+	// No default_permissions: with it, the kernel checks a copy served as
+	// a file against the mode bits it shows, and a user whom the
+	// original's ACL lets read it would be refused. The view checks each
+	// caller as the disk would (access.go), at every lookup, open and
+	// access(2).
 	return o
 }

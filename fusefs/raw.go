@@ -75,6 +75,17 @@ func (r *raw) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntry
 	return r.f.readdir(r.f.who(&in.InHeader), in.NodeId, in.Offset, out, true)
 }
 
+// Access answers access(2) and chdir, which the kernel asks of a view
+// without default_permissions (AllowOther; the view's own user sees
+// everything).
+func (r *raw) Access(_ <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+	c := r.f.who(&in.InHeader)
+	if !r.f.visible(c, in.NodeId) {
+		return fuse.ENOENT
+	}
+	return r.f.accessOf(c, in.NodeId, in.Mask)
+}
+
 func (r *raw) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 	return r.f.open(r.f.who(&in.InHeader), in, out)
 }

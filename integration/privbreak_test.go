@@ -14,29 +14,6 @@ import (
 	"time"
 )
 
-// Served as files, a copy shows its original's mode bits, and the kernel
-// (default_permissions) checks them: a user the original's ACL lets read
-// it (0600 with user:65534:r--) is shown the copy but refused its bytes,
-// where the disk lets them read.
-func TestPrivBreakServeFilesIgnoresACLGrant(t *testing.T) {
-	base, tree, write := privTree(t)
-	for _, rel := range []string{"a/y.txt", "b/y.txt"} {
-		write(rel, "acl-yes", 0o600)
-		setACL(t, filepath.Join(tree, rel), [][3]uint32{{tagUserObj, 6, noID}, {tagUser, 4, 65534},
-			{tagGroupObj, 0, noID}, {tagMask, 4, noID}, {tagOther, 0, noID}})
-	}
-	if out := asNobody("cat " + filepath.Join(tree, "a/y.txt")); out != "acl-yes" {
-		t.Fatalf("the disk refuses 65534: %q", out)
-	}
-	mnt := filepath.Join(base, "mnt")
-	os.Mkdir(mnt, 0o755)
-	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other", "--serve", "files")
-	waitIndexed(t, mnt)
-	if out := asNobody("cat " + filepath.Join(mnt, "by-hash", privKey("acl-yes"), "y.txt")); out != "acl-yes" {
-		t.Errorf("65534 reading a copy the disk lets them read: %q", out)
-	}
-}
-
 // mount(8) with the index in a folder that exists and others may enter
 // (db=/var/lib/dupefs/index.db, as the README's fstab line has it) writes
 // the background process's messages to dupefs-mount.log beside the index,
