@@ -64,44 +64,82 @@ func (f *FS) who(h *fuse.InHeader) *caller {
 	return &caller{uid: uid, gid: gid, groups: groups, key: b.String()}
 }
 
-// accessCache keeps the answers of the disk for a moment. What it keeps
-// of the disk (a path's mode, owner and ACL) and what it made of that (a
-// caller's permission on a path, whether a node is there for a reader)
-// are kept in one generation, dropped all at once when its accessTTL is
-// up: an answer made from kept answers is never older than they are, so
-// a chmod shows within accessTTL, however many layers stand between the
-// disk and the answer. The kernel keeps an answer (the same for every
-// user) only until its generation ends.
+// accessCache keeps the answers of the disk for a moment: what it said of
+// a path (its mode, owner and ACL) accessTTL from when it was read, and
+// what was made of those (whether a node is there for a reader, whether a
+// folder is readable whole) until the oldest of them it was made from
+// ends (fresh). However many layers stand between the disk and an answer,
+// the kernel's included (it keeps a public answer only until then too), a
+// chmod shows within accessTTL.
 type accessCache struct {
 	mu    sync.Mutex
-	until time.Time            // when the generation kept now ends
-	perms map[string]bool      // caller key + want + path, or + node
-	attrs map[string]attrEntry // a path's mode, owner and ACL
+	perms map[string]permEntry // reader key + node, or + folder
+	attrs map[string]attrEntry // a file's mode, owner and ACL
+	dirs  map[string]attrEntry // a folder's
+	swept time.Time            // when perms, attrs and dirs were last swept
 	procs map[uint32]groupsEntry
 	paths map[int64]pathsEntry // the paths of a group's copies
 }
 
-// begin returns when the answers kept now end, first dropping them all
-// when their time is up. An answer made after it is kept (keepAt) only
-// while that generation lasts.
-func (a *accessCache) begin() time.Time {
-	t := now()
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if !t.Before(a.until) {
-		clear(a.perms)
-		clear(a.attrs)
-		a.until = t.Add(accessTTL)
+// fresh is how long an answer being made may be kept: until the first of
+// the answers it is made from ends. The zero fresh has no end yet.
+//
+// An answer made of kept ones ends with the oldest: made of what the disk
+// said long ago, it would be kept a moment only, and made again and
+// again. So what the disk said is used with half its time left or more,
+// and asked again past that; or, since set, only when asked no earlier
+// (an answer that takes long to make, as a large folder's, asks the disk
+// afresh and is kept the rest of the second). An answer made of the disk's
+// is used while it holds: made again, it would ask the disk as much.
+type fresh struct {
+	until time.Time
+	since time.Time
+}
+
+// by takes in an answer kept until t.
+func (f *fresh) by(t time.Time) {
+	if f != nil && (f.until.IsZero() || t.Before(f.until)) {
+		f.until = t
 	}
-	return a.until
+}
+
+// takes reports whether an answer kept until expires may be used at t in
+// an answer of fresh f (nil: one not kept itself); disk: it is what the
+// disk said.
+func (f *fresh) takes(expires, t time.Time, disk bool) bool {
+	switch {
+	case !t.Before(expires):
+		return false
+	case f == nil:
+		return true
+	case !f.since.IsZero():
+		return !expires.Before(f.since.Add(accessTTL))
+	}
+	return !disk || expires.Sub(t) >= accessTTL/2
+}
+
+// end is when an answer made at t, with fresh f, ends: f's end, or
+// accessTTL after t when it was made of nothing the disk said.
+func (f *fresh) end(t time.Time) time.Time {
+	if f.until.IsZero() {
+		return t.Add(accessTTL)
+	}
+	return f.until
 }
 
 // attrEntry is what the permission check reads of a path.
 type attrEntry struct {
-	st    unix.Stat_t
-	ok    bool // the path was there
-	acl   acl
-	aclIs aclState
+	mode, uid, gid uint32
+	dev, ino       uint64
+	ok             bool // the path was there
+	aclIs          aclState
+	acl            acl
+	expires        time.Time
+}
+
+type permEntry struct {
+	ok      bool
+	expires time.Time
 }
 
 type pathsEntry struct {
@@ -109,84 +147,135 @@ type pathsEntry struct {
 	expires time.Time
 }
 
-// attrsOf reads the mode, owner and access ACL of path, kept for every
-// caller while the generation lasts.
-func (a *accessCache) attrsOf(path string) attrEntry {
-	gen := a.begin()
+// attrsOf reads the mode, owner and access ACL of path, kept accessTTL for
+// every caller; fr takes in how long (and says whether a kept one will
+// do: see fresh). Folders (dir: path is one above a
+// file or folder asked about) are kept apart from files: every path below
+// them asks them again, and a walk that fills the files' half must not
+// make each of them read again.
+func (a *accessCache) attrsOf(path string, dir bool, fr *fresh) attrEntry {
+	t := now()
 	a.mu.Lock()
-	e, ok := a.attrs[path]
+	m := &a.attrs
+	if dir {
+		m = &a.dirs
+	}
+	e, ok := (*m)[path]
 	a.mu.Unlock()
-	if ok {
+	if ok && fr.takes(e.expires, t, true) {
+		fr.by(e.expires)
 		return e
 	}
-	if unix.Lstat(path, &e.st) == nil {
-		e.ok = true
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) == nil {
+		e = attrEntry{mode: st.Mode, uid: st.Uid, gid: st.Gid, dev: st.Dev, ino: st.Ino, ok: true}
 		e.acl, e.aclIs = readACL(path)
+	} else {
+		e = attrEntry{}
 	}
+	e.expires = t.Add(accessTTL)
+	fr.by(e.expires)
 	a.mu.Lock()
-	if a.until == gen {
-		if a.attrs == nil || len(a.attrs) > cacheCap {
-			a.attrs = map[string]attrEntry{}
+	if a.room(func() int { return len(*m) }, t) {
+		if *m == nil {
+			*m = map[string]attrEntry{}
 		}
-		a.attrs[path] = e
+		(*m)[path] = e
 	}
 	a.mu.Unlock()
 	return e
 }
 
-// kept returns the answer kept under k in the generation that ends at
-// gen, if any.
-func (a *accessCache) kept(k string, gen time.Time) (ok, found bool) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.until != gen {
-		return false, false
+// room reports whether a map of the cache (holding size() answers) may
+// take one more at t, sweeping out the answers whose time is up when it
+// is full, at most every tenth of accessTTL (a.mu held). A full one takes
+// no more: a walk's later answers are asked again, while those it kept
+// stay.
+func (a *accessCache) room(size func() int, t time.Time) bool {
+	if size() < cacheCap {
+		return true
 	}
-	ok, found = a.perms[k]
-	return ok, found
+	if t.Sub(a.swept) < accessTTL/10 {
+		return false
+	}
+	a.swept = t
+	dropExpired(a.attrs, t, func(e attrEntry) time.Time { return e.expires })
+	dropExpired(a.dirs, t, func(e attrEntry) time.Time { return e.expires })
+	dropExpired(a.perms, t, func(e permEntry) time.Time { return e.expires })
+	return size() < cacheCap
 }
 
-// keepAt records an answer under k, made in the generation that ends at
-// gen: dropped if that one ended meanwhile.
-func (a *accessCache) keepAt(k string, ok bool, gen time.Time) {
+// dropExpired drops the entries of m whose time is up at t.
+func dropExpired[K comparable, V any](m map[K]V, t time.Time, expires func(V) time.Time) {
+	for k, v := range m {
+		if !t.Before(expires(v)) {
+			delete(m, k)
+		}
+	}
+}
+
+// kept returns the answer kept under k, if it is still good for fr (see
+// fresh); fr takes in how long.
+func (a *accessCache) kept(k string, fr *fresh) (ok, found bool) {
+	t := now()
+	a.mu.Lock()
+	e, found := a.perms[k]
+	a.mu.Unlock()
+	if !found || !fr.takes(e.expires, t, false) {
+		return false, false
+	}
+	fr.by(e.expires)
+	return e.ok, true
+}
+
+// keep records an answer under k, made at t with fresh mine, and hands
+// how long it is good to fr (the fresh of an answer made of it).
+func (a *accessCache) keep(k string, ok bool, t time.Time, mine, fr *fresh) {
+	until := mine.end(t)
+	fr.by(until)
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.until != gen {
-		return
+	if a.room(func() int { return len(a.perms) }, t) {
+		if a.perms == nil {
+			a.perms = map[string]permEntry{}
+		}
+		a.perms[k] = permEntry{ok: ok, expires: until}
 	}
-	if a.perms == nil || len(a.perms) > cacheCap {
-		a.perms = map[string]bool{}
-	}
-	a.perms[k] = ok
 }
 
 // groupsEntry is the groups of a process, read for a request of uid and
-// gid from the process started at start.
+// gid.
 type groupsEntry struct {
 	uid, gid uint32
-	start    string
+	proc     process
 	groups   []uint32
 	expires  time.Time
 }
 
+// groupsCap bounds the processes whose groups are kept (and their pidfds).
+const groupsCap = 256
+
 // groups reads the supplementary groups of process pid, which made a
 // request as uid and gid (kept a second: a process whose groups change is
-// a new process, or says so within it). They are kept under the pid, its
-// start time and the uid and gid: a pid taken again by a new process,
-// even one of the same user, never gets the groups of the one before.
+// a new process, or says so within it). They are kept for that process
+// and that uid and gid: a process that takes the pid of one that ended,
+// even one of the same user, never gets the groups read for that one.
 // None when they cannot be read.
 func (a *accessCache) groups(pid, uid, gid uint32) []uint32 {
-	start := procStart(pid)
-	if start == "" {
+	if pid == 0 {
 		return nil
 	}
 	t := now()
 	a.mu.Lock()
-	if e, ok := a.procs[pid]; ok && e.uid == uid && e.gid == gid && e.start == start && t.Before(e.expires) {
+	if e, ok := a.procs[pid]; ok && e.uid == uid && e.gid == gid && t.Before(e.expires) && e.proc.same(pid) {
 		a.mu.Unlock()
 		return e.groups
 	}
 	a.mu.Unlock()
+	proc, ok := openProcess(pid)
+	if !ok {
+		return nil
+	}
 	var out []uint32
 	if b, err := os.ReadFile("/proc/" + strconv.FormatUint(uint64(pid), 10) + "/status"); err == nil {
 		for _, line := range strings.Split(string(b), "\n") {
@@ -199,17 +288,64 @@ func (a *accessCache) groups(pid, uid, gid uint32) []uint32 {
 			}
 		}
 	}
-	if procStart(pid) != start {
+	if !proc.same(pid) {
+		proc.close()
 		return nil // the process ended while read: what was read may be another's
 	}
 	slices.Sort(out)
 	a.mu.Lock()
-	if a.procs == nil || len(a.procs) > 4096 {
+	if old, ok := a.procs[pid]; ok {
+		old.proc.close()
+		delete(a.procs, pid)
+	}
+	if a.procs == nil || len(a.procs) >= groupsCap {
+		for _, e := range a.procs {
+			e.proc.close()
+		}
 		a.procs = map[uint32]groupsEntry{}
 	}
-	a.procs[pid] = groupsEntry{uid: uid, gid: gid, start: start, groups: out, expires: t.Add(accessTTL)}
+	a.procs[pid] = groupsEntry{uid: uid, gid: gid, proc: proc, groups: out, expires: t.Add(accessTTL)}
 	a.mu.Unlock()
 	return out
+}
+
+// process is one process, not its pid (which a new process may take once
+// it ended): a pidfd, readable once the process ended (Linux 5.3), or,
+// without one, its start time.
+type process struct {
+	pidfd int // -1: none
+	start string
+}
+
+// openProcess takes hold of the process (or thread: a request names the
+// thread that made it) that has pid now.
+func openProcess(pid uint32) (process, bool) {
+	// PIDFD_THREAD (O_EXCL, Linux 6.9) takes any thread; without it,
+	// only a process's first.
+	for _, flags := range []int{unix.O_EXCL, 0} {
+		if fd, err := unix.PidfdOpen(int(pid), flags); err == nil {
+			return process{pidfd: fd}, true
+		}
+	}
+	start := procStart(pid)
+	return process{pidfd: -1, start: start}, start != ""
+}
+
+// same reports whether pid still is the process p (a.mu held when p is
+// kept: it must not be closed meanwhile).
+func (p process) same(pid uint32) bool {
+	if p.pidfd < 0 {
+		return p.start != "" && procStart(pid) == p.start
+	}
+	fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+	n, err := unix.Poll(fds, 0)
+	return err == nil && n == 0 // not ended
+}
+
+func (p process) close() {
+	if p.pidfd >= 0 {
+		unix.Close(p.pidfd)
+	}
 }
 
 // procStart is the start time of process pid (field 22 of
@@ -250,36 +386,29 @@ const (
 
 // mayRead reports whether c could open the file at path for reading:
 // search permission on every folder above it and read permission on it.
-func (f *FS) mayRead(c *caller, path string) bool {
-	return f.mayReach(c, filepath.Dir(path)) && f.allowed(c, path, wantRead)
+// fr takes in how long the answer holds.
+func (f *FS) mayRead(c *caller, path string, fr *fresh) bool {
+	return f.mayReach(c, filepath.Dir(path), fr) && f.allowed(c, path, false, wantRead, fr)
 }
 
 // mayList reports whether c could list the folder at path.
-func (f *FS) mayList(c *caller, path string) bool {
-	return f.mayReach(c, filepath.Dir(path)) && f.allowed(c, path, wantRead|wantSearch)
+func (f *FS) mayList(c *caller, path string, fr *fresh) bool {
+	return f.mayReach(c, filepath.Dir(path), fr) && f.allowed(c, path, true, wantRead|wantSearch, fr)
 }
 
 // mayReach reports whether c could pass through every folder from / down
 // to dir, dir included.
-func (f *FS) mayReach(c *caller, dir string) bool {
-	if dir != "/" && !f.mayReach(c, filepath.Dir(dir)) {
+func (f *FS) mayReach(c *caller, dir string, fr *fresh) bool {
+	if dir != "/" && !f.mayReach(c, filepath.Dir(dir), fr) {
 		return false
 	}
-	return f.allowed(c, dir, wantSearch)
+	return f.allowed(c, dir, true, wantSearch, fr)
 }
 
-// allowed reports whether the disk grants c want on path, as the kernel
-// would decide it (kept while the generation lasts).
-func (f *FS) allowed(c *caller, path string, want uint32) bool {
-	k := c.key + "\x00" + strconv.Itoa(int(want)) + "\x00" + path
-	a := &f.access
-	gen := a.begin()
-	if ok, found := a.kept(k, gen); found {
-		return ok
-	}
-	ok := grants(c, a.attrsOf(path), want)
-	a.keepAt(k, ok, gen)
-	return ok
+// allowed reports whether the disk grants c want on path (a folder:
+// dir), as the kernel would decide it, from what the disk said of path.
+func (f *FS) allowed(c *caller, path string, dir bool, want uint32, fr *fresh) bool {
+	return grants(c, f.access.attrsOf(path, dir, fr), want)
 }
 
 // grants decides want for c on a path (e: what it is) from its mode and
@@ -290,7 +419,6 @@ func grants(c *caller, e attrEntry, want uint32) bool {
 	if !e.ok {
 		return false
 	}
-	st := &e.st
 	if e.aclIs == aclUnreadable {
 		return false
 	}
@@ -300,18 +428,18 @@ func grants(c *caller, e attrEntry, want uint32) bool {
 			return false
 		}
 		all := want<<6 | want<<3 | want
-		return uint32(st.Mode)&all == all
+		return e.mode&all == all
 	}
 	inGroup := func(g uint32) bool { return g == c.gid || slices.Contains(c.groups, g) }
 	if e.aclIs == aclPresent {
-		return e.acl.grants(c, st.Uid, st.Gid, inGroup, want)
+		return e.acl.grants(c, e.uid, e.gid, inGroup, want)
 	}
-	mode := st.Mode & 0o777
+	mode := e.mode & 0o777
 	var bits uint32
 	switch {
-	case c.uid == st.Uid:
+	case c.uid == e.uid:
 		bits = mode >> 6
-	case inGroup(st.Gid):
+	case inGroup(e.gid):
 		bits = mode >> 3
 	default:
 		bits = mode
@@ -442,26 +570,27 @@ func (a acl) grants(c *caller, owner, group uint32, inGroup func(uint32) bool, w
 
 // allReach reports whether every user may pass through every folder from
 // / down to dir.
-func (f *FS) allReach(dir string) bool {
-	if dir != "/" && !f.allReach(filepath.Dir(dir)) {
+func (f *FS) allReach(dir string, fr *fresh) bool {
+	if dir != "/" && !f.allReach(filepath.Dir(dir), fr) {
 		return false
 	}
-	return f.forAll(dir, wantSearch)
+	return f.forAll(dir, true, wantSearch, fr)
 }
 
-// forAll reports whether the disk grants want on path to every user
-// alike: owner, group and others each have it, and no ACL says otherwise
-// (kept accessTTL).
-func (f *FS) forAll(path string, want uint32) bool {
-	return f.allowed(&caller{key: "*"}, path, want|forEveryone)
+// forAll reports whether the disk grants want on path (a folder: dir) to
+// every user alike: owner, group and others each have it, and no ACL says
+// otherwise.
+func (f *FS) forAll(path string, dir bool, want uint32, fr *fresh) bool {
+	return f.allowed(&caller{key: "*"}, path, dir, want|forEveryone, fr)
 }
 
 // forEveryone marks a want asked for every user at once.
 const forEveryone = 1 << 8
 
-// cacheCap is how many answers a cache holds before it drops them all
-// (or, for the paths of groups, those whose time is up): the answers of
-// the last second, in a walk.
+// cacheCap is how many answers each map of the access cache keeps (the
+// answers of a second, in a walk; a walk's later ones are asked again),
+// and how many paths of groups are kept before those whose time is up are
+// dropped.
 const cacheCap = 1 << 14
 
 // sweep drops the entries of m whose time is up at t, or all of them when

@@ -1,15 +1,17 @@
 package fusefs
 
 import (
+	"context"
 	"encoding/binary"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
+	"github.com/dupefs/dupefs/store"
 )
 
 // aclXattr is an access ACL in the xattr's form: entries of tag, perm, id.
@@ -46,11 +48,11 @@ func TestAccessACLReadWholeOrDenied(t *testing.T) {
 	}
 	f := New(nil, Config{AllowOther: true})
 	nobody := &caller{uid: 65534, gid: 65534, key: "65534:65534"}
-	if f.allowed(nobody, p, wantRead) {
+	if f.allowed(nobody, p, false, wantRead, nil) {
 		t.Error("65534, whom the large ACL denies, may read the file")
 	}
 	other := &caller{uid: 10299, gid: 10299, key: "10299:10299"}
-	if !f.allowed(other, p, wantRead) {
+	if !f.allowed(other, p, false, wantRead, nil) {
 		t.Error("10299, whom the large ACL lets read, may not")
 	}
 	for _, bad := range [][]byte{{1, 0, 0, 0}, aclXattr()[:3], append(aclXattr(big[:2]...), 0)} {
@@ -58,7 +60,7 @@ func TestAccessACLReadWholeOrDenied(t *testing.T) {
 			t.Errorf("ACL % x: %v, want unreadable", bad, is)
 		}
 	}
-	if grants(nobody, attrEntry{ok: true, st: unix.Stat_t{Mode: 0o644}, aclIs: aclUnreadable}, wantRead) {
+	if grants(nobody, attrEntry{ok: true, mode: 0o644, aclIs: aclUnreadable}, wantRead) {
 		t.Error("an unreadable ACL lets a user in")
 	}
 }
@@ -68,35 +70,44 @@ func TestAccessACLReadWholeOrDenied(t *testing.T) {
 // lived a second of its own, then another in the kernel: two seconds or
 // more), and the kernel keeps an answer no longer than that either.
 func TestAccessChmodShowsWithinTheTTL(t *testing.T) {
-	dir := t.TempDir()
-	os.Chmod(dir, 0o755)
-	os.Chmod(filepath.Dir(dir), 0o755)
-	p := filepath.Join(dir, "f")
-	if err := os.WriteFile(p, []byte("x"), 0o644); err != nil {
+	db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(t.TempDir(), "index.db")})
+	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { db.Close() })
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	(&testFS{tb: t, db: db}).realCopies(root, []byte("x"), "a", "b")
+	g, err := db.View().Group(context.Background(), "sha256", sum(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := ino(kindGroup, g.ID)
 	clock := time.Unix(1e9, 0)
 	now = func() time.Time { return clock }
 	t.Cleanup(func() { now = time.Now })
-	f := New(nil, Config{AllowOther: true})
-	x := &caller{uid: 1001, gid: 1001, key: "1001:1001"}
-	y := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
-	if !f.mayRead(x, p) {
-		t.Fatal("1001 may not read a file of mode 0644")
+	f := New(db.View(), Config{AllowOther: true})
+	if ok, _ := f.public(group); !ok { // what the disk says of a and b, read at 0
+		t.Fatal("a group of two copies of mode 0644 is not there for everyone")
 	}
-	clock = clock.Add(900 * time.Millisecond)
-	if !f.mayRead(y, p) {
-		t.Fatal("1002 may not read a file of mode 0644")
-	}
-	if got := f.ttl(inoByHash, time.Minute); got > 100*time.Millisecond {
-		t.Errorf("the kernel may keep an answer %v, when what it rests on is 900ms old", got)
-	}
-	if err := os.Chmod(p, 0o600); err != nil {
+	if err := os.Chmod(filepath.Join(root, "b"), 0o600); err != nil { // at 0, after the read
 		t.Fatal(err)
 	}
-	clock = clock.Add(200 * time.Millisecond) // 1.1 s after the disk was read
-	if f.mayRead(y, p) {
-		t.Error("1002 still may read the file 1.1 s after what the disk said of it was read")
+	clock = clock.Add(400 * time.Millisecond)
+	y := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+	if !f.visible(y, group) { // made of what was read at 0: not yet the chmod
+		t.Fatal("1002 does not see the group")
+	}
+	if got := f.ttl(group, time.Minute); got > 600*time.Millisecond {
+		t.Errorf("the kernel may keep an answer %v, when what it rests on is 400ms old", got)
+	}
+	clock = clock.Add(650 * time.Millisecond) // 1.05 s after the chmod
+	if f.visible(y, group) {
+		t.Error("1002 still sees the group 1.05 s after a chmod made it one copy of theirs")
+	}
+	if !f.mayRead(y, filepath.Join(root, "a"), nil) || f.mayRead(y, filepath.Join(root, "b"), nil) {
+		t.Error("1002's reading of a and b is not the disk's")
 	}
 }
 
@@ -116,16 +127,37 @@ func TestAccessGroupsKeptPerProcess(t *testing.T) {
 		e.groups, e.expires = []uint32{4321}, now().Add(time.Hour)
 		a.procs = map[uint32]groupsEntry{pid: e}
 	}
-	keep(groupsEntry{uid: uid, gid: gid, start: "1"}) // the pid's former process
+	keep(groupsEntry{uid: uid, gid: gid, proc: process{pidfd: -1, start: "1"}}) // the pid's former process
 	if g := a.groups(pid, uid, gid); slices.Contains(g, 4321) {
 		t.Errorf("this process got the groups of the one its pid had before: %v", g)
 	}
-	keep(groupsEntry{uid: uid + 1, gid: gid, start: start})
+	keep(groupsEntry{uid: uid + 1, gid: gid, proc: process{pidfd: -1, start: start}})
 	if g := a.groups(pid, uid, gid); slices.Contains(g, 4321) {
 		t.Errorf("a request of uid %d got the groups read for uid %d: %v", uid, uid+1, g)
 	}
-	keep(groupsEntry{uid: uid, gid: gid, start: start})
+	keep(groupsEntry{uid: uid, gid: gid, proc: process{pidfd: -1, start: start}})
 	if g := a.groups(pid, uid, gid); !slices.Contains(g, 4321) {
 		t.Errorf("the groups kept for this very process are not used: %v", g)
+	}
+	if os.Geteuid() != 0 {
+		return
+	}
+	// A process held by its pidfd: its groups go with it.
+	cmd := exec.Command("sleep", "60")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 1002, Gid: 1002, Groups: []uint32{4321}}}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	child := uint32(cmd.Process.Pid)
+	if g := a.groups(child, 1002, 1002); !slices.Equal(g, []uint32{4321}) {
+		t.Errorf("the groups of a process of groups 4321 read as %v", g)
+	}
+	if e := a.procs[child]; e.proc.pidfd < 0 {
+		t.Log("no pidfd here: the start time tells the process")
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if g := a.groups(child, 1002, 1002); len(g) != 0 {
+		t.Errorf("a process gone still has groups %v", g)
 	}
 }

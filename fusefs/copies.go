@@ -57,9 +57,10 @@ func (f *FS) copyAttr(a *fuse.Attr, node uint64, m store.Member) {
 	if f.cfg.ServeFiles {
 		f.fileAttr(a, node, m.Size, time.Unix(0, m.MtimeNS))
 		// The original's owner and permission bits, but for writing: ls
-		// -l tells the truth, and the kernel (default_permissions) lets
-		// only those read it who may read the original. One that is not
-		// the file indexed any more reads for no one.
+		// -l tells the truth. Who may read it is decided by the view as
+		// the disk would, ACLs included (visible, at lookup and open);
+		// the kernel checks no mode bits. One that is not the file
+		// indexed any more reads for no one.
 		var st unix.Stat_t
 		a.Mode = syscall.S_IFREG
 		if unix.Lstat(m.Path(), &st) == nil && st.Dev == m.Dev && st.Ino == m.Ino {
@@ -71,14 +72,18 @@ func (f *FS) copyAttr(a *fuse.Attr, node uint64, m store.Member) {
 	f.linkAttr(a, node, m.Path(), time.Unix(0, m.MtimeNS))
 }
 
-// openCopy opens the original of a copy for reading.
-func (f *FS) openCopy(fileID int64, node uint64, out *fuse.OpenOut) fuse.Status {
+// openCopy opens the original of a copy for reading (exec: to run it,
+// which c must be allowed on the original too).
+func (f *FS) openCopy(c *caller, fileID int64, node uint64, exec bool, out *fuse.OpenOut) fuse.Status {
 	if !f.cfg.ServeFiles {
 		return fuse.EINVAL // a symlink
 	}
 	m, err := f.db.FileByID(dbctx(), fileID)
 	if err != nil {
 		return f.status("open copy", err)
+	}
+	if exec && !f.mayRun(c, m.Path()) {
+		return fuse.EACCES
 	}
 	fd, err := unix.Open(m.Path(), unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOATIME, 0)
 	if errors.Is(err, unix.EPERM) {
@@ -156,4 +161,13 @@ func (f *FS) PassthroughUsed() bool {
 	f.backings.mu.Lock()
 	defer f.backings.mu.Unlock()
 	return !f.backings.disabled && !f.cfg.NoPassthrough
+}
+
+// mayRun reports whether c (nil: this process's user, who mounted, or
+// root) may run the file at path, as the disk would decide it.
+func (f *FS) mayRun(c *caller, path string) bool {
+	if c == nil {
+		return unix.Access(path, unix.X_OK) == nil
+	}
+	return f.mayRead(c, path, nil) && f.allowed(c, path, false, wantSearch, nil)
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
+	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
@@ -148,7 +149,7 @@ func (f *FS) open(c *caller, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 		out.Fh, out.OpenFlags = f.handles.add(file), fuse.FOPEN_KEEP_CACHE
 		return fuse.OK
 	case kind == kindLink:
-		return f.openCopy(id, in.NodeId, out)
+		return f.openCopy(c, id, in.NodeId, in.Flags&fuse.FMODE_EXEC != 0, out)
 	case kind == kindGroup || kind == kindSizeDir || in.NodeId == inoRoot || in.NodeId == inoByHash ||
 		in.NodeId == inoBySize || in.NodeId == inoThumbs:
 		return fuse.EISDIR
@@ -181,4 +182,31 @@ func (f *FS) pread(file *os.File, buf []byte, off uint64) (fuse.ReadResult, fuse
 		return nil, fuse.EIO
 	}
 	return fuse.ReadResultData(buf[:n]), fuse.OK
+}
+
+// accessOf answers access(2) and chdir on node, which is there for c: a
+// view others may enter has no default_permissions, so the kernel asks.
+// What is there for c, c may read; folders c may enter; nothing may be
+// written; a copy served as a file runs for whom the disk lets run it.
+func (f *FS) accessOf(c *caller, node uint64, mask uint32) fuse.Status {
+	if mask&unix.W_OK != 0 {
+		return fuse.EROFS
+	}
+	if mask&unix.X_OK == 0 {
+		return fuse.OK
+	}
+	switch kind, id := split(node); {
+	case kind == kindLink && f.cfg.ServeFiles:
+		m, err := f.db.FileByID(dbctx(), id)
+		if err != nil {
+			return f.status("read copy", err)
+		}
+		if !f.mayRun(c, m.Path()) {
+			return fuse.EACCES
+		}
+		return fuse.OK
+	case node == inoStatus || kind == kindThumb:
+		return fuse.EACCES
+	}
+	return fuse.OK // a folder (a symlink is followed before access asks)
 }

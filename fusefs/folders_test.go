@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
 
 	"github.com/dupefs/dupefs/store"
@@ -82,5 +83,51 @@ func TestFolderGroupsShowAndGo(t *testing.T) {
 	})
 	if tot, err := tf.db.Totals(ctx); err != nil || tot.FolderGroups != 0 {
 		t.Fatalf("totals after: %+v %v", tot, err)
+	}
+}
+
+// In a view others may enter, a folder group is there for a user who may
+// read all of two of its folders, and gone when one of them closes; its
+// owner lists it throughout.
+func TestFolderGroupsInAViewOthersEnter(t *testing.T) {
+	ctx := context.Background()
+	tf := mountWith(t, Config{AllowOther: true})
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	var files []copyOf
+	for _, rel := range []string{"a/x", "a/y", "b/x", "b/y"} {
+		p := filepath.Join(root, rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		content := map[byte]int{'x': 1, 'y': 2}[rel[2]]
+		if err := os.WriteFile(p, []byte{rel[2]}, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		var st syscall.Stat_t
+		syscall.Stat(p, &st)
+		files = append(files, copyOf{filepath.Dir(p), filepath.Base(p), 1, st.Ino, content})
+	}
+	tf.add(root, files...)
+	if _, err := tf.db.Folders().UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	gs, err := tf.db.View().FolderGroupsPage(ctx, 0, 10)
+	if err != nil || len(gs) != 1 {
+		t.Fatalf("folder groups: %+v %v", gs, err)
+	}
+	k := naming.GroupKey("sha256", gs[0].Sig)
+	eventually(t, "the folder group lists", func() bool { n := tf.names("by-folder"); return len(n) == 1 && n[0] == k })
+	if names := tf.names("by-folder/" + k); len(names) != 2 {
+		t.Fatalf("folders of the group: %q", names)
+	}
+	user := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+	group := ino(kindFolderGroup, gs[0].ID)
+	if !tf.fs.visible(user, group) {
+		t.Error("1002 may read both folders, and does not see their group")
+	}
+	os.Chmod(filepath.Join(root, "a/x"), 0o600)
+	eventually(t, "the group goes for 1002", func() bool { return !tf.fs.visible(user, group) })
+	if names := tf.names("by-folder/" + k); len(names) != 2 {
+		t.Errorf("the owner lists %q, want both folders", names)
 	}
 }

@@ -16,10 +16,10 @@ import (
 
 // Config of a mount.
 type Config struct {
-	// AllowOther lets other users see the mount (with
-	// default_permissions); non-root users need user_allow_other in
-	// /etc/fuse.conf. Each caller is then answered as the disk would
-	// answer them (access.go), and the kernel keeps no answer.
+	// AllowOther lets other users see the mount; non-root users need
+	// user_allow_other in /etc/fuse.conf. Each caller is then answered
+	// as the disk would answer them (access.go), and the kernel keeps
+	// only answers the same for every user.
 	AllowOther bool
 	// ThumbDir is the thumbnail cache that /thumbs serves files from
 	// ("": /thumbs stays empty).
@@ -56,6 +56,10 @@ type FS struct {
 	uid uint32
 	gid uint32
 
+	// started is when the view was made: the time of its folders in a
+	// view others may enter (timesFor).
+	started time.Time
+
 	srv *fuse.Server // set once mounted
 	// stopping is set once an unmount began: a lazily detached mount may
 	// still get requests while the index closes, and their failures are
@@ -74,6 +78,7 @@ type FS struct {
 	handles  handleTable
 	backings backings
 	access   accessCache // who may read what (access.go)
+	subtrees subtrees    // the files under folders of folder groups (visible.go)
 	ends     listEnds
 	ahead    copiesAhead // group listings read ahead (listahead.go)
 }
@@ -89,7 +94,7 @@ func New(db Index, cfg Config) *FS {
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
-	f := &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid())}
+	f := &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid()), started: time.Now()}
 	f.handles.closeCopy = f.closeCopy
 	return f
 }
@@ -191,8 +196,25 @@ func (f *FS) fileAttr(a *fuse.Attr, ino uint64, size int64, mtime time.Time) {
 	setTimes(a, mtime)
 }
 
+// timesFor gives the attributes a of node the times every user may see.
+// In a view others may enter, the times of the folders (when a group, any
+// group, a size or a folder group last changed) and of the thumbnails
+// (when made) would move with copies a user may not read: there they are
+// the time the view was made, for everyone. (Every user's answers share
+// the kernel's cache of attributes: times for its owner alone could not
+// stay in it, and a walk would ask for each folder's again.) A copy shows
+// its own mtime; status.json the time it last said something new.
+func (f *FS) timesFor(node uint64, a *fuse.Attr) {
+	if kind, _ := split(node); f.cfg.AllowOther && kind != kindLink && node != inoStatus {
+		setTimes(a, f.started)
+	}
+}
+
 // lastChange is when any group last changed: the mtime of the top folders.
 func (f *FS) lastChange() time.Time {
+	if f.cfg.AllowOther {
+		return f.started // timesFor
+	}
 	_, t, err := f.db.LastChange(dbctx())
 	if err != nil {
 		f.logf("dupefs: read last change: %v", err)
@@ -202,6 +224,9 @@ func (f *FS) lastChange() time.Time {
 
 // lastThumbChange is when a thumbnail last changed: the mtime of /thumbs.
 func (f *FS) lastThumbChange() time.Time {
+	if f.cfg.AllowOther {
+		return f.started // timesFor
+	}
 	_, t, err := f.db.LastThumbChange(dbctx())
 	if err != nil {
 		f.logf("dupefs: read last thumbnail change: %v", err)
@@ -235,8 +260,10 @@ func (f *FS) mountOptions() *fuse.MountOptions {
 		MaxBackground:      64,
 		AllowOther:         f.cfg.AllowOther,
 	}
-	if f.cfg.AllowOther {
-		o.Options = append(o.Options, "default_permissions")
-	}
+	// No default_permissions: with it, the kernel checks a copy served as
+	// a file against the mode bits it shows, and a user whom the
+	// original's ACL lets read it would be refused. The view checks each
+	// caller as the disk would (access.go), at every lookup, open and
+	// access(2).
 	return o
 }

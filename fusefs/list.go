@@ -118,10 +118,11 @@ func (f *FS) plusEntry(c *caller, eo *fuse.EntryOut, e listed) {
 		if st == fuse.OK {
 			f.entry(eo, e.Ino, timeout)
 		}
-		return
+	} else {
+		f.dirAttr(&eo.Attr, e.Ino, e.mtime)
+		f.entry(eo, e.Ino, rowTimeout)
 	}
-	f.dirAttr(&eo.Attr, e.Ino, e.mtime)
-	f.entry(eo, e.Ino, rowTimeout)
+	f.timesFor(e.Ino, &eo.Attr)
 }
 
 // lister returns how to list folder node.

@@ -46,6 +46,9 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 	if st == fuse.OK && !f.visible(c, out.NodeId) {
 		st = fuse.ENOENT
 	}
+	if st == fuse.OK {
+		f.timesFor(out.NodeId, &out.Attr)
+	}
 	if st == fuse.ENOENT {
 		return f.absent(out)
 	}

@@ -31,6 +31,7 @@ func (r *raw) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) 
 		return fuse.ENOENT
 	}
 	timeout, st := r.f.getattr(c, in.NodeId, &out.Attr)
+	r.f.timesFor(in.NodeId, &out.Attr)
 	out.SetTimeout(r.f.ttl(in.NodeId, timeout))
 	return st
 }
@@ -72,6 +73,17 @@ func (r *raw) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList
 // of the view then makes no LOOKUP per folder.
 func (r *raw) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
 	return r.f.readdir(r.f.who(&in.InHeader), in.NodeId, in.Offset, out, true)
+}
+
+// Access answers access(2) and chdir, which the kernel asks of a view
+// without default_permissions (AllowOther; the view's own user sees
+// everything).
+func (r *raw) Access(_ <-chan struct{}, in *fuse.AccessIn) fuse.Status {
+	c := r.f.who(&in.InHeader)
+	if !r.f.visible(c, in.NodeId) {
+		return fuse.ENOENT
+	}
+	return r.f.accessOf(c, in.NodeId, in.Mask)
 }
 
 func (r *raw) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {

@@ -3,19 +3,21 @@ package fusefs
 import (
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/store/naming"
 )
 
 // reader is whose reading decides what a node shows: a caller, or everyone
-// at once.
+// at once. Each answer hands how long it holds to fr (see fresh).
 type reader interface {
-	read(path string) bool // may open the file at path for reading
-	list(path string) bool // may list the folder at path
-	key() string           // what answers for it may be kept under
+	read(path string, fr *fresh) bool // may open the file at path for reading
+	list(path string, fr *fresh) bool // may list the folder at path
+	// readIn is read of a file in a folder the reader may list (whose
+	// folders above it they may pass through).
+	readIn(path string, fr *fresh) bool
+	key() string // what answers for it may be kept under
 }
 
 // callerReader is a caller's reading.
@@ -24,21 +26,25 @@ type callerReader struct {
 	c *caller
 }
 
-func (r callerReader) read(path string) bool { return r.f.mayRead(r.c, path) }
-func (r callerReader) list(path string) bool { return r.f.mayList(r.c, path) }
-func (r callerReader) key() string           { return r.c.key }
+func (r callerReader) read(path string, fr *fresh) bool { return r.f.mayRead(r.c, path, fr) }
+func (r callerReader) list(path string, fr *fresh) bool { return r.f.mayList(r.c, path, fr) }
+func (r callerReader) readIn(path string, fr *fresh) bool {
+	return r.f.allowed(r.c, path, false, wantRead, fr)
+}
+func (r callerReader) key() string { return r.c.key }
 
 // everyone reads what every user may read: every folder above it, and it,
 // open to owner, group and others alike, with no ACL.
 type everyone struct{ f *FS }
 
-func (r everyone) read(path string) bool {
-	return r.f.allReach(filepath.Dir(path)) && r.f.forAll(path, wantRead)
+func (r everyone) read(path string, fr *fresh) bool {
+	return r.f.allReach(filepath.Dir(path), fr) && r.f.forAll(path, false, wantRead, fr)
 }
-func (r everyone) list(path string) bool {
-	return r.f.allReach(filepath.Dir(path)) && r.f.forAll(path, wantRead|wantSearch)
+func (r everyone) list(path string, fr *fresh) bool {
+	return r.f.allReach(filepath.Dir(path), fr) && r.f.forAll(path, true, wantRead|wantSearch, fr)
 }
-func (r everyone) key() string { return "*" }
+func (r everyone) readIn(path string, fr *fresh) bool { return r.f.forAll(path, false, wantRead, fr) }
+func (r everyone) key() string                        { return "*" }
 
 // visible reports whether node is there for c (see access.go); nil sees
 // everything. A copy is there when c may read it; a group, a link to a
@@ -50,7 +56,7 @@ func (f *FS) visible(c *caller, node uint64) bool {
 	if c == nil {
 		return true
 	}
-	return f.shows(callerReader{f, c}, node)
+	return f.shows(callerReader{f, c}, node, nil)
 }
 
 // public reports whether node is there for every user alike: its answer
@@ -63,55 +69,60 @@ func (f *FS) public(node uint64) (ok bool, until time.Time) {
 	if node == inoStatus {
 		return false, time.Time{} // each reader has its own
 	}
-	return f.showsUntil(everyone{f}, node)
+	var fr fresh
+	ok = f.shows(everyone{f}, node, &fr)
+	return ok, fr.end(now())
 }
 
-// shows is visible for r, kept per reader and node while the
-// generation of the access cache lasts.
-func (f *FS) shows(r reader, node uint64) bool {
-	ok, _ := f.showsUntil(r, node)
+// shows is visible for r, kept per reader and node while what it was
+// made of holds; fr takes in how long.
+func (f *FS) shows(r reader, node uint64, fr *fresh) bool {
+	kind, id := split(node)
+	if kind == 0 {
+		return true // the fixed folders and status.json
+	}
+	a := &f.access
+	k := r.key() + "\x00n" + strconv.FormatUint(node, 10)
+	if ok, found := a.kept(k, fr); found {
+		return ok
+	}
+	t := now()
+	var mine fresh
+	ok := f.showsNow(r, kind, id, &mine)
+	a.keep(k, ok, t, &mine, fr)
 	return ok
 }
 
-// showsUntil is shows, and when the answer may be kept no longer.
-func (f *FS) showsUntil(r reader, node uint64) (bool, time.Time) {
-	a := &f.access
-	gen := a.begin()
-	kind, id := split(node)
-	if kind == 0 {
-		return true, gen // the fixed folders and status.json
-	}
-	k := r.key() + "\x00n" + strconv.FormatUint(node, 10)
-	if ok, found := a.kept(k, gen); found {
-		return ok, gen
-	}
-	ok := f.showsNow(r, kind, id)
-	a.keepAt(k, ok, gen)
-	return ok, gen
-}
-
-func (f *FS) showsNow(r reader, kind uint64, id int64) bool {
+func (f *FS) showsNow(r reader, kind uint64, id int64, fr *fresh) bool {
 	ctx := dbctx()
 	if l, ok := r.(listingReader); ok {
 		if kind == kindGroup {
-			return f.groupShows(l.everyone, id, true)
+			return f.groupShows(l.everyone, id, true, fr)
 		}
-		return f.folderGroupShows(l.everyone, id, true)
+		return f.folderGroupShows(l.everyone, id, true, fr)
 	}
 	switch kind {
-	case kindGroup, kindSizeLink:
-		return f.groupShows(r, id, false)
-	case kindLink:
-		m, err := f.db.FileByID(ctx, id)
-		return err == nil && r.read(m.Path())
-	case kindSizeDir:
+	case kindGroup:
+		return f.groupShows(r, id, false, fr)
+	case kindSizeLink, kindSizeDir, kindThumb:
+		// As the group (of its size) is; the groups' answers are kept.
+		if kind == kindThumb {
+			th, err := f.db.ThumbByID(ctx, id)
+			if err != nil {
+				return false
+			}
+			id = th.ContentID
+		}
+		if kind != kindSizeDir {
+			return f.shows(r, ino(kindGroup, id), fr)
+		}
 		for after := int64(0); ; {
 			gs, err := f.db.SizeGroupsPage(ctx, id, after, pageSize)
 			if err != nil {
 				return false
 			}
 			for _, g := range gs {
-				if f.groupShows(r, g.ID, false) {
+				if f.shows(r, ino(kindGroup, g.ID), fr) {
 					return true
 				}
 			}
@@ -120,14 +131,14 @@ func (f *FS) showsNow(r reader, kind uint64, id int64) bool {
 			}
 			after = gs[len(gs)-1].ID
 		}
-	case kindThumb:
-		th, err := f.db.ThumbByID(ctx, id)
-		return err == nil && f.groupShows(r, th.ContentID, false)
+	case kindLink:
+		m, err := f.db.FileByID(ctx, id)
+		return err == nil && r.read(m.Path(), fr)
 	case kindFolderGroup:
-		return f.folderGroupShows(r, id, false)
+		return f.folderGroupShows(r, id, false, fr)
 	case kindFolderLink:
 		m, err := f.db.FolderMemberOf(ctx, id)
-		return err == nil && f.folderReadable(r, m.Path)
+		return err == nil && f.folderReadable(r, m.Path, fr)
 	}
 	return false
 }
@@ -137,7 +148,7 @@ func (f *FS) showsNow(r reader, kind uint64, id int64) bool {
 // copy, and two inodes among them). A group is two inodes or more: one
 // shown to a reader of a single copy would tell them that a file they
 // cannot read holds the same bytes as theirs.
-func (f *FS) groupShows(r reader, contentID int64, all bool) bool {
+func (f *FS) groupShows(r reader, contentID int64, all bool, fr *fresh) bool {
 	paths, err := f.groupPaths(contentID)
 	if err != nil {
 		f.logf("dupefs: %v", err)
@@ -145,13 +156,13 @@ func (f *FS) groupShows(r reader, contentID int64, all bool) bool {
 	}
 	var seen inodes
 	for _, p := range paths {
-		if !r.read(p) {
+		if !r.read(p, fr) {
 			if all {
 				return false
 			}
 			continue
 		}
-		if seen.add(f.access.attrsOf(p).st) && !all {
+		if e := f.access.attrsOf(p, false, fr); seen.add(e.dev, e.ino) && !all {
 			return true
 		}
 	}
@@ -164,9 +175,9 @@ type inodes struct {
 	n     int
 }
 
-// add counts the inode of st, and reports whether that makes two.
-func (s *inodes) add(st unix.Stat_t) bool {
-	id := struct{ dev, ino uint64 }{st.Dev, st.Ino}
+// add counts the inode dev, ino, and reports whether that makes two.
+func (s *inodes) add(dev, ino uint64) bool {
+	id := struct{ dev, ino uint64 }{dev, ino}
 	switch {
 	case s.n == 0:
 		s.first, s.n = id, 1
@@ -181,7 +192,7 @@ func (s *inodes) two() bool { return s.n == 2 }
 // folderGroupShows reports whether r may read all of two folders of a
 // folder group that are two inodes on disk (all: of every folder, and two
 // inodes among them).
-func (f *FS) folderGroupShows(r reader, groupID int64, all bool) bool {
+func (f *FS) folderGroupShows(r reader, groupID int64, all bool, fr *fresh) bool {
 	var seen inodes
 	for after := int64(0); ; {
 		ms, err := f.db.FolderMembersPage(dbctx(), groupID, after, pageSize)
@@ -189,13 +200,13 @@ func (f *FS) folderGroupShows(r reader, groupID int64, all bool) bool {
 			return false
 		}
 		for _, m := range ms {
-			if !f.folderReadable(r, m.Path) {
+			if !f.folderReadable(r, m.Path, fr) {
 				if all {
 					return false
 				}
 				continue
 			}
-			if seen.add(f.access.attrsOf(m.Path).st) && !all {
+			if e := f.access.attrsOf(m.Path, true, fr); seen.add(e.dev, e.ino) && !all {
 				return true
 			}
 		}
@@ -208,29 +219,93 @@ func (f *FS) folderGroupShows(r reader, groupID int64, all bool) bool {
 
 // folderReadable reports whether r may read all of the folder at dir: list
 // it and every folder under it, and read every file (a folder group tells
-// that two folders hold the same bytes).
-func (f *FS) folderReadable(r reader, dir string) bool {
-	if !r.list(dir) {
+// that two folders hold the same bytes). Kept per reader and folder while
+// what it was made of holds: a folder may hold many files, and whether
+// its group, each of its links and the group's listing are there asks it
+// again.
+func (f *FS) folderReadable(r reader, dir string, fr *fresh) bool {
+	if l, ok := r.(listingReader); ok {
+		r = l.everyone // reads as everyone does
+	}
+	a := &f.access
+	k := r.key() + "\x00f" + dir
+	if ok, found := a.kept(k, fr); found {
+		return ok
+	}
+	t := now()
+	mine := fresh{since: t} // long to make: of answers asked afresh
+	ok := f.folderReadableNow(r, dir, &mine)
+	a.keep(k, ok, t, &mine, fr)
+	return ok
+}
+
+func (f *FS) folderReadableNow(r reader, dir string, fr *fresh) bool {
+	if !r.list(dir, fr) {
 		return false
 	}
-	files, _, err := f.db.SubtreeContents(dbctx(), dir)
+	files, err := f.folderFiles(dir)
 	if err != nil {
 		f.logf("dupefs: %v", err)
 		return false
 	}
 	listed := map[string]bool{dir: true}
-	for _, sf := range files {
-		for d := filepath.Dir(sf.Path); !listed[d] && naming.Below(dir, d); d = filepath.Dir(d) {
-			if !r.list(d) {
+	for _, p := range files {
+		for d := filepath.Dir(p); !listed[d] && naming.Below(dir, d); d = filepath.Dir(d) {
+			if !r.list(d, fr) {
 				return false
 			}
 			listed[d] = true
 		}
-		if !r.read(sf.Path) {
+		if !r.readIn(p, fr) { // its folder, and those above, were found listable
 			return false
 		}
 	}
 	return true
+}
+
+// folderFilesCap bounds the paths folderFiles keeps, of all folders.
+const folderFilesCap = 1 << 17
+
+// subtrees are the paths of the files under folders of folder groups,
+// kept while the index does not change: whether a folder is readable
+// whole is asked again every second, of every file under it.
+type subtrees struct {
+	mu    sync.Mutex
+	gen   uint64 // the index's generation (listEnds) they were read at
+	paths map[string][]string
+	n     int
+}
+
+// folderFiles lists the paths of the live files under dir.
+func (f *FS) folderFiles(dir string) ([]string, error) {
+	s := &f.subtrees
+	gen := f.ends.stamp() // before the query: a change during it voids what it read
+	s.mu.Lock()
+	if s.paths != nil && s.gen == gen {
+		if ps, ok := s.paths[dir]; ok {
+			s.mu.Unlock()
+			return ps, nil
+		}
+	}
+	s.mu.Unlock()
+	files, _, err := f.db.SubtreeContents(dbctx(), dir)
+	if err != nil {
+		return nil, err
+	}
+	ps := make([]string, len(files))
+	for i, sf := range files {
+		ps[i] = sf.Path
+	}
+	s.mu.Lock()
+	if s.paths == nil || s.gen != gen || s.n+len(ps) > folderFilesCap {
+		s.gen, s.paths, s.n = gen, map[string][]string{}, 0
+	}
+	if len(ps) <= folderFilesCap {
+		s.paths[dir] = ps
+		s.n += len(ps)
+	}
+	s.mu.Unlock()
+	return ps, nil
 }
 
 // groupPathsTTL bounds how long the paths of a group's copies are kept:
@@ -279,7 +354,7 @@ func (f *FS) listingPublic(node uint64) bool {
 	if kind, _ := split(node); kind != kindGroup && kind != kindFolderGroup {
 		return false
 	}
-	return f.shows(listingReader{everyone{f}}, node)
+	return f.shows(listingReader{everyone{f}}, node, nil)
 }
 
 // listingReader stands for "every user, every entry" in shows' cache: a

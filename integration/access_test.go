@@ -302,3 +302,78 @@ func TestAccessNamesAmongVisibleCopies(t *testing.T) {
 		}
 	}
 }
+
+// The times of the view's folders tell when a group (any group, a size)
+// last changed, and a copy a user cannot read may join or leave a group
+// of theirs, or of any: in a view others may enter they are the time the
+// view was made, for everyone (every user's answers share the kernel's
+// cache of attributes), and do not move.
+func TestAccessTimesTellNothingOfHiddenCopies(t *testing.T) {
+	base, tree, write := privTree(t)
+	write("a/p.txt", "public", 0o644)
+	write("b/p.txt", "public", 0o644)
+	os.MkdirAll(filepath.Join(tree, "hidden"), 0o700)
+	mnt := filepath.Join(base, "mnt")
+	os.Mkdir(mnt, 0o755)
+	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other")
+	waitIndexed(t, mnt)
+	var paths []string
+	for _, rel := range []string{"", "by-hash", "by-size", "by-size/6", "by-folder", "thumbs", "by-hash/" + privKey("public"),
+		"by-size/6/" + privKey("public")} {
+		paths = append(paths, filepath.Join(mnt, rel))
+	}
+	stat := "stat -c '%n %Y.%y' " + strings.Join(paths, " ")
+	before := asNobody(stat)
+	time.Sleep(1100 * time.Millisecond)
+	write("hidden/p.txt", "public", 0o600)
+	time.Sleep(3 * time.Second)
+	waitIndexed(t, mnt)
+	if root, _ := sh(t, "ls "+filepath.Join(mnt, "by-hash", privKey("public"))); len(strings.Fields(root)) != 3 {
+		t.Fatalf("the hidden copy did not join the group: root lists %q", root)
+	}
+	if after := asNobody(stat); after != before {
+		t.Errorf("times moved for 65534 when a copy they cannot read joined a group:\n%s->\n%s", before, after)
+	}
+	if root, _ := sh(t, stat); root != before {
+		t.Errorf("root sees other times than 65534:\n%s\n%s", root, before)
+	}
+}
+
+// Served as files, a copy shows its original's mode bits; the kernel
+// checks none of them (no default_permissions), the view checks the
+// caller as the disk would: a user the original's ACL lets read it (0600
+// with user:65534:r--) reads it, where the kernel once refused them by
+// the bits shown. A copy the disk does not let them run (0744, root's)
+// does not run through the view either, and write access is refused.
+func TestAccessServedCopyReadByACLGrant(t *testing.T) {
+	base, tree, write := privTree(t)
+	for _, rel := range []string{"a/y.txt", "b/y.txt"} {
+		write(rel, "acl-yes", 0o600)
+		setACL(t, filepath.Join(tree, rel), [][3]uint32{{tagUserObj, 6, noID}, {tagUser, 4, 65534},
+			{tagGroupObj, 0, noID}, {tagMask, 4, noID}, {tagOther, 0, noID}})
+	}
+	for _, rel := range []string{"a/run.sh", "b/run.sh"} {
+		write(rel, "#!/bin/sh\necho executed-it\n", 0o744)
+	}
+	if out := asNobody("cat " + filepath.Join(tree, "a/y.txt")); out != "acl-yes" {
+		t.Fatalf("the disk refuses 65534: %q", out)
+	}
+	mnt := filepath.Join(base, "mnt")
+	os.Mkdir(mnt, 0o755)
+	startMount(t, filepath.Join(base, "index.db"), mnt, tree, "--allow-other", "--serve", "files")
+	waitIndexed(t, mnt)
+	if out := asNobody("cat " + filepath.Join(mnt, "by-hash", privKey("acl-yes"), "y.txt")); out != "acl-yes" {
+		t.Errorf("65534 reading a copy the disk lets them read: %q", out)
+	}
+	script := filepath.Join(mnt, "by-hash", privKey("#!/bin/sh\necho executed-it\n"), "run.sh")
+	if out := asNobody("cat " + script); !strings.Contains(out, "echo executed-it") {
+		t.Errorf("65534 reading a copy of a 0744 file: %q", out)
+	}
+	out := asNobody(script + "; test -x " + script + " && echo may run; test -w " + script + " && echo may write")
+	if strings.Contains(out, "executed-it\n") || strings.Contains(out, "may ") {
+		t.Errorf("65534 runs a copy the disk does not let them run, or may write it: %q", out)
+	}
+	if out, _ := sh(t, script); out != "executed-it\n" {
+		t.Errorf("root does not run the copy: %q", out)
+	}
+}

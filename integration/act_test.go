@@ -7,9 +7,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/dupefs/dupefs/integration/loopfs"
 )
@@ -72,6 +74,69 @@ func TestDryRunChangesNothing(t *testing.T) {
 	}
 	if r := mustRun(t, db, "ops"); strings.Count(r.stdout, "\n") != 1 {
 		t.Errorf("a dry run recorded a plan:\n%s", r.stdout)
+	}
+}
+
+// --dry-run lists only what the run would do: a copy of another owner,
+// or (link) of another mode, which the run skips, is said skipped with the
+// run's reason and not listed. (It listed them: a dry run an admin read
+// before acting said root would link one user's path to another's file.)
+func TestDryRunSkipsWhatTheRunSkips(t *testing.T) {
+	base, tree, write := privTree(t)
+	for _, f := range []struct {
+		rel, data string
+		mode      os.FileMode
+	}{
+		{"root/a.txt", "cross-owner", 0o644}, {"guest/a.txt", "cross-owner", 0o644},
+		{"mode/a.txt", "cross-mode", 0o644}, {"mode2/a.txt", "cross-mode", 0o600},
+		{"same/a.txt", "alike", 0o644}, {"same2/a.txt", "alike", 0o644},
+	} {
+		write(f.rel, f.data, f.mode)
+	}
+	os.Chown(filepath.Join(tree, "guest/a.txt"), 65534, 65534)
+	old := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+	for _, kept := range []string{"root/a.txt", "mode/a.txt", "same/a.txt"} {
+		os.Chtimes(filepath.Join(tree, kept), old, old)
+	}
+	db := filepath.Join(base, "index.db")
+	mustRun(t, db, "index", tree)
+	p := func(rel string) string { return filepath.Join(tree, rel) }
+	for _, c := range []struct {
+		op, verb string
+		listed   []string
+		skipped  map[string]string
+	}{
+		{"link", "link ", []string{"same2/a.txt"}, map[string]string{"guest/a.txt": "its owner 65534:65534 is not the kept file's",
+			"mode2/a.txt": "its mode 0600 is not the kept file's"}},
+		{"remove", "trash ", []string{"same2/a.txt", "mode2/a.txt"}, map[string]string{"guest/a.txt": "its owner 65534:65534 is not the kept file's"}},
+	} {
+		r := dupefs(t, db, c.op, "--dry-run")
+		var listed []string
+		for _, line := range strings.Split(strings.TrimSpace(r.stdout), "\n") {
+			if rest, ok := strings.CutPrefix(line, c.verb); ok {
+				listed = append(listed, strings.Fields(rest)[0])
+			}
+		}
+		var want []string
+		for _, rel := range c.listed {
+			want = append(want, p(rel))
+		}
+		slices.Sort(listed)
+		slices.Sort(want)
+		if !slices.Equal(listed, want) {
+			t.Errorf("%s --dry-run lists %q, want %q:\n%s%s", c.op, listed, want, r.stdout, r.stderr)
+		}
+		for rel, reason := range c.skipped {
+			if !strings.Contains(r.stderr, p(rel)+": skipped: "+reason) {
+				t.Errorf("%s --dry-run does not say %s is skipped (%s):\n%s", c.op, rel, reason, r.stderr)
+			}
+		}
+	}
+	// The run does what the dry run said, and skips what it said skipped.
+	r := mustRun(t, db, "link")
+	if !sameInode(t, p("same/a.txt"), p("same2/a.txt")) || sameInode(t, p("root/a.txt"), p("guest/a.txt")) ||
+		sameInode(t, p("mode/a.txt"), p("mode2/a.txt")) {
+		t.Errorf("the run did not do what its dry run said:\n%s%s", r.stdout, r.stderr)
 	}
 }
 

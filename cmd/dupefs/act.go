@@ -211,7 +211,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 				return err
 			}
 			printRefused(con, res)
-			return printDryRun(stdout, con, opts.Op, recorded(specs, res))
+			return printDryRun(stdout, con, opts.Op, previewed(run, con, recorded(specs, res)))
 		}
 		options := act.Options{Keep: sel.Keep, Prefer: sel.Prefer, MinSize: sel.MinSize, Groups: sel.Groups,
 			Report: sel.Report != nil}
@@ -370,6 +370,27 @@ func printRefused(con *console, res store.PlanResult) {
 	if res.Retired > 0 {
 		con.Printf("%d actions of earlier plans are over: their copies are back\n", res.Retired)
 	}
+}
+
+// previewed are the specs a run would act on, as far as a dry run can
+// tell: those whose files pass the checks the run makes before comparing
+// them (under the roots, as indexed, of one owner, group, mode, ACLs and
+// xattrs). The others are said skipped (or failed) as the run would say
+// it.
+func previewed(run *act.Runner, con *console, specs []store.ActionSpec) []store.ActionSpec {
+	var out []store.ActionSpec
+	for _, s := range specs {
+		state, reason := run.Preview(s)
+		switch state {
+		case "":
+			out = append(out, s)
+		case store.ActFailed:
+			con.Warn(fmt.Sprintf("%s: would fail: %s", naming.EscapePath(s.Copy.Path), reason))
+		default:
+			con.Warn(fmt.Sprintf("%s: skipped: %s", naming.EscapePath(s.Copy.Path), reason))
+		}
+	}
+	return out
 }
 
 // printDryRun prints one line per action: what would be done to which copy,

@@ -304,17 +304,23 @@ left behind by a killed process is detected and detached by the next dupefs
 mount on that folder (or umount -l MOUNTPOINT).
 .TP
 --allow-other
-Lets other users in (with default_permissions; a user needs
-user_allow_other in /etc/fuse.conf). Such a view answers each caller as the
-disk would: a copy is there only for whoever could open it for reading
-(search permission on every folder above it, read permission on it, by its
-mode bits or POSIX ACL, with the groups of the caller's process); a group, a
-size or a thumbnail only where they can read one of its copies, listing only
-those; a folder group only where they can read all of one of its folders.
-The rest is absent (no such file). /status.json gives them totals only, no
-path. Root and the user who mounted see everything. dupefs keeps each answer
-of the disk a second at most and lets the kernel keep none, so such a view
-is slower to walk than one for its owner alone.
+Lets other users in (a user needs user_allow_other in /etc/fuse.conf).
+Such a view answers each caller as the disk would: a copy is there only for
+whoever could open it for reading (search permission on every folder above
+it, read permission on it, by its mode bits or POSIX ACL, with the groups of
+the caller's process); a group, a size or a thumbnail only where they can
+read two of its copies that are two files (not two hard links of one),
+listing only those; a folder group only where they can read all of two of
+its folders. Copies that share a name are named among those they see. The
+rest is absent (no such file). /status.json gives them no count and no path:
+only the version, the hash algorithm and whether the index is up to date.
+The times of the view's folders and thumbnails are the time it was mounted.
+Copies served as files (--serve files) show their original's owner and
+mode, less write, and the mount has no default_permissions: dupefs decides
+each lookup, open and access(2) as the disk would, ACLs included. Root and
+the user who mounted see everything. dupefs keeps each answer of the disk a
+second at most and lets the kernel keep none, so such a view is slower to
+walk than one for its owner alone.
 .SH ACTING ON DUPLICATES
 dedupe, link and remove act on every group of the index, on the --group
 KEYs given (of files, or of folders), or on the groups and paths of an
@@ -327,7 +333,8 @@ any \(em and every file of another inode is acted on. Hard links of the kept
 file are left alone; so is anything in a Trash, which is never kept.
 --dry-run prints one line per action, what it would do about what earlier
 runs left, and which groups it would leave alone, and changes nothing, not
-even the index.
+even the index. It checks each copy and kept file as the run would and says
+those it would skip, and why.
 .TP
 dedupe
 The copies share the kept file's extents (FIDEDUPERANGE, 16 MiB at a time;

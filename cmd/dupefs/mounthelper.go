@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dupefs/dupefs/store/naming"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
 )
@@ -197,16 +199,11 @@ func dbOf(args []string) string {
 // sends this process's messages to logFile (stderr was the parent's pipe).
 func signalReady(fd int, logFile string, con *console) {
 	if logFile != "" {
-		// The log names files under the roots: it is its owner's alone, as
-		// the index is, and a symlink planted in its place is not followed.
-		if f, err := os.OpenFile(logFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND|unix.O_NOFOLLOW, 0o600); err == nil {
-			if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o077 != 0 {
-				f.Chmod(0o600)
-			}
+		if f, err := openLog(logFile); err == nil {
 			unix.Dup3(int(f.Fd()), 2, 0)
 			f.Close()
 		} else {
-			con.Warn(fmt.Sprintf("log file %s: %v", logFile, err))
+			con.Warn(fmt.Sprintf("log file %s: %v", naming.EscapePath(logFile), err))
 		}
 	}
 	if devnull, err := os.OpenFile(os.DevNull, os.O_RDWR, 0); err == nil {
@@ -217,4 +214,44 @@ func signalReady(fd int, logFile string, con *console) {
 	f := os.NewFile(uintptr(fd), "ready")
 	f.Write([]byte("READY\n"))
 	f.Close()
+}
+
+// openLog opens the background process's log for appending. Its messages
+// name files of every user under the roots ("…: changed while it was
+// read"), so it is this user's alone, as the index is: made mode 0600, an
+// existing one others could read made so (with a notice in it), never
+// through a symlink, and never one of another user or anything but a
+// regular file.
+func openLog(path string) (*os.File, error) {
+	fd, err := unix.Open(path, unix.O_WRONLY|unix.O_CREAT|unix.O_APPEND|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|
+		unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		f.Close()
+		return nil, err
+	}
+	switch {
+	case st.Mode&unix.S_IFMT != unix.S_IFREG:
+		f.Close()
+		return nil, errors.New("not a regular file")
+	case int(st.Uid) != os.Geteuid():
+		f.Close()
+		return nil, fmt.Errorf("owned by user %d, not by this one (%d): others could read what it logs", st.Uid, os.Geteuid())
+	}
+	if st.Mode&0o077 != 0 {
+		if err := unix.Fchmod(fd, st.Mode&0o600); err != nil {
+			f.Close()
+			return nil, err
+		}
+		fmt.Fprintf(f, "dupefs: the log could be read by other users: made private (mode 0600; was %04o)\n", st.Mode&0o7777)
+	}
+	if err := unix.SetNonblock(fd, false); err != nil {
+		f.Close()
+		return nil, err
+	}
+	return f, nil
 }

@@ -100,43 +100,19 @@ func (r *Runner) act(ctx context.Context, a *store.Action, c *checked) (outcome,
 // and for every op but dedupe (where the kernel compares) compares their
 // bytes through what it holds. Neither may change while compared.
 func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome, error) {
-	if !r.underRoots(a.Copy.Path) || !r.underRoots(a.Keep.Path) {
-		return nil, skipped("outside the indexed roots"), nil
-	}
-	if inTrash(a.Keep.Path, r.cfg.Trashes) || inTrash(a.Copy.Path, r.cfg.Trashes) {
-		return nil, skipped("in a Trash folder: dupefs neither keeps nor acts on what lies in a Trash"), nil
-	}
 	c := &checked{}
+	if out, ok, err := r.openBoth(a, c); !ok {
+		c.close()
+		return nil, out, err
+	}
 	fail := func(err error) (*checked, outcome, error) {
 		c.close()
-		switch {
-		case fatal(err):
-			return nil, outcome{}, stop(err)
-		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
-			return nil, skipped("%s", changed), nil
-		}
-		return nil, failed("%v", err), nil
+		out, err := openFailed(err)
+		return nil, out, err
 	}
 	notAsIndexed := func() (*checked, outcome, error) {
 		c.close()
 		return nil, skipped("%s", changed), nil
-	}
-	var err error
-	if c.copyDir, err = openParent(a.Copy.Path); err != nil {
-		return fail(err)
-	}
-	if c.keepDir, err = openParent(a.Keep.Path); err != nil {
-		return fail(err)
-	}
-	if (a.Op == store.OpLink || a.Op == store.OpDedupe) && a.Copy.Dev != a.Keep.Dev {
-		c.close()
-		return nil, skipped("on another file system than the kept file"), nil
-	}
-	if c.copyF, err = c.copyDir.open(c.copyDir.name, unix.O_RDONLY); err != nil {
-		return fail(err)
-	}
-	if c.keepF, err = c.keepDir.open(c.keepDir.name, unix.O_RDONLY); err != nil {
-		return fail(err)
 	}
 	if a.Op != store.OpDedupe { // dedupe may open the copy for writing itself; the kernel compares
 		for _, f := range []*os.File{c.keepF, c.copyF} {
@@ -186,6 +162,78 @@ func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome,
 	}
 	r.step("checked", a.Copy.Path)
 	return c, outcome{}, nil
+}
+
+// openBoth opens both files of an action as check does first, into c:
+// under the indexed roots, in no Trash, on one file system when the op
+// needs it, through no symlink. ok is false when the action goes no
+// further, with its outcome (or an error that stops the run).
+func (r *Runner) openBoth(a *store.Action, c *checked) (out outcome, ok bool, err error) {
+	if !r.underRoots(a.Copy.Path) || !r.underRoots(a.Keep.Path) {
+		return skipped("outside the indexed roots"), false, nil
+	}
+	if inTrash(a.Keep.Path, r.cfg.Trashes) || inTrash(a.Copy.Path, r.cfg.Trashes) {
+		return skipped("in a Trash folder: dupefs neither keeps nor acts on what lies in a Trash"), false, nil
+	}
+	if c.copyDir, err = openParent(a.Copy.Path); err != nil {
+		out, err = openFailed(err)
+		return out, false, err
+	}
+	if c.keepDir, err = openParent(a.Keep.Path); err != nil {
+		out, err = openFailed(err)
+		return out, false, err
+	}
+	if (a.Op == store.OpLink || a.Op == store.OpDedupe) && a.Copy.Dev != a.Keep.Dev {
+		return skipped("on another file system than the kept file"), false, nil
+	}
+	if c.copyF, err = c.copyDir.open(c.copyDir.name, unix.O_RDONLY); err != nil {
+		out, err = openFailed(err)
+		return out, false, err
+	}
+	if c.keepF, err = c.keepDir.open(c.keepDir.name, unix.O_RDONLY); err != nil {
+		out, err = openFailed(err)
+		return out, false, err
+	}
+	return outcome{}, true, nil
+}
+
+// openFailed is the outcome of an action whose file could not be opened.
+func openFailed(err error) (outcome, error) {
+	switch {
+	case fatal(err):
+		return outcome{}, stop(err)
+	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP):
+		return skipped("%s", changed), nil
+	}
+	return failed("%v", err), nil
+}
+
+// Preview says what a run would make of the action spec describes before
+// it compares the files' bytes: the checks of check on the files as they
+// are now — under the roots, in no Trash, as indexed, of one owner, group,
+// mode, ACLs and xattrs (crossesOwners) — so that a dry run lists no
+// action the run would refuse. state is store.ActSkipped or ActFailed
+// with the run's reason, or "" when the run would go on.
+func (r *Runner) Preview(spec store.ActionSpec) (state, reason string) {
+	a := &store.Action{ActionSpec: spec}
+	c := &checked{}
+	defer c.close()
+	out, ok, err := r.openBoth(a, c)
+	if err != nil {
+		return store.ActFailed, err.Error()
+	}
+	if !ok {
+		return out.state, out.reason
+	}
+	if unix.Fstat(int(c.copyF.Fd()), &c.copySt) != nil || unix.Fstat(int(c.keepF.Fd()), &c.keepSt) != nil ||
+		!matches(&c.copySt, a.Copy.Dev, a.Copy.Ino, a.Size, a.Copy.MtimeNS) ||
+		!matches(&c.keepSt, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) {
+		return store.ActSkipped, changed
+	}
+	if reason := crossesOwners(a, c); reason != "" {
+		return store.ActSkipped, reason
+	}
+	return "", ""
 }
 
 // stillThere checks both files on their held descriptors and by name
