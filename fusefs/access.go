@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dupefs/dupefs/store"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -143,7 +144,7 @@ type permEntry struct {
 }
 
 type pathsEntry struct {
-	paths   []string
+	paths   []store.CopyAt
 	expires time.Time
 }
 

@@ -161,3 +161,111 @@ func TestAccessGroupsKeptPerProcess(t *testing.T) {
 		t.Errorf("a process gone still has groups %v", g)
 	}
 }
+
+// indexAs indexes the files at paths (under root) as they are on disk, as
+// a scan would, with content hash sum(9).
+func indexAs(tb testing.TB, db *store.DB, root string, paths ...string) {
+	tb.Helper()
+	ctx := context.Background()
+	r, _, err := db.Files().AddRoot(ctx, store.RootSpec{Path: root}, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	err = db.Write(ctx, func(tx *store.Tx) error {
+		b, err := tx.ScanBatch(1, "sha256")
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		folders := map[string]int64{}
+		for _, p := range paths {
+			dir := filepath.Dir(p)
+			id, ok := folders[dir]
+			if !ok {
+				if id, err = b.AddFolder(r.ID, 0, dir, "", nil); err != nil {
+					return err
+				}
+				folders[dir] = id
+			}
+			var st syscall.Stat_t
+			if err := syscall.Lstat(p, &st); err != nil {
+				return err
+			}
+			if err := b.AddFile(r.ID, id, store.FileStat{Name: filepath.Base(p), Size: st.Size, MtimeNS: st.Mtim.Nano(),
+				Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink), Hash: &store.FileHash{Status: store.HashDone, Content: sum(9)}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// A group a reader holds two hard links of (one inode) and someone else a
+// copy they cannot read is not theirs to see; putting another file at one
+// of the links' paths does not make it so: that file is not the copy the
+// index knows, and the group would tell them that the file they cannot
+// read holds the bytes of theirs.
+func TestAccessReplacedCopyIsNotTheCopy(t *testing.T) {
+	db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(t.TempDir(), "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	mine, secret := filepath.Join(root, "mine"), filepath.Join(root, "secret")
+	os.Mkdir(mine, 0o755)
+	os.Mkdir(secret, 0o700)
+	k1, k2, s := filepath.Join(mine, "k1"), filepath.Join(mine, "k2"), filepath.Join(secret, "s")
+	for _, p := range []string{k1, s} {
+		if err := os.WriteFile(p, []byte("known"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(k1, k2); err != nil {
+		t.Fatal(err)
+	}
+	indexAs(t, db, root, k1, k2, s)
+	g, err := db.View().Group(context.Background(), "sha256", sum(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := ino(kindGroup, g.ID)
+	f := New(db.View(), Config{AllowOther: true})
+	y := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+	if f.visible(y, group) {
+		t.Fatal("1002 sees a group they read one inode of")
+	}
+	// k2 becomes a file of its own, the index not told yet.
+	if err := os.Remove(k2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(k2, []byte("known"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now().Add(2 * accessTTL) // past every answer kept
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
+	if f.visible(y, group) {
+		t.Error("1002 sees the group once another file took the place of one of their hard links")
+	}
+	if ok, _ := f.public(group); ok {
+		t.Error("the group is there for everyone once another file took the place of one of its hard links")
+	}
+	var st syscall.Stat_t
+	syscall.Stat(k1, &st)
+	m, _, err := db.View().MemberByID(context.Background(), g.GroupRef, 2)
+	if err != nil || m.Name != "k2" {
+		t.Fatalf("file 2: %+v, %v", m, err)
+	}
+	if f.visible(y, ino(kindLink, m.FileID)) {
+		t.Error("1002 sees k2 as a copy of the group: the file at its path is another")
+	}
+	if !f.visible(y, ino(kindLink, 1)) {
+		t.Error("1002 does not see k1, theirs to read and as indexed")
+	}
+}
