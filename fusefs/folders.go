@@ -162,8 +162,8 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 			return seq
 		}
 		for _, c := range cs {
-			f.srv.EntryNotify(inoByFolder, naming.GroupKey(f.db.HashAlgo(), c.Sig))
-			f.srv.InodeNotify(ino(kindFolderGroup, c.ID), 0, 0)
+			f.notifyEntry(inoByFolder, naming.GroupKey(f.db.HashAlgo(), c.Sig))
+			f.notifyInode(ino(kindFolderGroup, c.ID))
 			seq, any = c.Seq, true
 		}
 		if len(cs) < 1000 {
@@ -171,8 +171,8 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 		}
 	}
 	if any {
-		f.srv.InodeNotify(inoByFolder, 0, 0)
-		f.srv.InodeNotify(inoRoot, 0, 0)
+		f.notifyInode(inoByFolder)
+		f.notifyInode(inoRoot)
 	}
 	return seq
 }

@@ -69,10 +69,12 @@ func (f *FS) readdir(c *caller, node uint64, off uint64, out *fuse.DirEntryList,
 		if e.base != "" {
 			e.Name = names.name(e)
 		}
+		shown := e.DirEntry
+		shown.Ino, shown.Off = f.ids.shown(e.Ino), f.ids.shownOff(e.Off)
 		if !plus {
-			return out.AddDirEntry(e.DirEntry)
+			return out.AddDirEntry(shown)
 		}
-		eo := out.AddDirLookupEntry(e.DirEntry)
+		eo := out.AddDirLookupEntry(shown)
 		if eo == nil {
 			return false
 		}
@@ -123,6 +125,9 @@ func (f *FS) plusEntry(c *caller, eo *fuse.EntryOut, e listed) {
 		f.entry(eo, e.Ino, rowTimeout)
 	}
 	f.timesFor(e.Ino, &eo.Attr)
+	if eo.NodeId != 0 {
+		eo.NodeId, eo.Ino = f.ids.shown(eo.NodeId), f.ids.shown(eo.Ino)
+	}
 }
 
 // lister returns how to list folder node.

@@ -48,6 +48,7 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 	}
 	if st == fuse.OK {
 		f.timesFor(out.NodeId, &out.Attr)
+		out.NodeId, out.Ino = f.ids.shown(out.NodeId), f.ids.shown(out.Ino)
 	}
 	if st == fuse.ENOENT {
 		return f.absent(out)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -312,5 +313,47 @@ func TestIndexIsPrivate(t *testing.T) {
 	db.Close()
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 || len(notices) != 1 || !strings.Contains(notices[0], "0644") {
 		t.Errorf("an index left 0644: now %v, notices %q", fi.Mode(), notices)
+	}
+}
+
+// The key a view others may enter enciphers its numbers with is made once
+// and kept: the same after the index is opened again, read-only too. An
+// index read only that has none has none.
+func TestViewKeyIsMadeOnceAndKept(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "index.db")
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ro, err := Open(ctx, Options{Path: path, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Maint().ViewKey(ctx); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a read-only index without a key: %v, want ErrNotFound", err)
+	}
+	ro.Close()
+	db, err = Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1, err := db.Maint().ViewKey(ctx)
+	if err != nil || len(k1) != 16 {
+		t.Fatalf("key %x, %v", k1, err)
+	}
+	k2, err := db.Maint().ViewKey(ctx)
+	db.Close()
+	if err != nil || !bytes.Equal(k1, k2) {
+		t.Fatalf("asked again: %x (%v), want %x", k2, err, k1)
+	}
+	ro, err = Open(ctx, Options{Path: path, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if k3, err := ro.Maint().ViewKey(ctx); err != nil || !bytes.Equal(k1, k3) {
+		t.Errorf("read-only: %x (%v), want %x", k3, err, k1)
 	}
 }

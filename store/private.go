@@ -1,6 +1,11 @@
 package store
 
 import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,4 +40,38 @@ func makePrivate(path string) string {
 	}
 	return fmt.Sprintf("the index could be read by other users: %s made private (mode 0600) in %s",
 		strings.Join(changed, ", "), naming.EscapePath(filepath.Dir(path)))
+}
+
+// viewKeyName is the settings row holding ViewKey.
+const viewKeyName = "view_key"
+
+// ViewKey is the key a view other users may enter enciphers its inode
+// numbers with (16 random bytes): made the first time it is asked for,
+// then the same, so the numbers stay from mount to mount; the index is
+// its owner's alone, so no other user can read it. An index opened
+// read-only that has none yet gives ErrNotFound.
+func (mt *Maint) ViewKey(ctx context.Context) ([]byte, error) {
+	if !mt.db.readOnly {
+		key := make([]byte, 16)
+		if _, err := rand.Read(key); err != nil {
+			return nil, fmt.Errorf("make the view's key: %w", err)
+		}
+		if _, err := mt.db.w.ExecContext(ctx, "INSERT INTO settings (key, value) VALUES (?, ?) ON CONFLICT DO NOTHING",
+			viewKeyName, hex.EncodeToString(key)); err != nil {
+			return nil, classify("record the view's key", err)
+		}
+	}
+	var v string
+	err := mt.db.queryRow(ctx, "SELECT value FROM settings WHERE key = ?", viewKeyName).Scan(&v)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil, ErrNotFound
+	}
+	if err != nil {
+		return nil, classify("read the view's key", err)
+	}
+	key, err := hex.DecodeString(v)
+	if err != nil || len(key) != 16 {
+		return nil, fmt.Errorf("%w: the view's key is not 16 bytes of hex", ErrCorrupt)
+	}
+	return key, nil
 }

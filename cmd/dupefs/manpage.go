@@ -315,7 +315,9 @@ its folders. Copies that share a name are named among those they see. The
 rest is absent (no such file). /status.json gives them no count and no path:
 only the version, the hash algorithm and whether the index is up to date.
 The times of the view's folders and thumbnails are the time it was mounted.
-Copies served as files (--serve files) show their original's owner and
+Its inode numbers and directory offsets are enciphered with a key kept in
+the index: counted, they would tell of the groups a user does not see.
+A copy counts only while its path leads to the file indexed. Copies served as files (--serve files) show their original's owner and
 mode, less write, and the mount has no default_permissions: dupefs decides
 each lookup, open and access(2) as the disk would, ACLs included. Root and
 the user who mounted see everything. dupefs keeps each answer of the disk a
