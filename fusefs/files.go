@@ -139,7 +139,7 @@ func (f *FS) open(c *caller, node uint64, flags uint32, out *fuse.OpenOut) fuse.
 		if err != nil {
 			return f.status("open thumbnail", err)
 		}
-		file, err := os.Open(filepath.Join(f.cfg.ThumbDir, name))
+		file, err := os.OpenFile(filepath.Join(f.cfg.ThumbDir, name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			// The row says ready but the cache lost the file: the
 			// thumbnailer makes it again when it next starts.

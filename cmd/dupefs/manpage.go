@@ -491,7 +491,10 @@ The index is one SQLite file in WAL mode, private to its owner (mode 0600;
 one left readable by others is made private again, with a notice, when its owner next
 opens it). A new index is built at a temporary name and linked into place,
 so several processes may start on a new index at once. A 0-byte or
-non-SQLite file given as --db is refused (exit 5) and left as it is.
+non-SQLite file given as --db is refused (exit 5) and left as it is, and so
+is an index where another user has a hand: in a folder others may write to,
+owned by another user (to write), or a symlink of theirs; a thumbnail cache
+that is not the user's own folder is refused too.
 .PP
 The read commands \(em status, groups, check, jobs, root ls \(em open the
 index read-only: they write nothing, never wait behind a running indexer,
