@@ -351,7 +351,10 @@ symlink to its path), made at a temporary name in the copy's folder and
 exchanged with the copy in one rename, so the path always names a file.
 Copies on another file system are skipped. A copy whose owner or group is
 not the kept file's, or whose mode, ACLs or xattrs differ, is skipped with
-the reason in ops.
+the reason in ops. A symlink, which leads through the kept file's folders,
+is made only where none of them lets anyone but the owner (or root) put
+another file at the kept path, and each lets through everyone who could
+reach the copy (no ACL on them); it is the copy's owner's.
 .TP
 remove
 Each copy goes to the freedesktop.org Trash of its own file system \(em

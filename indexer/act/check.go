@@ -380,7 +380,8 @@ func (r *Runner) dropReservation(a *store.Action) {
 // without their bytes (or, linked, with a file that is another's); a hard
 // link or a symlink also gives the path the kept file's mode, ACLs and
 // xattrs, so those must match too. Deduplication keeps every inode, and
-// with it who may read or write each.
+// with it who may read or write each. A symlink also leads through the
+// kept file's folders (symlinkReason).
 func crossesOwners(a *store.Action, c *checked) string {
 	if a.Op == store.OpDedupe {
 		return ""
@@ -401,6 +402,10 @@ func crossesOwners(a *store.Action, c *checked) string {
 	kx, err2 := readXattrs(c.keepF)
 	if err1 != nil || err2 != nil || !sameXattrs(cx, kx) {
 		return "its ACLs or extended attributes are not the kept file's: a link would change them"
+	}
+	if a.Op == store.OpSymlink {
+		_, acl := cx["system.posix_acl_access"]
+		return symlinkReason(a.Copy.Path, a.Keep.Path, cs.Uid, cs.Mode&0o7777, acl)
 	}
 	return ""
 }

@@ -199,3 +199,61 @@ func TestUndoGivesNoAccessTheCopyNeverGave(t *testing.T) {
 		t.Error("the copy undo made back took its folder's default ACL")
 	}
 }
+
+// A symlink reaches the copy's bytes through the kept file's path each
+// time it is followed: root never makes one that hands the copy's path to
+// whoever may put another file at the kept path (a folder others may
+// write to, or another user's), nor one that shuts out who could read the
+// copy (a folder of the owner's that lets fewer through). The symlink it
+// makes is the copy's owner's, as the copy was.
+func TestSymlinkLeadsOnlyWhereTheCopyDid(t *testing.T) {
+	testenv.NeedRoot(t, "gives files to other users")
+	const carol, other = 3000, 4000
+	cases := []struct {
+		name     string
+		keepDir  func(dir string) // the kept file's folder, made carol's 0755 first
+		copyMode os.FileMode
+		done     bool
+	}{
+		{"a folder of carol's", func(string) {}, 0o644, true},
+		{"a folder others may write to", func(d string) { os.Chmod(d, 0o777) }, 0o644, false},
+		{"a folder of another user's", func(d string) { os.Chown(d, other, other) }, 0o644, false},
+		{"a private folder, a copy others read", func(d string) { os.Chmod(d, 0o700) }, 0o644, false},
+		{"a private folder, a copy of carol's alone", func(d string) { os.Chmod(d, 0o700) }, 0o600, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			os.Chmod(base, 0o755)
+			fx := newFixture(t, filepath.Join(base, "tree"))
+			data := random(7, 5000)
+			keep, cp := fx.write("keep/x", data), fx.write("copy/x", data)
+			for _, p := range []string{fx.root, filepath.Dir(keep), filepath.Dir(cp), keep, cp} {
+				os.Chown(p, carol, carol)
+			}
+			os.Chmod(keep, c.copyMode)
+			os.Chmod(cp, c.copyMode)
+			c.keepDir(filepath.Dir(keep))
+			fx.index()
+			id, _ := fx.act(Selection{Op: store.OpSymlink, Prefer: []string{filepath.Dir(keep)}}, Config{})
+			as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
+			if len(as) != 1 || as[0].Keep.Path != keep {
+				t.Fatalf("actions: %+v", as)
+			}
+			var st unix.Stat_t
+			unix.Lstat(cp, &st)
+			if !c.done {
+				if as[0].State != store.ActSkipped || st.Mode&unix.S_IFMT != unix.S_IFREG {
+					t.Errorf("%s %q, the copy mode %o: want it skipped, left a file", as[0].State, as[0].Reason, st.Mode)
+				}
+				return
+			}
+			if as[0].State != store.ActDone || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+				t.Fatalf("%s %q: want a symlink", as[0].State, as[0].Reason)
+			}
+			if st.Uid != carol || st.Gid != carol {
+				t.Errorf("the symlink is %d:%d's, want carol's (%d)", st.Uid, st.Gid, carol)
+			}
+		})
+	}
+}
