@@ -36,8 +36,9 @@
 //     shared basename, within 255 bytes (names.go); node ids come from
 //     AUTOINCREMENT row ids, never reused, so an inode number names one
 //     thing for the life of the index. A view others may enter hands the
-//     kernel those ids enciphered with a key kept in the index (ids.go):
-//     counted, plain ones would tell of groups the caller cannot see.
+//     kernel those ids enciphered with a key kept in the index (ids.go),
+//     and names them so in name~<id>: counted, plain ones would tell of
+//     groups and files the caller cannot see.
 //   - Kernel caches follow the index: entries and attributes of folders
 //     made from rows stay a minute, since the watcher invalidates those
 //     that change; those of copies a second, since nothing tells when a

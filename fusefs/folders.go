@@ -56,7 +56,7 @@ func (f *FS) lookupFolderLink(c *caller, groupID int64, name string, out *fuse.E
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		id, ok := suffixID(name)
+		id, ok := f.suffixID(name)
 		if !ok {
 			return fuse.ENOENT
 		}
@@ -141,7 +141,7 @@ func (f *FS) folderLister(groupID int64) fetchFunc {
 		ms, err := f.db.FolderMembersPage(ctx, groupID, idAfter(off), pageSize)
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
-			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FolderID, m.First),
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.linkName(m.Name, m.FolderID, m.First),
 				Mode: syscall.S_IFLNK, Ino: ino(kindFolderLink, m.FolderID), Off: offID(m.FolderID)},
 				base: m.Name, id: m.FolderID, first: m.First})
 		}

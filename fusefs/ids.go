@@ -101,3 +101,25 @@ func (c *idCipher) realOff(off uint64) uint64 {
 	}
 	return c.permute(off-3, true) + 3
 }
+
+// shownID is the number a row id (1 on) shows as in a name (name~<id>):
+// 1 to 2^56, never 0, which no name holds.
+func (c *idCipher) shownID(id int64) int64 {
+	if c == nil || id <= 0 || id > idMask {
+		return id
+	}
+	return int64(c.permute(uint64(id-1), false)) + 1
+}
+
+// realID is the row id a number in a name stands for; ok is false for
+// one no row id shows as.
+func (c *idCipher) realID(n int64) (int64, bool) {
+	if c == nil {
+		return n, n > 0
+	}
+	if n <= 0 || n > idMask+1 {
+		return 0, false
+	}
+	id := int64(c.permute(uint64(n-1), true)) + 1
+	return id, id <= idMask
+}

@@ -38,6 +38,12 @@ func TestIDCipherIsAPermutation(t *testing.T) {
 			t.Errorf("offset %d: shown %d, back %d", off, s, a.realOff(s))
 		}
 	}
+	for _, id := range []int64{1, 2, 3, 1 << 40, idMask} {
+		n := a.shownID(id)
+		if back, ok := a.realID(n); n <= 0 || n > idMask+1 || !ok || back != id {
+			t.Errorf("row id %d in a name: %d, back %d %v", id, n, back, ok)
+		}
+	}
 	var none *idCipher
 	if none.shown(ino(kindGroup, 5)) != ino(kindGroup, 5) || none.shownOff(9) != 9 {
 		t.Error("no cipher changes numbers")
@@ -83,9 +89,18 @@ func TestNumbersOthersSeeAreEnciphered(t *testing.T) {
 				t.Errorf("%s: st_ino %#x (%v), d_ino %#x", e.name, st.Ino, err, e.ino)
 			}
 			copies := tf.names(filepath.Join("by-hash", e.name))
-			if err := syscall.Lstat(filepath.Join(tf.mnt, "by-hash", e.name, copies[0]), &st); err != nil ||
-				st.Ino>>idBits != kindLink || st.Ino&idMask <= 2*groups {
-				t.Errorf("%s/%s: inode %#x (%v)", e.name, copies[0], st.Ino, err)
+			if len(copies) != 2 {
+				t.Fatalf("%s: copies %q", e.name, copies)
+			}
+			for _, cp := range copies {
+				if err := syscall.Lstat(filepath.Join(tf.mnt, "by-hash", e.name, cp), &st); err != nil ||
+					st.Ino>>idBits != kindLink || st.Ino&idMask <= 2*groups {
+					t.Errorf("%s/%s: inode %#x (%v)", e.name, cp, st.Ino, err)
+				}
+				// The second of a basename is name~<id>: not its file id.
+				if n, ok := suffixID(cp); ok && n <= 2*groups {
+					t.Errorf("%s/%s: named with a file id", e.name, cp)
+				}
 			}
 		}
 	}

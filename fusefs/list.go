@@ -235,7 +235,7 @@ func (f *FS) copyLister(contentID int64) fetchFunc {
 		}
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
-			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FileID, m.First),
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.linkName(m.Name, m.FileID, m.First),
 				Mode: f.copyMode(), Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)},
 				base: m.Name, id: m.FileID, first: m.First})
 		}

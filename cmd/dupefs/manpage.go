@@ -242,7 +242,8 @@ never read again.
 Names
 <name> is the copy's own name. When copies in a group share a name, every
 copy after the first (by file id) gets ~<file id> before its extension:
-IMG_1.jpg, IMG_1~812.jpg. Names are stable across remounts. Folders in
+IMG_1.jpg, IMG_1~812.jpg (with --allow-other the id is enciphered, as inode
+numbers are). Names are stable across remounts. Folders in
 /by-folder are named the same way (~<folder id>); a folder group's key is the
 one dupefs folders prints. /status.json is status --json; it counts the
 folder groups (folder_groups) and the bytes in their extra copies
