@@ -367,8 +367,9 @@ with a message, as is a shared .Trash without its sticky bit (reported, then
 \&.Trash-$UID is used). A copy whose owner or group is not the kept file's is
 skipped. A copy root removes goes to its owner's Trash: their home Trash
 when it lies on the copy's file system, else $topdir/.Trash-$UID, made
-theirs (0700) with a .trashinfo of theirs. --permanent deletes the copies
-instead.
+theirs (0700) with a .trashinfo of theirs; one in a folder they may not
+pass goes to root's Trash, which tells them nothing of its name or bytes.
+--permanent deletes the copies instead.
 .TP
 undo [PLAN]
 Reverts the last plan that changed anything (or PLAN), latest action first.

@@ -71,6 +71,9 @@ func TestActionsNeverCrossOwners(t *testing.T) {
 // back all the same.
 func TestRootRemovesIntoTheOwnersTrash(t *testing.T) {
 	mnt := loopfs.Mount(t, "ext4", 0)
+	for d := filepath.Dir(mnt); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755) // the owner may reach their copies
+	}
 	fx := newFixture(t, filepath.Join(mnt, "tree"))
 	_, copies, data := threeCopies(fx, 20000)
 	const uid = 54321 // no account: no home, so the Trash of its file system
@@ -255,5 +258,42 @@ func TestSymlinkLeadsOnlyWhereTheCopyDid(t *testing.T) {
 				t.Errorf("the symlink is %d:%d's, want carol's (%d)", st.Uid, st.Gid, carol)
 			}
 		})
+	}
+}
+
+// A copy of a user's that lies where they may not reach it (a backup root
+// keeps of their files in a folder of root's) goes to root's Trash: in
+// theirs, its .trashinfo would tell them its path, and they would read
+// its bytes.
+func TestRootRemovesOutOfReachIntoItsOwnTrash(t *testing.T) {
+	mnt := loopfs.Mount(t, "ext4", 0)
+	for d := filepath.Dir(mnt); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	fx := newFixture(t, filepath.Join(mnt, "backup"))
+	_, copies, data := threeCopies(fx, 20000)
+	const uid = 54321
+	filepath.Walk(fx.root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, uid) })
+	os.Lchown(fx.root, 0, 0)
+	os.Chmod(fx.root, 0o700) // root's folder: 54321 cannot pass it
+	fx.index()
+	id, p := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: filepath.Join(t.TempDir(), "Trash"), Progress: &Progress{}})
+	if p.Done.Load() != 2 {
+		as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
+		t.Fatalf("done %d: %+v", p.Done.Load(), as)
+	}
+	if _, err := os.Lstat(filepath.Join(mnt, ".Trash-54321")); err == nil {
+		t.Error("root made a Trash for 54321, of copies they could not reach")
+	}
+	if infos, _ := filepath.Glob(filepath.Join(mnt, ".Trash-0", "info", "*.trashinfo")); len(infos) != 2 {
+		t.Errorf("%d .trashinfo files in root's Trash, want 2", len(infos))
+	}
+	if _, err := fx.runner(Config{Owner: "t"}).Undo(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range copies {
+		if b, _ := os.ReadFile(c); !bytes.Equal(b, data) {
+			t.Errorf("%q not back", c)
+		}
 	}
 }
