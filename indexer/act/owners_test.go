@@ -222,6 +222,7 @@ func TestSymlinkLeadsOnlyWhereTheCopyDid(t *testing.T) {
 		{"a folder others may write to", func(d string) { os.Chmod(d, 0o777) }, 0o644, false},
 		{"a folder of another user's", func(d string) { os.Chown(d, other, other) }, 0o644, false},
 		{"a private folder, a copy others read", func(d string) { os.Chmod(d, 0o700) }, 0o644, false},
+		{"a folder others may pass, not list", func(d string) { os.Chmod(d, 0o711) }, 0o644, false},
 		{"a private folder, a copy of carol's alone", func(d string) { os.Chmod(d, 0o700) }, 0o600, true},
 	}
 	for _, c := range cases {

@@ -22,11 +22,12 @@ import (
 //     one else may replace the entry in it that leads to the kept file: it
 //     is writable by no other user, or it is sticky and that entry is the
 //     owner's or root's;
-//   - every user who may reach the copy may pass every folder above the
-//     kept file that the copy's path does not share: each lets everyone
-//     through, or only the owner (and root) may read the copy — it is
-//     readable by its owner alone, or lies in a folder of theirs that no
-//     one else may enter — and the folder lets the owner through;
+//   - every user who may reach the copy may pass and list every folder
+//     above the kept file that the copy's path does not share (the
+//     symlink names them): each lets everyone in, or only the owner (and
+//     root) may read the copy — it is readable by its owner alone, or lies
+//     in a folder of theirs that no one else may enter — and the folder
+//     lets the owner in;
 //   - none of those folders has an ACL, which could say otherwise.
 
 // symlinkReason says why a symlink at copyPath to keepPath would change
@@ -83,7 +84,7 @@ func symlinkReason(copyPath, keepPath string, owner, mode uint32, acl bool) stri
 	}
 	for _, dir := range kdirs[n:] {
 		st, _ := stat(dir) // stat above
-		if st.Mode&0o111 == 0o111 || ownerOnly && st.Uid == owner && st.Mode&0o100 != 0 {
+		if st.Mode&0o555 == 0o555 || ownerOnly && st.Uid == owner && st.Mode&0o500 == 0o500 {
 			continue
 		}
 		return fmt.Sprintf("the kept file's folder %s (mode %04o) lets fewer users through than the copy's: they would lose it",
