@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -163,7 +164,7 @@ func TestAccessGroupsKeptPerProcess(t *testing.T) {
 }
 
 // indexAs indexes the files at paths (under root) as they are on disk, as
-// a scan would, with content hash sum(9).
+// a scan would (one that follows symlinks), with content hash sum(9).
 func indexAs(tb testing.TB, db *store.DB, root string, paths ...string) {
 	tb.Helper()
 	ctx := context.Background()
@@ -188,7 +189,7 @@ func indexAs(tb testing.TB, db *store.DB, root string, paths ...string) {
 				folders[dir] = id
 			}
 			var st syscall.Stat_t
-			if err := syscall.Lstat(p, &st); err != nil {
+			if err := syscall.Stat(p, &st); err != nil { // through symlinks, as a root that follows them
 				return err
 			}
 			if err := b.AddFile(r.ID, id, store.FileStat{Name: filepath.Base(p), Size: st.Size, MtimeNS: st.Mtim.Nano(),
@@ -267,5 +268,62 @@ func TestAccessReplacedCopyIsNotTheCopy(t *testing.T) {
 	}
 	if !f.visible(y, ino(kindLink, 1)) {
 		t.Error("1002 does not see k1, theirs to read and as indexed")
+	}
+}
+
+// A root that follows symlinks records what it finds through one under
+// the symlink's path. A user who links, from a folder of theirs, to a
+// folder of root's they may not enter sees nothing of it through the view:
+// the symlink's own mode (0777) lets no one through; where it leads does,
+// as the disk decides it. A symlink to what they may read shows it.
+func TestAccessThroughASymlinkAsTheDiskDecides(t *testing.T) {
+	db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(t.TempDir(), "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	secret, pub, user := filepath.Join(root, "secret"), filepath.Join(root, "pub"), filepath.Join(root, "user")
+	os.Mkdir(secret, 0o700)
+	os.Mkdir(pub, 0o755)
+	os.Mkdir(user, 0o755)
+	for _, p := range []string{"secret/a", "secret/b", "pub/c", "pub/d"} {
+		if err := os.WriteFile(filepath.Join(root, p), []byte("same"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink(secret, filepath.Join(user, "s"))
+	os.Symlink("../pub", filepath.Join(user, "p"))
+	os.Symlink(filepath.Join(pub, "c"), filepath.Join(user, "c"))
+	indexAs(t, db, root, filepath.Join(user, "s", "a"), filepath.Join(user, "s", "b"),
+		filepath.Join(user, "p", "c"), filepath.Join(user, "c"))
+	f := New(db.View(), Config{AllowOther: true})
+	y := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+	ids := map[string]int64{}
+	ms, err := db.View().CopiesPage(context.Background(), 1, 0, 10)
+	if err != nil || len(ms) != 4 {
+		t.Fatalf("copies %+v, %v", ms, err)
+	}
+	for _, m := range ms {
+		full, _ := db.View().FileByID(context.Background(), m.FileID)
+		ids[strings.TrimPrefix(full.Path(), root+"/")] = m.FileID
+	}
+	for rel, want := range map[string]bool{"user/s/a": false, "user/s/b": false, "user/p/c": true, "user/c": true} {
+		if got := f.visible(y, ino(kindLink, ids[rel])); got != want {
+			t.Errorf("%s is there for 1002: %v, want %v", rel, got, want)
+		}
+		if ok, _ := f.public(ino(kindLink, ids[rel])); ok != want {
+			t.Errorf("%s is there for everyone: %v, want %v", rel, ok, want)
+		}
+	}
+	os.Remove(filepath.Join(user, "c"))
+	os.Symlink(filepath.Join(pub, "d"), filepath.Join(user, "c")) // now another file
+	clock := time.Now().Add(2 * accessTTL)
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
+	if f.visible(y, ino(kindLink, ids["user/c"])) {
+		t.Error("user/c, a symlink to another file now, is still the copy")
 	}
 }

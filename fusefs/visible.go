@@ -8,6 +8,7 @@ import (
 
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
+	"golang.org/x/sys/unix"
 )
 
 // reader is whose reading decides what a node shows: a caller, or everyone
@@ -173,12 +174,20 @@ func (f *FS) groupShows(r reader, contentID int64, all bool, fr *fresh) bool {
 
 // readsCopy reports whether r may read the copy at p: its path still
 // leads to the inode indexed, and r may read it there. Another file put
-// at the path since (another inode, a symlink) is not the copy: counted
-// as one, it would make two inodes of a group the reader holds one copy
-// of (two hard links, one of them replaced), and show them that a file
-// they cannot read holds the same bytes.
+// at the path since (another inode) is not the copy: counted as one, it
+// would make two inodes of a group the reader holds one copy of (two hard
+// links, one of them replaced), and show them that a file they cannot
+// read holds the same bytes. A symlink at the path (a root that follows
+// them) is the file it leads to, read as the disk would (follow.go).
 func (f *FS) readsCopy(r reader, p store.CopyAt, fr *fresh) bool {
 	e := f.access.attrsOf(p.Path, false, fr)
+	if e.ok && e.mode&unix.S_IFMT == unix.S_IFLNK {
+		real, _, err := resolve(p.Path)
+		if err != nil {
+			return false
+		}
+		e = f.access.attrsOf(real, false, fr)
+	}
 	return e.ok && e.dev == p.Dev && e.ino == p.Ino && r.read(p.Path, fr)
 }
 

@@ -318,7 +318,9 @@ only the version, the hash algorithm and whether the index is up to date.
 The times of the view's folders and thumbnails are the time it was mounted.
 Its inode numbers and directory offsets are enciphered with a key kept in
 the index: counted, they would tell of the groups a user does not see.
-A copy counts only while its path leads to the file indexed. Copies served as files (--serve files) show their original's owner and
+A copy counts only while its path leads to the file indexed; a symlink on
+its path (a root that follows them) lets through whom the disk would, by
+where it leads. Copies served as files (--serve files) show their original's owner and
 mode, less write, and the mount has no default_permissions: dupefs decides
 each lookup, open and access(2) as the disk would, ACLs included. Root and
 the user who mounted see everything. dupefs keeps each answer of the disk a
