@@ -45,6 +45,11 @@ type Config struct {
 	// NoPassthrough reads copies through this process even when the
 	// kernel could read them itself (the bench compares the two).
 	NoPassthrough bool
+	// IDKey enciphers the node ids, inode numbers and directory offsets
+	// of a view others may enter (ids.go): 16, 24 or 32 bytes, kept
+	// secret from them, the same from mount to mount so that the numbers
+	// stay (nil: a key of this mount's own). Unused without AllowOther.
+	IDKey []byte
 	// Logf receives problems serving the view. May be nil.
 	Logf func(format string, args ...any)
 }
@@ -60,6 +65,7 @@ type FS struct {
 	// view others may enter (timesFor).
 	started time.Time
 
+	ids *idCipher    // what the kernel knows nodes by (ids.go); nil: their ids
 	srv *fuse.Server // set once mounted
 	// stopping is set once an unmount began: a lazily detached mount may
 	// still get requests while the index closes, and their failures are
@@ -96,6 +102,9 @@ func New(db Index, cfg Config) *FS {
 	}
 	f := &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid()), started: time.Now()}
 	f.handles.closeCopy = f.closeCopy
+	if cfg.AllowOther {
+		f.ids = newIDCipher(cfg.IDKey)
+	}
 	return f
 }
 

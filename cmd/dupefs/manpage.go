@@ -242,7 +242,8 @@ never read again.
 Names
 <name> is the copy's own name. When copies in a group share a name, every
 copy after the first (by file id) gets ~<file id> before its extension:
-IMG_1.jpg, IMG_1~812.jpg. Names are stable across remounts. Folders in
+IMG_1.jpg, IMG_1~812.jpg (with --allow-other the id is enciphered, as inode
+numbers are). Names are stable across remounts. Folders in
 /by-folder are named the same way (~<folder id>); a folder group's key is the
 one dupefs folders prints. /status.json is status --json; it counts the
 folder groups (folder_groups) and the bytes in their extra copies
@@ -315,7 +316,11 @@ its folders. Copies that share a name are named among those they see. The
 rest is absent (no such file). /status.json gives them no count and no path:
 only the version, the hash algorithm and whether the index is up to date.
 The times of the view's folders and thumbnails are the time it was mounted.
-Copies served as files (--serve files) show their original's owner and
+Its inode numbers and directory offsets are enciphered with a key kept in
+the index: counted, they would tell of the groups a user does not see.
+A copy counts only while its path leads to the file indexed; a symlink on
+its path (a root that follows them) lets through whom the disk would, by
+where it leads. Copies served as files (--serve files) show their original's owner and
 mode, less write, and the mount has no default_permissions: dupefs decides
 each lookup, open and access(2) as the disk would, ACLs included. Root and
 the user who mounted see everything. dupefs keeps each answer of the disk a
@@ -349,7 +354,10 @@ symlink to its path), made at a temporary name in the copy's folder and
 exchanged with the copy in one rename, so the path always names a file.
 Copies on another file system are skipped. A copy whose owner or group is
 not the kept file's, or whose mode, ACLs or xattrs differ, is skipped with
-the reason in ops.
+the reason in ops. A symlink, which leads through the kept file's folders,
+is made only where none of them lets anyone but the owner (or root) put
+another file at the kept path, and each lets through everyone who could
+reach the copy (no ACL on them); it is the copy's owner's.
 .TP
 remove
 Each copy goes to the freedesktop.org Trash of its own file system \(em
@@ -361,8 +369,9 @@ with a message, as is a shared .Trash without its sticky bit (reported, then
 \&.Trash-$UID is used). A copy whose owner or group is not the kept file's is
 skipped. A copy root removes goes to its owner's Trash: their home Trash
 when it lies on the copy's file system, else $topdir/.Trash-$UID, made
-theirs (0700) with a .trashinfo of theirs. --permanent deletes the copies
-instead.
+theirs (0700) with a .trashinfo of theirs; one in a folder they may not
+pass goes to root's Trash, which tells them nothing of its name or bytes.
+--permanent deletes the copies instead.
 .TP
 undo [PLAN]
 Reverts the last plan that changed anything (or PLAN), latest action first.
@@ -489,7 +498,10 @@ The index is one SQLite file in WAL mode, private to its owner (mode 0600;
 one left readable by others is made private again, with a notice, when its owner next
 opens it). A new index is built at a temporary name and linked into place,
 so several processes may start on a new index at once. A 0-byte or
-non-SQLite file given as --db is refused (exit 5) and left as it is.
+non-SQLite file given as --db is refused (exit 5) and left as it is, and so
+is an index where another user has a hand: in a folder others may write to,
+owned by another user (to write), or a symlink of theirs; a thumbnail cache
+that is not the user's own folder is refused too.
 .PP
 The read commands \(em status, groups, check, jobs, root ls \(em open the
 index read-only: they write nothing, never wait behind a running indexer,
