@@ -182,9 +182,11 @@ excludes), active_jobs, thumbnails (pending, running, ready, failed), wal
 (bytes, last_job) and purge (keep_missing_seconds, missing_files, due_files,
 due_folders, last_job).
 `,
-	"jobs": `The scan and hash jobs, newest first: kind, status, root, attempt, worker,
-lease, progress, creation and error; ROOT is - for a hash job, which covers
-every root.
+	"jobs": `The jobs of every queue, newest first: scan and hash, checkpoint (of the
+WAL), purge (of the rows of deleted files and folders) and thumbnail-cleanup;
+kind, status, root, attempt, worker, lease, progress (rows deleted, for a
+purge), creation and error; ROOT is - for a job that covers every root. Ids
+are numbered per queue.
 `,
 	"dedupe": `See ACTING ON DUPLICATES.
 `,
