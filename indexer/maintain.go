@@ -32,6 +32,9 @@ type MaintainConfig struct {
 	// PurgeBatch is how many rows one purge transaction deletes at most
 	// (default 500).
 	PurgeBatch int
+	// KeepJobs is how many finished jobs of each queue are kept (default
+	// store.KeepFinishedJobs).
+	KeepJobs int
 	// Warn receives problems that do not stop the run. May be nil.
 	Warn func(msg string)
 }
@@ -57,6 +60,9 @@ func (c MaintainConfig) withDefaults() MaintainConfig {
 	}
 	if c.PurgeBatch <= 0 {
 		c.PurgeBatch = 500
+	}
+	if c.KeepJobs <= 0 {
+		c.KeepJobs = store.KeepFinishedJobs
 	}
 	if c.Warn == nil {
 		c.Warn = func(string) {}
@@ -119,9 +125,8 @@ func (m *Maintainer) Serve(ctx context.Context) error {
 
 // Step queues what is due and runs at most one due WAL job, or else one
 // batch of a purge. It reports whether it ran one. Every PurgeEvery it
-// also trims the finished jobs of every queue to the newest
-// store.KeepFinishedJobs (a watcher makes a few every second while files
-// keep changing).
+// also trims the finished jobs of every queue to the newest KeepJobs (a
+// watcher makes a few every second while files keep changing).
 func (m *Maintainer) Step(ctx context.Context) (bool, error) {
 	if err := m.trim(ctx); err != nil {
 		return false, err
@@ -139,7 +144,7 @@ func (m *Maintainer) trim(ctx context.Context) error {
 		return nil
 	}
 	m.trimmedAt = time.Now()
-	_, err := m.db.TrimJobs(ctx, store.KeepFinishedJobs)
+	_, err := m.db.TrimJobs(ctx, m.cfg.KeepJobs)
 	return err
 }
 
