@@ -269,6 +269,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			w.clearNotes()
+			w.ix.SayNow(true)
 			return nil
 		case c := <-w.changes:
 			if c.limit != nil {
@@ -297,6 +298,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 				b.add(id, c.dir)
 			}
 		case <-tick.C:
+			w.ix.SayNow(false)
 		case <-fallback.C:
 			w.mu.Lock()
 			for p := range w.unwatched {
