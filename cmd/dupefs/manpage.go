@@ -275,9 +275,10 @@ number of folders), as a user with inotify (one watch per folder) \(em and the
 view shows the result within a second: a new copy appears in its group (a
 new group when a second copy is made), a deleted copy leaves it, a renamed
 one shows under its new name, a folder made, moved or removed is walked or
-dropped whole. Changes are gathered until they settle (200 ms without
-events, 1 s at most), so a file written in one go is scanned once, after it
-is closed; one that keeps growing for longer is looked at about once a
+dropped whole. The changes of each folder are gathered until they settle
+(200 ms without events in it, 1 s at most), so a file written in one go is
+scanned once, after it is closed, and a folder that keeps changing holds
+back no other; one that keeps growing for longer is looked at about once a
 second, and hashed only when its size matches another file's. When events
 are lost (a queue overflows) dupefs says so and rescans the root; when a
 root has more folders than inotify allows

@@ -1,10 +1,15 @@
 package watch
 
+import "time"
+
 // A backend turns file-system events under the roots into changes: the
 // folder whose listing changed (a file created, written, deleted, moved in
 // or out, or a subfolder likewise), or word that events were lost.
 type change struct {
 	dir string // absolute path of the folder whose entries changed
+	// first and last are when the first and the last of the events the
+	// change stands for came.
+	first, last time.Time
 	// lost: events were lost (a queue overflowed); root names the root
 	// whose events they were, "" for every root.
 	lost bool

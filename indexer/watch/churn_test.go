@@ -312,3 +312,31 @@ func TestInotifyOverflow(t *testing.T) {
 	want, groups = fresh(t, tree)
 	f.eventually(10*time.Second, "files in them followed", f.equalsFresh(want, groups))
 }
+
+// A folder that keeps changing holds back no other: each folder is due
+// once its own changes settle. (The changes of every folder waited for a
+// moment when none changed, or for MaxDelay, so under steady churn every
+// change took that long to show.)
+func TestBusyFolderHoldsNoOther(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "a/seed"), photo(1))
+	write(t, filepath.Join(tree, "busy/log"), "0")
+	f := newFixture(t, "inotify", Config{Settle: 2 * time.Second, MaxDelay: time.Hour}, tree)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.WriteFile(filepath.Join(tree, "busy/log"), []byte(fmt.Sprint(i)), 0o644)
+			time.Sleep(10 * time.Millisecond) // a writer's pace, not a wait for a condition
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	write(t, filepath.Join(tree, "b/copy"), photo(1))
+	f.eventually(20*time.Second, "a copy beside a folder that keeps changing", f.hasGroup(filepath.Join(tree, "a/seed"), filepath.Join(tree, "b/copy")))
+}

@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -171,7 +172,8 @@ func (fa *fanotify) event(mask uint64, info []byte) {
 		if len(name) > 0 && (len(name) != 1 || name[0] != '.') && fa.skip(naming.JoinPath(dir, string(name))) {
 			continue
 		}
-		fa.out <- change{dir: dir}
+		now := time.Now()
+		fa.out <- change{dir: dir, first: now, last: now}
 	}
 }
 

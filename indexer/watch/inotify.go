@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -49,7 +50,7 @@ type inotify struct {
 	roots   map[string]bool
 	part    map[string]*limitHit // roots watched in part (the limit)
 	todo    []inotifyOp          // the adder's work, in the order it came
-	dirs    map[string]bool      // folders to name to the watcher
+	dirs    map[string]span      // folders to name to the watcher, and when they changed
 	notes   []change             // lost events and limits, named before dirs
 	rewatch bool                 // an opRewatch waits in todo
 	work    chan struct{}        // todo is not empty
@@ -133,7 +134,7 @@ func newInotify(out chan<- change, skip func(string) bool) (*inotify, error) {
 	in := &inotify{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, out: out, skip: skip,
 		done: make(chan struct{}), quit: make(chan struct{}),
 		wds: map[int32]string{}, paths: map[string]int32{}, kids: map[string]map[string]bool{},
-		roots: map[string]bool{}, part: map[string]*limitHit{}, dirs: map[string]bool{},
+		roots: map[string]bool{}, part: map[string]*limitHit{}, dirs: map[string]span{},
 		work: make(chan struct{}, 1), send: make(chan struct{}, 1)}
 	in.wg.Add(2)
 	go in.read()
@@ -301,7 +302,7 @@ func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *li
 					seen[int32(wd)] = true
 				}
 				if announce {
-					in.dirs[p] = true
+					in.named(p)
 				}
 				in.mu.Unlock()
 				if announce {
@@ -330,6 +331,17 @@ func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *li
 		hit.folders = max(walked, hit.watched)
 	}
 	return hit
+}
+
+// named notes that dir changed now, for the sender (mu held).
+func (in *inotify) named(dir string) {
+	now := time.Now()
+	at, ok := in.dirs[dir]
+	if !ok {
+		at.first = now
+	}
+	at.last = now
+	in.dirs[dir] = at
 }
 
 // note hands the watcher a change that is not a folder's.
@@ -382,7 +394,7 @@ func (in *inotify) do(o inotifyOp) {
 			// still name it, its listing may be older than its watch.
 			if root != "" {
 				in.mu.Lock()
-				in.dirs[o.path] = true
+				in.named(o.path)
 				in.mu.Unlock()
 				kick(in.send)
 			}
@@ -488,7 +500,7 @@ func (in *inotify) sender() {
 		}
 		in.mu.Lock()
 		notes, dirs := in.notes, in.dirs
-		in.notes, in.dirs = nil, map[string]bool{}
+		in.notes, in.dirs = nil, map[string]span{}
 		in.mu.Unlock()
 		for _, c := range notes {
 			select {
@@ -497,9 +509,9 @@ func (in *inotify) sender() {
 				return
 			}
 		}
-		for d := range dirs {
+		for d, at := range dirs {
 			select {
-			case in.out <- change{dir: d}:
+			case in.out <- change{dir: d, first: at.first, last: at.last}:
 			case <-in.quit:
 				return
 			}
@@ -565,7 +577,7 @@ func (in *inotify) event(wd int32, mask uint32, name string) {
 	}
 	named := !in.skip(p)
 	if named {
-		in.dirs[dir] = true
+		in.named(dir)
 	}
 	in.mu.Unlock()
 	if work {
