@@ -46,8 +46,8 @@ type readNotes struct {
 	every          time.Duration
 	warn           func(string)
 	since, said    time.Time
-	files, changed     int64 // files vanished, changed while being read
-	folders            int64 // folders vanished while being read
+	files, changed int64 // files vanished, changed while being read
+	folders        int64 // folders vanished while being read
 }
 
 // add counts what a run saw; it says the sums when they are due.
