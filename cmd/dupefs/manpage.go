@@ -282,8 +282,9 @@ back no other; one that keeps growing for longer is looked at about once a
 second, and hashed only when its size matches another file's. When events
 are lost (a queue overflows) dupefs says so and rescans the root; when a
 root has more folders than inotify allows
-(/proc/sys/fs/inotify/max_user_watches) it says so once and rescans that
-root every minute instead. A rescan reads no unchanged file. --no-watch
+(/proc/sys/fs/inotify/max_user_watches, or in a container
+/proc/sys/user/max_inotify_watches when lower) it says so once, naming the
+one that binds, and rescans that root every minute instead. A rescan reads no unchanged file. --no-watch
 turns watching off (then --rescan-every is the way to see changes); what a
 dupefs index beside the mount commits shows too. A group that falls below
 two inodes disappears, and so does its thumbnail.

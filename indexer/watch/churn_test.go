@@ -340,3 +340,34 @@ func TestBusyFolderHoldsNoOther(t *testing.T) {
 	write(t, filepath.Join(tree, "b/copy"), photo(1))
 	f.eventually(20*time.Second, "a copy beside a folder that keeps changing", f.hasGroup(filepath.Join(tree, "a/seed"), filepath.Join(tree, "b/copy")))
 }
+
+// In a user namespace (a container) the namespace's own limit binds when
+// it is lower than the system's, and the user is told that knob, with its
+// number. (The system's was said, a limit that did not apply.)
+func TestWatchLimitOfANamespace(t *testing.T) {
+	dir := t.TempDir()
+	knob := func(name, v string) {
+		p := filepath.Join(dir, strings.ReplaceAll(name, ".", "/"))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inotifyHooks.procSys = dir
+	t.Cleanup(func() { inotifyHooks.procSys = "" })
+	knob("fs.inotify.max_user_watches", "192536")
+	knob("user.max_inotify_watches", "50")
+	n, k := watchLimit()
+	if n != 50 || k != "user.max_inotify_watches" {
+		t.Errorf("limit %d from %s, want 50 from user.max_inotify_watches", n, k)
+	}
+	hit := &limitHit{root: "/r", folders: 152, watched: 50, limit: n, knob: k}
+	if say := hit.say("1m0s"); !strings.Contains(say, "allows 50 watches") || !strings.Contains(say, "sysctl user.max_inotify_watches=") {
+		t.Errorf("said %q", say)
+	}
+	// Outside a namespace the two are the same number: the system's.
+	knob("user.max_inotify_watches", "192536")
+	if n, k := watchLimit(); n != 192536 || k != "fs.inotify.max_user_watches" {
+		t.Errorf("limit %d from %s, want 192536 from fs.inotify.max_user_watches", n, k)
+	}
+}

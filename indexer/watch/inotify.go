@@ -78,6 +78,7 @@ var inotifyHooks struct {
 	addWatch func(fd int, path string, mask uint32) (int, error)
 	limit    func() int
 	event    func() // called by the reader before each event
+	procSys  string // where /proc/sys is ("": /proc/sys)
 }
 
 func addWatch(fd int, path string, mask uint32) (int, error) {
@@ -87,17 +88,37 @@ func addWatch(fd int, path string, mask uint32) (int, error) {
 	return unix.InotifyAddWatch(fd, path, mask)
 }
 
-// watchLimit is fs.inotify.max_user_watches (0: unknown).
-func watchLimit() int {
+// The knobs that bound a user's inotify watches: the system's, and that
+// of the user namespace the process runs in (a container's), which
+// binds when it is lower.
+const (
+	knobSystem    = "fs.inotify.max_user_watches"
+	knobNamespace = "user.max_inotify_watches"
+)
+
+// watchLimit is how many inotify watches this user may hold, and the knob
+// that says so (0: unknown).
+func watchLimit() (int, string) {
 	if f := inotifyHooks.limit; f != nil {
-		return f()
+		return f(), knobSystem
 	}
-	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
-	if err != nil {
-		return 0
+	dir := inotifyHooks.procSys
+	if dir == "" {
+		dir = "/proc/sys"
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n
+	read := func(knob string) int {
+		b, err := os.ReadFile(filepath.Join(dir, strings.ReplaceAll(knob, ".", "/")))
+		if err != nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
+	n, knob := read(knobSystem), knobSystem
+	if ns := read(knobNamespace); ns > 0 && (n <= 0 || ns < n) {
+		n, knob = ns, knobNamespace
+	}
+	return n, knob
 }
 
 // limitHit says how far a root's watches got before the limit.
@@ -105,6 +126,7 @@ type limitHit struct {
 	root             string
 	folders, watched int
 	limit            int
+	knob             string // the sysctl that sets limit
 }
 
 func (l *limitHit) Error() string {
@@ -118,9 +140,9 @@ func (l *limitHit) Unwrap() error { return errUnwatched }
 func (l *limitHit) say(every string) string {
 	want := l.limit + (l.folders - l.watched) + l.folders/4
 	return fmt.Sprintf("%s has %d folders, and only %d could be watched: inotify allows %d watches per user, "+
-		"counting those of every program (fs.inotify.max_user_watches). It is watched in part and rescanned every %s "+
-		"until the limit allows it whole; to raise it: sysctl fs.inotify.max_user_watches=%d",
-		naming.EscapePath(l.root), l.folders, l.watched, l.limit, every, want)
+		"counting those of every program (%s). It is watched in part and rescanned every %s "+
+		"until the limit allows it whole; to raise it: sysctl %s=%d",
+		naming.EscapePath(l.root), l.folders, l.watched, l.limit, l.knob, every, l.knob, want)
 }
 
 const inotifyMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE |
@@ -292,7 +314,8 @@ func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *li
 			wd, err := addWatch(in.fd, p, inotifyMask)
 			switch {
 			case err == unix.ENOSPC:
-				hit = &limitHit{root: root, limit: watchLimit()}
+				hit = &limitHit{root: root}
+				hit.limit, hit.knob = watchLimit()
 			case err != nil:
 				continue // gone, or unreadable: its parent's events cover it
 			default:

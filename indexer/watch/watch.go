@@ -404,8 +404,8 @@ func (w *Watcher) renewNotes(ctx context.Context) {
 	var ns []n
 	for p, hit := range w.limits {
 		w.noted[p] = true
-		ns = append(ns, n{w.roots[p], fmt.Sprintf("watched in part: %d of %d folders (fs.inotify.max_user_watches is %d); rescanned every %s",
-			hit.watched, hit.folders, hit.limit, w.cfg.Fallback)})
+		ns = append(ns, n{w.roots[p], fmt.Sprintf("watched in part: %d of %d folders (%s is %d); rescanned every %s",
+			hit.watched, hit.folders, hit.knob, hit.limit, w.cfg.Fallback)})
 	}
 	w.mu.Unlock()
 	until := time.Now().Add(3 * w.cfg.Fallback)
