@@ -284,7 +284,9 @@ are lost (a queue overflows) dupefs says so and rescans the root; when a
 root has more folders than inotify allows
 (/proc/sys/fs/inotify/max_user_watches, or in a container
 /proc/sys/user/max_inotify_watches when lower) it says so once, naming the
-one that binds, and rescans that root every minute instead. A rescan reads no unchanged file. --no-watch
+one that binds, and rescans that root every minute instead. A root removed or
+moved away is said once and shown under watch in status (the index keeps
+what it held) until it is a folder again, then watched anew and rescanned. A rescan reads no unchanged file. --no-watch
 turns watching off (then --rescan-every is the way to see changes); what a
 dupefs index beside the mount commits shows too. A group that falls below
 two inodes disappears, and so does its thumbnail.

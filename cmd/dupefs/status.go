@@ -269,8 +269,9 @@ func describeState(t store.Totals) string {
 		return "hashing: files changed since the last hash run; run dupefs index"
 	}
 	if t.PartlyWatched > 0 {
-		return fmt.Sprintf("%s as of the last rescan: %d %s watched in part only (the inotify watch limit), "+
-			"so a change there shows at the next rescan", t.State, t.PartlyWatched, map[bool]string{true: "root is", false: "roots are"}[t.PartlyWatched == 1])
+		return fmt.Sprintf("%s as of the last rescan: %d %s not followed whole (the inotify watch limit, "+
+			"or a root not there: see watch), so a change there shows only at a later rescan", t.State, t.PartlyWatched,
+			map[bool]string{true: "root is", false: "roots are"}[t.PartlyWatched == 1])
 	}
 	return t.State
 }

@@ -18,6 +18,9 @@ type change struct {
 	// root is watched whole again.
 	limit *limitHit
 	whole bool
+	// moved: root itself was removed or moved away (its watch went with
+	// it); the watcher looks at it at once.
+	moved bool
 }
 
 // backend watches roots and sends changes on the channel it was made with.

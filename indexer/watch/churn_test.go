@@ -371,3 +371,60 @@ func TestWatchLimitOfANamespace(t *testing.T) {
 		t.Errorf("limit %d from %s, want 192536 from fs.inotify.max_user_watches", n, k)
 	}
 }
+
+// A root removed is said once and noted for status (the index keeps what
+// it held); made again, it is watched anew and rescanned, and what is made
+// in it later shows. So does a root moved away and made again at once.
+// (A root made again was never watched again: changes in it never
+// showed, and status said up to date.)
+func TestRootGoneAndBack(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "a/seed"), photo(1))
+	write(t, filepath.Join(tree, "b/copy"), photo(1))
+	f := newFixture(t, "inotify", Config{Check: 100 * time.Millisecond}, tree)
+	ctx := context.Background()
+	noted := func(want string) func() bool {
+		return func() bool {
+			tot, err := f.db.Totals(ctx)
+			roots, _ := f.db.Files().Roots(ctx)
+			if want == "" {
+				return err == nil && tot.PartlyWatched == 0
+			}
+			return err == nil && tot.PartlyWatched == 1 && len(roots) == 1 && strings.Contains(roots[0].WatchNote, want)
+		}
+	}
+	if err := os.RemoveAll(tree); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually(10*time.Second, "status says the root is not followed", noted("not followed: not there"))
+	write(t, filepath.Join(tree, "c/seed"), photo(2))
+	write(t, filepath.Join(tree, "d/copy"), photo(2))
+	f.eventually(10*time.Second, "the root made again rescanned", f.hasGroup(filepath.Join(tree, "c/seed"), filepath.Join(tree, "d/copy")))
+	f.eventually(10*time.Second, "status no longer says it", noted(""))
+	write(t, filepath.Join(tree, "e/later"), photo(2))
+	f.eventually(10*time.Second, "a copy made later in the root made again",
+		f.hasGroup(filepath.Join(tree, "c/seed"), filepath.Join(tree, "d/copy"), filepath.Join(tree, "e/later")))
+	// Moved away and made again at once: the old folder's watches, which
+	// moved with it, are dropped, the new one watched.
+	if err := os.Rename(tree, tree+".old"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(tree, "f/seed"), photo(3))
+	write(t, filepath.Join(tree, "g/copy"), photo(3))
+	f.eventually(10*time.Second, "the new root rescanned", f.hasGroup(filepath.Join(tree, "f/seed"), filepath.Join(tree, "g/copy")))
+	write(t, filepath.Join(tree, "h/later"), photo(3))
+	write(t, filepath.Join(tree+".old", "c/moved-away"), photo(2)) // not a root's
+	want, groups := fresh(t, tree)
+	f.eventually(10*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	gone := 0
+	for _, w := range f.warns {
+		if strings.Contains(w, "is not there") {
+			gone++
+		}
+	}
+	if gone < 1 || gone > 2 { // the second time, it may be there again already
+		t.Errorf("the root gone was said %d times: %q", gone, f.warns)
+	}
+}

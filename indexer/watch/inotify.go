@@ -146,7 +146,7 @@ func (l *limitHit) say(every string) string {
 }
 
 const inotifyMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE |
-	unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+	unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
 
 func newInotify(out chan<- change, skip func(string) bool) (*inotify, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
@@ -574,6 +574,14 @@ func (in *inotify) event(wd int32, mask uint32, name string) {
 		return
 	}
 	in.mu.Lock()
+	if mask&(unix.IN_IGNORED|unix.IN_MOVE_SELF) != 0 {
+		// A root's own watch gone (the root removed) or moved with it:
+		// the watcher looks at the root at once.
+		if p, ok := in.wds[wd]; ok && in.roots[p] && in.paths[p] == wd {
+			in.notes = append(in.notes, change{root: p, moved: true})
+			defer kick(in.send)
+		}
+	}
 	if mask&unix.IN_IGNORED != 0 {
 		in.ignored(wd)
 		in.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -32,6 +33,10 @@ type Config struct {
 	// Fallback is how often a root that cannot be watched whole is
 	// rescanned (default 1 minute).
 	Fallback time.Duration
+	// Check is how often the roots are looked at: those added to or
+	// removed from the index, and those gone from the disk or back
+	// (default 5s).
+	Check time.Duration
 	// Rescan, when set, rescans every root this often anyway.
 	Rescan time.Duration
 	// Skip are paths whose changes are ignored, with all below them (the
@@ -50,6 +55,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxDelay <= 0 {
 		c.MaxDelay = time.Second
+	}
+	if c.Check <= 0 {
+		c.Check = 5 * time.Second
 	}
 	if c.Gap <= 0 {
 		c.Gap = 250 * time.Millisecond
@@ -79,7 +87,8 @@ type Watcher struct {
 	backends  map[string]backend   // the backend of each
 	unwatched map[string]bool      // rescanned on a timer
 	limits    map[string]*limitHit // roots watched in part, how far
-	noted     map[string]bool      // limits said to the index (status)
+	gone      map[string]bool      // roots not there, not followed
+	noted     map[string]bool      // limits and gone roots said to the index (status)
 }
 
 // Roots lists the index's roots, and records which are followed in part
@@ -101,7 +110,7 @@ var ErrBackend = errors.New("cannot watch")
 func New(roots Roots, jobs Queue, ix *indexer.Indexer, cfg Config) *Watcher {
 	return &Watcher{rootsOf: roots, jobs: jobs, ix: ix, cfg: cfg.withDefaults(), changes: make(chan change, 4096),
 		roots: map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{},
-		limits: map[string]*limitHit{}, noted: map[string]bool{}}
+		limits: map[string]*limitHit{}, gone: map[string]bool{}, noted: map[string]bool{}}
 }
 
 // Start watches every root; changes are gathered from now on, for Run.
@@ -180,6 +189,7 @@ func (w *Watcher) syncRoots(ctx context.Context) error {
 			delete(w.backends, p)
 			delete(w.unwatched, p)
 			delete(w.limits, p)
+			delete(w.gone, p)
 		}
 	}
 	return nil
@@ -264,7 +274,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 	defer tick.Stop()
 	fallback := time.NewTicker(w.cfg.Fallback)
 	defer fallback.Stop()
-	roots := time.NewTicker(5 * time.Second)
+	roots := time.NewTicker(w.cfg.Check)
 	defer roots.Stop()
 	var rescan <-chan time.Time
 	if w.cfg.Rescan > 0 {
@@ -311,6 +321,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if err := w.syncRoots(ctx); err != nil && ctx.Err() == nil {
 				w.cfg.Warn(fmt.Sprintf("watch: %v", err))
 			}
+			w.checkRoots(ctx, b)
 			w.mu.Lock()
 			fresh := false
 			for p := range w.limits {
@@ -338,6 +349,8 @@ func (w *Watcher) gather(ctx context.Context, b *batch, c change, lostSaid map[s
 	case c.whole:
 		w.wholeAgain(ctx, c.root)
 		w.loseRoot(b, c.root)
+	case c.moved:
+		w.rootMoved(ctx, b, c.root)
 	case c.lost:
 		if !lostSaid[c.root] {
 			lostSaid[c.root] = true
@@ -407,6 +420,10 @@ func (w *Watcher) renewNotes(ctx context.Context) {
 		ns = append(ns, n{w.roots[p], fmt.Sprintf("watched in part: %d of %d folders (%s is %d); rescanned every %s",
 			hit.watched, hit.folders, hit.knob, hit.limit, w.cfg.Fallback)})
 	}
+	for p := range w.gone {
+		w.noted[p] = true
+		ns = append(ns, n{w.roots[p], w.goneNote()})
+	}
 	w.mu.Unlock()
 	until := time.Now().Add(3 * w.cfg.Fallback)
 	for _, x := range ns {
@@ -455,6 +472,15 @@ func (w *Watcher) loseRoot(b *batch, root string) {
 func (w *Watcher) flush(ctx context.Context, b *batch) {
 	now := time.Now()
 	full, dirs := b.take(now, w.cfg.Settle, w.cfg.MaxDelay)
+	// A root not there has nothing to scan until it is back.
+	w.mu.Lock()
+	full = slices.DeleteFunc(full, func(id int64) bool { return w.gone[w.pathOf(id)] })
+	for id := range dirs {
+		if w.gone[w.pathOf(id)] {
+			delete(dirs, id)
+		}
+	}
+	w.mu.Unlock()
 	for i, id := range full {
 		if _, _, err := w.jobs.Enqueue(ctx, store.KindScan, id); err != nil {
 			for _, id := range full[i:] {
@@ -482,9 +508,21 @@ func (w *Watcher) flush(ctx context.Context, b *batch) {
 			w.warn(ctx, err)
 		}
 	}
-	if err := w.ix.Drain(ctx); err != nil {
+	if err := w.ix.Drain(ctx); errors.Is(err, indexer.ErrRootUnavailable) {
+		w.checkRoots(ctx, b) // says it once, and stops scanning it
+	} else if err != nil {
 		w.warn(ctx, err)
 	}
+}
+
+// pathOf is the path of the root id ("" for none; mu held).
+func (w *Watcher) pathOf(id int64) string {
+	for p, rid := range w.roots {
+		if rid == id {
+			return p
+		}
+	}
+	return ""
 }
 
 func (w *Watcher) warn(ctx context.Context, err error) {

@@ -1,0 +1,101 @@
+package watch
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/dupefs/dupefs/store/naming"
+)
+
+// A root that is no longer a folder (removed, moved away, an unmounted
+// disk's mount point gone) cannot be followed: its watches are dropped (an
+// inotify watch follows its folder wherever it is moved, and one made
+// again at the same path is another folder), it is said once and noted
+// for status, and the index keeps what it held. The roots are looked at
+// every Config.Check: once the root is a folder again it is watched anew
+// and rescanned whole.
+
+// checkRoots looks at every root, and follows those gone or back.
+func (w *Watcher) checkRoots(ctx context.Context, b *batch) {
+	w.mu.Lock()
+	paths := make(map[string]int64, len(w.roots))
+	for p, id := range w.roots {
+		paths[p] = id
+	}
+	w.mu.Unlock()
+	for p, id := range paths {
+		fi, err := os.Stat(p)
+		there := err == nil && fi.IsDir()
+		w.mu.Lock()
+		gone := w.gone[p]
+		if _, ok := w.roots[p]; !ok {
+			w.mu.Unlock()
+			continue // removed from the index meanwhile
+		}
+		switch {
+		case !there && !gone:
+			w.gone[p] = true
+			be := w.backends[p]
+			delete(w.backends, p)
+			delete(w.unwatched, p)
+			delete(w.limits, p)
+			w.mu.Unlock()
+			if be != nil {
+				be.remove(p)
+			}
+			w.cfg.Warn(fmt.Sprintf("%s is not there (removed, moved away or unmounted): it is not followed until it is back, "+
+				"and the index keeps what it held", naming.EscapePath(p)))
+			w.renewNotes(ctx)
+		case there && gone:
+			delete(w.gone, p)
+			w.watchRoot(p)
+			noted := w.noted[p] && w.limits[p] == nil
+			if noted {
+				delete(w.noted, p)
+			}
+			w.mu.Unlock()
+			w.cfg.Warn(fmt.Sprintf("%s is back: it is watched again and rescanned", naming.EscapePath(p)))
+			if noted {
+				w.note(ctx, id, "", time.Time{})
+			}
+			w.renewNotes(ctx)
+			b.rescan(id, time.Now())
+		default:
+			w.mu.Unlock()
+		}
+	}
+}
+
+// goneNote is what status says of a root that is not there.
+func (w *Watcher) goneNote() string {
+	return fmt.Sprintf("not followed: not there (removed, moved away or unmounted); looked for every %s", w.cfg.Check)
+}
+
+// rootMoved: root's own watch went (it was removed or moved away, and may
+// be there again already, another folder): it is taken for gone at once,
+// and looked at.
+func (w *Watcher) rootMoved(ctx context.Context, b *batch, root string) {
+	w.mu.Lock()
+	if _, ok := w.roots[root]; !ok || w.gone[root] {
+		w.mu.Unlock()
+		return
+	}
+	w.gone[root] = true
+	be := w.backends[root]
+	delete(w.backends, root)
+	delete(w.unwatched, root)
+	delete(w.limits, root)
+	w.mu.Unlock()
+	if be != nil {
+		be.remove(root)
+	}
+	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
+		w.cfg.Warn(fmt.Sprintf("%s is not there (removed, moved away or unmounted): it is not followed until it is back, "+
+			"and the index keeps what it held", naming.EscapePath(root)))
+		w.renewNotes(ctx)
+		return
+	}
+	w.checkRoots(ctx, b) // there again: watched anew
+}
