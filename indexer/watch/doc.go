@@ -36,6 +36,8 @@
 //	watch.go     Config, Watcher: roots to backends, gathering changes into
 //	             a batch, the fallback and periodic rescans, the flush
 //	batch.go     the batch: folders due once their own changes settle
+//	roots.go     roots gone from the disk (not followed, said, noted) and
+//	             back (watched anew, rescanned)
 //	backend.go   the backend interface and the change it sends
 //	fanotify.go  one mark per file system (root only): folders named by
 //	             file handle, resolved with open_by_handle_at and cached
