@@ -428,3 +428,37 @@ func TestRootGoneAndBack(t *testing.T) {
 		t.Errorf("the root gone was said %d times: %q", gone, f.warns)
 	}
 }
+
+// A root that cannot be read is said and noted for status; readable
+// again, it is rescanned whole, with what was made in it meanwhile.
+// (Files made while it could not be read never showed, and status said up
+// to date.) Root reads every folder: this runs as an ordinary user.
+func TestRootUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a folder whatever its permissions: run as an ordinary user")
+	}
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "a/seed"), photo(1))
+	write(t, filepath.Join(tree, "b/copy"), photo(1))
+	f := newFixture(t, "inotify", Config{Check: 100 * time.Millisecond}, tree)
+	t.Cleanup(func() { os.Chmod(tree, 0o755) })
+	ctx := context.Background()
+	noted := func() bool {
+		roots, err := f.db.Files().Roots(ctx)
+		return err == nil && len(roots) == 1 && strings.Contains(roots[0].WatchNote, "cannot be read")
+	}
+	// A file made just before: the scan it asks for finds the root
+	// unreadable.
+	write(t, filepath.Join(tree, "a/copy2"), photo(1))
+	if err := os.Chmod(tree, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually(10*time.Second, "status says the root cannot be read", noted)
+	if err := os.Chmod(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(tree, "c/copy3"), photo(1))
+	want, groups := fresh(t, tree)
+	f.eventually(10*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	f.eventually(5*time.Second, "status no longer says it", func() bool { return !noted() })
+}

@@ -2,7 +2,9 @@ package watch
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"time"
 
@@ -10,7 +12,8 @@ import (
 )
 
 // A root that is no longer a folder (removed, moved away, an unmounted
-// disk's mount point gone) cannot be followed: its watches are dropped (an
+// disk's mount point gone), or that cannot be read (its permissions
+// changed), cannot be followed: its watches are dropped (an
 // inotify watch follows its folder wherever it is moved, and one made
 // again at the same path is another folder), it is said once and noted
 // for status, and the index keeps what it held. The roots are looked at
@@ -26,17 +29,17 @@ func (w *Watcher) checkRoots(ctx context.Context, b *batch) {
 	}
 	w.mu.Unlock()
 	for p, id := range paths {
-		fi, err := os.Stat(p)
-		there := err == nil && fi.IsDir()
+		why := absent(p)
+		there := why == ""
 		w.mu.Lock()
-		gone := w.gone[p]
+		gone := w.gone[p] != ""
 		if _, ok := w.roots[p]; !ok {
 			w.mu.Unlock()
 			continue // removed from the index meanwhile
 		}
 		switch {
 		case !there && !gone:
-			w.gone[p] = true
+			w.gone[p] = why
 			be := w.backends[p]
 			delete(w.backends, p)
 			delete(w.unwatched, p)
@@ -45,8 +48,7 @@ func (w *Watcher) checkRoots(ctx context.Context, b *batch) {
 			if be != nil {
 				be.remove(p)
 			}
-			w.cfg.Warn(fmt.Sprintf("%s is not there (removed, moved away or unmounted): it is not followed until it is back, "+
-				"and the index keeps what it held", naming.EscapePath(p)))
+			w.sayGone(p, why)
 			w.renewNotes(ctx)
 		case there && gone:
 			delete(w.gone, p)
@@ -68,9 +70,34 @@ func (w *Watcher) checkRoots(ctx context.Context, b *batch) {
 	}
 }
 
-// goneNote is what status says of a root that is not there.
-func (w *Watcher) goneNote() string {
-	return fmt.Sprintf("not followed: not there (removed, moved away or unmounted); looked for every %s", w.cfg.Check)
+// absent says why root cannot be followed: it is not a folder, or cannot
+// be read ("": it can).
+func absent(root string) string {
+	fi, err := os.Stat(root)
+	if err != nil || !fi.IsDir() {
+		return notThere
+	}
+	f, err := os.Open(root)
+	if err == nil {
+		_, err = f.Readdirnames(1)
+		f.Close()
+	}
+	if err != nil && !errors.Is(err, io.EOF) {
+		return fmt.Sprintf("cannot be read (%v)", errors.Unwrap(err))
+	}
+	return ""
+}
+
+const notThere = "not there (removed, moved away or unmounted)"
+
+func (w *Watcher) sayGone(root, why string) {
+	w.cfg.Warn(fmt.Sprintf("%s is %s: it is not followed until it is back, and the index keeps what it held",
+		naming.EscapePath(root), why))
+}
+
+// goneNote is what status says of a root that cannot be followed.
+func (w *Watcher) goneNote(why string) string {
+	return fmt.Sprintf("not followed: %s; looked at every %s", why, w.cfg.Check)
 }
 
 // rootMoved: root's own watch went (it was removed or moved away, and may
@@ -78,11 +105,11 @@ func (w *Watcher) goneNote() string {
 // and looked at.
 func (w *Watcher) rootMoved(ctx context.Context, b *batch, root string) {
 	w.mu.Lock()
-	if _, ok := w.roots[root]; !ok || w.gone[root] {
+	if _, ok := w.roots[root]; !ok || w.gone[root] != "" {
 		w.mu.Unlock()
 		return
 	}
-	w.gone[root] = true
+	w.gone[root] = notThere
 	be := w.backends[root]
 	delete(w.backends, root)
 	delete(w.unwatched, root)
@@ -91,9 +118,11 @@ func (w *Watcher) rootMoved(ctx context.Context, b *batch, root string) {
 	if be != nil {
 		be.remove(root)
 	}
-	if fi, err := os.Stat(root); err != nil || !fi.IsDir() {
-		w.cfg.Warn(fmt.Sprintf("%s is not there (removed, moved away or unmounted): it is not followed until it is back, "+
-			"and the index keeps what it held", naming.EscapePath(root)))
+	if why := absent(root); why != "" {
+		w.mu.Lock()
+		w.gone[root] = why
+		w.mu.Unlock()
+		w.sayGone(root, why)
 		w.renewNotes(ctx)
 		return
 	}

@@ -87,7 +87,7 @@ type Watcher struct {
 	backends  map[string]backend   // the backend of each
 	unwatched map[string]bool      // rescanned on a timer
 	limits    map[string]*limitHit // roots watched in part, how far
-	gone      map[string]bool      // roots not there, not followed
+	gone      map[string]string    // roots not followed: why
 	noted     map[string]bool      // limits and gone roots said to the index (status)
 }
 
@@ -110,7 +110,7 @@ var ErrBackend = errors.New("cannot watch")
 func New(roots Roots, jobs Queue, ix *indexer.Indexer, cfg Config) *Watcher {
 	return &Watcher{rootsOf: roots, jobs: jobs, ix: ix, cfg: cfg.withDefaults(), changes: make(chan change, 4096),
 		roots: map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{},
-		limits: map[string]*limitHit{}, gone: map[string]bool{}, noted: map[string]bool{}}
+		limits: map[string]*limitHit{}, gone: map[string]string{}, noted: map[string]bool{}}
 }
 
 // Start watches every root; changes are gathered from now on, for Run.
@@ -420,9 +420,9 @@ func (w *Watcher) renewNotes(ctx context.Context) {
 		ns = append(ns, n{w.roots[p], fmt.Sprintf("watched in part: %d of %d folders (%s is %d); rescanned every %s",
 			hit.watched, hit.folders, hit.knob, hit.limit, w.cfg.Fallback)})
 	}
-	for p := range w.gone {
+	for p, why := range w.gone {
 		w.noted[p] = true
-		ns = append(ns, n{w.roots[p], w.goneNote()})
+		ns = append(ns, n{w.roots[p], w.goneNote(why)})
 	}
 	w.mu.Unlock()
 	until := time.Now().Add(3 * w.cfg.Fallback)
@@ -474,9 +474,9 @@ func (w *Watcher) flush(ctx context.Context, b *batch) {
 	full, dirs := b.take(now, w.cfg.Settle, w.cfg.MaxDelay)
 	// A root not there has nothing to scan until it is back.
 	w.mu.Lock()
-	full = slices.DeleteFunc(full, func(id int64) bool { return w.gone[w.pathOf(id)] })
+	full = slices.DeleteFunc(full, func(id int64) bool { return w.gone[w.pathOf(id)] != "" })
 	for id := range dirs {
-		if w.gone[w.pathOf(id)] {
+		if w.gone[w.pathOf(id)] != "" {
 			delete(dirs, id)
 		}
 	}
