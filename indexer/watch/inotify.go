@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -32,8 +31,8 @@ var errUnwatched = errors.New("cannot be watched whole")
 //     every folder of every root again. It adds a folder's watch before it
 //     reads its listing, and names the folder for a scan after: whatever
 //     is made in it is in that scan or raises an event of its own;
-//   - the sender hands what changed to the watcher, one change per folder
-//     however many events it had.
+//   - the namer (backend.go) hands what changed to the watcher, one change
+//     per folder however many events it had.
 type inotify struct {
 	f    *os.File
 	fd   int
@@ -50,11 +49,9 @@ type inotify struct {
 	roots   map[string]bool
 	part    map[string]*limitHit // roots watched in part (the limit)
 	todo    []inotifyOp          // the adder's work, in the order it came
-	dirs    map[string]span      // folders to name to the watcher, and when they changed
-	notes   []change             // lost events and limits, named before dirs
 	rewatch bool                 // an opRewatch waits in todo
 	work    chan struct{}        // todo is not empty
-	send    chan struct{}        // dirs or notes are not empty
+	namer   *namer               // what changed, to the watcher
 }
 
 // inotifyOp is one task of the adder.
@@ -156,12 +153,11 @@ func newInotify(out chan<- change, skip func(string) bool) (*inotify, error) {
 	in := &inotify{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, out: out, skip: skip,
 		done: make(chan struct{}), quit: make(chan struct{}),
 		wds: map[int32]string{}, paths: map[string]int32{}, kids: map[string]map[string]bool{},
-		roots: map[string]bool{}, part: map[string]*limitHit{}, dirs: map[string]span{},
-		work: make(chan struct{}, 1), send: make(chan struct{}, 1)}
-	in.wg.Add(2)
+		roots: map[string]bool{}, part: map[string]*limitHit{},
+		work: make(chan struct{}, 1), namer: newNamer(out)}
+	in.wg.Add(1)
 	go in.read()
 	go in.adder()
-	go in.sender()
 	return in, nil
 }
 
@@ -206,13 +202,6 @@ func (in *inotify) queue(o inotifyOp) {
 	in.todo = append(in.todo, o)
 	in.mu.Unlock()
 	kick(in.work)
-}
-
-func kick(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
 }
 
 // rootOf is the watched root holding p (mu held).
@@ -324,12 +313,9 @@ func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *li
 				if seen != nil {
 					seen[int32(wd)] = true
 				}
-				if announce {
-					in.named(p)
-				}
 				in.mu.Unlock()
 				if announce {
-					kick(in.send)
+					in.namer.name(p)
 				}
 			}
 		}
@@ -356,24 +342,8 @@ func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *li
 	return hit
 }
 
-// named notes that dir changed now, for the sender (mu held).
-func (in *inotify) named(dir string) {
-	now := time.Now()
-	at, ok := in.dirs[dir]
-	if !ok {
-		at.first = now
-	}
-	at.last = now
-	in.dirs[dir] = at
-}
-
 // note hands the watcher a change that is not a folder's.
-func (in *inotify) note(c change) {
-	in.mu.Lock()
-	in.notes = append(in.notes, c)
-	in.mu.Unlock()
-	kick(in.send)
-}
+func (in *inotify) note(c change) { in.namer.note(c) }
 
 // adder works through the todo list.
 func (in *inotify) adder() {
@@ -416,10 +386,7 @@ func (in *inotify) do(o inotifyOp) {
 			// Watched already (a create raced the walk that found it):
 			// still name it, its listing may be older than its watch.
 			if root != "" {
-				in.mu.Lock()
-				in.named(o.path)
-				in.mu.Unlock()
-				kick(in.send)
+				in.namer.name(o.path)
 			}
 			return
 		}
@@ -512,36 +479,6 @@ func (in *inotify) partial(root string) *limitHit {
 	return in.part[root]
 }
 
-// sender hands the changes gathered to the watcher, notes first.
-func (in *inotify) sender() {
-	defer in.wg.Done()
-	for {
-		select {
-		case <-in.quit:
-			return
-		case <-in.send:
-		}
-		in.mu.Lock()
-		notes, dirs := in.notes, in.dirs
-		in.notes, in.dirs = nil, map[string]span{}
-		in.mu.Unlock()
-		for _, c := range notes {
-			select {
-			case in.out <- c:
-			case <-in.quit:
-				return
-			}
-		}
-		for d, at := range dirs {
-			select {
-			case in.out <- change{dir: d, first: at.first, last: at.last}:
-			case <-in.quit:
-				return
-			}
-		}
-	}
-}
-
 func (in *inotify) read() {
 	defer close(in.done)
 	buf := make([]byte, 64<<10)
@@ -578,8 +515,7 @@ func (in *inotify) event(wd int32, mask uint32, name string) {
 		// A root's own watch gone (the root removed) or moved with it:
 		// the watcher looks at the root at once.
 		if p, ok := in.wds[wd]; ok && in.roots[p] && in.paths[p] == wd {
-			in.notes = append(in.notes, change{root: p, moved: true})
-			defer kick(in.send)
+			in.namer.note(change{root: p, moved: true})
 		}
 	}
 	if mask&unix.IN_IGNORED != 0 {
@@ -606,16 +542,12 @@ func (in *inotify) event(wd int32, mask uint32, name string) {
 			// and says so with IN_IGNORED.
 		}
 	}
-	named := !in.skip(p)
-	if named {
-		in.named(dir)
-	}
 	in.mu.Unlock()
 	if work {
 		kick(in.work)
 	}
-	if named {
-		kick(in.send)
+	if !in.skip(p) {
+		in.namer.name(dir)
 	}
 }
 
@@ -624,4 +556,5 @@ func (in *inotify) close() {
 	in.f.Close()
 	<-in.done
 	in.wg.Wait()
+	in.namer.close()
 }
