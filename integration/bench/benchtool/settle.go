@@ -17,9 +17,9 @@ import (
 // reads the index's totals when it changed (read-only, beside the mount,
 // so the mount does no work for it) and appends a line to -out:
 //
-//	unix-time files folders groups group-files bytes state-word rss-kb
+//	unix-time files folders groups group-files bytes state-word rss-kb cpu-s
 //
-// (rss-kb of -pid, 0 without). It returns once the index has been up to
+// (rss-kb and cpu-s, user and system seconds so far, of -pid; 0 without). It returns once the index has been up to
 // date with the same totals for -quiet, or after -timeout (an error).
 //
 //	benchtool settle -db INDEX -out LOG [-pid P] [-every 250ms] [-quiet 10s] [-timeout 15m]
@@ -67,7 +67,7 @@ func settle(args []string) error {
 			return fmt.Errorf("settle: %w", err)
 		}
 		key := totalsKey(t)
-		fmt.Fprintf(f, "%.3f %s %s %d\n", float64(now.UnixNano())/1e9, key, stateWord(t.State), rssKB(*pid))
+		fmt.Fprintf(f, "%.3f %s %s %d %.2f\n", float64(now.UnixNano())/1e9, key, stateWord(t.State), rssKB(*pid), cpuSecs(*pid))
 		if key != last || t.State != store.StateUpToDate {
 			last, since = key, now
 		} else if now.Sub(since) >= *quiet {
@@ -105,10 +105,32 @@ func rssKB(pid int) int64 {
 	return 0
 }
 
+// cpuSecs is the user and system CPU seconds of a process so far (0:
+// none or gone).
+func cpuSecs(pid int) float64 {
+	if pid <= 0 {
+		return 0
+	}
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command (which may hold spaces) are after the
+	// last ')': utime and stime are the 12th and 13th of them.
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseFloat(f[11], 64)
+	s, _ := strconv.ParseFloat(f[12], 64)
+	return (u + s) / 100 // USER_HZ, 100 on Linux
+}
+
 // converged reads a settle log and a fresh index of the same tree, and
 // prints how many seconds after -since the index was up to date and equal
 // to the fresh one for good (to the end of the log), or -1 when it never
-// was by the end.
+// was by the end; then the CPU seconds the mount spent from -since to then
+// (settle's -pid; 0 without).
 //
 //	benchtool converged -log LOG -since UNIX-TIME -fresh INDEX
 func converged(args []string) error {
@@ -136,7 +158,8 @@ func converged(args []string) error {
 		return err
 	}
 	defer f.Close()
-	at := -1.0 // when the current run of equal lines began
+	at := -1.0               // when the current run of equal lines began
+	cpu0, cpuAt := -1.0, 0.0 // the mount's CPU at -since, and at "at"
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -147,9 +170,16 @@ func converged(args []string) error {
 		if err != nil || ts < *since {
 			continue
 		}
+		cpu := 0.0
+		if len(fields) >= 9 {
+			cpu, _ = strconv.ParseFloat(fields[8], 64)
+		}
+		if cpu0 < 0 {
+			cpu0 = cpu
+		}
 		if strings.Join(fields[1:7], " ") == want {
 			if at < 0 {
-				at = ts
+				at, cpuAt = ts, cpu
 			}
 		} else {
 			at = -1
@@ -159,9 +189,9 @@ func converged(args []string) error {
 		return err
 	}
 	if at < 0 {
-		fmt.Println(-1)
+		fmt.Println("-1 0")
 		return nil
 	}
-	fmt.Printf("%.1f\n", at-*since)
+	fmt.Printf("%.1f %.2f\n", at-*since, max(0, cpuAt-cpu0))
 	return nil
 }
