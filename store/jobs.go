@@ -203,9 +203,11 @@ func (jq *Jobs) ActiveJobs(ctx context.Context) ([]Job, error) {
 		WHERE status IN ('pending', 'running', 'retryable') ORDER BY id`)
 }
 
-// JobCursor is the keyset position after a page of JobsPage.
+// JobCursor is the keyset position after a page of JobsPage or
+// AllJobsPage (which reads Kind too).
 type JobCursor struct {
 	CreatedAt time.Time
+	Kind      string
 	ID        int64
 }
 

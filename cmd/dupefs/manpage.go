@@ -182,9 +182,11 @@ excludes), active_jobs, thumbnails (pending, running, ready, failed), wal
 (bytes, last_job) and purge (keep_missing_seconds, missing_files, due_files,
 due_folders, last_job).
 `,
-	"jobs": `The scan and hash jobs, newest first: kind, status, root, attempt, worker,
-lease, progress, creation and error; ROOT is - for a hash job, which covers
-every root.
+	"jobs": `The jobs of every queue, newest first: scan and hash, checkpoint (of the
+WAL), purge (of the rows of deleted files and folders) and thumbnail-cleanup;
+kind, status, root, attempt, worker, lease, progress (rows deleted, for a
+purge), creation and error; ROOT is - for a job that covers every root. Ids
+are numbered per queue.
 `,
 	"dedupe": `See ACTING ON DUPLICATES.
 `,
@@ -274,14 +276,18 @@ number of folders), as a user with inotify (one watch per folder) \(em and the
 view shows the result within a second: a new copy appears in its group (a
 new group when a second copy is made), a deleted copy leaves it, a renamed
 one shows under its new name, a folder made, moved or removed is walked or
-dropped whole. Changes are gathered until they settle (200 ms without
-events, 1 s at most), so a file written in one go is scanned once, after it
-is closed; one that keeps growing for longer is looked at about once a
+dropped whole. The changes of each folder are gathered until they settle
+(200 ms without events in it, 1 s at most), so a file written in one go is
+scanned once, after it is closed, and a folder that keeps changing holds
+back no other; one that keeps growing for longer is looked at about once a
 second, and hashed only when its size matches another file's. When events
 are lost (a queue overflows) dupefs says so and rescans the root; when a
 root has more folders than inotify allows
-(/proc/sys/fs/inotify/max_user_watches) it says so once and rescans that
-root every minute instead. A rescan reads no unchanged file. --no-watch
+(/proc/sys/fs/inotify/max_user_watches, or in a container
+/proc/sys/user/max_inotify_watches when lower) it says so once, naming the
+one that binds, and rescans that root every minute instead. A root removed or
+moved away is said once and shown under watch in status (the index keeps
+what it held) until it is a folder again, then watched anew and rescanned. A rescan reads no unchanged file. --no-watch
 turns watching off (then --rescan-every is the way to see changes); what a
 dupefs index beside the mount commits shows too. A group that falls below
 two inodes disappears, and so does its thumbnail.
