@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -89,6 +90,12 @@ type Watcher struct {
 	limits    map[string]*limitHit // roots watched in part, how far
 	gone      map[string]string    // roots not followed: why
 	noted     map[string]bool      // limits and gone roots said to the index (status)
+
+	// Of Run's goroutine: the failure of the last flush ("": none), and
+	// when it is tried again.
+	failing string
+	backoff time.Duration
+	retryAt time.Time
 }
 
 // Roots lists the index's roots, and records which are followed in part
@@ -332,7 +339,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 				w.renewNotes(ctx)
 			}
 		}
-		if now := time.Now(); now.Sub(flushed) >= w.cfg.Gap && b.due(now, w.cfg.Settle, w.cfg.MaxDelay) {
+		now := time.Now()
+		retry := !w.retryAt.IsZero() && !now.Before(w.retryAt)
+		if now.Sub(flushed) >= w.cfg.Gap && (retry || b.due(now, w.cfg.Settle, w.cfg.MaxDelay)) {
 			flushed = now
 			w.flush(ctx, b)
 		}
@@ -489,10 +498,11 @@ func (w *Watcher) flush(ctx context.Context, b *batch) {
 			for id, ds := range dirs {
 				b.putBack(id, ds, now)
 			}
-			w.warn(ctx, err)
+			w.drained(ctx, err)
 			return
 		}
 	}
+	var qerr error
 	for id, ds := range dirs {
 		list := make([]string, 0, len(ds))
 		for d := range ds {
@@ -504,15 +514,47 @@ func (w *Watcher) flush(ctx context.Context, b *batch) {
 			// flush.
 			b.putBack(id, ds, now)
 		}
-		if err != nil {
-			w.warn(ctx, err)
+		if err != nil && qerr == nil {
+			qerr = err
 		}
 	}
-	if err := w.ix.Drain(ctx); errors.Is(err, indexer.ErrRootUnavailable) {
+	err := w.ix.Drain(ctx)
+	if errors.Is(err, indexer.ErrRootUnavailable) {
 		w.checkRoots(ctx, b) // says it once, and stops scanning it
-	} else if err != nil {
-		w.warn(ctx, err)
+		err = nil
 	}
+	w.drained(ctx, cmp.Or(err, qerr))
+}
+
+// drained notes how a flush's work ended. One that failed (a full disk,
+// the index busy) is tried again after a backoff (5 s, doubling up to
+// Fallback) even if nothing changes on disk meanwhile, for the scans it
+// left retryable wait for a run; the same failure is said once, and the
+// end of it too.
+func (w *Watcher) drained(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	if err == nil {
+		if w.failing != "" {
+			w.cfg.Warn(fmt.Sprintf("watch: the index is written again (after: %s)", w.failing))
+		}
+		w.failing, w.backoff, w.retryAt = "", 0, time.Time{}
+		return
+	}
+	// Failures of one kind are said once, however worded.
+	key := err.Error()
+	for _, kind := range []error{store.ErrDiskFull, store.ErrReadOnly, store.ErrBusy, store.ErrCorrupt} {
+		if errors.Is(err, kind) {
+			key = kind.Error()
+		}
+	}
+	if key != w.failing {
+		w.cfg.Warn(fmt.Sprintf("watch: %v (tried again until it works)", err))
+		w.failing = key
+	}
+	w.backoff = min(max(2*w.backoff, 5*time.Second), max(w.cfg.Fallback, 5*time.Second))
+	w.retryAt = time.Now().Add(w.backoff)
 }
 
 // pathOf is the path of the root id ("" for none; mu held).
