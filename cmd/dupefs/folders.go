@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -107,8 +106,8 @@ func runFolders(ctx context.Context, g globalOptions, opts foldersOptions, stdou
 	})
 }
 
-// round4 is a similarity with 4 decimals.
-func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
+// round4 is a similarity with 4 decimals (naming.Round4).
+func round4(f float64) float64 { return naming.Round4(f) }
 
 func escapeAll(ps []string) []string {
 	out := make([]string, len(ps))
@@ -194,7 +193,7 @@ func writeFoldersText(w io.Writer, rep *folders.Report, opts foldersOptions) err
 	}
 	fmt.Fprintf(w, "\n# %s of folders at least %d%% alike\n", counted(int64(len(rep.Partial)), "pair", "pairs"), opts.MinSimilarity)
 	for _, p := range rep.Partial {
-		fmt.Fprintf(w, "\n%.2f%% alike: %s (%s) in both\n", 100*round4(p.Similarity), counted(p.SharedFiles, "file", "files"), humanBytes(p.SharedBytes))
+		fmt.Fprintf(w, "\n%s%% alike: %s (%s) in both\n", naming.Percent(p.Similarity), counted(p.SharedFiles, "file", "files"), humanBytes(p.SharedBytes))
 		for _, side := range []struct {
 			dir  string
 			only []string
