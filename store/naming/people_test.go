@@ -105,3 +105,21 @@ func TestHumanForms(t *testing.T) {
 		t.Errorf("Percent: %q", got)
 	}
 }
+
+func TestLabels(t *testing.T) {
+	if got := PairLabel("Pictures", "backup", 0.995123); got != "Pictures ≈ backup (99.51%)" {
+		t.Errorf("PairLabel: %q", got)
+	}
+	if got := FolderGroupLabel("src", 2, 12, 4096); got != "src (2 folders, 12 files, 4.0 KiB each)" {
+		t.Errorf("FolderGroupLabel: %q", got)
+	}
+	long := strings.Repeat("ü", 200)
+	for _, l := range []string{PairLabel(long, long+"x", 0.5), FolderGroupLabel(long, 1234567, 1, 1<<40)} {
+		if len(l) > MaxName || !utf8.ValidString(l) || !strings.HasSuffix(l, ")") || !strings.Contains(l, Ellipsis) {
+			t.Errorf("long label %q (%d bytes)", l, len(l))
+		}
+	}
+	if BaseName("/") != RootSlash || BaseName("/a/new\nline") != `new\nline` {
+		t.Errorf("BaseName: %q %q", BaseName("/"), BaseName("/a/new\nline"))
+	}
+}
