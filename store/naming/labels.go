@@ -6,12 +6,12 @@ import "strings"
 // readable line each, within MaxName bytes.
 
 // BaseName is the name people know a file or folder by: the last part of
-// its path, shown (Show); the root folder "/" is RootSlash.
+// its path, escaped (EscapePath); the root folder "/" is RootSlash.
 func BaseName(path string) string {
 	if path == "/" {
 		return RootSlash
 	}
-	return Show(path[strings.LastIndexByte(path, '/')+1:])
+	return EscapePath(path[strings.LastIndexByte(path, '/')+1:])
 }
 
 // PairLabel names a pair of folders that overlap in part, by the names of

@@ -7,11 +7,12 @@ import (
 )
 
 func TestRootNamesTellSameNamesApart(t *testing.T) {
-	got := RootNames([]string{"/home/u/Pictures", "/", "/mnt/a/photos", "/mnt/b/photos", "/x/a/photos", "/photos", "/srv/new\nline"})
-	want := []string{"Pictures", RootSlash, "mnt › a › photos", "b › photos", "x › a › photos", "photos", `new\nline`}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("root %d: %q, want %q", i, got[i], want[i])
+	roots := []string{"/home/u/Pictures", "/", "/mnt/a/photos", "/mnt/b/photos", "/x/a/photos", "/srv/new\nline"}
+	want := []string{"Pictures", RootSlash, "mnt › a › photos", "b › photos", "x › a › photos", `new\nline`}
+	got := RootNames(roots)
+	for i, r := range roots {
+		if got[r] != want[i] {
+			t.Errorf("root %q: %q, want %q", r, got[r], want[i])
 		}
 	}
 	seen := map[string]bool{}
@@ -30,7 +31,7 @@ func TestPeoplePath(t *testing.T) {
 		{RootSlash, "etc/passwd", "∕ › etc › passwd"},
 		{"", "a/b", "a › b"},
 		{"r", "bad\xff/new\nline.txt", `r › bad\xFF › new\nline.txt`},
-		{"r", `back\slash`, `r › back\slash`},
+		{"r", `back\slash`, `r › back\\slash`},
 	} {
 		if got := PeoplePath(c.root, c.rel); got != c.want {
 			t.Errorf("PeoplePath(%q, %q) = %q, want %q", c.root, c.rel, got, c.want)
