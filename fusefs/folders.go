@@ -164,6 +164,7 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 		for _, c := range cs {
 			f.srv.EntryNotify(inoByFolder, naming.GroupKey(f.db.HashAlgo(), c.Sig))
 			f.srv.InodeNotify(ino(kindFolderGroup, c.ID), 0, 0)
+			f.srv.InodeNotify(ino(kindPeopleGroup, c.ID), 0, 0)
 			seq, any = c.Seq, true
 		}
 		if len(cs) < 1000 {
@@ -172,6 +173,7 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 	}
 	if any {
 		f.srv.InodeNotify(inoByFolder, 0, 0)
+		f.srv.InodeNotify(inoFolders, 0, 0)
 		f.srv.InodeNotify(inoRoot, 0, 0)
 	}
 	return seq
