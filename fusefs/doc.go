@@ -72,9 +72,9 @@
 //	listahead.go  group listings read ahead of a walk
 //	names.go      the names copies show under
 //	folders.go    /by-folder
-//	peopleroots.go  the folders made for people: their nodes, root names
-//	folderview.go /folders
-//	overlap.go    /overlap
+//	peopleroots.go  /folders and /overlap: their nodes, the roots' names
+//	folderview.go   /folders
+//	overlap.go      /overlap
 //	files.go      /status.json and /thumbs, open file handles
 //	copies.go     copies served as files, passthrough
 //	access.go     the caller, and what the disk lets them read
