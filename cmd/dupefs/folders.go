@@ -34,8 +34,8 @@ func foldersCommand() *cli.Command {
 			"--layout, every relative path must match too); of nested equal folders only the highest\n" +
 			"counts, and a group whose folders' parents all lie in one group is not shown. A pair\n" +
 			"overlaps when |A ∩ B| / |A ∪ B| reaches --min-similarity and is below 100%, unless\n" +
-			"their parents lie in one group or form such a pair. Largest first. Paths are escaped\n" +
-			"as in dupefs groups.\n" +
+			"a pair of them or folders above them is a group or at least as alike. Largest first.\n" +
+			"Paths are escaped as in dupefs groups.\n" +
 			"Exit status: 0, 3 for bad flags, 5 for a bad index, 8 while the index is still being\n" +
 			"built (a root was never scanned to the end).",
 		Flags: []cli.Flag{
