@@ -34,8 +34,21 @@ type folderLabel struct {
 }
 
 // folderGroupLabel labels group g for c, from the folders c may read all
-// of (nil: every folder).
+// of (nil: every folder), kept a while (labelCache).
 func (f *FS) folderGroupLabel(c *caller, g store.FolderGroupInfo) (folderLabel, error) {
+	key := readerKey(c) + strconv.FormatInt(g.ID, 10)
+	gen := f.ends.stamp()
+	if l, ok := f.labels.label(f, c, key); ok {
+		return l, nil
+	}
+	l, err := f.readFolderLabel(c, g)
+	if err == nil {
+		f.labels.keepLabel(gen, key, l)
+	}
+	return l, err
+}
+
+func (f *FS) readFolderLabel(c *caller, g store.FolderGroupInfo) (folderLabel, error) {
 	var l folderLabel
 	for after := int64(0); ; {
 		ms, err := f.db.FolderMembersPage(dbctx(), g.ID, after, pageSize)
@@ -71,29 +84,53 @@ func (f *FS) folderGroupLabel(c *caller, g store.FolderGroupInfo) (folderLabel, 
 
 // folderGroupName is the name group g shows under for c: its label, with
 // " ~<id>" when a group of a lower id that c sees has the same label.
-func (f *FS) folderGroupName(c *caller, g store.FolderGroupInfo) (string, error) {
+// inOrder: every group below g has its label's first kept (labelCache),
+// so none kept means g is the first.
+func (f *FS) folderGroupName(c *caller, g store.FolderGroupInfo, inOrder bool) (string, error) {
 	l, err := f.folderGroupLabel(c, g)
 	if err != nil {
 		return "", err
 	}
-	for after := int64(0); ; {
+	first, err := f.firstOfLabel(c, g, l, inOrder)
+	if first != g.ID {
+		return naming.WithID(l.label, g.ID, false), err
+	}
+	return l.label, err
+}
+
+// firstOfLabel is the id of the first group (lowest id) c sees of g's
+// label l, kept a while (labelCache): the groups of one label are found
+// once, not once per group.
+func (f *FS) firstOfLabel(c *caller, g store.FolderGroupInfo, l folderLabel, inOrder bool) (int64, error) {
+	key := readerKey(c) + l.label
+	gen := f.ends.stamp()
+	if id, ok := f.labels.firstOf(f, c, key); ok && id <= g.ID {
+		return id, nil
+	}
+	first := g.ID
+	for after := int64(0); first == g.ID && !inOrder; {
 		gs, err := f.db.FolderGroupsNamed(dbctx(), g.Files, l.name, after, g.ID, pageSize)
 		if err != nil {
-			return "", err
+			return 0, err
 		}
 		for _, q := range gs {
 			if !f.visible(c, ino(kindPeopleGroup, q.ID)) {
 				continue
 			}
-			if ql, err := f.folderGroupLabel(c, q); err != nil || ql.label == l.label {
-				return naming.WithID(l.label, g.ID, false), err
+			if ql, err := f.folderGroupLabel(c, q); err != nil {
+				return 0, err
+			} else if ql.label == l.label {
+				first = q.ID
+				break
 			}
 		}
 		if len(gs) < pageSize {
-			return l.label, nil
+			break
 		}
 		after = gs[len(gs)-1].ID
 	}
+	f.labels.keepFirst(gen, key, first)
+	return first, nil
 }
 
 // folderLabelTail is the end of a folder group's label: its counts.
@@ -113,7 +150,7 @@ func (f *FS) lookupFolderLabel(c *caller, name string, out *fuse.EntryOut) fuse.
 	if id, ok := repeatID(name); ok {
 		g, err := f.db.FolderGroupByID(ctx, id)
 		if err == nil && f.visible(c, ino(kindPeopleGroup, id)) {
-			if n, err := f.folderGroupName(c, g); err == nil && n == name {
+			if n, err := f.folderGroupName(c, g, false); err == nil && n == name {
 				return found(g)
 			}
 		}
@@ -121,6 +158,15 @@ func (f *FS) lookupFolderLabel(c *caller, name string, out *fuse.EntryOut) fuse.
 	m := folderLabelTail.FindStringSubmatch(name)
 	if m == nil {
 		return fuse.ENOENT
+	}
+	gen := f.ends.stamp()
+	if id, ok := f.labels.firstOf(f, c, readerKey(c)+name); ok {
+		g, err := f.db.FolderGroupByID(ctx, id)
+		if err == nil && f.visible(c, ino(kindPeopleGroup, id)) {
+			if l, err := f.folderGroupLabel(c, g); err == nil && l.label == name {
+				return found(g)
+			}
+		}
 	}
 	files, err := strconv.ParseInt(strings.ReplaceAll(m[2], ",", ""), 10, 64)
 	if err != nil {
@@ -139,9 +185,11 @@ func (f *FS) lookupFolderLabel(c *caller, name string, out *fuse.EntryOut) fuse.
 			if !f.visible(c, ino(kindPeopleGroup, g.ID)) {
 				continue
 			}
-			if n, err := f.folderGroupName(c, g); err != nil {
+			// The first c sees of the label goes by it.
+			if l, err := f.folderGroupLabel(c, g); err != nil {
 				return f.status("look up folder group", err)
-			} else if n == name {
+			} else if l.label == name {
+				f.labels.keepFirst(gen, readerKey(c)+name, g.ID)
 				return found(g)
 			}
 		}
@@ -152,19 +200,27 @@ func (f *FS) lookupFolderLabel(c *caller, name string, out *fuse.EntryOut) fuse.
 	}
 }
 
-// folderLabelLister lists the folder groups by id, named for c.
+// folderLabelLister lists the folder groups by id, named for c. A
+// listing from the start names each group knowing the labels of all the
+// groups before it (labelCache.inOrder), and looks for no earlier group of
+// its label.
 func (f *FS) folderLabelLister(c *caller) fetchFunc {
 	return func(ctx context.Context, off uint64) ([]listed, error) {
+		gen := f.ends.stamp()
 		gs, err := f.db.FolderGroupsPage(ctx, idAfter(off), pageSize)
+		inOrder := c == nil && f.labels.inOrder(f, gen, idAfter(off))
 		out := make([]listed, 0, len(gs))
 		for _, g := range gs {
 			node := ino(kindPeopleGroup, g.ID)
 			e := listed{DirEntry: fuse.DirEntry{Mode: syscall.S_IFDIR, Ino: node, Off: offID(g.ID)}, plus: true,
 				mtime: g.ChangedAt, brief: true, callers: true}
 			if f.visible(c, node) { // else skipped by readdir
-				if e.Name, err = f.folderGroupName(c, g); err != nil {
+				if e.Name, err = f.folderGroupName(c, g, inOrder); err != nil {
 					return out, err
 				}
+			}
+			if inOrder {
+				f.labels.named(gen, g.ID)
 			}
 			out = append(out, e)
 		}

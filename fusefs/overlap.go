@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"math"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,25 +27,31 @@ import (
 // pairName is the name pair p shows under for c: its label, with
 // " ~<id>" when a pair of a lower id with the same label is there for c.
 func (f *FS) pairName(c *caller, p store.FolderPairInfo) (string, error) {
-	for after := int64(0); after < p.ID; {
-		ps, err := f.db.PairsByLabel(dbctx(), p.Label, after, pageSize)
-		if err != nil {
-			return "", err
-		}
-		for _, q := range ps {
-			if q.ID >= p.ID {
-				return p.Label, nil
-			}
-			if f.visible(c, ino(kindPair, q.ID)) {
-				return naming.WithID(p.Label, p.ID, false), nil
-			}
-		}
-		if len(ps) < pageSize {
-			break
-		}
-		after = ps[len(ps)-1].ID
+	first, err := f.firstPair(c, p.Label, p.ID)
+	if err != nil || first == 0 || first == p.ID {
+		return p.Label, err
 	}
-	return p.Label, nil
+	return naming.WithID(p.Label, p.ID, false), nil
+}
+
+// firstPair is the id of the first pair (lowest id) of a label that c
+// sees, of those below before (0: none).
+func (f *FS) firstPair(c *caller, label string, before int64) (int64, error) {
+	for after := int64(0); ; {
+		ids, err := f.db.PairIDsByLabel(dbctx(), label, after, before, pageSize)
+		if err != nil {
+			return 0, err
+		}
+		for _, id := range ids {
+			if f.visible(c, ino(kindPair, id)) {
+				return id, nil
+			}
+		}
+		if len(ids) < pageSize {
+			return 0, nil
+		}
+		after = ids[len(ids)-1]
+	}
 }
 
 // repeatID reads the id of a name made by naming.WithID (no extension).
@@ -76,21 +83,18 @@ func (f *FS) lookupPairLabel(c *caller, name string, out *fuse.EntryOut) fuse.St
 			}
 		}
 	}
-	for after := int64(0); ; {
-		ps, err := f.db.PairsByLabel(ctx, name, after, pageSize)
-		if err != nil {
-			return f.status("look up folder pair", err)
-		}
-		for _, p := range ps {
-			if f.visible(c, ino(kindPair, p.ID)) {
-				return found(p) // the first c sees goes by the label
-			}
-		}
-		if len(ps) < pageSize {
-			return fuse.ENOENT
-		}
-		after = ps[len(ps)-1].ID
+	id, err := f.firstPair(c, name, math.MaxInt64)
+	if err != nil {
+		return f.status("look up folder pair", err)
 	}
+	if id == 0 {
+		return fuse.ENOENT
+	}
+	p, err := f.db.PairByID(ctx, id) // the first c sees goes by the label
+	if err != nil {
+		return f.status("look up folder pair", err)
+	}
+	return found(p)
 }
 
 // pairLabelLister lists the pairs by id, named for c.
@@ -138,7 +142,7 @@ func (f *FS) lookupPairSide(pairID int64, name string, out *fuse.EntryOut) fuse.
 		if n == name {
 			node := ino(kindPairSide, pairID<<1|int64(side))
 			f.dirAttr(&out.Attr, node, p.ChangedAt)
-			return f.entry(out, node, linkTimeout)
+			return f.entry(out, node, rowTimeout) // a pair's folders keep their paths
 		}
 	}
 	return fuse.ENOENT
@@ -155,7 +159,7 @@ func (f *FS) pairSideLister(pairID int64) fetchFunc {
 		for side, n := range f.sideNames(p) {
 			if o := uint64(3 + side); o > off {
 				out = append(out, listed{DirEntry: fuse.DirEntry{Name: n, Mode: syscall.S_IFDIR,
-					Ino: ino(kindPairSide, pairID<<1|int64(side)), Off: o}, plus: true, mtime: p.ChangedAt, brief: true})
+					Ino: ino(kindPairSide, pairID<<1|int64(side)), Off: o}, plus: true, mtime: p.ChangedAt})
 			}
 		}
 		return out, nil

@@ -204,7 +204,7 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 			state = 2
 		}
 		list, relisted := p.lists[k]
-		if had && old.state == state && old.shared == r.shared && old.union == r.union && old.label == r.label && !relisted {
+		if had && old.state == state && old.shared == r.shared && old.union == r.union && (r.label == "" || old.label == r.label) && !relisted {
 			continue
 		}
 		visible := state == 2 || (had && old.state == 2)
@@ -226,7 +226,7 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 			ON CONFLICT (a_id, b_id) DO UPDATE SET state = ?3, shared_files = ?4, union_files = ?5,
 			  shared_bytes = CASE WHEN ?11 THEN ?6 ELSE shared_bytes END,
 			  only_a = CASE WHEN ?11 THEN ?7 ELSE only_a END, only_b = CASE WHEN ?11 THEN ?8 ELSE only_b END,
-			  label = ?9, changed_at = `+nowSQL+`, change_seq = coalesce(?10, change_seq)
+			  label = CASE ?9 WHEN '' THEN label ELSE ?9 END, changed_at = `+nowSQL+`, change_seq = coalesce(?10, change_seq)
 			RETURNING id`, r.a, r.b, state, r.shared, r.union, sharedBytes, onlyA, onlyB, r.label, seqArg,
 			relisted).Scan(&id)
 		if err != nil {

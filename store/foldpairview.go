@@ -93,10 +93,12 @@ func (vw *View) PairByID(ctx context.Context, id int64) (FolderPairInfo, error) 
 	return ps[0], nil
 }
 
-// PairsByLabel lists the shown pairs of a label by id, after afterID.
-func (vw *View) PairsByLabel(ctx context.Context, label string, afterID int64, limit int) ([]FolderPairInfo, error) {
-	return scanPairInfos(vw.db.query(ctx, pairInfoSQL+`AND p.label = ? AND p.id > ? ORDER BY p.id LIMIT ?`,
-		label, afterID, limit))
+// PairIDsByLabel lists the ids of the shown pairs of a label, in order,
+// between afterID and beforeID.
+func (vw *View) PairIDsByLabel(ctx context.Context, label string, afterID, beforeID int64, limit int) ([]int64, error) {
+	rows, err := vw.db.query(ctx, `SELECT id FROM folder_pairs WHERE state = 2 AND label = ? AND id > ? AND id < ?
+		ORDER BY id LIMIT ?`, label, afterID, beforeID, limit)
+	return collect("list folder pairs", rows, err, scanValue[int64])
 }
 
 // PairFile is a file only one folder of a shown pair holds.
@@ -173,9 +175,36 @@ func (vw *View) LastPairChange(ctx context.Context) (int64, time.Time, error) {
 		`SELECT change_seq, changed_at FROM folder_pairs WHERE change_seq > 0 ORDER BY change_seq DESC LIMIT 1`)
 }
 
-// RootPaths lists the paths of the roots, by id: the view names a path
-// for people from its root's name (naming.RootNames).
-func (vw *View) RootPaths(ctx context.Context) ([]string, error) {
-	rows, err := vw.db.query(ctx, `SELECT path FROM roots ORDER BY id`)
-	return collect("read roots", rows, err, scanValue[string])
+// FolderGroupsNamed lists, by id, the live folder groups of files files
+// (of one folder) with a folder named name ("": any), of ids below
+// beforeID and after afterID: the view tells apart the groups it would
+// label alike.
+func (vw *View) FolderGroupsNamed(ctx context.Context, files int64, name string, afterID, beforeID int64, limit int) ([]FolderGroupInfo, error) {
+	if name == "" {
+		return scanFolderGroups(vw.db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
+			WHERE folders > 1 AND files = ? AND id > ? AND id < ? ORDER BY id LIMIT ?`, files, afterID, beforeID, limit))
+	}
+	return scanFolderGroups(vw.db.query(ctx, `SELECT `+folderGroupCols+` FROM folder_groups
+		WHERE id IN (SELECT group_id FROM folder_group_members WHERE name = ? AND group_id > ? AND group_id < ?)
+		  AND folders > 1 AND files = ? ORDER BY id LIMIT ?`, name, afterID, beforeID, files, limit))
+}
+
+// RootPaths maps every root's id to its path: the view names a path for
+// people from its root's name (naming.RootNames).
+func (vw *View) RootPaths(ctx context.Context) (map[int64]string, error) {
+	rows, err := vw.db.query(ctx, `SELECT id, path FROM roots`)
+	if err != nil {
+		return nil, classify("list roots", err)
+	}
+	defer rows.Close()
+	out := map[int64]string{}
+	for rows.Next() {
+		var id int64
+		var p string
+		if err := rows.Scan(&id, &p); err != nil {
+			return nil, classify("list roots", err)
+		}
+		out[id] = p
+	}
+	return out, classify("list roots", rows.Err())
 }
