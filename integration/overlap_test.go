@@ -18,7 +18,9 @@ import (
 // git}, backup = {bash-copy, git less 3 files}.
 func homeTree(t *testing.T, dir string) {
 	t.Helper()
-	file := func(seed int) string { return fmt.Sprintf("%04d:", seed) + strings.Repeat(string(rune('a'+seed%26)), 290) }
+	file := func(seed int) string {
+		return fmt.Sprintf("%04d:", seed) + strings.Repeat(string(rune('a'+seed%26)), 290)
+	}
 	for i := range 20 {
 		write(t, filepath.Join(dir, fmt.Sprintf("Pictures/bash/f%02d", i)), file(i+1))
 		write(t, filepath.Join(dir, fmt.Sprintf("backup/bash-copy/f%02d", i)), file(i+1))

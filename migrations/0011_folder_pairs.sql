@@ -10,9 +10,9 @@
 --   1  a pair the report does not show (restated above, or alike at 100%
 --      with contents not all known)
 --   2  shown
--- label is the view's name of a shown pair, before any ~<id>; counts and
--- bytes are those the report prints. A change of what the view shows
--- moves change_seq on (counter pair_seq).
+-- label is the view's name of a pair shown now or last, before any ~<id>;
+-- counts and bytes are those the report prints. A change of what the view
+-- shows moves change_seq on (counter pair_seq).
 CREATE TABLE folder_pairs (
     id           INTEGER PRIMARY KEY AUTOINCREMENT,
     a_id         INTEGER NOT NULL,
@@ -49,6 +49,10 @@ CREATE INDEX folder_pair_files_list ON folder_pair_files (pair_id, side, id);
 -- partners have between half and twice its files. (Partial from 16 files:
 -- the queries of every folder, which ask for tree_files > 0, do not take it.)
 CREATE INDEX folders_files ON folders (tree_files) WHERE tree_files >= 16 AND missing = 0;
+
+-- The view tells apart folder groups of one label by the groups whose
+-- folders have that name.
+CREATE INDEX folder_group_members_byname ON folder_group_members (name, group_id);
 
 INSERT INTO counters (name, value) VALUES ('pair_seq', 0);
 -- -1: no pair was ever stored; the next fold finds them all.
