@@ -87,6 +87,8 @@ type FS struct {
 	subtrees subtrees    // the files under folders of folder groups (visible.go)
 	ends     listEnds
 	ahead    copiesAhead // group listings read ahead (listahead.go)
+	roots    peopleRoots // the names of the roots, for people (peopleroots.go)
+	labels   labelCache  // labels of folder groups (labelcache.go)
 }
 
 // New returns the view over db.

@@ -43,6 +43,12 @@ type listed struct {
 	base  string
 	id    int64
 	first bool
+	// callers: the name is the caller's own (a label), which
+	// the kernel may keep for no one else.
+	callers bool
+	// brief: a folder whose name may change with what it holds (a label
+	// of /folders or /overlap): the kernel keeps its entry a second.
+	brief bool
 }
 
 // fetchFunc returns the entries after offset off, at most pageSize of
@@ -53,7 +59,7 @@ type fetchFunc func(ctx context.Context, off uint64) ([]listed, error)
 // many as fit; with plus (READDIRPLUS), with the attributes of the entries
 // that offer them.
 func (f *FS) readdir(c *caller, node uint64, off uint64, out *fuse.DirEntryList, plus bool) fuse.Status {
-	self, parent, what, fetch, st := f.lister(node)
+	self, parent, what, fetch, st := f.lister(c, node)
 	if st != fuse.OK {
 		return st
 	}
@@ -122,7 +128,14 @@ func (f *FS) plusEntry(c *caller, eo *fuse.EntryOut, e listed) {
 		}
 	} else {
 		f.dirAttr(&eo.Attr, e.Ino, e.mtime)
-		f.entry(eo, e.Ino, rowTimeout)
+		timeout := rowTimeout
+		if e.brief {
+			timeout = linkTimeout
+		}
+		f.entry(eo, e.Ino, timeout)
+		if e.callers && f.cfg.AllowOther {
+			eo.SetEntryTimeout(0)
+		}
 	}
 	f.timesFor(e.Ino, &eo.Attr)
 	if eo.NodeId != 0 {
@@ -130,10 +143,12 @@ func (f *FS) plusEntry(c *caller, eo *fuse.EntryOut, e listed) {
 	}
 }
 
-// lister returns how to list folder node.
-func (f *FS) lister(node uint64) (self, parent uint64, what string, fetch fetchFunc, st fuse.Status) {
+// lister returns how to list folder node for c.
+func (f *FS) lister(c *caller, node uint64) (self, parent uint64, what string, fetch fetchFunc, st fuse.Status) {
 	kind, id := split(node)
 	switch {
+	case isPeople(node):
+		return f.listerPeople(c, node)
 	case node == inoRoot:
 		return node, node, "root", f.listRoot, fuse.OK
 	case node == inoByHash:
@@ -170,6 +185,7 @@ func (f *FS) listRoot(_ context.Context, off uint64) ([]listed, error) {
 		{DirEntry: fuse.DirEntry{Name: "status.json", Mode: syscall.S_IFREG, Ino: inoStatus, Off: 6}},
 		{DirEntry: fuse.DirEntry{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 7}, plus: true},
 	}
+	all = append(all, peopleRootEntries(8)...)
 	for i, e := range all {
 		if e.Off > off {
 			return all[i:], nil

@@ -34,6 +34,8 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 		st = f.lookupThumb(name, out)
 	case parent == inoByFolder:
 		st = f.lookupFolderGroup(name, out)
+	case isPeople(parent):
+		st = f.lookupPeople(c, parent, name, out)
 	case kind == kindFolderGroup:
 		st = f.lookupFolderLink(c, id, name, out)
 	case kind == kindGroup:
@@ -105,6 +107,10 @@ func (f *FS) lookupRoot(c *caller, name string, out *fuse.EntryOut) fuse.Status 
 		node = inoThumbs
 	case "status.json":
 		node = inoStatus
+	case "folders":
+		node = inoFolders
+	case "overlap":
+		node = inoOverlap
 	default:
 		return fuse.ENOENT
 	}
@@ -278,6 +284,8 @@ func (f *FS) getattr(c *caller, node uint64, a *fuse.Attr) (time.Duration, fuse.
 	switch {
 	case node == inoByFolder || kind == kindFolderGroup || kind == kindFolderLink:
 		return f.getattrFolder(node, a)
+	case isPeople(node):
+		return f.getattrPeople(node, a)
 	case node == inoRoot || node == inoByHash || node == inoBySize:
 		f.dirAttr(a, node, f.lastChange())
 		return time.Second, fuse.OK
@@ -353,6 +361,8 @@ func (f *FS) readlink(node uint64) ([]byte, fuse.Status) {
 	case kindFolderLink:
 		path, _, st := f.folderLink(id)
 		return []byte(path), st
+	case kindPeopleFolder, kindPairFile:
+		return f.readlinkPeople(node)
 	}
 	return nil, fuse.EINVAL
 }

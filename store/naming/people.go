@@ -1,0 +1,185 @@
+package naming
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Names made for people: where a file or folder lives, said as its path
+// from its root's own name with the folders joined by " › "
+// ("Pictures › 2023 › IMG_0002.jpg"), one readable line (escaped as
+// EscapePath escapes a report's paths), a valid name of a folder entry (no
+// '/', at most 255 bytes).
+
+// Sep joins the folders of a path shown to people and the name at its end.
+const Sep = " › "
+
+// Ellipsis stands for what a shortened name leaves out.
+const Ellipsis = "…"
+
+// MaxName is the longest name a folder entry may have, in bytes.
+const MaxName = 255
+
+// RootSlash is how the root folder "/" is named: a name may not hold '/',
+// and U+2215 DIVISION SLASH looks like one.
+const RootSlash = "∕"
+
+// RootNames names each root (absolute, clean paths) as people know it: by
+// its own name, or, when roots share a name, by as many of its parent
+// folders as tell them apart ("a › Pictures", "b › Pictures"). The root
+// folder / is named RootSlash.
+func RootNames(roots []string) map[string]string {
+	parts := make(map[string][]string, len(roots))
+	for _, r := range roots {
+		parts[r] = pathParts(r)
+	}
+	out := make(map[string]string, len(roots))
+	for _, r := range roots {
+		p := parts[r]
+		for k := 1; k <= len(p); k++ {
+			name := strings.Join(p[len(p)-k:], Sep)
+			clash := false
+			for _, o := range roots {
+				if q := parts[o]; o != r && len(q) >= k && strings.Join(q[len(q)-k:], Sep) == name {
+					clash = true
+					break
+				}
+			}
+			if !clash || k == len(p) {
+				out[r] = name
+				break
+			}
+		}
+	}
+	return out
+}
+
+// pathParts are the escaped names of the folders of an absolute path,
+// RootSlash first: "/a/b" is [∕ a b].
+func pathParts(p string) []string {
+	out := []string{RootSlash}
+	for _, s := range strings.Split(p, "/") {
+		if s != "" {
+			out = append(out, EscapePath(s))
+		}
+	}
+	return out
+}
+
+// PeoplePath is the name of the file or folder at rel (a clean relative
+// path, "" or "." for the root itself) under a root people know as root (a
+// RootNames name, or "" for none): the root's name, rel's folders and its
+// own name joined by Sep, each escaped (EscapePath). A name longer than MaxName is
+// shortened in the middle: the folders between the root's name and the
+// parent folder's give way to Ellipsis, then the longest part left is cut
+// in its middle, the last keeping its extension.
+func PeoplePath(root, rel string) string {
+	var parts []string
+	if root != "" {
+		parts = append(parts, root)
+	}
+	if rel != "" && rel != "." {
+		for _, p := range strings.Split(rel, "/") {
+			parts = append(parts, EscapePath(p))
+		}
+	}
+	return FitParts(parts)
+}
+
+// FitParts joins escaped parts with Sep, shortened to MaxName as PeoplePath
+// says.
+func FitParts(parts []string) string {
+	s := strings.Join(parts, Sep)
+	if len(s) <= MaxName {
+		return s
+	}
+	if n := len(parts); n > 3 {
+		parts = []string{parts[0], Ellipsis, parts[n-2], parts[n-1]}
+	} else {
+		parts = append([]string(nil), parts...)
+	}
+	// The longest parts are cut to one length, the longest that fits.
+	size := func(limit int) int {
+		n := len(Sep) * (len(parts) - 1)
+		for _, p := range parts {
+			n += min(len(p), limit)
+		}
+		return n
+	}
+	limit := 0
+	for _, p := range parts {
+		limit = max(limit, len(p))
+	}
+	for limit > 8 && size(limit) > MaxName {
+		limit--
+	}
+	for i, p := range parts {
+		parts[i] = CutMiddle(p, limit, i == len(parts)-1)
+	}
+	return strings.Join(parts, Sep)
+}
+
+// CutMiddle shortens s to at most n bytes by putting Ellipsis in the place
+// of its middle, on character boundaries; with ext, the extension
+// (lastPartExt) is kept whole when it is short. s is valid UTF-8.
+func CutMiddle(s string, n int, ext bool) string {
+	if len(s) <= n {
+		return s
+	}
+	keep := max(n-len(Ellipsis), 2) // bytes of s kept, head and tail
+	tail := keep / 2
+	if _, e := lastPartExt(s); ext && e != "" && len(e) <= 32 && len(e) < keep-1 {
+		tail = max(tail, len(e))
+	}
+	head := keep - tail
+	for head > 0 && !utf8.RuneStart(s[head]) {
+		head--
+	}
+	t := len(s) - tail
+	for t < len(s) && !utf8.RuneStart(s[t]) {
+		t++
+	}
+	return s[:head] + Ellipsis + s[t:]
+}
+
+// SplitExt splits a name before its extension; a leading dot starts no
+// extension (".bashrc").
+func SplitExt(name string) (stem, ext string) {
+	i := strings.LastIndexByte(name, '.')
+	if i <= 0 {
+		return name, ""
+	}
+	return name[:i], name[i:]
+}
+
+// lastPartExt is SplitExt of the last part of a name joined by Sep.
+func lastPartExt(name string) (stem, ext string) {
+	last := 0
+	if i := strings.LastIndex(name, Sep); i >= 0 {
+		last = i + len(Sep)
+	}
+	i := strings.LastIndexByte(name[last:], '.')
+	if i <= 0 {
+		return name, ""
+	}
+	return name[:last+i], name[last+i:]
+}
+
+// WithID tells a name that repeats apart: " ~<id>" before its extension
+// (with ext; a folder's name has none), the name cut in its middle when
+// the whole would pass MaxName.
+func WithID(name string, id int64, ext bool) string {
+	stem, e := name, ""
+	if ext {
+		stem, e = lastPartExt(name)
+		if len(e) > 32 {
+			stem, e = name, ""
+		}
+	}
+	suffix := " ~" + strconv.FormatInt(id, 10) + e
+	if len(stem)+len(suffix) > MaxName {
+		stem = CutMiddle(stem, MaxName-len(suffix), false)
+	}
+	return stem + suffix
+}

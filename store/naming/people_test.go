@@ -1,0 +1,126 @@
+package naming
+
+import (
+	"strings"
+	"testing"
+	"unicode/utf8"
+)
+
+func TestRootNamesTellSameNamesApart(t *testing.T) {
+	roots := []string{"/home/u/Pictures", "/", "/mnt/a/photos", "/mnt/b/photos", "/x/a/photos", "/srv/new\nline"}
+	want := []string{"Pictures", RootSlash, "mnt › a › photos", "b › photos", "x › a › photos", `new\nline`}
+	got := RootNames(roots)
+	for i, r := range roots {
+		if got[r] != want[i] {
+			t.Errorf("root %q: %q, want %q", r, got[r], want[i])
+		}
+	}
+	seen := map[string]bool{}
+	for _, n := range got {
+		if seen[n] {
+			t.Errorf("%q names two roots", n)
+		}
+		seen[n] = true
+	}
+}
+
+func TestPeoplePath(t *testing.T) {
+	for _, c := range []struct{ root, rel, want string }{
+		{"Pictures", "2023/IMG_0002.jpg", "Pictures › 2023 › IMG_0002.jpg"},
+		{"Pictures", "", "Pictures"},
+		{RootSlash, "etc/passwd", "∕ › etc › passwd"},
+		{"", "a/b", "a › b"},
+		{"r", "bad\xff/new\nline.txt", `r › bad\xFF › new\nline.txt`},
+		{"r", `back\slash`, `r › back\\slash`},
+	} {
+		if got := PeoplePath(c.root, c.rel); got != c.want {
+			t.Errorf("PeoplePath(%q, %q) = %q, want %q", c.root, c.rel, got, c.want)
+		}
+	}
+}
+
+// A name past 255 bytes keeps the root's name, the parent folder's and
+// the file's, and its extension; it stays valid UTF-8 and holds no '/'.
+func TestPeoplePathShortened(t *testing.T) {
+	long := strings.Repeat("é", 120) // 240 bytes
+	for _, rel := range []string{
+		"a/b/c/d/e/parent/IMG.jpg",
+		strings.Repeat("folder/", 60) + "parent/IMG.jpg",
+		long + "/" + long + "/" + long + ".jpeg",
+		"x/" + strings.Repeat("n", 255),
+		long + "/parent/" + strings.Repeat("z", 250) + ".tar.gz",
+	} {
+		got := PeoplePath("Root", rel)
+		if len(rel) > 200 && len(got) > MaxName || !utf8.ValidString(got) || strings.Contains(got, "/") {
+			t.Errorf("%q: %q (%d bytes)", rel, got, len(got))
+		}
+		if !strings.HasPrefix(got, "Root") {
+			t.Errorf("%q: %q lost the root's name", rel, got)
+		}
+		parts := strings.Split(rel, "/")
+		if len(strings.Join(parts, Sep))+len("Root"+Sep) > MaxName {
+			if !strings.Contains(got, Ellipsis) {
+				t.Errorf("%q: %q not marked as shortened", rel, got)
+			}
+			if _, e := SplitExt(parts[len(parts)-1]); e != "" && !strings.HasSuffix(got, e) {
+				t.Errorf("%q: %q lost its extension %q", rel, got, e)
+			}
+		}
+	}
+	got := PeoplePath("Root", strings.Repeat("folder/", 60)+"parent/IMG.jpg")
+	if want := "Root › … › parent › IMG.jpg"; got != want {
+		t.Errorf("deep path: %q, want %q", got, want)
+	}
+}
+
+func TestWithIDAndSplitExt(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		id   int64
+		ext  bool
+		want string
+	}{
+		{"Pictures › 2023 › IMG.jpg", 7, true, "Pictures › 2023 › IMG ~7.jpg"},
+		{"a.b › noext", 7, true, "a.b › noext ~7"},
+		{"a › .bashrc", 12, true, "a › .bashrc ~12"},
+		{"photos.2019", 3, false, "photos.2019 ~3"},
+	} {
+		if got := WithID(c.name, c.id, c.ext); got != c.want {
+			t.Errorf("WithID(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+	long := WithID("r › "+strings.Repeat("é", 130)+".png", 123456, true)
+	if len(long) > MaxName || !strings.HasSuffix(long, " ~123456.png") || !utf8.ValidString(long) {
+		t.Errorf("long: %q (%d bytes)", long, len(long))
+	}
+}
+
+func TestHumanForms(t *testing.T) {
+	if got := HumanBytes(113254); got != "110.6 KiB" {
+		t.Errorf("HumanBytes: %q", got)
+	}
+	if got := Counted(2048, "file", "files"); got != "2,048 files" {
+		t.Errorf("Counted: %q", got)
+	}
+	if got := Percent(0.99512); got != "99.51" {
+		t.Errorf("Percent: %q", got)
+	}
+}
+
+func TestLabels(t *testing.T) {
+	if got := PairLabel("Pictures", "backup", 0.995123); got != "Pictures ≈ backup (99.51%)" {
+		t.Errorf("PairLabel: %q", got)
+	}
+	if got := FolderGroupLabel("src", 2, 12, 4096); got != "src (2 folders, 12 files, 4.0 KiB each)" {
+		t.Errorf("FolderGroupLabel: %q", got)
+	}
+	long := strings.Repeat("ü", 200)
+	for _, l := range []string{PairLabel(long, long+"x", 0.5), FolderGroupLabel(long, 1234567, 1, 1<<40)} {
+		if len(l) > MaxName || !utf8.ValidString(l) || !strings.HasSuffix(l, ")") || !strings.Contains(l, Ellipsis) {
+			t.Errorf("long label %q (%d bytes)", l, len(l))
+		}
+	}
+	if BaseName("/") != RootSlash || BaseName("/a/new\nline") != `new\nline` {
+		t.Errorf("BaseName: %q %q", BaseName("/"), BaseName("/a/new\nline"))
+	}
+}
