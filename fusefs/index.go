@@ -53,6 +53,7 @@ type Index interface {
 	PairFilesPage(ctx context.Context, pairID int64, side int, afterID int64, limit int) ([]store.PairFile, error)
 	PairFileByName(ctx context.Context, pairID int64, side int, name string) (store.PairFile, error)
 	PairFileByID(ctx context.Context, id int64) (store.PairFile, error)
+	PairFileOf(ctx context.Context, pairID int64, side int, fileID int64) (store.PairFile, error)
 	RootPaths(ctx context.Context) (map[int64]string, error)
 
 	// What changed, and when anything was committed.

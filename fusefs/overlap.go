@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -170,15 +171,70 @@ func (f *FS) pairSideLister(pairID int64) fetchFunc {
 	}
 }
 
+// sideTop is the path of the folder of a pair's side (sideID: pair id<<1
+// | side), and the pair.
+func (f *FS) sideTop(ctx context.Context, sideID int64) (string, store.FolderPairInfo, error) {
+	p, err := f.db.PairByID(ctx, sideID>>1)
+	if sideID&1 == 0 {
+		return p.A, p, err
+	}
+	return p.B, p, err
+}
+
+// pairFileName is the name a file of a pair's list shows under: as the
+// index keeps it, but for one told apart by its file id (" ~<id>"), whose
+// id shows as the view shows ids (f.ids). top is its side's folder.
+func (f *FS) pairFileName(top string, pf store.PairFile) string {
+	if f.ids == nil {
+		return pf.Name
+	}
+	base := naming.PeoplePath("", strings.TrimPrefix(strings.TrimPrefix(pf.Path, top), "/"))
+	if pf.Name != naming.WithID(base, pf.FileID, true) {
+		return pf.Name
+	}
+	return naming.WithID(base, f.ids.shownID(pf.FileID), true)
+}
+
+// extID reads the number of a name made by naming.WithID with an
+// extension ("x ~12.jpg").
+func extID(name string) (int64, bool) {
+	i := strings.LastIndex(name, " ~")
+	if i < 0 {
+		return 0, false
+	}
+	digits := name[i+2:]
+	if j := strings.IndexByte(digits, '.'); j >= 0 {
+		digits = digits[:j]
+	}
+	if digits == "" || digits[0] == '0' {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(digits, 10, 64)
+	return n, err == nil
+}
+
 func (f *FS) lookupPairFile(sideID int64, name string, out *fuse.EntryOut) fuse.Status {
 	ctx := dbctx()
-	pf, err := f.db.PairFileByName(ctx, sideID>>1, int(sideID&1), name)
-	if err != nil {
-		return f.status("look up a pair's file", err)
-	}
-	p, err := f.db.PairByID(ctx, pf.PairID)
+	top, p, err := f.sideTop(ctx, sideID)
 	if err != nil {
 		return f.status("read folder pair", err)
+	}
+	pf, err := f.db.PairFileByName(ctx, sideID>>1, int(sideID&1), name)
+	if err == nil && f.pairFileName(top, pf) != name {
+		err = store.ErrNotFound // its id shows as another number
+	}
+	if errors.Is(err, store.ErrNotFound) && f.ids != nil {
+		if n, ok := extID(name); ok {
+			if id, ok := f.ids.realID(n); ok {
+				pf, err = f.db.PairFileOf(ctx, sideID>>1, int(sideID&1), id)
+				if err == nil && f.pairFileName(top, pf) != name {
+					err = store.ErrNotFound
+				}
+			}
+		}
+	}
+	if err != nil {
+		return f.status("look up a pair's file", err)
 	}
 	node := ino(kindPairFile, pf.ID)
 	f.linkAttr(&out.Attr, node, pf.Path, p.ChangedAt)
@@ -189,10 +245,14 @@ func (f *FS) lookupPairFile(sideID int64, name string, out *fuse.EntryOut) fuse.
 // order of their paths inside it; an entry's offset is its row's id.
 func (f *FS) pairFileLister(sideID int64) fetchFunc {
 	return func(ctx context.Context, off uint64) ([]listed, error) {
+		top, _, err := f.sideTop(ctx, sideID)
+		if err != nil {
+			return nil, err
+		}
 		fs, err := f.db.PairFilesPage(ctx, sideID>>1, int(sideID&1), idAfter(off), pageSize)
 		out := make([]listed, 0, len(fs))
 		for _, pf := range fs {
-			out = append(out, listed{DirEntry: fuse.DirEntry{Name: pf.Name, Mode: syscall.S_IFLNK,
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.pairFileName(top, pf), Mode: syscall.S_IFLNK,
 				Ino: ino(kindPairFile, pf.ID), Off: offID(pf.ID)}})
 		}
 		return out, err

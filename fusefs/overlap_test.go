@@ -287,6 +287,16 @@ func TestPeopleFoldersLive(t *testing.T) {
 		t.Fatalf("%s: %q", side, got)
 	}
 
+	// One is renamed: the pair stays as it is, its list follows.
+	if err := os.Rename(filepath.Join(root, "Pictures/git/g002"), filepath.Join(root, "Pictures/git/renamed")); err != nil {
+		t.Fatal(err)
+	}
+	tf.reindex()
+	eventually(t, "the list follows a rename", func() bool {
+		return slices.Equal(tf.names(side), []string{"git › g000", "git › g001", "git › renamed"})
+	})
+	os.Rename(filepath.Join(root, "Pictures/git/renamed"), filepath.Join(root, "Pictures/git/g002"))
+
 	// One file only in Pictures goes: the list follows.
 	os.Remove(filepath.Join(root, "Pictures/git/g001"))
 	tf.reindex()

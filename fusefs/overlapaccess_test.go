@@ -2,10 +2,14 @@ package fusefs
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // listAs lists a folder made for people as c does: the entries readdir
@@ -85,5 +89,54 @@ func TestPeopleFoldersInAViewOthersEnter(t *testing.T) {
 	}
 	if got := tf.names("folders"); !slices.Contains(got, three) {
 		t.Errorf("the owner lists %q, want %q among them", got, three)
+	}
+}
+
+// In a view others may enter, a file of a pair's list told apart by its
+// id shows the id as every number of such a view shows (enciphered), and
+// is found by that name, not by its row's.
+func TestPairFileIDsEnciphered(t *testing.T) {
+	ctx := context.Background()
+	tf := mountWith(t, Config{AllowOther: true})
+	top := t.TempDir()
+	os.Chmod(top, 0o755)
+	os.Chmod(filepath.Dir(top), 0o755)
+	root := filepath.Join(top, "r")
+	files := map[string]string{"A/a/b": body(1, 300), "A/a › b": body(2, 300)}
+	for i := range 4 {
+		files[fmt.Sprintf("A/x%d", i)], files[fmt.Sprintf("B/y%d", i)] = body(10+i, 300), body(10+i, 300)
+	}
+	writeTree(t, root, files)
+	tf.index(root)
+	const side = "overlap/A ≈ B (66.67%)/only in r › A"
+	var names []string
+	eventually(t, "the pair lists", func() bool {
+		_, err := os.Stat(filepath.Join(tf.mnt, side))
+		if err == nil {
+			names = tf.names(side)
+		}
+		return len(names) == 2
+	})
+	ps, err := tf.db.View().PairsPage(ctx, 0, 10)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pairs %+v, %v", ps, err)
+	}
+	fs, err := tf.db.View().PairFilesPage(ctx, ps[0].ID, 0, 0, 10)
+	if err != nil || len(fs) != 2 {
+		t.Fatalf("files %+v, %v", fs, err)
+	}
+	repeat := fs[1]
+	if repeat.Name != naming.WithID("a › b", repeat.FileID, true) {
+		t.Fatalf("the index keeps %q", repeat.Name)
+	}
+	shown := naming.WithID("a › b", tf.fs.ids.shownID(repeat.FileID), true)
+	if !slices.Equal(names, []string{"a › b", shown}) || shown == repeat.Name {
+		t.Fatalf("%s lists %q, want a › b and %q", side, names, shown)
+	}
+	if target, err := os.Readlink(filepath.Join(tf.mnt, side, shown)); err != nil || target != repeat.Path {
+		t.Errorf("%s -> %q, %v; want %s", shown, target, err, repeat.Path)
+	}
+	if _, err := os.Lstat(filepath.Join(tf.mnt, side, repeat.Name)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("lstat %q: %v, want ENOENT", repeat.Name, err)
 	}
 }

@@ -18,7 +18,10 @@ import (
 // again instead. Like the groups, each store of the pairs records how
 // many fold writes it covers (folder_pairs_at, see foldowed.go). A shown
 // pair keeps its id, and its lists of the files only one of its folders
-// holds are made again only when a folder under either changed.
+// holds are made again only when a folder under either changed. (A fold
+// that moved no sum, as a rename does, and was killed before its pairs
+// were kept, leaves the names in those lists as they were until a file
+// under them changes again.)
 
 // maxPairMoves: past this many folders with new sums, every folder is
 // searched again rather than around each.
@@ -66,14 +69,29 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 	}
 	var rows []pairRow
 	var path func(id int64) string
-	if full {
+	switch {
+	case full:
 		var t *tree
 		rows, t, _, err = db.Folders().searchAll(ctx, DefaultMinSimilarity, 1)
 		if err != nil {
 			return err
 		}
 		path = func(id int64) string { return t.nodes[t.byID[id]].Path }
-	} else {
+	case len(moves) == 0:
+		// No sum moved (files renamed, say): the pairs stay, and the
+		// lists of those above the changed folders are made again.
+		for _, p := range stored {
+			p.shown = p.state == 2
+			rows = append(rows, p.pairRow)
+		}
+		s := newPairScope(ctx, db, DefaultMinSimilarity)
+		path = func(id int64) string {
+			if n, err := s.node(id); err == nil && n != nil {
+				return n.Path
+			}
+			return ""
+		}
+	default:
 		s := newPairScope(ctx, db, DefaultMinSimilarity)
 		if rows, err = s.around(stored, moves); err != nil {
 			return err
@@ -87,16 +105,18 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 	plan := pairPlan{stored: stored, lists: map[pairKey]*pairDiff{}}
 	for _, r := range rows {
 		old, had := stored[keyOf(r.a, r.b)]
-		if r.shown && (full || !had || old.state != 2 || old.shared != r.shared || old.union != r.union || seen[r.a] || seen[r.b]) {
-			d, err := db.diffPair(ctx, path(r.a), path(r.b))
+		changed := full || !had || old.state != 2 || old.shared != r.shared || old.union != r.union
+		label := ""
+		if r.shown && (changed || seen[r.a] || seen[r.b]) {
+			a, b := path(r.a), path(r.b)
+			d, err := db.diffPair(ctx, a, b)
 			if err != nil {
 				return err
 			}
 			plan.lists[keyOf(r.a, r.b)] = &d
-		}
-		label := ""
-		if r.shown {
-			label = naming.PairLabel(naming.BaseName(path(r.a)), naming.BaseName(path(r.b)), r.sim())
+			label = naming.PairLabel(naming.BaseName(a), naming.BaseName(b), r.sim())
+		} else if r.shown {
+			label = old.label
 		}
 		plan.rows = append(plan.rows, storedPair{pairRow: r, label: label})
 	}

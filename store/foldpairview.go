@@ -146,6 +146,12 @@ func (vw *View) PairFileByName(ctx context.Context, pairID int64, side int, name
 		pairID, side, name)))
 }
 
+// PairFileOf finds a file of a pair's list by the file's id.
+func (vw *View) PairFileOf(ctx context.Context, pairID int64, side int, fileID int64) (PairFile, error) {
+	return onePairFile(scanPairFiles(vw.db.query(ctx, pairFileSQL+`WHERE o.pair_id = ? AND o.side = ? AND o.file_id = ?`,
+		pairID, side, fileID)))
+}
+
 // PairFileByID finds a file of a pair's list by its row id.
 func (vw *View) PairFileByID(ctx context.Context, id int64) (PairFile, error) {
 	return onePairFile(scanPairFiles(vw.db.query(ctx, pairFileSQL+`WHERE o.id = ?`, id)))
