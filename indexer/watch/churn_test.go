@@ -474,7 +474,7 @@ func TestRootUnreadable(t *testing.T) {
 func TestIndexDiskFullThenRoom(t *testing.T) {
 	testenv.NeedRoot(t, "mounts a small tmpfs for the index")
 	idx := t.TempDir()
-	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=800k", "tmpfs", idx).CombinedOutput(); err != nil {
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=800k,mode=0755", "tmpfs", idx).CombinedOutput(); err != nil {
 		t.Fatalf("mount tmpfs: %v\n%s", err, out)
 	}
 	t.Cleanup(func() { // after the fixture's cleanup, which closes the index
