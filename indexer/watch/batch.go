@@ -103,6 +103,3 @@ func (b *batch) putBack(root int64, dirs map[string]*span, now time.Time) {
 		b.add(root, d, now, now)
 	}
 }
-
-// pending: anything waits, due or not.
-func (b *batch) pending() bool { return len(b.full) > 0 || len(b.dirs) > 0 }
