@@ -448,7 +448,7 @@ func TestRootUnreadable(t *testing.T) {
 	ctx := context.Background()
 	noted := func() bool {
 		roots, err := f.db.Files().Roots(ctx)
-		return err == nil && len(roots) == 1 && strings.Contains(roots[0].WatchNote, "cannot be read")
+		return err == nil && len(roots) == 1 && strings.Contains(roots[0].WatchNote, "not followed: unreadable")
 	}
 	// A file made just before: the scan it asks for finds the root
 	// unreadable.
@@ -464,6 +464,27 @@ func TestRootUnreadable(t *testing.T) {
 	want, groups := fresh(t, tree)
 	f.eventually(10*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
 	f.eventually(5*time.Second, "status no longer says it", func() bool { return !noted() })
+	// A folder made that cannot be listed (nor watched: a watch needs
+	// read access), files made in it, then it can be: watched and
+	// scanned as its permissions change. (It stayed as it was, without a
+	// watch.)
+	sub := filepath.Join(tree, "d")
+	if err := os.Mkdir(sub, 0o300); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.Chmod(sub, 0o755) })
+	write(t, filepath.Join(sub, "copy4"), photo(1))
+	write(t, filepath.Join(tree, "a/copy5"), photo(1))
+	want, groups = fresh(t, tree)
+	f.eventually(10*time.Second, "the index equal to a fresh one, d unreadable", f.equalsFresh(want, groups))
+	if err := os.Chmod(sub, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	want, groups = fresh(t, tree)
+	f.eventually(10*time.Second, "the index equal to a fresh one, d readable", f.equalsFresh(want, groups))
+	write(t, filepath.Join(sub, "copy6"), photo(1))
+	want, groups = fresh(t, tree)
+	f.eventually(10*time.Second, "the index equal to a fresh one again", f.equalsFresh(want, groups))
 }
 
 // The index's disk fills while a tree is copied in: said once, not once a

@@ -171,10 +171,16 @@ func (fa *fanotify) event(mask uint64, info []byte) {
 			clear(fa.cache)
 			fa.mu.Unlock()
 		}
-		if len(name) > 0 && (len(name) != 1 || name[0] != '.') && fa.skip(naming.JoinPath(dir, string(name))) {
+		entry := len(name) > 0 && (len(name) != 1 || name[0] != '.')
+		if entry && fa.skip(naming.JoinPath(dir, string(name))) {
 			continue
 		}
 		fa.namer.name(dir)
+		if entry && mask&(unix.FAN_ONDIR|unix.FAN_ATTRIB) == unix.FAN_ONDIR|unix.FAN_ATTRIB {
+			// A subfolder's permissions changed: it may be readable
+			// now, with what was made in it meanwhile.
+			fa.namer.name(naming.JoinPath(dir, string(name)))
+		}
 	}
 }
 

@@ -347,6 +347,12 @@ func (in *inotify) event(wd int32, mask uint32, name string) {
 			work = true
 			// A folder deleted needs nothing: the kernel drops its watch
 			// and says so with IN_IGNORED.
+		case mask&unix.IN_ATTRIB != 0:
+			// Its permissions changed: it may be readable now, and
+			// without a watch (one needs read access), with what was
+			// made in it meanwhile. Watched if it is not, and scanned.
+			in.todo = append(in.todo, inotifyOp{kind: opWatch, path: p})
+			work = true
 		}
 	}
 	in.mu.Unlock()

@@ -83,7 +83,7 @@ func absent(root string) string {
 		f.Close()
 	}
 	if err != nil && !errors.Is(err, io.EOF) {
-		return fmt.Sprintf("cannot be read (%v)", errors.Unwrap(err))
+		return fmt.Sprintf("unreadable (%v)", errors.Unwrap(err))
 	}
 	return ""
 }
