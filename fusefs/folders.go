@@ -165,6 +165,7 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 			f.notifyEntry(inoByFolder, naming.GroupKey(f.db.HashAlgo(), c.Sig))
 			f.notifyInode(ino(kindFolderGroup, c.ID))
 			f.notifyInode(ino(kindPeopleGroup, c.ID))
+			f.forgetFolderName(c.ID)
 			seq, any = c.Seq, true
 		}
 		if len(cs) < 1000 {

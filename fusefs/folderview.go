@@ -141,10 +141,8 @@ func (f *FS) lookupFolderLabel(c *caller, name string, out *fuse.EntryOut) fuse.
 	found := func(g store.FolderGroupInfo) fuse.Status {
 		node := ino(kindPeopleGroup, g.ID)
 		f.dirAttr(&out.Attr, node, g.ChangedAt)
-		f.entry(out, node, linkTimeout)
-		if f.cfg.AllowOther {
-			out.SetEntryTimeout(0) // counted for this caller
-		}
+		f.entry(out, node, rowTimeout)
+		f.labelEntry(node, name, out.SetEntryTimeout) // counted for this caller
 		return fuse.OK
 	}
 	if id, ok := f.repeatID(name); ok {
@@ -213,11 +211,12 @@ func (f *FS) folderLabelLister(c *caller) fetchFunc {
 		for _, g := range gs {
 			node := ino(kindPeopleGroup, g.ID)
 			e := listed{DirEntry: fuse.DirEntry{Mode: syscall.S_IFDIR, Ino: node, Off: offID(g.ID)}, plus: true,
-				mtime: g.ChangedAt, brief: true, callers: true}
+				mtime: g.ChangedAt, callers: true}
 			if f.visible(c, node) { // else skipped by readdir
 				if e.Name, err = f.folderGroupName(c, g, inOrder); err != nil {
 					return out, err
 				}
+				e.brief = !f.cfg.AllowOther && !f.handed.hand(node, e.Name)
 			}
 			if inOrder {
 				f.labels.named(gen, g.ID)
@@ -287,5 +286,20 @@ func (f *FS) peopleFolderLister(c *caller, groupID int64) fetchFunc {
 			}
 		}
 		return nil, err
+	}
+}
+
+// forgetFolderName tells the kernel to forget the names of /folders that
+// a change of group groupID may have changed: its own, and those of its
+// label before and after.
+func (f *FS) forgetFolderName(groupID int64) {
+	var labels []string
+	if g, err := f.db.FolderGroupByID(dbctx(), groupID); err == nil {
+		if l, err := f.readFolderLabel(nil, g); err == nil {
+			labels = append(labels, l.label)
+		}
+	}
+	for _, n := range f.handed.forget(ino(kindPeopleGroup, groupID), labels...) {
+		f.notifyEntry(inoFolders, n)
 	}
 }

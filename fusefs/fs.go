@@ -89,6 +89,7 @@ type FS struct {
 	ahead    copiesAhead // group listings read ahead (listahead.go)
 	roots    peopleRoots // the names of the roots, for people (peopleroots.go)
 	labels   labelCache  // labels of folder groups (labelcache.go)
+	handed   handedNames // labels the kernel keeps (handed.go)
 }
 
 // New returns the view over db.

@@ -74,10 +74,8 @@ func (f *FS) lookupPairLabel(c *caller, name string, out *fuse.EntryOut) fuse.St
 	found := func(p store.FolderPairInfo) fuse.Status {
 		node := ino(kindPair, p.ID)
 		f.dirAttr(&out.Attr, node, p.ChangedAt)
-		f.entry(out, node, linkTimeout)
-		if f.cfg.AllowOther {
-			out.SetEntryTimeout(0) // a name another caller may not share
-		}
+		f.entry(out, node, rowTimeout)
+		f.labelEntry(node, name, out.SetEntryTimeout)
 		return fuse.OK
 	}
 	if id, ok := f.repeatID(name); ok {
@@ -110,11 +108,12 @@ func (f *FS) pairLabelLister(c *caller) fetchFunc {
 		for _, p := range ps {
 			node := ino(kindPair, p.ID)
 			e := listed{DirEntry: fuse.DirEntry{Mode: syscall.S_IFDIR, Ino: node, Off: offID(p.ID)}, plus: true,
-				mtime: p.ChangedAt, brief: true, callers: true}
+				mtime: p.ChangedAt, callers: true}
 			if f.visible(c, node) { // else skipped by readdir
 				if e.Name, err = f.pairName(c, p); err != nil {
 					return out, err
 				}
+				e.brief = !f.cfg.AllowOther && !f.handed.hand(node, e.Name)
 			}
 			out = append(out, e)
 		}
@@ -286,6 +285,9 @@ func (f *FS) applyPairChanges(ctx context.Context, seq int64) int64 {
 			return seq
 		}
 		for _, c := range cs {
+			for _, n := range f.handed.forget(ino(kindPair, c.ID), c.Label) {
+				f.notifyEntry(inoOverlap, n)
+			}
 			if c.Label != "" {
 				f.notifyEntry(inoOverlap, c.Label)
 				f.notifyEntry(inoOverlap, naming.WithID(c.Label, f.ids.shownID(c.ID), false))

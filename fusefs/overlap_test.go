@@ -300,8 +300,9 @@ func TestPeopleFoldersLive(t *testing.T) {
 	// One file only in Pictures goes: the list follows.
 	os.Remove(filepath.Join(root, "Pictures/git/g001"))
 	tf.reindex()
-	eventually(t, "the list follows", func() bool {
-		return slices.Contains(tf.names("overlap"), "Pictures ≈ backup (98.32%)") &&
+	eventually(t, "the list follows, the label too", func() bool {
+		_, err := os.Stat(filepath.Join(tf.mnt, "overlap", label))
+		return errors.Is(err, os.ErrNotExist) && slices.Contains(tf.names("overlap"), "Pictures ≈ backup (98.32%)") &&
 			slices.Equal(tf.names(filepath.Join("overlap", "Pictures ≈ backup (98.32%)", "only in home › Pictures")),
 				[]string{"git › g000", "git › g002"})
 	})

@@ -30,17 +30,20 @@ var maxPairMoves = 2000
 // storedPair is a row of folder_pairs.
 type storedPair struct {
 	pairRow
-	id    int64
-	state int
-	label string
+	id           int64
+	state        int
+	label        string
+	aPath, bPath string // "": the folder's row is gone
 }
 
 // readPairs reads the kept pairs (shown or not).
 func (db *DB) readPairs(ctx context.Context) (map[pairKey]storedPair, error) {
-	rows, err := db.query(ctx, `SELECT id, a_id, b_id, state, shared_files, union_files, label
-		FROM folder_pairs WHERE state > 0`)
+	rows, err := db.query(ctx, `SELECT p.id, p.a_id, p.b_id, p.state, p.shared_files, p.union_files, p.label,
+		coalesce(a.path, ''), coalesce(b.path, '')
+		FROM folder_pairs p LEFT JOIN folders a ON a.id = p.a_id LEFT JOIN folders b ON b.id = p.b_id
+		WHERE p.state > 0`)
 	ps, err := collect("read folder pairs", rows, err, func(r rowScanner) (p storedPair, err error) {
-		err = r.Scan(&p.id, &p.a, &p.b, &p.state, &p.shared, &p.union, &p.label)
+		err = r.Scan(&p.id, &p.a, &p.b, &p.state, &p.shared, &p.union, &p.label, &p.aPath, &p.bPath)
 		return p, err
 	})
 	out := make(map[pairKey]storedPair, len(ps))
@@ -136,17 +139,35 @@ func (s *pairScope) around(stored map[pairKey]storedPair, moves []sigMove) ([]pa
 		}
 	}
 	slices.Sort(ids)
+	if err := s.load(ids); err != nil {
+		return nil, err
+	}
+	var movedPaths []string
+	for _, id := range ids {
+		if n := s.nodes[id]; n != nil {
+			movedPaths = append(movedPaths, n.Path)
+		}
+	}
+	// A stored pair of unmoved folders keeps its similarity; it is judged
+	// again when a moved folder lies above one of its folders and not
+	// above the other (then a pair above it may have changed).
 	var rows []pairRow
-	have := map[pairKey]bool{}
+	have, judge := map[pairKey]bool{}, map[pairKey]bool{}
 	var keep []int64
 	for k, p := range stored {
-		if !moved[p.a] && !moved[p.b] {
-			rows = append(rows, p.pairRow)
-			have[k] = true
+		if moved[p.a] || moved[p.b] {
+			continue
+		}
+		r := p.pairRow
+		r.shown = p.state == 2
+		rows = append(rows, r)
+		have[k] = true
+		if belowOneMoved(movedPaths, p.aPath, p.bPath) {
+			judge[k] = true
 			keep = append(keep, p.a, p.b)
 		}
 	}
-	if err := s.load(append(keep, ids...)); err != nil {
+	if err := s.load(keep); err != nil {
 		return nil, err
 	}
 	for _, id := range ids {
@@ -160,7 +181,7 @@ func (s *pairScope) around(stored map[pairKey]storedPair, moves []sigMove) ([]pa
 		}
 		for _, p := range ps {
 			if k := keyOf(p.a, p.b); !have[k] {
-				have[k] = true
+				have[k], judge[k] = true, true
 				rows = append(rows, p)
 			}
 		}
@@ -182,8 +203,19 @@ func (s *pairScope) around(stored map[pairKey]storedPair, moves []sigMove) ([]pa
 			return nil, err
 		}
 	}
-	applyPairRule(rows, s.fact, 1)
+	applyPairRule(rows, s.fact, 1, func(r pairRow) bool { return judge[keyOf(r.a, r.b)] })
 	return rows, nil
+}
+
+// belowOneMoved reports whether some moved folder lies above (or is) one
+// of the folders at a and b and not the other.
+func belowOneMoved(moved []string, a, b string) bool {
+	for _, x := range moved {
+		if naming.Within(x, a) != naming.Within(x, b) {
+			return true
+		}
+	}
+	return false
 }
 
 // pairPlan is what a keep of the pairs writes.

@@ -49,11 +49,11 @@ func sameContent(a, b folderFact) bool {
 	return a.pending == 0 && b.pending == 0 && a.sig == b.sig && a.files == b.files && a.bytes == b.bytes
 }
 
-// applyPairRule sets shown on every pair of rows: alike below 100% and not
-// restated by a pair above. fact reads a folder and every folder above it
-// (ok false: none such, the top was reached); only folders of at least
-// minBytes count.
-func applyPairRule(rows []pairRow, fact func(id int64) (folderFact, bool), minBytes int64) {
+// applyPairRule sets shown on the pairs of rows judge picks (nil: every
+// one): alike below 100% and not restated by a pair above. fact reads a
+// folder and every folder above it (ok false: none such, the top was
+// reached); only folders of at least minBytes count.
+func applyPairRule(rows []pairRow, fact func(id int64) (folderFact, bool), minBytes int64, judge func(pairRow) bool) {
 	sims := make(map[pairKey]float64, len(rows))
 	for _, r := range rows {
 		sims[keyOf(r.a, r.b)] = r.sim()
@@ -85,6 +85,9 @@ func applyPairRule(rows []pairRow, fact func(id int64) (folderFact, bool), minBy
 	}
 	for i := range rows {
 		r := &rows[i]
+		if judge != nil && !judge(*r) {
+			continue
+		}
 		r.shown = false
 		if r.shared >= r.union {
 			continue // alike at 100%, its contents not all known

@@ -182,7 +182,7 @@ func (fo *Folders) searchAll(ctx context.Context, min float64, minBytes int64) (
 	applyPairRule(rows, func(id int64) (folderFact, bool) {
 		f, ok := facts[id]
 		return f, ok
-	}, minBytes)
+	}, minBytes, nil)
 	return rows, t, o, ctx.Err()
 }
 
