@@ -31,7 +31,9 @@ type WasteCursor struct {
 }
 
 // Cursor is the place right after g in rank order.
-func (g GroupInfo) Cursor() WasteCursor { return WasteCursor{Waste: g.Waste(), Algo: g.Algo, Hash: g.Hash} }
+func (g GroupInfo) Cursor() WasteCursor {
+	return WasteCursor{Waste: g.Waste(), Algo: g.Algo, Hash: g.Hash}
+}
 
 // GroupCount counts the groups.
 func (vw *View) GroupCount(ctx context.Context) (int64, error) {
