@@ -43,6 +43,9 @@ type listed struct {
 	base  string
 	id    int64
 	first bool
+	// callers: the name is the caller's own (a label of /files), which
+	// the kernel may keep for no one else.
+	callers bool
 }
 
 // fetchFunc returns the entries after offset off, at most pageSize of
@@ -53,7 +56,7 @@ type fetchFunc func(ctx context.Context, off uint64) ([]listed, error)
 // many as fit; with plus (READDIRPLUS), with the attributes of the entries
 // that offer them.
 func (f *FS) readdir(c *caller, node uint64, off uint64, out *fuse.DirEntryList, plus bool) fuse.Status {
-	self, parent, what, fetch, st := f.lister(node)
+	self, parent, what, fetch, st := f.lister(c, node)
 	if st != fuse.OK {
 		return st
 	}
@@ -121,12 +124,15 @@ func (f *FS) plusEntry(c *caller, eo *fuse.EntryOut, e listed) {
 	} else {
 		f.dirAttr(&eo.Attr, e.Ino, e.mtime)
 		f.entry(eo, e.Ino, rowTimeout)
+		if e.callers && f.cfg.AllowOther {
+			eo.SetEntryTimeout(0)
+		}
 	}
 	f.timesFor(e.Ino, &eo.Attr)
 }
 
-// lister returns how to list folder node.
-func (f *FS) lister(node uint64) (self, parent uint64, what string, fetch fetchFunc, st fuse.Status) {
+// lister returns how to list folder node for c.
+func (f *FS) lister(c *caller, node uint64) (self, parent uint64, what string, fetch fetchFunc, st fuse.Status) {
 	kind, id := split(node)
 	switch {
 	case node == inoRoot:
@@ -139,6 +145,10 @@ func (f *FS) lister(node uint64) (self, parent uint64, what string, fetch fetchF
 		return node, inoRoot, "thumbnails", f.listThumbs, fuse.OK
 	case node == inoByFolder:
 		return node, inoRoot, "folder groups", f.listFolderGroups, fuse.OK
+	case node == inoFiles:
+		return node, inoRoot, "groups by rank", f.labelLister(c), fuse.OK
+	case kind == kindFilesGroup:
+		return node, inoFiles, "places of copies", f.placeLister(c, id), fuse.OK
 	case kind == kindFolderGroup:
 		return node, inoByFolder, "folders", f.folderLister(id), fuse.OK
 	case kind == kindGroup:
@@ -162,8 +172,10 @@ func (f *FS) listRoot(_ context.Context, off uint64) ([]listed, error) {
 		{DirEntry: fuse.DirEntry{Name: "by-folder", Mode: syscall.S_IFDIR, Ino: inoByFolder, Off: 3}, plus: true},
 		{DirEntry: fuse.DirEntry{Name: "by-hash", Mode: syscall.S_IFDIR, Ino: inoByHash, Off: 4}, plus: true},
 		{DirEntry: fuse.DirEntry{Name: "by-size", Mode: syscall.S_IFDIR, Ino: inoBySize, Off: 5}, plus: true},
-		{DirEntry: fuse.DirEntry{Name: "status.json", Mode: syscall.S_IFREG, Ino: inoStatus, Off: 6}},
-		{DirEntry: fuse.DirEntry{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 7}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "files", Mode: syscall.S_IFDIR, Ino: inoFiles, Off: 6}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "status.json", Mode: syscall.S_IFREG, Ino: inoStatus, Off: 7}},
+		{DirEntry: fuse.DirEntry{Name: "summary.txt", Mode: syscall.S_IFREG, Ino: inoSummary, Off: 8}},
+		{DirEntry: fuse.DirEntry{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 9}, plus: true},
 	}
 	for i, e := range all {
 		if e.Off > off {

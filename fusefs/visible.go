@@ -66,7 +66,7 @@ func (f *FS) public(node uint64) (ok bool, until time.Time) {
 	if !f.cfg.AllowOther {
 		return true, time.Time{}
 	}
-	if node == inoStatus {
+	if node == inoStatus || node == inoSummary {
 		return false, time.Time{} // each reader has its own
 	}
 	var fr fresh
@@ -104,7 +104,7 @@ func (f *FS) showsNow(r reader, kind uint64, id int64, fr *fresh) bool {
 	switch kind {
 	case kindGroup:
 		return f.groupShows(r, id, false, fr)
-	case kindSizeLink, kindSizeDir, kindThumb:
+	case kindSizeLink, kindSizeDir, kindThumb, kindFilesGroup:
 		// As the group (of its size) is; the groups' answers are kept.
 		if kind == kindThumb {
 			th, err := f.db.ThumbByID(ctx, id)

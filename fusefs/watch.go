@@ -37,7 +37,10 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 		}
 		f.ends.changed()
 		f.statusChanged()
-		s.groups = f.applyChanges(ctx, s.groups)
+		if seq := f.applyChanges(ctx, s.groups); seq != s.groups {
+			s.groups = seq
+			f.filesChanged()
+		}
 		f.appliedSeq.Store(s.groups)
 		s.thumbs = f.applyThumbChanges(ctx, s.thumbs)
 		s.folders = f.applyFolderChanges(ctx, s.folders)
@@ -109,6 +112,7 @@ func (f *FS) invalidate(c store.Change) {
 	k := key(c.GroupRef)
 	f.srv.EntryNotify(inoByHash, k)
 	f.srv.InodeNotify(ino(kindGroup, c.ID), 0, 0)
+	f.srv.InodeNotify(ino(kindFilesGroup, c.ID), 0, 0)
 	size := ino(kindSizeDir, c.Size)
 	f.srv.EntryNotify(inoBySize, strconv.FormatInt(c.Size, 10))
 	f.srv.EntryNotify(size, k)

@@ -1,0 +1,218 @@
+package fusefs
+
+import (
+	"context"
+	"sort"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
+)
+
+// /files/<label>/<where>: the copies of a group, each named after where it
+// lives (naming.Where: "Pictures › 2023 › IMG_0002.jpg"), listed by file
+// id (the order the reports list them in), each a symlink to the copy or,
+// serving files, the copy itself: the nodes of /by-hash's copies. A name
+// that repeats an earlier copy's (a long path shortened, a folder named
+// with " › ") gets " ~<file id>" before its extension; a caller who sees
+// only some copies sees them named as if the others were not there, as in
+// /by-hash.
+//
+// A walk enters the group folders in rank order, each needing the places of
+// its copies: the first listing of a group reads those of the aheadGroups
+// groups ranked after it too, in one query, and the next listings take
+// theirs from that until the index changes.
+
+// placeName is the name a copy shows under in its group's folder.
+type placeName struct {
+	id   int64 // file id
+	name string
+	// first: the first copy (lowest id) of its name among all copies, so
+	// named for every caller who sees it.
+	first bool
+}
+
+// placesCache holds the places of the copies of the groups last read, and
+// the names of those listed, while the groups do not change.
+type placesCache struct {
+	gen    uint64
+	places map[int64][]store.Place
+	names  map[int64][]placeName // as those who see everything see them
+}
+
+// rootNames are the roots by id, with the names people know them by
+// (naming.RootNames), while the index does not change.
+type rootNames struct {
+	gen   uint64
+	path  map[int64]string
+	names map[string]string
+}
+
+// aheadPlaces bounds the places of copies one read ahead keeps, beside
+// those of the group asked for.
+const aheadPlaces = aheadGroups * aheadRowsPerGroup
+
+// groupPlaces returns the places of the copies of a group.
+func (f *FS) groupPlaces(ctx context.Context, contentID int64) ([]store.Place, error) {
+	pp := &f.people
+	gen := pp.gen.Load()
+	pp.placesMu.Lock()
+	if c := &pp.places; c.gen == gen && c.places != nil {
+		if ps, ok := c.places[contentID]; ok {
+			pp.placesMu.Unlock()
+			return ps, nil
+		}
+	}
+	pp.placesMu.Unlock()
+	// This group and those ranked after it that are small enough.
+	g, err := f.db.GroupByID(ctx, contentID)
+	if err != nil {
+		return nil, err
+	}
+	cur := g.Cursor()
+	next, err := f.db.WastePage(ctx, &cur, 0, aheadGroups)
+	if err != nil {
+		return nil, err
+	}
+	ids, rows := []int64{contentID}, int64(0)
+	for _, n := range next {
+		if rows += n.Files; rows > aheadPlaces {
+			break
+		}
+		ids = append(ids, n.ID)
+	}
+	places, err := f.db.PlacesOf(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	pp.placesMu.Lock()
+	pp.places = placesCache{gen: gen, places: places, names: map[int64][]placeName{}}
+	for _, id := range ids {
+		if _, ok := places[id]; !ok {
+			places[id] = nil // no group (any more): no copies
+		}
+	}
+	pp.placesMu.Unlock()
+	return places[contentID], nil
+}
+
+// rootsNamed returns the roots and their names.
+func (f *FS) rootsNamed(ctx context.Context) (rootNames, error) {
+	pp := &f.people
+	gen := f.ends.stamp() // the roots change with no group
+	pp.placesMu.Lock()
+	r := pp.roots
+	pp.placesMu.Unlock()
+	if r.path != nil && r.gen == gen {
+		return r, nil
+	}
+	paths, err := f.db.RootPaths(ctx)
+	if err != nil {
+		return r, err
+	}
+	all := make([]string, 0, len(paths))
+	for _, p := range paths {
+		all = append(all, p)
+	}
+	r = rootNames{gen: gen, path: paths, names: naming.RootNames(all)}
+	pp.placesMu.Lock()
+	pp.roots = r
+	pp.placesMu.Unlock()
+	return r, nil
+}
+
+// placeNames names the copies of a group that c sees, by file id.
+func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]placeName, error) {
+	pp := &f.people
+	gen := pp.gen.Load()
+	if c == nil {
+		pp.placesMu.Lock()
+		ns, ok := pp.places.names[contentID]
+		ok = ok && pp.places.gen == gen
+		pp.placesMu.Unlock()
+		if ok {
+			return ns, nil
+		}
+	}
+	places, err := f.groupPlaces(ctx, contentID)
+	if err != nil {
+		return nil, err
+	}
+	roots, err := f.rootsNamed(ctx)
+	if err != nil {
+		return nil, err
+	}
+	bare := make([]string, len(places))
+	firstOf := make(map[string]int64, len(places))
+	for i, p := range places {
+		root := roots.path[p.RootID]
+		bare[i] = naming.Where(roots.names[root], root, p.Dir, p.Name, 0)
+		if _, ok := firstOf[bare[i]]; !ok {
+			firstOf[bare[i]] = p.FileID
+		}
+	}
+	out := make([]placeName, 0, len(places))
+	taken := make(map[string]bool, len(places))
+	for i, p := range places {
+		if c != nil && !f.visible(c, ino(kindLink, p.FileID)) {
+			continue
+		}
+		name := bare[i]
+		if taken[name] {
+			root := roots.path[p.RootID]
+			name = naming.Where(roots.names[root], root, p.Dir, p.Name, p.FileID)
+		}
+		taken[name] = true
+		out = append(out, placeName{id: p.FileID, name: name, first: firstOf[bare[i]] == p.FileID && name == bare[i]})
+	}
+	if c == nil {
+		pp.placesMu.Lock()
+		if pp.places.gen == gen && pp.places.names != nil {
+			pp.places.names[contentID] = out
+		}
+		pp.placesMu.Unlock()
+	}
+	return out, nil
+}
+
+// placeLister lists the copies of a group for c by file id; an entry's
+// offset is its file id.
+func (f *FS) placeLister(c *caller, contentID int64) fetchFunc {
+	return func(ctx context.Context, off uint64) ([]listed, error) {
+		names, err := f.placeNames(ctx, c, contentID)
+		if err != nil {
+			return nil, err
+		}
+		after := idAfter(off)
+		i := sort.Search(len(names), func(i int) bool { return names[i].id > after })
+		out := make([]listed, 0, min(pageSize, len(names)-i))
+		for _, n := range names[i:min(len(names), i+pageSize)] {
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: n.name, Mode: f.copyMode(),
+				Ino: ino(kindLink, n.id), Off: offID(n.id)}})
+		}
+		return out, nil
+	}
+}
+
+// lookupPlace finds a copy of a group by the name it shows under for c.
+func (f *FS) lookupPlace(c *caller, contentID int64, name string, out *fuse.EntryOut) fuse.Status {
+	ctx := dbctx()
+	names, err := f.placeNames(ctx, c, contentID)
+	if err != nil {
+		return f.status("name the copies of a group", err)
+	}
+	for _, n := range names {
+		if n.name != name {
+			continue
+		}
+		m, err := f.db.FileByID(ctx, n.id)
+		if err != nil {
+			return f.status("read copy", err)
+		}
+		node := ino(kindLink, n.id)
+		f.copyAttr(&out.Attr, node, m)
+		return f.namedEntry(out, node, linkTimeout, ino(kindFilesGroup, contentID), n.first)
+	}
+	return fuse.ENOENT
+}
