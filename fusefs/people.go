@@ -34,8 +34,8 @@ import (
 // may read two copies that are two inodes, each counted, named and ranked
 // by those copies alone. It is made by reading every group once, and kept
 // while the index does not change and what the disk said of the copies
-// holds (a second), for a few callers at a time; a label is the caller's
-// own, so the kernel keeps none of them.
+// holds (a second, or a second after it is made), for a few callers at a
+// time; a label is the caller's own, so the kernel keeps none of them.
 
 // rankStride is how many places of the ranking lie between two marks.
 const rankStride = pageSize
@@ -240,7 +240,10 @@ func (f *FS) rankFor(c *caller, gen uint64, t time.Time) (*callerRanking, error)
 		}
 		return bytes.Compare(a.Hash, b.Hash)
 	})
-	return &callerRanking{key: c.key, gen: gen, until: mine.end(t), all: all}, nil
+	// Made of many answers, it may take longer than they hold: it is kept
+	// a second after it is made at least. Whether each of its groups is
+	// there is asked again as it is listed.
+	return &callerRanking{key: c.key, gen: gen, until: maxTime(mine.end(t), now().Add(accessTTL)), all: all}, nil
 }
 
 // seenBy is group g as reader r sees it, its copies at places: there when
@@ -308,4 +311,11 @@ func (f *FS) lookupLabel(c *caller, name string, out *fuse.EntryOut) fuse.Status
 		out.SetEntryTimeout(0) // the caller's own name
 	}
 	return fuse.OK
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
