@@ -19,10 +19,9 @@ import (
 // only some copies sees them named as if the others were not there, as in
 // /by-hash.
 //
-// A walk enters the group folders in rank order, each needing the places of
-// its copies: the first listing of a group reads those of the aheadGroups
-// groups ranked after it too, in one query, and the next listings take
-// theirs from that until the index changes.
+// A walk enters the group folders one after the other, each needing the
+// places of its copies: they are read ahead of it (groupPlaces), a hundred
+// groups in one query, while the index does not change.
 
 // placeName is the name a copy shows under in its group's folder.
 type placeName struct {
@@ -39,6 +38,9 @@ type placesCache struct {
 	gen    uint64
 	places map[int64][]store.Place
 	names  map[int64][]placeName // as those who see everything see them
+	// The first groups after those read ahead, by rank and by content id
+	// (0: none).
+	nextRank, nextID int64
 }
 
 // rootNames are the roots by id, with the names people know them by
@@ -53,46 +55,76 @@ type rootNames struct {
 // those of the group asked for.
 const aheadPlaces = aheadGroups * aheadRowsPerGroup
 
+// aheadProbe is how many groups a first read ahead takes in each order.
+const aheadProbe = 8
+
 // groupPlaces returns the places of the copies of a group.
+//
+// A walk enters the group folders in rank order (readdir's), or by inode
+// number, which is content id order: find sorts a folder of over 10,000
+// entries by inode. A group not read ahead is read with the aheadProbe
+// groups after it in both orders; a walk that then reaches the group after
+// those in one order goes on in that order, and aheadGroups are read in it.
 func (f *FS) groupPlaces(ctx context.Context, contentID int64) ([]store.Place, error) {
 	pp := &f.people
 	gen := pp.gen.Load()
 	pp.placesMu.Lock()
-	if c := &pp.places; c.gen == gen && c.places != nil {
+	c := pp.places
+	pp.placesMu.Unlock()
+	if c.gen == gen && c.places != nil {
 		if ps, ok := c.places[contentID]; ok {
-			pp.placesMu.Unlock()
 			return ps, nil
 		}
 	}
-	pp.placesMu.Unlock()
-	// This group and those ranked after it that are small enough.
-	g, err := f.db.GroupByID(ctx, contentID)
-	if err != nil {
-		return nil, err
-	}
-	cur := g.Cursor()
-	next, err := f.db.WastePage(ctx, &cur, 0, aheadGroups)
-	if err != nil {
-		return nil, err
+	byRank, byID := aheadProbe, aheadProbe
+	switch {
+	case c.gen == gen && contentID == c.nextRank:
+		byRank, byID = aheadGroups, 0
+	case c.gen == gen && contentID == c.nextID:
+		byRank, byID = 0, aheadGroups
 	}
 	ids, rows := []int64{contentID}, int64(0)
-	for _, n := range next {
-		if rows += n.Files; rows > aheadPlaces {
-			break
+	next := placesCache{gen: gen, names: map[int64][]placeName{}}
+	take := func(gs []store.GroupInfo, n int) int64 {
+		for i, g := range gs {
+			if rows += g.Files; i == n || rows > aheadPlaces {
+				return g.ID
+			}
+			ids = append(ids, g.ID)
 		}
-		ids = append(ids, n.ID)
+		return 0
+	}
+	if byRank > 0 {
+		g, err := f.db.GroupByID(ctx, contentID)
+		if err != nil {
+			return nil, err
+		}
+		cur := g.Cursor()
+		gs, err := f.db.WastePage(ctx, &cur, 0, byRank+1)
+		if err != nil {
+			return nil, err
+		}
+		next.nextRank = take(gs, byRank)
+	}
+	if byID > 0 {
+		gs, err := f.db.GroupsPage(ctx, contentID, byID+1)
+		if err != nil {
+			return nil, err
+		}
+		next.nextID = take(gs, byID)
 	}
 	places, err := f.db.PlacesOf(ctx, ids)
 	if err != nil {
 		return nil, err
 	}
-	pp.placesMu.Lock()
-	pp.places = placesCache{gen: gen, places: places, names: map[int64][]placeName{}}
 	for _, id := range ids {
 		if _, ok := places[id]; !ok {
 			places[id] = nil // no group (any more): no copies
 		}
 	}
+	next.places = places
+	pp.placesMu.Lock()
+	pp.places = next
 	pp.placesMu.Unlock()
 	return places[contentID], nil
 }
