@@ -1,13 +1,10 @@
 package fusefs
 
 import (
-	"bytes"
 	"context"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -30,12 +27,8 @@ import (
 // rank of its group, which others' changes move.
 //
 // In a view others may enter, a caller who sees less than everything gets
-// a ranking of what they see (rankingFor): only the groups of which they
-// may read two copies that are two inodes, each counted, named and ranked
-// by those copies alone. It is made by reading every group once, and kept
-// while the index does not change and what the disk said of the copies
-// holds (a second, or a second after it is made), for a few callers at a
-// time; a label is the caller's own, so the kernel keeps none of them.
+// a ranking of what they see (rankings.go); a label is the caller's own,
+// so the kernel keeps none of them.
 
 // rankStride is how many places of the ranking lie between two marks.
 const rankStride = pageSize
@@ -57,9 +50,6 @@ type people struct {
 	roots    rootNames
 }
 
-// maxRankings is how many callers' rankings are kept.
-const maxRankings = 4
-
 // filesChanged tells /files that groups changed: its marks go, and the
 // kernel forgets every label (and the folders under them) and the
 // listing, which a rank moved by the change would make stale.
@@ -80,12 +70,7 @@ type ranked struct {
 // (0-based) on, for c, and how many groups it ranks.
 func (f *FS) rankedAt(ctx context.Context, c *caller, p int64, limit int) ([]ranked, int64, error) {
 	if c != nil {
-		r, err := f.rankingFor(c)
-		if err != nil {
-			return nil, 0, err
-		}
-		n := int64(len(r.all))
-		return r.all[min(p, n):min(p+int64(limit), n)], n, nil
+		return f.callerRankedAt(ctx, c, p, limit)
 	}
 	gs, count, err := f.groupsAt(ctx, p, limit)
 	if err != nil || len(gs) == 0 {
@@ -161,113 +146,6 @@ func (f *FS) groupsAt(ctx context.Context, p int64, limit int) ([]store.GroupInf
 	return gs, pp.count, nil
 }
 
-// callerRanking is the ranking of what one caller sees.
-type callerRanking struct {
-	key   string
-	gen   uint64
-	until time.Time // when what the disk said of it may be kept no longer
-	all   []ranked
-}
-
-// rankingFor returns the ranking of what c sees: made afresh, or the one
-// made for the same caller while it holds.
-func (f *FS) rankingFor(c *caller) (*callerRanking, error) {
-	pp := &f.people
-	gen, t := pp.gen.Load(), now()
-	pp.callersMu.Lock()
-	for i, r := range pp.callers {
-		if r.key == c.key && r.gen == gen && t.Before(r.until) {
-			copy(pp.callers[1:i+1], pp.callers[:i])
-			pp.callers[0] = r
-			pp.callersMu.Unlock()
-			return r, nil
-		}
-	}
-	pp.callersMu.Unlock()
-	r, err := f.rankFor(c, gen, t)
-	if err != nil {
-		return nil, err
-	}
-	pp.callersMu.Lock()
-	pp.callers = slices.DeleteFunc(pp.callers, func(o *callerRanking) bool { return o.key == c.key })
-	pp.callers = append([]*callerRanking{r}, pp.callers[:min(len(pp.callers), maxRankings-1)]...)
-	pp.callersMu.Unlock()
-	return r, nil
-}
-
-// rankFor makes the ranking of what c sees, at t: every group, by content
-// id, a page at a time.
-func (f *FS) rankFor(c *caller, gen uint64, t time.Time) (*callerRanking, error) {
-	ctx := dbctx()
-	r := callerReader{f, c}
-	mine := fresh{since: t} // long to make: of answers asked afresh
-	var all []ranked
-	for after := int64(0); ; {
-		gs, err := f.db.GroupsPage(ctx, after, pageSize)
-		if err != nil {
-			return nil, err
-		}
-		ids := make([]int64, len(gs))
-		for i, g := range gs {
-			ids[i] = g.ID
-		}
-		places, err := f.db.PlacesOf(ctx, ids)
-		if err != nil {
-			return nil, err
-		}
-		for _, g := range gs {
-			if e, ok := f.seenBy(r, g, places[g.ID], &mine); ok {
-				all = append(all, e)
-			}
-		}
-		if len(gs) < pageSize {
-			break
-		}
-		after = gs[len(gs)-1].ID
-	}
-	slices.SortFunc(all, func(a, b ranked) int {
-		if wa, wb := a.Waste(), b.Waste(); wa != wb {
-			if wa > wb {
-				return -1
-			}
-			return 1
-		}
-		if a.Algo != b.Algo {
-			if a.Algo < b.Algo {
-				return -1
-			}
-			return 1
-		}
-		return bytes.Compare(a.Hash, b.Hash)
-	})
-	// Made of many answers, it may take longer than they hold: it is kept
-	// a second after it is made at least. Whether each of its groups is
-	// there is asked again as it is listed.
-	return &callerRanking{key: c.key, gen: gen, until: maxTime(mine.end(t), now().Add(accessTTL)), all: all}, nil
-}
-
-// seenBy is group g as reader r sees it, its copies at places: there when
-// r may read two of them that are two inodes (as visible decides), its
-// count, name and inodes those of what r may read.
-func (f *FS) seenBy(r reader, g store.GroupInfo, places []store.Place, fr *fresh) (ranked, bool) {
-	var names []string
-	inodes := map[[2]uint64]bool{}
-	for _, p := range places {
-		path := p.Path()
-		if !r.read(path, fr) {
-			continue
-		}
-		names = append(names, p.Name)
-		e := f.access.attrsOf(path, false, fr)
-		inodes[[2]uint64{e.dev, e.ino}] = true
-	}
-	if len(inodes) < 2 {
-		return ranked{}, false
-	}
-	g.Inodes = int64(len(inodes))
-	return ranked{GroupInfo: g, n: int64(len(names)), name: naming.CommonName(names)}, true
-}
-
 // label is the name of the folder of a group at position p (0-based) of a
 // ranking of count groups.
 func label(e ranked, p, count int64) string {
@@ -311,11 +189,4 @@ func (f *FS) lookupLabel(c *caller, name string, out *fuse.EntryOut) fuse.Status
 		out.SetEntryTimeout(0) // the caller's own name
 	}
 	return fuse.OK
-}
-
-func maxTime(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
 }

@@ -436,8 +436,16 @@ func TestFilesForAnotherCaller(t *testing.T) {
 			t.Errorf("the caller sees %q", n.name)
 		}
 	}
-	// A chmod shows within a second: y.txt goes, x.jpg ranks first.
+	// A chmod shows within a second, in a lookup of the ranking the
+	// caller's walk began with too: y.txt goes, x.jpg ranks first.
 	os.Chmod(filepath.Join(root, "pub2/y.txt"), 0o600)
+	eventually(t, "y.txt's label goes for the caller", func() bool {
+		st := tf.fs.lookup(c, inoFiles, want[0], &out)
+		return st.Ok() && out.NodeId == 0
+	})
+	if st := tf.fs.lookup(c, inoFiles, "1 · x.jpg (2 copies, 100 B)", &out); !st.Ok() || out.NodeId == 0 {
+		t.Errorf("x.jpg's new label for the caller: %v, node %x", st, out.NodeId)
+	}
 	eventually(t, "y.txt goes for the caller", func() bool {
 		es, err := tf.fs.labelLister(c)(ctx, 2)
 		return err == nil && len(es) == 1 && es[0].Name == "1 · x.jpg (2 copies, 100 B)"
