@@ -1,6 +1,9 @@
 // Package fusefs owns the mounted, read-only view of the duplicates, read
 // through store only.
 //
+//	/files/<label>/<where>         the groups for people, by rank: a copy
+//	                               named after where it lives (as in /by-hash)
+//	/summary.txt                   status.json for people, a few lines
 //	/by-hash/<algo>:<hex>/<name>   symlink to the absolute path of a copy
 //	                               (ServeFiles: a read-only file read through to it)
 //	/by-size/<bytes>/<algo>:<hex>  symlink to ../../by-hash/<algo>:<hex>
@@ -65,7 +68,10 @@
 //	listahead.go  group listings read ahead of a walk
 //	names.go      the names copies show under
 //	folders.go    /by-folder
-//	files.go      /status.json and /thumbs, open file handles
+//	people.go     /files: the groups by rank, their labels
+//	rankings.go   /files for a caller who sees less than everything
+//	places.go     /files: the copies of a group, named by where they live
+//	files.go      /status.json, /summary.txt and /thumbs, open file handles
 //	copies.go     copies served as files, passthrough
 //	access.go     the caller, and what the disk lets them read
 //	visible.go    which nodes a caller sees
