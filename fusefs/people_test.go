@@ -309,7 +309,8 @@ func TestSummaryServed(t *testing.T) {
 // realFile is a file written to disk, then indexed with its real stat.
 type realFile struct {
 	rel     string // under the root
-	size    int
+	size    int    // of content's byte, unless data is set
+	data    []byte
 	mode    os.FileMode
 	content int    // its group
 	linkOf  string // a hard link to this earlier file instead
@@ -318,52 +319,31 @@ type realFile struct {
 // realTree writes files under root and indexes them as a scan would.
 func (t *testFS) realTree(root string, files ...realFile) {
 	t.tb.Helper()
-	ctx := context.Background()
-	r, _, err := t.db.Files().AddRoot(ctx, store.RootSpec{Path: root}, false)
-	if err != nil {
-		t.tb.Fatal(err)
-	}
-	err = t.db.Write(ctx, func(tx *store.Tx) error {
-		b, err := tx.ScanBatch(1, "sha256")
+	var sc []scanned
+	for _, f := range files {
+		p := filepath.Join(root, f.rel)
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		var err error
+		switch {
+		case f.linkOf != "":
+			err = os.Link(filepath.Join(root, f.linkOf), p)
+		case f.data != nil:
+			err = os.WriteFile(p, f.data, f.mode)
+		default:
+			err = os.WriteFile(p, bytes.Repeat([]byte{byte(f.content)}, f.size), f.mode)
+		}
 		if err != nil {
-			return err
+			t.tb.Fatal(err)
 		}
-		defer b.Close()
-		folders := map[string]int64{}
-		for _, f := range files {
-			p := filepath.Join(root, f.rel)
-			os.MkdirAll(filepath.Dir(p), 0o755)
-			if f.linkOf != "" {
-				err = os.Link(filepath.Join(root, f.linkOf), p)
-			} else {
-				err = os.WriteFile(p, bytes.Repeat([]byte{byte(f.content)}, f.size), f.mode)
-			}
-			if err != nil {
-				return err
-			}
-			os.Chmod(p, f.mode)
-			var st syscall.Stat_t
-			if err := syscall.Stat(p, &st); err != nil {
-				return err
-			}
-			dir := filepath.Dir(p)
-			id, ok := folders[dir]
-			if !ok {
-				if id, err = b.AddFolder(r.ID, 0, dir, "", nil); err != nil {
-					return err
-				}
-				folders[dir] = id
-			}
-			if err := b.AddFile(r.ID, id, store.FileStat{Name: filepath.Base(p), Size: st.Size, MtimeNS: st.Mtim.Nano(),
-				Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink), Hash: &store.FileHash{Status: store.HashDone, Content: sum(f.content)}}); err != nil {
-				return err
-			}
+		os.Chmod(p, f.mode)
+		var st syscall.Stat_t
+		if err := syscall.Stat(p, &st); err != nil {
+			t.tb.Fatal(err)
 		}
-		return nil
-	})
-	if err != nil {
-		t.tb.Fatal(err)
+		sc = append(sc, scanned{filepath.Dir(p), store.FileStat{Name: filepath.Base(p), Size: st.Size, MtimeNS: st.Mtim.Nano(),
+			Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink), Hash: &store.FileHash{Status: store.HashDone, Content: sum(f.content)}}})
 	}
+	t.scan(root, sc)
 }
 
 // A caller who sees less than everything sees groups ranked, counted and
