@@ -22,6 +22,7 @@ type Index interface {
 	// Groups by rank (/files), and where their copies live.
 	GroupCount(ctx context.Context) (int64, error)
 	WastePage(ctx context.Context, after *store.WasteCursor, skip, limit int) ([]store.GroupInfo, error)
+	CopyNames(ctx context.Context, ids []int64) (map[int64][]string, error)
 	PlacesOf(ctx context.Context, ids []int64) (map[int64][]store.Place, error)
 	RootPaths(ctx context.Context) (map[int64]string, error)
 

@@ -42,6 +42,9 @@ type people struct {
 	count int64      // groups ranked (-1: not read yet)
 	marks []*store.WasteCursor
 
+	winMu sync.Mutex
+	win   window
+
 	callersMu sync.Mutex
 	callers   []*callerRanking // most recently used first
 
@@ -72,7 +75,29 @@ func (f *FS) rankedAt(ctx context.Context, c *caller, p int64, limit int) ([]ran
 	if c != nil {
 		return f.callerRankedAt(ctx, c, p, limit)
 	}
-	gs, count, err := f.groupsAt(ctx, p, limit)
+	pp := &f.people
+	gen := pp.gen.Load()
+	pp.winMu.Lock()
+	w := pp.win
+	pp.winMu.Unlock()
+	if end := w.start + int64(len(w.es)); w.es != nil && w.gen == gen && p >= w.start &&
+		(p+int64(limit) <= end || end == w.count) {
+		return w.es[min(p-w.start, int64(len(w.es))):min(p-w.start+int64(limit), int64(len(w.es)))], w.count, nil
+	}
+	if limit == 1 {
+		// A lookup: the group at p, named from the copies read ahead of
+		// a walk.
+		gs, count, err := f.groupsAt(ctx, p, 1)
+		if err != nil || len(gs) == 0 {
+			return nil, count, err
+		}
+		places, err := f.groupPlaces(ctx, gs[0].ID)
+		if err != nil {
+			return nil, 0, err
+		}
+		return []ranked{{GroupInfo: gs[0], n: gs[0].Files, name: commonName(places)}}, count, nil
+	}
+	gs, count, err := f.groupsAt(ctx, p, max(limit, rankWindow))
 	if err != nil || len(gs) == 0 {
 		return nil, count, err
 	}
@@ -80,15 +105,31 @@ func (f *FS) rankedAt(ctx context.Context, c *caller, p int64, limit int) ([]ran
 	for i, g := range gs {
 		ids[i] = g.ID
 	}
-	places, err := f.db.PlacesOf(ctx, ids)
+	names, err := f.db.CopyNames(ctx, ids)
 	if err != nil {
 		return nil, 0, err
 	}
 	out := make([]ranked, len(gs))
 	for i, g := range gs {
-		out[i] = ranked{GroupInfo: g, n: g.Files, name: commonName(places[g.ID])}
+		out[i] = ranked{GroupInfo: g, n: g.Files, name: naming.CommonName(names[g.ID])}
 	}
-	return out, count, nil
+	pp.winMu.Lock()
+	pp.win = window{gen: gen, start: p, count: count, es: out}
+	pp.winMu.Unlock()
+	return out[:min(limit, len(out))], count, nil
+}
+
+// rankWindow is how many groups of the ranking one read takes: a READDIR
+// answer holds a few dozen labels, and the next starts where it ended.
+const rankWindow = 4 * pageSize
+
+// window is the stretch of the ranking last read for those who see
+// everything.
+type window struct {
+	gen   uint64
+	start int64
+	count int64 // groups ranked
+	es    []ranked
 }
 
 // commonName is the name a group goes by (naming.CommonName) among the

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/dupefs/dupefs/store"
@@ -34,6 +35,27 @@ type callerRanking struct {
 	gen  uint64
 	made time.Time
 	all  []ranked
+
+	// The entries last found still seen, and when: a READDIR answer holds
+	// a few dozen labels of a page asked of the disk.
+	mu               sync.Mutex
+	checkFrom, checkTo int64
+	checkedAt        time.Time
+}
+
+// checked reports whether the n entries from p were found still seen
+// within the last half second.
+func (r *callerRanking) checked(p int64, n int) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return p >= r.checkFrom && p+int64(n) <= r.checkTo && now().Before(r.checkedAt.Add(accessTTL/2))
+}
+
+// check records that the n entries from p were found still seen now.
+func (r *callerRanking) check(p int64, n int) {
+	r.mu.Lock()
+	r.checkFrom, r.checkTo, r.checkedAt = p, p+int64(n), now()
+	r.mu.Unlock()
 }
 
 // callerRankedAt is rankedAt for c, who sees less than everything.
@@ -46,7 +68,7 @@ func (f *FS) callerRankedAt(ctx context.Context, c *caller, p int64, limit int) 
 		}
 		n := int64(len(r.all))
 		es := r.all[min(p, n):min(p+int64(limit), n)]
-		if try > 0 {
+		if try > 0 || r.checked(p, len(es)) {
 			return es, n, nil
 		}
 		ok, err := f.stillSeen(ctx, c, es)
@@ -54,6 +76,7 @@ func (f *FS) callerRankedAt(ctx context.Context, c *caller, p int64, limit int) 
 			return nil, 0, err
 		}
 		if ok {
+			r.check(p, len(es))
 			return es, n, nil
 		}
 	}

@@ -111,6 +111,32 @@ func (vw *View) PlacesOf(ctx context.Context, ids []int64) (map[int64][]Place, e
 	return out, classify("list the places of copies", rows.Err())
 }
 
+// CopyNames lists the basenames of the live copies of the groups of
+// content ids ids, each group's by file id, in one query that reads the
+// index files_content alone: the names a page of labels is made of.
+func (vw *View) CopyNames(ctx context.Context, ids []int64) (map[int64][]string, error) {
+	list, err := json.Marshal(ids)
+	if err != nil {
+		return nil, fmt.Errorf("list the names of copies: %w", err)
+	}
+	rows, err := vw.db.query(ctx, `SELECT c.id, f.name FROM contents c JOIN files f ON f.content_hash = c.content_hash
+		WHERE c.id IN (SELECT value FROM json_each(?)) AND c.`+isGroup+` AND f.missing = 0 ORDER BY c.id, f.id`, string(list))
+	if err != nil {
+		return nil, classify("list the names of copies", err)
+	}
+	defer rows.Close()
+	out := make(map[int64][]string, len(ids))
+	for rows.Next() {
+		var id int64
+		var name string
+		if err := rows.Scan(&id, &name); err != nil {
+			return nil, classify("list the names of copies", err)
+		}
+		out[id] = append(out[id], name)
+	}
+	return out, classify("list the names of copies", rows.Err())
+}
+
 // RootPaths maps every root's id to its path.
 func (vw *View) RootPaths(ctx context.Context) (map[int64]string, error) {
 	rows, err := vw.db.query(ctx, `SELECT id, path FROM roots`)

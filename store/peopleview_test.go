@@ -146,6 +146,10 @@ func TestWastePageRanks(t *testing.T) {
 		ps[2][2].Path() != "/r/1/2/n1" || ps[2][0].FileID > ps[2][1].FileID {
 		t.Fatalf("PlacesOf(2, 1, 999) = %+v, %v", ps, err)
 	}
+	names, err := db.View().CopyNames(ctx, []int64{2, 1, 999})
+	if err != nil || len(names) != 2 || strings.Join(names[2], ",") != "first.txt,n1,n1" || strings.Join(names[1], ",") != "first.txt,n0" {
+		t.Fatalf("CopyNames(2, 1, 999) = %v, %v", names, err)
+	}
 	roots, err := db.View().RootPaths(ctx)
 	if err != nil || len(roots) != 1 || roots[ps[1][0].RootID] != "/r" {
 		t.Fatalf("RootPaths = %v, %v", roots, err)

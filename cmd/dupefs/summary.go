@@ -44,15 +44,11 @@ func largestGroup(ctx context.Context, vw *store.View, count int64) (string, err
 		return "", err
 	}
 	g := gs[0]
-	places, err := vw.PlacesOf(ctx, []int64{g.ID})
+	names, err := vw.CopyNames(ctx, []int64{g.ID})
 	if err != nil {
 		return "", err
 	}
-	names := make([]string, 0, len(places[g.ID]))
-	for _, p := range places[g.ID] {
-		names = append(names, p.Name)
-	}
-	label := naming.GroupLabel(1, max(count, 1), naming.CommonName(names), g.Files, g.Size)
+	label := naming.GroupLabel(1, max(count, 1), naming.CommonName(names[g.ID]), g.Files, g.Size)
 	return fmt.Sprintf("files/%s, %s in extra copies", label, naming.DecimalSize(g.Waste())), nil
 }
 
