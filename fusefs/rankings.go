@@ -38,9 +38,9 @@ type callerRanking struct {
 
 	// The entries last found still seen, and when: a READDIR answer holds
 	// a few dozen labels of a page asked of the disk.
-	mu               sync.Mutex
+	mu                 sync.Mutex
 	checkFrom, checkTo int64
-	checkedAt        time.Time
+	checkedAt          time.Time
 }
 
 // checked reports whether the n entries from p were found still seen
