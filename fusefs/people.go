@@ -48,9 +48,10 @@ type people struct {
 	callersMu sync.Mutex
 	callers   []*callerRanking // most recently used first
 
-	placesMu sync.Mutex
-	places   placesCache
-	roots    rootNames
+	placesMu  sync.Mutex
+	places    placesCache
+	roots     rootNames
+	seenRoots []string // the roots the watcher last saw
 }
 
 // filesChanged tells /files that groups changed: its marks go, and the

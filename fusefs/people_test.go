@@ -228,6 +228,23 @@ func TestFilesStayNamedAcrossRemounts(t *testing.T) {
 	}
 }
 
+// A root added with the name of another renames that one's copies, with
+// no group changing.
+func TestFilesRenamedByANewRoot(t *testing.T) {
+	tf := mountTest(t, nil)
+	tf.add("/a/Photos", copyOf{"/a/Photos/x", "f.jpg", 10, 1, 1}, copyOf{"/a/Photos/y", "f.jpg", 10, 2, 1})
+	label := "1 · f.jpg (2 copies, 10 B)"
+	eventually(t, "the watcher sees the group", func() bool { return tf.fs.people.gen.Load() > 0 })
+	if got := tf.readdirOrder("files/" + label); !slices.Equal(got, []string{"Photos › x › f.jpg", "Photos › y › f.jpg"}) {
+		t.Fatalf("before: %q", got)
+	}
+	tf.add("/b/Photos", copyOf{"/b/Photos", "alone.jpg", 10, 3, 0})
+	eventually(t, "the copies are renamed", func() bool {
+		got := tf.readdirOrder("files/" + label)
+		return slices.Equal(got, []string{"a › Photos › x › f.jpg", "a › Photos › y › f.jpg"})
+	})
+}
+
 func TestFilesPagesAcrossMarks(t *testing.T) {
 	tf := mountTest(t, nil)
 	const n = 2*rankStride + 37

@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"slices"
 	"sort"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
@@ -152,6 +153,28 @@ func (f *FS) rootsNamed(ctx context.Context) (rootNames, error) {
 	pp.roots = r
 	pp.placesMu.Unlock()
 	return r, nil
+}
+
+// rootsChanged reports whether the roots changed since it was last asked
+// (the watcher asks it at every commit): a root added or gone may rename
+// the copies of others that share its name, with no group changing.
+func (f *FS) rootsChanged(ctx context.Context) bool {
+	paths, err := f.db.RootPaths(ctx)
+	if err != nil {
+		f.logf("dupefs: read the roots: %v", err)
+		return false
+	}
+	all := make([]string, 0, len(paths))
+	for _, p := range paths {
+		all = append(all, p)
+	}
+	slices.Sort(all)
+	pp := &f.people
+	pp.placesMu.Lock()
+	defer pp.placesMu.Unlock()
+	changed := pp.seenRoots != nil && !slices.Equal(all, pp.seenRoots)
+	pp.seenRoots = all
+	return changed
 }
 
 // placeNames names the copies of a group that c sees, by file id.

@@ -37,7 +37,7 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 		}
 		f.ends.changed()
 		f.statusChanged()
-		if seq := f.applyChanges(ctx, s.groups); seq != s.groups {
+		if seq := f.applyChanges(ctx, s.groups); seq != s.groups || f.rootsChanged(ctx) {
 			s.groups = seq
 			f.filesChanged()
 		}
@@ -68,6 +68,7 @@ func (f *FS) startWatch() (w *store.Watcher, s feeds, err error) {
 		w.Close()
 		return nil, s, err
 	}
+	f.rootsChanged(ctx) // the roots /files names copies after, to watch
 	return w, s, nil
 }
 
