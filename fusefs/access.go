@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dupefs/dupefs/store"
 	"github.com/hanwen/go-fuse/v2/fuse"
 	"golang.org/x/sys/unix"
 )
@@ -143,7 +144,7 @@ type permEntry struct {
 }
 
 type pathsEntry struct {
-	paths   []string
+	paths   []store.CopyAt
 	expires time.Time
 }
 
@@ -408,7 +409,11 @@ func (f *FS) mayReach(c *caller, dir string, fr *fresh) bool {
 // allowed reports whether the disk grants c want on path (a folder:
 // dir), as the kernel would decide it, from what the disk said of path.
 func (f *FS) allowed(c *caller, path string, dir bool, want uint32, fr *fresh) bool {
-	return grants(c, f.access.attrsOf(path, dir, fr), want)
+	e := f.access.attrsOf(path, dir, fr)
+	if e.ok && e.mode&unix.S_IFMT == unix.S_IFLNK {
+		return f.viaSymlink(c, path, dir, want, fr) // follow.go
+	}
+	return grants(c, e, want)
 }
 
 // grants decides want for c on a path (e: what it is) from its mode and

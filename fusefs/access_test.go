@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -159,5 +160,170 @@ func TestAccessGroupsKeptPerProcess(t *testing.T) {
 	cmd.Wait()
 	if g := a.groups(child, 1002, 1002); len(g) != 0 {
 		t.Errorf("a process gone still has groups %v", g)
+	}
+}
+
+// indexAs indexes the files at paths (under root) as they are on disk, as
+// a scan would (one that follows symlinks), with content hash sum(9).
+func indexAs(tb testing.TB, db *store.DB, root string, paths ...string) {
+	tb.Helper()
+	ctx := context.Background()
+	r, _, err := db.Files().AddRoot(ctx, store.RootSpec{Path: root}, false)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	err = db.Write(ctx, func(tx *store.Tx) error {
+		b, err := tx.ScanBatch(1, "sha256")
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		folders := map[string]int64{}
+		for _, p := range paths {
+			dir := filepath.Dir(p)
+			id, ok := folders[dir]
+			if !ok {
+				if id, err = b.AddFolder(r.ID, 0, dir, "", nil); err != nil {
+					return err
+				}
+				folders[dir] = id
+			}
+			var st syscall.Stat_t
+			if err := syscall.Stat(p, &st); err != nil { // through symlinks, as a root that follows them
+				return err
+			}
+			if err := b.AddFile(r.ID, id, store.FileStat{Name: filepath.Base(p), Size: st.Size, MtimeNS: st.Mtim.Nano(),
+				Dev: st.Dev, Ino: st.Ino, Nlink: uint64(st.Nlink), Hash: &store.FileHash{Status: store.HashDone, Content: sum(9)}}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
+
+// A group a reader holds two hard links of (one inode) and someone else a
+// copy they cannot read is not theirs to see; putting another file at one
+// of the links' paths does not make it so: that file is not the copy the
+// index knows, and the group would tell them that the file they cannot
+// read holds the bytes of theirs.
+func TestAccessReplacedCopyIsNotTheCopy(t *testing.T) {
+	db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(t.TempDir(), "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	mine, secret := filepath.Join(root, "mine"), filepath.Join(root, "secret")
+	os.Mkdir(mine, 0o755)
+	os.Mkdir(secret, 0o700)
+	k1, k2, s := filepath.Join(mine, "k1"), filepath.Join(mine, "k2"), filepath.Join(secret, "s")
+	for _, p := range []string{k1, s} {
+		if err := os.WriteFile(p, []byte("known"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(k1, k2); err != nil {
+		t.Fatal(err)
+	}
+	indexAs(t, db, root, k1, k2, s)
+	g, err := db.View().Group(context.Background(), "sha256", sum(9))
+	if err != nil {
+		t.Fatal(err)
+	}
+	group := ino(kindGroup, g.ID)
+	f := New(db.View(), Config{AllowOther: true})
+	y := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+	if f.visible(y, group) {
+		t.Fatal("1002 sees a group they read one inode of")
+	}
+	// k2 becomes a file of its own, the index not told yet.
+	if err := os.Remove(k2); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(k2, []byte("known"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	clock := time.Now().Add(2 * accessTTL) // past every answer kept
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
+	if f.visible(y, group) {
+		t.Error("1002 sees the group once another file took the place of one of their hard links")
+	}
+	if ok, _ := f.public(group); ok {
+		t.Error("the group is there for everyone once another file took the place of one of its hard links")
+	}
+	var st syscall.Stat_t
+	syscall.Stat(k1, &st)
+	m, _, err := db.View().MemberByID(context.Background(), g.GroupRef, 2)
+	if err != nil || m.Name != "k2" {
+		t.Fatalf("file 2: %+v, %v", m, err)
+	}
+	if f.visible(y, ino(kindLink, m.FileID)) {
+		t.Error("1002 sees k2 as a copy of the group: the file at its path is another")
+	}
+	if !f.visible(y, ino(kindLink, 1)) {
+		t.Error("1002 does not see k1, theirs to read and as indexed")
+	}
+}
+
+// A root that follows symlinks records what it finds through one under
+// the symlink's path. A user who links, from a folder of theirs, to a
+// folder of root's they may not enter sees nothing of it through the view:
+// the symlink's own mode (0777) lets no one through; where it leads does,
+// as the disk decides it. A symlink to what they may read shows it.
+func TestAccessThroughASymlinkAsTheDiskDecides(t *testing.T) {
+	db, err := store.Open(context.Background(), store.Options{Path: filepath.Join(t.TempDir(), "index.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { db.Close() })
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	secret, pub, user := filepath.Join(root, "secret"), filepath.Join(root, "pub"), filepath.Join(root, "user")
+	os.Mkdir(secret, 0o700)
+	os.Mkdir(pub, 0o755)
+	os.Mkdir(user, 0o755)
+	for _, p := range []string{"secret/a", "secret/b", "pub/c", "pub/d"} {
+		if err := os.WriteFile(filepath.Join(root, p), []byte("same"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	os.Symlink(secret, filepath.Join(user, "s"))
+	os.Symlink("../pub", filepath.Join(user, "p"))
+	os.Symlink(filepath.Join(pub, "c"), filepath.Join(user, "c"))
+	indexAs(t, db, root, filepath.Join(user, "s", "a"), filepath.Join(user, "s", "b"),
+		filepath.Join(user, "p", "c"), filepath.Join(user, "c"))
+	f := New(db.View(), Config{AllowOther: true})
+	y := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+	ids := map[string]int64{}
+	ms, err := db.View().CopiesPage(context.Background(), 1, 0, 10)
+	if err != nil || len(ms) != 4 {
+		t.Fatalf("copies %+v, %v", ms, err)
+	}
+	for _, m := range ms {
+		full, _ := db.View().FileByID(context.Background(), m.FileID)
+		ids[strings.TrimPrefix(full.Path(), root+"/")] = m.FileID
+	}
+	for rel, want := range map[string]bool{"user/s/a": false, "user/s/b": false, "user/p/c": true, "user/c": true} {
+		if got := f.visible(y, ino(kindLink, ids[rel])); got != want {
+			t.Errorf("%s is there for 1002: %v, want %v", rel, got, want)
+		}
+		if ok, _ := f.public(ino(kindLink, ids[rel])); ok != want {
+			t.Errorf("%s is there for everyone: %v, want %v", rel, ok, want)
+		}
+	}
+	os.Remove(filepath.Join(user, "c"))
+	os.Symlink(filepath.Join(pub, "d"), filepath.Join(user, "c")) // now another file
+	clock := time.Now().Add(2 * accessTTL)
+	now = func() time.Time { return clock }
+	t.Cleanup(func() { now = time.Now })
+	if f.visible(y, ino(kindLink, ids["user/c"])) {
+		t.Error("user/c, a symlink to another file now, is still the copy")
 	}
 }

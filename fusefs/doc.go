@@ -38,7 +38,10 @@
 //     ~<file id> before the extension for every copy after the first of a
 //     shared basename, within 255 bytes (names.go); node ids come from
 //     AUTOINCREMENT row ids, never reused, so an inode number names one
-//     thing for the life of the index.
+//     thing for the life of the index. A view others may enter hands the
+//     kernel those ids enciphered with a key kept in the index (ids.go),
+//     and names them so in name~<id>: counted, plain ones would tell of
+//     groups and files the caller cannot see.
 //   - Kernel caches follow the index: entries and attributes of folders
 //     made from rows stay a minute, since the watcher invalidates those
 //     that change; those of copies a second, since nothing tells when a
@@ -73,6 +76,7 @@
 //	places.go     /files: the copies of a group, named by where they live
 //	files.go      /status.json, /summary.txt and /thumbs, open file handles
 //	copies.go     copies served as files, passthrough
+//	ids.go        the numbers the kernel knows nodes by in a view others enter
 //	access.go     the caller, and what the disk lets them read
 //	visible.go    which nodes a caller sees
 //	watch.go      the watcher of commits, telling the kernel what changed

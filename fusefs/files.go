@@ -115,20 +115,21 @@ func (f *FS) statusChanged() {
 
 const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall.O_APPEND
 
-// open opens status.json (or summary.txt), with one snapshot for the reader (direct I/O: its
-// size changes, and a reader reads to EOF), or a thumbnail, whose pages the
-// kernel keeps between opens until the watcher says it changed.
-func (f *FS) open(c *caller, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	if in.Flags&writeFlags != 0 {
+// open opens status.json or summary.txt, with one snapshot for the reader
+// (direct I/O: its size changes, and a reader reads to EOF), or a
+// thumbnail, whose pages the kernel keeps between opens until the watcher
+// says it changed.
+func (f *FS) open(c *caller, node uint64, flags uint32, out *fuse.OpenOut) fuse.Status {
+	if flags&writeFlags != 0 {
 		return fuse.EROFS
 	}
-	if !f.visible(c, in.NodeId) {
+	if !f.visible(c, node) {
 		return fuse.EACCES // seen at its lookup, unreadable now
 	}
-	kind, id := split(in.NodeId)
+	kind, id := split(node)
 	switch {
-	case in.NodeId == inoStatus || in.NodeId == inoSummary:
-		data, _, st := f.snapshot(in.NodeId, c != nil)
+	case node == inoStatus || node == inoSummary:
+		data, _, st := f.snapshot(node, c != nil)
 		if st != fuse.OK {
 			return st
 		}
@@ -146,7 +147,7 @@ func (f *FS) open(c *caller, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 		if err != nil {
 			return f.status("open thumbnail", err)
 		}
-		file, err := os.Open(filepath.Join(f.cfg.ThumbDir, name))
+		file, err := os.OpenFile(filepath.Join(f.cfg.ThumbDir, name), os.O_RDONLY|syscall.O_NOFOLLOW, 0)
 		if err != nil {
 			// The row says ready but the cache lost the file: the
 			// thumbnailer makes it again when it next starts.
@@ -156,9 +157,9 @@ func (f *FS) open(c *caller, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
 		out.Fh, out.OpenFlags = f.handles.add(file), fuse.FOPEN_KEEP_CACHE
 		return fuse.OK
 	case kind == kindLink:
-		return f.openCopy(c, id, in.NodeId, in.Flags&fuse.FMODE_EXEC != 0, out)
-	case kind == kindGroup || kind == kindSizeDir || kind == kindFilesGroup || in.NodeId == inoRoot ||
-		in.NodeId == inoByHash || in.NodeId == inoBySize || in.NodeId == inoThumbs || in.NodeId == inoFiles:
+		return f.openCopy(c, id, node, flags&fuse.FMODE_EXEC != 0, out)
+	case kind == kindGroup || kind == kindSizeDir || kind == kindFilesGroup || node == inoRoot ||
+		node == inoByHash || node == inoBySize || node == inoThumbs || node == inoFiles:
 		return fuse.EISDIR
 	}
 	return fuse.EINVAL

@@ -56,7 +56,7 @@ func (f *FS) lookupFolderLink(c *caller, groupID int64, name string, out *fuse.E
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		id, ok := suffixID(name)
+		id, ok := f.suffixID(name)
 		if !ok {
 			return fuse.ENOENT
 		}
@@ -141,7 +141,7 @@ func (f *FS) folderLister(groupID int64) fetchFunc {
 		ms, err := f.db.FolderMembersPage(ctx, groupID, idAfter(off), pageSize)
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
-			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FolderID, m.First),
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.linkName(m.Name, m.FolderID, m.First),
 				Mode: syscall.S_IFLNK, Ino: ino(kindFolderLink, m.FolderID), Off: offID(m.FolderID)},
 				base: m.Name, id: m.FolderID, first: m.First})
 		}
@@ -162,8 +162,8 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 			return seq
 		}
 		for _, c := range cs {
-			f.srv.EntryNotify(inoByFolder, naming.GroupKey(f.db.HashAlgo(), c.Sig))
-			f.srv.InodeNotify(ino(kindFolderGroup, c.ID), 0, 0)
+			f.notifyEntry(inoByFolder, naming.GroupKey(f.db.HashAlgo(), c.Sig))
+			f.notifyInode(ino(kindFolderGroup, c.ID))
 			seq, any = c.Seq, true
 		}
 		if len(cs) < 1000 {
@@ -171,8 +171,8 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 		}
 	}
 	if any {
-		f.srv.InodeNotify(inoByFolder, 0, 0)
-		f.srv.InodeNotify(inoRoot, 0, 0)
+		f.notifyInode(inoByFolder)
+		f.notifyInode(inoRoot)
 	}
 	return seq
 }

@@ -40,7 +40,7 @@ type Config struct {
 	// recomputed (default 1s).
 	StatusEvery time.Duration
 	// PollInterval is how often the watcher looks for commits (default
-	// 200ms).
+	// 100ms: a change on disk shows within a second under churn).
 	PollInterval time.Duration
 	// Strict refuses the fusermount3 fallback when mount(2) fails (tests).
 	Strict bool
@@ -50,6 +50,11 @@ type Config struct {
 	// NoPassthrough reads copies through this process even when the
 	// kernel could read them itself (the bench compares the two).
 	NoPassthrough bool
+	// IDKey enciphers the node ids, inode numbers and directory offsets
+	// of a view others may enter (ids.go): 16, 24 or 32 bytes, kept
+	// secret from them, the same from mount to mount so that the numbers
+	// stay (nil: a key of this mount's own). Unused without AllowOther.
+	IDKey []byte
 	// Logf receives problems serving the view. May be nil.
 	Logf func(format string, args ...any)
 }
@@ -65,6 +70,7 @@ type FS struct {
 	// view others may enter (timesFor).
 	started time.Time
 
+	ids *idCipher    // what the kernel knows nodes by (ids.go); nil: their ids
 	srv *fuse.Server // set once mounted
 	// stopping is set once an unmount began: a lazily detached mount may
 	// still get requests while the index closes, and their failures are
@@ -97,13 +103,16 @@ func New(db Index, cfg Config) *FS {
 		cfg.StatusEvery = time.Second
 	}
 	if cfg.PollInterval <= 0 {
-		cfg.PollInterval = 200 * time.Millisecond
+		cfg.PollInterval = 100 * time.Millisecond
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
 	}
 	f := &FS{db: db, cfg: cfg, uid: uint32(os.Getuid()), gid: uint32(os.Getgid()), started: time.Now()}
 	f.handles.closeCopy = f.closeCopy
+	if cfg.AllowOther {
+		f.ids = newIDCipher(cfg.IDKey)
+	}
 	return f
 }
 

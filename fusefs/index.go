@@ -32,7 +32,7 @@ type Index interface {
 	MemberByName(ctx context.Context, g store.GroupRef, name string) (store.Member, error)
 	MemberByID(ctx context.Context, g store.GroupRef, fileID int64) (store.Member, bool, error)
 	FileByID(ctx context.Context, id int64) (store.Member, error)
-	GroupPaths(ctx context.Context, contentID int64) ([]string, error)
+	GroupPaths(ctx context.Context, contentID int64) ([]store.CopyAt, error)
 
 	// Thumbnails.
 	ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]store.Thumb, error)

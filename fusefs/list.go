@@ -72,10 +72,12 @@ func (f *FS) readdir(c *caller, node uint64, off uint64, out *fuse.DirEntryList,
 		if e.base != "" {
 			e.Name = names.name(e)
 		}
+		shown := e.DirEntry
+		shown.Ino, shown.Off = f.ids.shown(e.Ino), f.ids.shownOff(e.Off)
 		if !plus {
-			return out.AddDirEntry(e.DirEntry)
+			return out.AddDirEntry(shown)
 		}
-		eo := out.AddDirLookupEntry(e.DirEntry)
+		eo := out.AddDirLookupEntry(shown)
 		if eo == nil {
 			return false
 		}
@@ -129,6 +131,9 @@ func (f *FS) plusEntry(c *caller, eo *fuse.EntryOut, e listed) {
 		}
 	}
 	f.timesFor(e.Ino, &eo.Attr)
+	if eo.NodeId != 0 {
+		eo.NodeId, eo.Ino = f.ids.shown(eo.NodeId), f.ids.shown(eo.Ino)
+	}
 }
 
 // lister returns how to list folder node for c.
@@ -242,7 +247,7 @@ func (f *FS) copyLister(contentID int64) fetchFunc {
 		}
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
-			out = append(out, listed{DirEntry: fuse.DirEntry{Name: linkName(m.Name, m.FileID, m.First),
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.linkName(m.Name, m.FileID, m.First),
 				Mode: f.copyMode(), Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)},
 				base: m.Name, id: m.FileID, first: m.First})
 		}

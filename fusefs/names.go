@@ -11,7 +11,8 @@ import (
 
 // A copy shows under its own basename. When copies of one group share a
 // basename, every copy after the first (by file id) gets ~<file id> before
-// its extension: IMG_1.jpg, IMG_1~812.jpg. A name stays within 255 bytes:
+// its extension: IMG_1.jpg, IMG_1~812.jpg (in a view others may enter,
+// the id enciphered: FS.linkName). A name stays within 255 bytes:
 // the stem is cut, never the suffix.
 
 const maxName = 255
@@ -54,6 +55,23 @@ func suffixID(name string) (int64, bool) {
 		return id, true
 	}
 	return try(name) // the extension was cut
+}
+
+// linkName is the name a copy (or a folder of a folder group) of row id id
+// shows under in this view: in one others may enter, its suffix holds the
+// id enciphered (ids.go), as counted, plain ids would tell how many files
+// were indexed between two of the caller's.
+func (f *FS) linkName(base string, id int64, first bool) string {
+	return linkName(base, f.ids.shownID(id), first)
+}
+
+// suffixID is the row id a name made by linkName holds, if any.
+func (f *FS) suffixID(name string) (int64, bool) {
+	id, ok := suffixID(name)
+	if !ok {
+		return 0, false
+	}
+	return f.ids.realID(id)
 }
 
 // A caller who sees only some copies of a group (see access.go) sees them
@@ -107,7 +125,7 @@ func (n *namer) name(e listed) string {
 		bare = id == e.id
 	}
 	n.taken = true
-	return linkName(e.base, e.id, bare)
+	return n.f.linkName(e.base, e.id, bare)
 }
 
 // firstVisible returns the id of the first copy (lowest id) named name in

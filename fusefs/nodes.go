@@ -52,6 +52,7 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 	}
 	if st == fuse.OK {
 		f.timesFor(out.NodeId, &out.Attr)
+		out.NodeId, out.Ino = f.ids.shown(out.NodeId), f.ids.shown(out.Ino)
 	}
 	if st == fuse.ENOENT {
 		return f.absent(out)
@@ -160,7 +161,7 @@ func (f *FS) lookupCopy(c *caller, contentID int64, name string, out *fuse.Entry
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
-		id, ok := suffixID(name)
+		id, ok := f.suffixID(name)
 		if !ok {
 			return fuse.ENOENT
 		}
@@ -181,7 +182,7 @@ func (f *FS) lookupCopy(c *caller, contentID int64, name string, out *fuse.Entry
 // group named: base~<id>, for a copy after the first of its name (first:
 // of all copies; for c, of those c sees).
 func (f *FS) suffixed(c *caller, group uint64, base string, id int64, first bool, name string) bool {
-	if linkName(base, id, false) != name {
+	if f.linkName(base, id, false) != name {
 		return false
 	}
 	if c == nil {

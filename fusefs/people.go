@@ -59,8 +59,8 @@ type people struct {
 // listing, which a rank moved by the change would make stale.
 func (f *FS) filesChanged() {
 	f.people.gen.Add(1)
-	f.srv.EntryNotify(inoRoot, "files")
-	f.srv.InodeNotify(inoFiles, 0, 0)
+	f.notifyEntry(inoRoot, "files")
+	f.notifyInode(inoFiles)
 }
 
 // ranked is a group as a reader's ranking holds it.

@@ -19,28 +19,30 @@ func (r *raw) String() string { return "dupefs" }
 func (r *raw) Init(*fuse.Server) {}
 
 func (r *raw) Lookup(_ <-chan struct{}, h *fuse.InHeader, name string, out *fuse.EntryOut) fuse.Status {
-	return r.f.lookup(r.f.who(h), h.NodeId, name, out)
+	return r.f.lookup(r.f.who(h), r.f.ids.real(h.NodeId), name, out)
 }
 
 // Forget: no node is kept, so there is nothing to forget.
 func (r *raw) Forget(nodeid, nlookup uint64) {}
 
 func (r *raw) GetAttr(_ <-chan struct{}, in *fuse.GetAttrIn, out *fuse.AttrOut) fuse.Status {
-	c := r.f.who(&in.InHeader)
-	if !r.f.visible(c, in.NodeId) {
+	c, node := r.f.who(&in.InHeader), r.f.ids.real(in.NodeId)
+	if !r.f.visible(c, node) {
 		return fuse.ENOENT
 	}
-	timeout, st := r.f.getattr(c, in.NodeId, &out.Attr)
-	r.f.timesFor(in.NodeId, &out.Attr)
-	out.SetTimeout(r.f.ttl(in.NodeId, timeout))
+	timeout, st := r.f.getattr(c, node, &out.Attr)
+	r.f.timesFor(node, &out.Attr)
+	out.Ino = r.f.ids.shown(out.Ino)
+	out.SetTimeout(r.f.ttl(node, timeout))
 	return st
 }
 
 func (r *raw) Readlink(_ <-chan struct{}, h *fuse.InHeader) ([]byte, fuse.Status) {
-	if !r.f.visible(r.f.who(h), h.NodeId) {
+	node := r.f.ids.real(h.NodeId)
+	if !r.f.visible(r.f.who(h), node) {
 		return nil, fuse.ENOENT
 	}
-	return r.f.readlink(h.NodeId)
+	return r.f.readlink(node)
 }
 
 // OpenDir answers ENOSYS: the kernel then opens folders without asking
@@ -53,10 +55,11 @@ func (r *raw) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fus
 	if !r.f.cfg.AllowOther {
 		return fuse.ENOSYS
 	}
-	if !r.f.visible(r.f.who(&in.InHeader), in.NodeId) {
+	node := r.f.ids.real(in.NodeId)
+	if !r.f.visible(r.f.who(&in.InHeader), node) {
 		return fuse.ENOENT
 	}
-	if r.f.listingPublic(in.NodeId) {
+	if r.f.listingPublic(node) {
 		out.OpenFlags = fuse.FOPEN_CACHE_DIR | fuse.FOPEN_KEEP_CACHE // the same for every user
 	}
 	return fuse.OK
@@ -65,29 +68,29 @@ func (r *raw) OpenDir(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fus
 func (r *raw) ReleaseDir(*fuse.ReleaseIn) {}
 
 func (r *raw) ReadDir(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	return r.f.readdir(r.f.who(&in.InHeader), in.NodeId, in.Offset, out, false)
+	return r.f.readdir(r.f.who(&in.InHeader), r.f.ids.real(in.NodeId), r.f.ids.realOff(in.Offset), out, false)
 }
 
 // ReadDirPlus lists a folder with the attributes of the entries that
 // offer them cheaply (the folders of /by-hash and /by-size): a cold walk
 // of the view then makes no LOOKUP per folder.
 func (r *raw) ReadDirPlus(_ <-chan struct{}, in *fuse.ReadIn, out *fuse.DirEntryList) fuse.Status {
-	return r.f.readdir(r.f.who(&in.InHeader), in.NodeId, in.Offset, out, true)
+	return r.f.readdir(r.f.who(&in.InHeader), r.f.ids.real(in.NodeId), r.f.ids.realOff(in.Offset), out, true)
 }
 
 // Access answers access(2) and chdir, which the kernel asks of a view
 // without default_permissions (AllowOther; the view's own user sees
 // everything).
 func (r *raw) Access(_ <-chan struct{}, in *fuse.AccessIn) fuse.Status {
-	c := r.f.who(&in.InHeader)
-	if !r.f.visible(c, in.NodeId) {
+	c, node := r.f.who(&in.InHeader), r.f.ids.real(in.NodeId)
+	if !r.f.visible(c, node) {
 		return fuse.ENOENT
 	}
-	return r.f.accessOf(c, in.NodeId, in.Mask)
+	return r.f.accessOf(c, node, in.Mask)
 }
 
 func (r *raw) Open(_ <-chan struct{}, in *fuse.OpenIn, out *fuse.OpenOut) fuse.Status {
-	return r.f.open(r.f.who(&in.InHeader), in, out)
+	return r.f.open(r.f.who(&in.InHeader), r.f.ids.real(in.NodeId), in.Flags, out)
 }
 
 func (r *raw) Read(_ <-chan struct{}, in *fuse.ReadIn, buf []byte) (fuse.ReadResult, fuse.Status) {

@@ -6,7 +6,9 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
+	"golang.org/x/sys/unix"
 )
 
 // reader is whose reading decides what a node shows: a caller, or everyone
@@ -133,7 +135,7 @@ func (f *FS) showsNow(r reader, kind uint64, id int64, fr *fresh) bool {
 		}
 	case kindLink:
 		m, err := f.db.FileByID(ctx, id)
-		return err == nil && r.read(m.Path(), fr)
+		return err == nil && f.readsCopy(r, store.CopyAt{Path: m.Path(), Dev: m.Dev, Ino: m.Ino}, fr)
 	case kindFolderGroup:
 		return f.folderGroupShows(r, id, false, fr)
 	case kindFolderLink:
@@ -144,7 +146,8 @@ func (f *FS) showsNow(r reader, kind uint64, id int64, fr *fresh) bool {
 }
 
 // groupShows reports whether r may read two copies of the group of
-// content id contentID that are two inodes (dev, ino) on disk (all: every
+// content id contentID that are two inodes (dev, ino) on disk, each at
+// its path as indexed (all: every
 // copy, and two inodes among them). A group is two inodes or more: one
 // shown to a reader of a single copy would tell them that a file they
 // cannot read holds the same bytes as theirs.
@@ -156,17 +159,36 @@ func (f *FS) groupShows(r reader, contentID int64, all bool, fr *fresh) bool {
 	}
 	var seen inodes
 	for _, p := range paths {
-		if !r.read(p, fr) {
+		if !f.readsCopy(r, p, fr) {
 			if all {
 				return false
 			}
 			continue
 		}
-		if e := f.access.attrsOf(p, false, fr); seen.add(e.dev, e.ino) && !all {
+		if seen.add(p.Dev, p.Ino) && !all {
 			return true
 		}
 	}
 	return all && seen.two()
+}
+
+// readsCopy reports whether r may read the copy at p: its path still
+// leads to the inode indexed, and r may read it there. Another file put
+// at the path since (another inode) is not the copy: counted as one, it
+// would make two inodes of a group the reader holds one copy of (two hard
+// links, one of them replaced), and show them that a file they cannot
+// read holds the same bytes. A symlink at the path (a root that follows
+// them) is the file it leads to, read as the disk would (follow.go).
+func (f *FS) readsCopy(r reader, p store.CopyAt, fr *fresh) bool {
+	e := f.access.attrsOf(p.Path, false, fr)
+	if e.ok && e.mode&unix.S_IFMT == unix.S_IFLNK {
+		real, _, err := resolve(p.Path)
+		if err != nil {
+			return false
+		}
+		e = f.access.attrsOf(real, false, fr)
+	}
+	return e.ok && e.dev == p.Dev && e.ino == p.Ino && r.read(p.Path, fr)
 }
 
 // inodes counts the distinct inodes of what a reader may read, up to two.
@@ -323,7 +345,7 @@ func (a *accessCache) forgetGroup(contentID int64) {
 // groupPaths is GroupPaths, kept until the group changes: a walk asks it
 // of each group for every reader and every request. (What the disk says
 // of those paths is asked again within accessTTL.)
-func (f *FS) groupPaths(contentID int64) ([]string, error) {
+func (f *FS) groupPaths(contentID int64) ([]store.CopyAt, error) {
 	t := now()
 	a := &f.access
 	a.mu.Lock()

@@ -96,11 +96,18 @@ func (f *FS) applyChanges(ctx context.Context, seq int64) int64 {
 		// The top folders' listings and mtimes moved; /thumbs lists
 		// groups only.
 		for _, n := range []uint64{inoByHash, inoBySize, inoRoot, inoThumbs} {
-			f.srv.InodeNotify(n, 0, 0)
+			f.notifyInode(n)
 		}
 	}
 	return seq
 }
+
+// notifyInode tells the kernel that node changed (its attributes, its
+// listing, its pages), by the node id it knows it by.
+func (f *FS) notifyInode(node uint64) { f.srv.InodeNotify(f.ids.shown(node), 0, 0) }
+
+// notifyEntry tells the kernel that name in folder parent changed.
+func (f *FS) notifyEntry(parent uint64, name string) { f.srv.EntryNotify(f.ids.shown(parent), name) }
 
 // invalidate drops what the kernel may hold of one changed group: its
 // entry in /by-hash and in /by-size/<bytes> (a new group may sit in a
@@ -111,13 +118,13 @@ func (f *FS) applyChanges(ctx context.Context, seq int64) int64 {
 func (f *FS) invalidate(c store.Change) {
 	f.access.forgetGroup(c.ID)
 	k := key(c.GroupRef)
-	f.srv.EntryNotify(inoByHash, k)
-	f.srv.InodeNotify(ino(kindGroup, c.ID), 0, 0)
-	f.srv.InodeNotify(ino(kindFilesGroup, c.ID), 0, 0)
+	f.notifyEntry(inoByHash, k)
+	f.notifyInode(ino(kindGroup, c.ID))
+	f.notifyInode(ino(kindFilesGroup, c.ID))
 	size := ino(kindSizeDir, c.Size)
-	f.srv.EntryNotify(inoBySize, strconv.FormatInt(c.Size, 10))
-	f.srv.EntryNotify(size, k)
-	f.srv.InodeNotify(size, 0, 0)
+	f.notifyEntry(inoBySize, strconv.FormatInt(c.Size, 10))
+	f.notifyEntry(size, k)
+	f.notifyInode(size)
 	f.invalidateThumb(k, 0)
 }
 
@@ -143,7 +150,7 @@ func (f *FS) applyThumbChanges(ctx context.Context, seq int64) int64 {
 		}
 	}
 	if any {
-		f.srv.InodeNotify(inoThumbs, 0, 0)
+		f.notifyInode(inoThumbs)
 	}
 	return seq
 }
@@ -153,9 +160,9 @@ func (f *FS) applyThumbChanges(ctx context.Context, seq int64) int64 {
 // pages it kept of it.
 func (f *FS) invalidateThumb(k string, id int64) {
 	if name, err := naming.ThumbFileName(k); err == nil {
-		f.srv.EntryNotify(inoThumbs, name)
+		f.notifyEntry(inoThumbs, name)
 	}
 	if id != 0 {
-		f.srv.InodeNotify(ino(kindThumb, id), 0, 0)
+		f.notifyInode(ino(kindThumb, id))
 	}
 }

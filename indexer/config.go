@@ -57,6 +57,11 @@ type Config struct {
 	// folders, files that changed while they were hashed). It is called
 	// from several goroutines at once. May be nil.
 	Warn func(msg string)
+	// SayEvery, when set, makes the files and folders that vanished or
+	// changed while being read said summed, at most once every SayEvery
+	// (and by SayNow), instead of once per run: for a process that keeps
+	// running, whose runs follow the changes on disk.
+	SayEvery time.Duration
 	// Notice receives facts worth telling that are not problems (a disk
 	// read one file at a time), from any goroutine. May be nil.
 	Notice func(msg string)

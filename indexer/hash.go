@@ -192,6 +192,12 @@ func (h *hashRun) run(ctx context.Context) error {
 // read them; each is queued again for the next scan to record.
 func (h *hashRun) sayChanges() {
 	v, c := h.vanished.Load(), h.changed.Load()
+	if h.ix.cfg.SayEvery > 0 {
+		if v+c > 0 {
+			h.ix.notes.add(v, c, 0)
+		}
+		return
+	}
 	var parts []string
 	if v > 0 {
 		parts = append(parts, fmt.Sprintf("%s %s vanished", thousands(v), plural(v, "file", "files")))

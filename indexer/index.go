@@ -117,8 +117,9 @@ type RootLister interface {
 	Roots(ctx context.Context) ([]store.Root, error)
 }
 
-// MaintIndex is what the Maintainer uses: the WAL checkpoint jobs and the
-// purges of missing rows (*store.Maint has them).
+// MaintIndex is what the Maintainer uses: the WAL checkpoint jobs, the
+// purges of missing rows and the trim of finished jobs (*store.Maint has
+// them).
 type MaintIndex interface {
 	ClaimWAL(ctx context.Context, owner string, ttl time.Duration) (store.WALJob, error)
 	EnqueueWAL(ctx context.Context, mode, reason string, delay time.Duration) (bool, error)
@@ -129,4 +130,5 @@ type MaintIndex interface {
 	ClaimPurge(ctx context.Context, owner string, ttl time.Duration) (store.PurgeJob, error)
 	PurgeBatch(ctx context.Context, j store.PurgeJob, limit int) (files, folders int64, err error)
 	FinishPurge(ctx context.Context, j store.PurgeJob, runErr error) error
+	TrimJobs(ctx context.Context, keep int) (int64, error)
 }

@@ -32,6 +32,9 @@ type MaintainConfig struct {
 	// PurgeBatch is how many rows one purge transaction deletes at most
 	// (default 500).
 	PurgeBatch int
+	// KeepJobs is how many finished jobs of each queue are kept (default
+	// store.KeepFinishedJobs).
+	KeepJobs int
 	// Warn receives problems that do not stop the run. May be nil.
 	Warn func(msg string)
 }
@@ -57,6 +60,9 @@ func (c MaintainConfig) withDefaults() MaintainConfig {
 	}
 	if c.PurgeBatch <= 0 {
 		c.PurgeBatch = 500
+	}
+	if c.KeepJobs <= 0 {
+		c.KeepJobs = store.KeepFinishedJobs
 	}
 	if c.Warn == nil {
 		c.Warn = func(string) {}
@@ -87,6 +93,7 @@ type Maintainer struct {
 	scheduled time.Time
 	purgedAt  time.Time       // when rows due for a purge were last looked for
 	purge     *store.PurgeJob // the purge job held, if any
+	trimmedAt time.Time       // when finished jobs were last trimmed
 }
 
 // NewMaintainer returns a Maintainer of db.
@@ -117,8 +124,13 @@ func (m *Maintainer) Serve(ctx context.Context) error {
 }
 
 // Step queues what is due and runs at most one due WAL job, or else one
-// batch of a purge. It reports whether it ran one.
+// batch of a purge. It reports whether it ran one. Every PurgeEvery it
+// also trims the finished jobs of every queue to the newest KeepJobs (a
+// watcher makes a few every second while files keep changing).
 func (m *Maintainer) Step(ctx context.Context) (bool, error) {
+	if err := m.trim(ctx); err != nil {
+		return false, err
+	}
 	ran, err := m.stepWAL(ctx)
 	if ran || err != nil {
 		return ran, err
@@ -126,10 +138,24 @@ func (m *Maintainer) Step(ctx context.Context) (bool, error) {
 	return m.stepPurge(ctx)
 }
 
+// trim deletes finished jobs but the newest, when PurgeEvery has passed.
+func (m *Maintainer) trim(ctx context.Context) error {
+	if time.Since(m.trimmedAt) < m.cfg.PurgeEvery {
+		return nil
+	}
+	m.trimmedAt = time.Now()
+	_, err := m.db.TrimJobs(ctx, m.cfg.KeepJobs)
+	return err
+}
+
 // PurgeDue purges now, to the end, the rows due for a purge (a run of
-// index that ends before the schedule comes round).
+// index that ends before the schedule comes round), and trims the
+// finished jobs.
 func (m *Maintainer) PurgeDue(ctx context.Context) error {
-	m.purgedAt = time.Time{}
+	m.purgedAt, m.trimmedAt = time.Time{}, time.Time{}
+	if err := m.trim(ctx); err != nil {
+		return err
+	}
 	for {
 		ran, err := m.stepPurge(ctx)
 		if err != nil || !ran {

@@ -3,6 +3,7 @@ package indexer
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -115,5 +116,36 @@ func TestMaintainerPurgesInFencedBatches(t *testing.T) {
 	}
 	if len(e.warn) > 0 {
 		t.Fatalf("warnings: %q", e.warn)
+	}
+}
+
+// Each run of the indexer leaves a scan and a hash job: the Maintainer
+// keeps the newest of them only.
+func TestMaintainerTrimsFinishedJobs(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"a": "same", "b": "same"})
+	e.addRoot(store.RootSpec{})
+	for i := 0; i < 4; i++ {
+		tree(t, e.dir, map[string]string{fmt.Sprint("new", i): "same"})
+		e.run()
+	}
+	finished := func() int {
+		t.Helper()
+		js, err := e.db.Jobs().AllJobsPage(ctx, nil, 100)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return len(js)
+	}
+	if n := finished(); n < 8 {
+		t.Fatalf("%d jobs after 4 runs", n)
+	}
+	m := NewMaintainer(e.db.Maint(), MaintainConfig{KeepJobs: 3, NoPurge: true})
+	if _, err := m.Step(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := finished(); n != 3 {
+		t.Errorf("%d jobs left, want the newest 3", n)
 	}
 }

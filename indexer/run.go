@@ -38,12 +38,14 @@ type Indexer struct {
 	// early reads files the hash job will read whole while a first
 	// index's last write runs.
 	early earlyReads
+	// notes sums what vanished or changed while read (Config.SayEvery).
+	notes *readNotes
 }
 
 // New returns an Indexer working on db.
 func New(db Index, cfg Config) *Indexer {
 	cfg = cfg.withDefaults()
-	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID()}
+	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID(), notes: &readNotes{every: cfg.SayEvery, warn: cfg.Warn}}
 	ix.spindles = &spindles{mode: cfg.Rotational, sysfs: cfg.sysfs, mountinfo: cfg.mountinfo, notice: func(_ uint64, name string) {
 		cfg.Notice(fmt.Sprintf("%s rotates: its large files are read one at a time (--rotational no reads several)", name))
 	}}
@@ -56,6 +58,11 @@ func New(db Index, cfg Config) *Indexer {
 	}
 	return ix
 }
+
+// SayNow says what vanished or changed while being read that is not said
+// yet (Config.SayEvery): with all, whatever the time; else once SayEvery
+// has passed since it was last said.
+func (ix *Indexer) SayNow(all bool) { ix.notes.sayDue(all) }
 
 func (ix *Indexer) testHook(stage, path string) {
 	if ix.hook != nil {

@@ -150,7 +150,9 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	}
 	releaseProcs()
 	stopKeepalive()
-	if s.vanished > 0 {
+	if s.vanished > 0 && ix.cfg.SayEvery > 0 {
+		ix.notes.add(0, 0, s.vanished)
+	} else if s.vanished > 0 {
 		ix.cfg.Warn(fmt.Sprintf("scan of %s: %s %s vanished while being read", naming.EscapePath(root.Path),
 			thousands(s.vanished), plural(s.vanished, "folder", "folders")))
 	}

@@ -133,11 +133,34 @@ func NewThumbnailer(db ThumbIndex, cfg ThumbConfig) (*Thumbnailer, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create thumbnail cache: %w", err)
 	}
+	if err := ownCache(dir); err != nil {
+		return nil, err
+	}
 	if msg := privateCache(dir); msg != "" {
 		cfg.Warn(msg)
 	}
 	cfg.Dir = dir
 	return &Thumbnailer{db: db, cfg: cfg, owner: NewWorkerID(), budget: thumb.NewBudget(cfg.MemoryBudget)}, nil
+}
+
+// ownCache refuses a thumbnail cache that is not this user's folder (one
+// another user made first, or a symlink they put there): its thumbnails,
+// of private photos too, would be theirs to read, and a file they put in
+// it would be served as a thumbnail.
+func ownCache(dir string) error {
+	uid := uint32(os.Geteuid())
+	var st unix.Stat_t
+	if unix.Lstat(dir, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK && st.Uid != uid && st.Uid != 0 {
+		return fmt.Errorf("thumbnail cache %s: a symlink of user %d's: choose another --cache-dir", naming.EscapePath(dir), st.Uid)
+	}
+	if err := unix.Stat(dir, &st); err != nil {
+		return fmt.Errorf("thumbnail cache %s: %w", naming.EscapePath(dir), err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || st.Uid != uid {
+		return fmt.Errorf("thumbnail cache %s: not a folder of this user's (owner %d): its thumbnails would be another's to read; choose another --cache-dir",
+			naming.EscapePath(dir), st.Uid)
+	}
+	return nil
 }
 
 // privateCache makes a thumbnail cache of this user's that others could

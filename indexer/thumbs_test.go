@@ -363,3 +363,30 @@ func TestThumbnailCacheIsPrivate(t *testing.T) {
 		t.Errorf("cache %v, thumbnail %v, told %q; want 0700, 0600 and one notice", d.Mode(), f.Mode(), warned)
 	}
 }
+
+// A thumbnail cache another user made first (or a symlink of theirs at
+// its place) is refused: thumbnails of private photos would be theirs to
+// read.
+func TestThumbnailCacheOfAnotherUserIsRefused(t *testing.T) {
+	testenv.NeedRoot(t, "it gives a folder to another user")
+	e := newEnv(t)
+	cfg := e.thumbConfig()
+	os.MkdirAll(cfg.Dir, 0o700)
+	os.Chown(cfg.Dir, 65534, 65534)
+	if _, err := NewThumbnailer(ThumbIndexOf(e.db), cfg); err == nil || !strings.Contains(err.Error(), "owner 65534") {
+		t.Errorf("a cache of user 65534's: %v, want refused", err)
+	}
+	theirs := filepath.Join(t.TempDir(), "theirs")
+	os.Mkdir(theirs, 0o700)
+	os.Chown(theirs, 65534, 65534)
+	link := cfg.Dir + "-link"
+	os.Symlink(theirs, link)
+	os.Lchown(link, 65534, 65534)
+	cfg.Dir = link
+	if _, err := NewThumbnailer(ThumbIndexOf(e.db), cfg); err == nil {
+		t.Error("a symlink of user 65534's as the cache: accepted")
+	}
+	if ents, _ := os.ReadDir(theirs); len(ents) != 0 {
+		t.Errorf("the thumbnailer wrote in another user's folder: %v", ents)
+	}
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/dupefs/dupefs/store"
 )
@@ -86,5 +87,32 @@ func TestVanishedFoldersSaidOnce(t *testing.T) {
 	}
 	if said != 1 {
 		t.Errorf("the vanished folders were said %d times: %q", said, e.warn)
+	}
+}
+
+// With SayEvery (a watcher's indexer), what vanishes run after run is
+// said at once the first time, then summed and said once the interval
+// has passed, or when asked to.
+func TestVanishedSaidOncePerInterval(t *testing.T) {
+	var said []string
+	n := &readNotes{every: time.Hour, warn: func(s string) { said = append(said, s) }}
+	n.add(3, 0, 0)
+	if len(said) != 1 || !strings.Contains(said[0], "3 files vanished while being read") {
+		t.Fatalf("the first not said at once: %q", said)
+	}
+	for i := 0; i < 100; i++ {
+		n.add(2, 1, 1)
+	}
+	n.sayDue(false)
+	if len(said) != 1 {
+		t.Fatalf("said again within the interval: %q", said)
+	}
+	n.sayDue(true)
+	if len(said) != 2 || !strings.Contains(said[1], "200 files vanished, 100 files changed, 100 folders vanished while being read") {
+		t.Fatalf("the sums: %q", said)
+	}
+	n.sayDue(true)
+	if len(said) != 2 {
+		t.Fatalf("nothing new, yet said: %q", said)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -375,5 +376,50 @@ func TestAccessServedCopyReadByACLGrant(t *testing.T) {
 	}
 	if out, _ := sh(t, script); out != "executed-it\n" {
 		t.Errorf("root does not run the copy: %q", out)
+	}
+}
+
+// The numbers of a view others may enter tell nothing of the groups a
+// user cannot see. Group ids count every group the index made: as inode
+// numbers (or directory offsets), a user who writes a pair of their own
+// before and after a batch of guesses would read, from how far apart the
+// two pairs are numbered, whether a guess made a group with a file they
+// cannot read (here, root's PIN). The numbers stay from mount to mount.
+func TestAccessNumbersTellNothingOfHiddenGroups(t *testing.T) {
+	base, tree, write := privTree(t)
+	write("root/pin.txt", "pin=4711", 0o600)
+	os.Chmod(filepath.Join(tree, "root"), 0o700)
+	guesses := filepath.Join(tree, "guest")
+	os.MkdirAll(guesses, 0o755)
+	os.Chown(guesses, 65534, 65534)
+	db, mnt := filepath.Join(base, "index.db"), filepath.Join(base, "mnt")
+	os.Mkdir(mnt, 0o755)
+	asNobody("cd " + guesses + " && echo one > a1 && echo one > a2")
+	mustRun(t, db, "index", tree)
+	m := startMount(t, db, mnt, "--no-index", "--allow-other")
+	waitIndexed(t, mnt)
+	inoOf := func(content string) uint64 {
+		var ino uint64
+		waitFor(t, 20*time.Second, "65534 to see the group of "+content, func() bool {
+			out := asNobody("stat -c %i " + filepath.Join(mnt, "by-hash", privKey(content+"\n")))
+			n, err := strconv.ParseUint(strings.TrimSpace(out), 10, 64)
+			ino = n
+			return err == nil
+		})
+		return ino
+	}
+	first := inoOf("one")
+	asNobody("cd " + guesses + " && for i in $(seq 4700 4720); do printf pin=$i > g$i; done; echo two > b1 && echo two > b2")
+	mustRun(t, db, "index", tree)
+	second := inoOf("two")
+	const idMask = 1<<56 - 1
+	if d := int64(second&idMask) - int64(first&idMask); d > -1000 && d < 1000 {
+		t.Errorf("65534's two groups are numbered %d apart (%#x, %#x): the groups formed between them, theirs or not, can be counted", d, first, second)
+	}
+	m.stop(t)
+	startMount(t, db, mnt, "--no-index", "--allow-other")
+	waitIndexed(t, mnt)
+	if again := inoOf("two"); again != second {
+		t.Errorf("the group's inode number changed with the mount: %#x, then %#x", second, again)
 	}
 }

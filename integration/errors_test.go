@@ -174,7 +174,7 @@ func TestDiskFull(t *testing.T) {
 	base := t.TempDir()
 	small := filepath.Join(base, "small")
 	os.Mkdir(small, 0o755)
-	if err := syscall.Mount("tmpfs", small, "tmpfs", 0, "size=600k"); err != nil {
+	if err := syscall.Mount("tmpfs", small, "tmpfs", 0, "size=600k,mode=0755"); err != nil {
 		t.Fatalf("mount tmpfs: %v", err)
 	}
 	t.Cleanup(func() { syscall.Unmount(small, syscall.MNT_DETACH) })

@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"time"
 )
 
@@ -28,26 +28,17 @@ var QueueUndo = &Queue{
 // but for those in skip (this undo left them as they are) and deletions
 // (which cannot be undone).
 func (lg *Ledger) ClaimUndo(ctx context.Context, planID int64, skip []int64, owner string, ttl time.Duration) (Action, error) {
-	var a Action
-	err := lg.db.Write(ctx, func(tx *Tx) error {
-		l, err := tx.claim(QueueUndo, "plan_id = ?4 AND id NOT IN (SELECT value FROM json_each(?5))", owner, ttl,
-			planID, jsonInts(skip))
-		if errors.Is(err, ErrNotFound) {
-			return nil // commit the recovery all the same
+	a, l, err := claimRow(ctx, lg.db, QueueUndo, owner, ttl, func(tx *Tx, id int64) (Action, error) {
+		as, err := tx.actionsByID([]int64{id})
+		if err == nil && len(as) != 1 {
+			err = fmt.Errorf("read action %d: %w", id, ErrNotFound)
 		}
 		if err != nil {
-			return err
+			return Action{}, err
 		}
-		as, err := tx.actionsByID([]int64{l.ID})
-		if err == nil && len(as) == 1 {
-			a = as[0]
-			a.Lease = l
-		}
-		return err
-	})
-	if err == nil && a.ID == 0 {
-		err = ErrNotFound
-	}
+		return as[0], nil
+	}, "plan_id = ?4 AND id NOT IN (SELECT value FROM json_each(?5))", planID, jsonInts(skip))
+	a.Lease = l
 	return a, err
 }
 

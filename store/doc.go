@@ -16,7 +16,8 @@
 //	db.Folders()  folder signatures and the folder report's reads
 //	db.Ledger()   plans and actions: the exactly-once ledger and its undo
 //	db.Thumbs()   the thumbnail queue and its cleanups
-//	db.Jobs()     scan and hash jobs, and the I/O budget all readers share
+//	db.Jobs()     scan and hash jobs, a listing of every queue's jobs, and
+//	              the I/O budget all readers share
 //	db.Maint()    WAL checkpoint jobs, the size of the WAL, purges of the
 //	              rows of deleted files
 //
@@ -49,6 +50,6 @@
 //	Ledger      actions.go, actionplan.go, actionrun.go, actionundo.go,
 //	            roles.go (the rule that no content loses its last copy)
 //	Thumbs      thumbs.go, thumbclean.go
-//	Jobs        jobs.go, iolimit.go
+//	Jobs        jobs.go, joblist.go (every queue's jobs), iolimit.go
 //	Maint       wal.go, purge.go (rows of deleted files, after a grace)
 package store

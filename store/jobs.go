@@ -119,23 +119,10 @@ func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
 // kind (pending, or retryable past its retry_after) for owner, in one
 // UPDATE ... RETURNING. It returns ErrNotFound when there is none.
 func (jq *Jobs) Claim(ctx context.Context, kind, owner string, ttl time.Duration) (Job, Lease, error) {
-	var j Job
-	var l Lease
-	err := jq.db.Write(ctx, func(tx *Tx) error {
-		var err error
-		l, err = tx.claim(QueueJobs, "kind = ?4", owner, ttl, kind)
-		if errors.Is(err, ErrNotFound) {
-			return nil // commit the recovery all the same
-		}
-		if err != nil {
-			return err
-		}
-		j, err = scanJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", l.ID))
-		return classify("read job", err)
-	})
-	if err == nil && l.ID == 0 {
-		err = ErrNotFound
-	}
+	j, l, err := claimRow(ctx, jq.db, QueueJobs, owner, ttl, func(tx *Tx, id int64) (Job, error) {
+		j, err := scanJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+		return j, classify("read job", err)
+	}, "kind = ?4", kind)
 	if err != nil {
 		return Job{}, Lease{}, err
 	}
@@ -216,9 +203,11 @@ func (jq *Jobs) ActiveJobs(ctx context.Context) ([]Job, error) {
 		WHERE status IN ('pending', 'running', 'retryable') ORDER BY id`)
 }
 
-// JobCursor is the keyset position after a page of JobsPage.
+// JobCursor is the keyset position after a page of JobsPage or
+// AllJobsPage (which reads Kind too).
 type JobCursor struct {
 	CreatedAt time.Time
+	Kind      string
 	ID        int64
 }
 

@@ -274,16 +274,17 @@ func (db *DB) RecoverDead(ctx context.Context, dead func(worker string) bool) (i
 	return int(n), err
 }
 
-// claimRow claims one row of q for owner and reads it with read in the
-// same transaction. Rows whose lease ran out are recovered by the claim and
-// that recovery is committed even when nothing is left to claim
-// (ErrNotFound).
-func claimRow[T any](ctx context.Context, db *DB, q *Queue, owner string, ttl time.Duration, read func(tx *Tx, id int64) (T, error)) (T, Lease, error) {
+// claimRow claims one row of q for owner, among those filter selects
+// (SQL over the table's columns with args from ?4 on; "" for any), and
+// reads it with read in the same transaction. Rows whose lease ran out are
+// recovered by the claim and that recovery is committed even when nothing
+// is left to claim (ErrNotFound).
+func claimRow[T any](ctx context.Context, db *DB, q *Queue, owner string, ttl time.Duration, read func(tx *Tx, id int64) (T, error), filter string, args ...any) (T, Lease, error) {
 	var row T
 	var l Lease
 	err := db.Write(ctx, func(tx *Tx) error {
 		var err error
-		l, err = tx.claim(q, "", owner, ttl)
+		l, err = tx.claim(q, filter, owner, ttl, args...)
 		if errors.Is(err, ErrNotFound) {
 			return nil
 		}

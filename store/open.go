@@ -50,6 +50,9 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open index: %w", err)
 	}
+	if abs, err = privatePlace(abs, opts.ReadOnly); err != nil {
+		return nil, err
+	}
 	if err := prepareFile(abs, opts.MustExist || opts.ReadOnly); err != nil {
 		return nil, err
 	}

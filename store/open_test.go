@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -313,4 +314,135 @@ func TestIndexIsPrivate(t *testing.T) {
 	if fi, _ := os.Stat(path); fi.Mode().Perm() != 0o600 || len(notices) != 1 || !strings.Contains(notices[0], "0644") {
 		t.Errorf("an index left 0644: now %v, notices %q", fi.Mode(), notices)
 	}
+}
+
+// The key a view others may enter enciphers its numbers with is made once
+// and kept: the same after the index is opened again, read-only too. An
+// index read only that has none has none.
+func TestViewKeyIsMadeOnceAndKept(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "index.db")
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
+	ro, err := Open(ctx, Options{Path: path, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ro.Maint().ViewKey(ctx); !errors.Is(err, ErrNotFound) {
+		t.Errorf("a read-only index without a key: %v, want ErrNotFound", err)
+	}
+	ro.Close()
+	db, err = Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1, err := db.Maint().ViewKey(ctx)
+	if err != nil || len(k1) != 16 {
+		t.Fatalf("key %x, %v", k1, err)
+	}
+	k2, err := db.Maint().ViewKey(ctx)
+	db.Close()
+	if err != nil || !bytes.Equal(k1, k2) {
+		t.Fatalf("asked again: %x (%v), want %x", k2, err, k1)
+	}
+	ro, err = Open(ctx, Options{Path: path, ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ro.Close()
+	if k3, err := ro.Maint().ViewKey(ctx); err != nil || !bytes.Equal(k1, k3) {
+		t.Errorf("read-only: %x (%v), want %x", k3, err, k1)
+	}
+}
+
+// The index is written where no other user has a hand: not through a
+// symlink another user put at its path (nor one leading nowhere, where
+// SQLite would make a file others may read), not in a folder others may
+// write to (they could put a -wal there, or a symlink), not into a file
+// of another user's (who would read it), not through a -wal that is not
+// a file.
+func TestIndexRefusesAPlaceOthersHold(t *testing.T) {
+	testenv.NeedRoot(t, "it gives files and folders to another user")
+	ctx := context.Background()
+	const other = 65534
+	cases := []struct {
+		name     string
+		set      func(dir string) string // returns the --db path
+		readOnly bool
+		ok       bool
+	}{
+		{"a folder of ours", func(d string) string { return filepath.Join(d, "index.db") }, false, true},
+		{"our symlink to our index", func(d string) string {
+			mustOpenClose(t, filepath.Join(d, "real.db"))
+			os.Symlink("real.db", filepath.Join(d, "index.db"))
+			return filepath.Join(d, "index.db")
+		}, false, true},
+		{"a symlink another user put there", func(d string) string {
+			mustOpenClose(t, filepath.Join(d, "real.db"))
+			os.Symlink("real.db", filepath.Join(d, "index.db"))
+			os.Lchown(filepath.Join(d, "index.db"), other, other)
+			return filepath.Join(d, "index.db")
+		}, false, false},
+		{"a symlink to nothing", func(d string) string {
+			os.Symlink("loot.db", filepath.Join(d, "index.db"))
+			return filepath.Join(d, "index.db")
+		}, false, false},
+		{"a folder others may write to", func(d string) string {
+			os.Chmod(d, 0o1777)
+			return filepath.Join(d, "index.db")
+		}, false, false},
+		{"a folder of another user's", func(d string) string {
+			os.Chown(d, other, other)
+			return filepath.Join(d, "index.db")
+		}, false, false},
+		{"an index of another user's", func(d string) string {
+			mustOpenClose(t, filepath.Join(d, "index.db"))
+			os.Chown(filepath.Join(d, "index.db"), other, other)
+			return filepath.Join(d, "index.db")
+		}, false, false},
+		{"an index of another user's, read only", func(d string) string {
+			mustOpenClose(t, filepath.Join(d, "index.db"))
+			os.Chown(filepath.Join(d, "index.db"), other, other)
+			return filepath.Join(d, "index.db")
+		}, true, true},
+		{"a -wal that is a symlink", func(d string) string {
+			mustOpenClose(t, filepath.Join(d, "index.db"))
+			os.Symlink("loot", filepath.Join(d, "index.db-wal"))
+			return filepath.Join(d, "index.db")
+		}, false, false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "state")
+			os.Mkdir(dir, 0o700)
+			path := c.set(dir)
+			db, err := Open(ctx, Options{Path: path, ReadOnly: c.readOnly})
+			if err == nil {
+				db.Close()
+			}
+			if (err == nil) != c.ok {
+				t.Fatalf("open: %v, want ok %v", err, c.ok)
+			}
+			if !c.ok && !errors.Is(err, ErrCantOpen) {
+				t.Errorf("refused with %v, want ErrCantOpen", err)
+			}
+			for _, loot := range []string{"loot.db", "loot"} {
+				if _, err := os.Lstat(filepath.Join(dir, loot)); err == nil {
+					t.Errorf("%s was made", loot)
+				}
+			}
+		})
+	}
+}
+
+func mustOpenClose(t *testing.T, path string) {
+	t.Helper()
+	db, err := Open(context.Background(), Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db.Close()
 }

@@ -110,7 +110,7 @@ func (mt *Maint) ClaimPurge(ctx context.Context, owner string, ttl time.Duration
 	j, l, err := claimRow(ctx, mt.db, QueuePurge, owner, ttl, func(tx *Tx, id int64) (PurgeJob, error) {
 		j, err := scanPurgeJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+purgeCols+" FROM purge_jobs WHERE id = ?", id))
 		return j, classify("read purge job", err)
-	})
+	}, "")
 	j.Lease = l
 	return j, err
 }

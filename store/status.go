@@ -28,9 +28,9 @@ type Totals struct {
 	// Unscanned are roots never scanned to the end: while there are any,
 	// the index is still being built.
 	Unscanned int64 `json:"unscanned_roots"`
-	// PartlyWatched are roots a running watcher follows in part only (the
-	// inotify watch limit): they are rescanned on a timer, so a change
-	// there may take that long to show.
+	// PartlyWatched are roots a running watcher does not follow whole
+	// (the inotify watch limit, or a root not there), as its notes say:
+	// a change there may take until a rescan to show.
 	PartlyWatched int64 `json:"partly_watched_roots"`
 	ScanEpoch     int64 `json:"scan_epoch"`
 	HashedEpoch   int64 `json:"hashed_epoch"`

@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"errors"
 	"time"
 )
 
@@ -59,24 +58,14 @@ func (th *Thumbs) ScheduleThumbCleanups(ctx context.Context, delay time.Duration
 // claims the first due one whose content has no pending or running
 // thumbnail. ErrNotFound when there is none.
 func (th *Thumbs) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.Duration) (Cleanup, error) {
-	var c Cleanup
-	err := th.db.Write(ctx, func(tx *Tx) error {
-		l, err := tx.claim(QueueCleanups, "", owner, ttl)
-		if errors.Is(err, ErrNotFound) {
-			return nil // commit the recovery all the same
-		}
-		if err != nil {
-			return err
-		}
-		c.Lease = l
-		err = tx.tx.QueryRowContext(tx.ctx, `SELECT j.id, j.content_id,
+	c, l, err := claimRow(ctx, th.db, QueueCleanups, owner, ttl, func(tx *Tx, id int64) (Cleanup, error) {
+		var c Cleanup
+		err := tx.tx.QueryRowContext(tx.ctx, `SELECT j.id, j.content_id,
 			(SELECT hash_algo || ':' || lower(hex(content_hash)) FROM contents WHERE id = j.content_id)
-			FROM thumbnail_cleanup_jobs j WHERE j.id = ?`, l.ID).Scan(&c.ID, &c.ContentID, &c.Key)
-		return classify("read thumbnail cleanup", err)
-	})
-	if err == nil && c.ID == 0 {
-		err = ErrNotFound
-	}
+			FROM thumbnail_cleanup_jobs j WHERE j.id = ?`, id).Scan(&c.ID, &c.ContentID, &c.Key)
+		return c, classify("read thumbnail cleanup", err)
+	}, "")
+	c.Lease = l
 	return c, err
 }
 

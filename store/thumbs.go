@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"encoding/json"
-	"errors"
 	"strings"
 	"time"
 )
@@ -147,24 +146,11 @@ var QueueThumbs = &Queue{
 // ClaimThumb requeues running thumbnails whose lease expired, then claims
 // the oldest pending one for owner. ErrNotFound when there is none.
 func (th *Thumbs) ClaimThumb(ctx context.Context, owner string, ttl time.Duration) (Thumb, Lease, error) {
-	var t Thumb
-	var l Lease
-	err := th.db.Write(ctx, func(tx *Tx) error {
-		var err error
-		l, err = tx.claim(QueueThumbs, "", owner, ttl)
-		if errors.Is(err, ErrNotFound) {
-			return nil // commit the recovery all the same
-		}
-		if err != nil {
-			return err
-		}
-		t, err = scanThumb(tx.tx.QueryRowContext(tx.ctx, "SELECT "+thumbCols+
-			" FROM thumbnails t JOIN contents c ON c.id = t.content_id WHERE t.id = ?", l.ID))
-		return classify("read thumbnail", err)
-	})
-	if err == nil && l.ID == 0 {
-		err = ErrNotFound
-	}
+	t, l, err := claimRow(ctx, th.db, QueueThumbs, owner, ttl, func(tx *Tx, id int64) (Thumb, error) {
+		t, err := scanThumb(tx.tx.QueryRowContext(tx.ctx, "SELECT "+thumbCols+
+			" FROM thumbnails t JOIN contents c ON c.id = t.content_id WHERE t.id = ?", id))
+		return t, classify("read thumbnail", err)
+	}, "")
 	if err != nil {
 		return Thumb{}, Lease{}, err
 	}

@@ -375,16 +375,26 @@ func (vw *View) FileByID(ctx context.Context, id int64) (Member, error) {
 	return ms[0], nil
 }
 
-// GroupPaths lists the paths of the live copies of the group of content
-// id contentID, for a view that shows a group only to a caller who may
-// read one of its copies on disk.
-func (vw *View) GroupPaths(ctx context.Context, contentID int64) ([]string, error) {
-	rows, err := vw.db.query(ctx, `SELECT d.path, f.name
+// CopyAt is where a copy lies on disk as the index knows it: its path and
+// its inode (device and inode number).
+type CopyAt struct {
+	Path     string
+	Dev, Ino uint64
+}
+
+// GroupPaths lists the paths and inodes of the live copies of the group
+// of content id contentID, for a view that shows a group only to a caller
+// who may read its copies on disk (and only where each path still leads
+// to the inode indexed).
+func (vw *View) GroupPaths(ctx context.Context, contentID int64) ([]CopyAt, error) {
+	rows, err := vw.db.query(ctx, `SELECT d.path, f.name, f.dev, f.ino
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
 		WHERE c.id = ? AND c.`+isGroup+` AND f.missing = 0 ORDER BY f.name, f.id`, contentID)
-	return collect("list the paths of a group", rows, err, func(r rowScanner) (string, error) {
+	return collect("list the paths of a group", rows, err, func(r rowScanner) (CopyAt, error) {
 		var dir, name string
-		err := r.Scan(&dir, &name)
-		return naming.JoinPath(dir, name), err
+		var c CopyAt
+		err := r.Scan(&dir, &name, &c.Dev, &c.Ino)
+		c.Path = naming.JoinPath(dir, name)
+		return c, err
 	})
 }

@@ -97,7 +97,7 @@ func (mt *Maint) ClaimWAL(ctx context.Context, owner string, ttl time.Duration) 
 	j, l, err := claimRow(ctx, mt.db, QueueWAL, owner, ttl, func(tx *Tx, id int64) (WALJob, error) {
 		j, err := scanWALJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+walCols+" FROM wal_maintenance_jobs WHERE id = ?", id))
 		return j, classify("read WAL job", err)
-	})
+	}, "")
 	j.Lease = l
 	return j, err
 }

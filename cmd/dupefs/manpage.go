@@ -182,9 +182,11 @@ excludes), active_jobs, thumbnails (pending, running, ready, failed), wal
 (bytes, last_job) and purge (keep_missing_seconds, missing_files, due_files,
 due_folders, last_job).
 `,
-	"jobs": `The scan and hash jobs, newest first: kind, status, root, attempt, worker,
-lease, progress, creation and error; ROOT is - for a hash job, which covers
-every root.
+	"jobs": `The jobs of every queue, newest first: scan and hash, checkpoint (of the
+WAL), purge (of the rows of deleted files and folders) and thumbnail-cleanup;
+kind, status, root, attempt, worker, lease, progress (rows deleted, for a
+purge), creation and error; ROOT is - for a job that covers every root. Ids
+are numbered per queue.
 `,
 	"dedupe": `See ACTING ON DUPLICATES.
 `,
@@ -269,7 +271,8 @@ and where it is, in a few plain lines.
 Names
 <name> is the copy's own name. When copies in a group share a name, every
 copy after the first (by file id) gets ~<file id> before its extension:
-IMG_1.jpg, IMG_1~812.jpg. Names are stable across remounts. Folders in
+IMG_1.jpg, IMG_1~812.jpg (with --allow-other the id is enciphered, as inode
+numbers are). Names are stable across remounts. Folders in
 /by-folder are named the same way (~<folder id>); a folder group's key is the
 one dupefs folders prints. /status.json is status --json; it counts the
 folder groups (folder_groups) and the bytes in their extra copies
@@ -300,14 +303,18 @@ number of folders), as a user with inotify (one watch per folder) \(em and the
 view shows the result within a second: a new copy appears in its group (a
 new group when a second copy is made), a deleted copy leaves it, a renamed
 one shows under its new name, a folder made, moved or removed is walked or
-dropped whole. Changes are gathered until they settle (200 ms without
-events, 1 s at most), so a file written in one go is scanned once, after it
-is closed; one that keeps growing for longer is looked at about once a
+dropped whole. The changes of each folder are gathered until they settle
+(200 ms without events in it, 1 s at most), so a file written in one go is
+scanned once, after it is closed, and a folder that keeps changing holds
+back no other; one that keeps growing for longer is looked at about once a
 second, and hashed only when its size matches another file's. When events
 are lost (a queue overflows) dupefs says so and rescans the root; when a
 root has more folders than inotify allows
-(/proc/sys/fs/inotify/max_user_watches) it says so once and rescans that
-root every minute instead. A rescan reads no unchanged file. --no-watch
+(/proc/sys/fs/inotify/max_user_watches, or in a container
+/proc/sys/user/max_inotify_watches when lower) it says so once, naming the
+one that binds, and rescans that root every minute instead. A root removed or
+moved away is said once and shown under watch in status (the index keeps
+what it held) until it is a folder again, then watched anew and rescanned. A rescan reads no unchanged file. --no-watch
 turns watching off (then --rescan-every is the way to see changes); what a
 dupefs index beside the mount commits shows too. A group that falls below
 two inodes disappears, and so does its thumbnail.
@@ -348,7 +355,11 @@ second after it is made). The rest is absent (no such file). /status.json
 and /summary.txt give them no count and no path: only the version, the hash
 algorithm and whether the index is up to date.
 The times of the view's folders and thumbnails are the time it was mounted.
-Copies served as files (--serve files) show their original's owner and
+Its inode numbers and directory offsets are enciphered with a key kept in
+the index: counted, they would tell of the groups a user does not see.
+A copy counts only while its path leads to the file indexed; a symlink on
+its path (a root that follows them) lets through whom the disk would, by
+where it leads. Copies served as files (--serve files) show their original's owner and
 mode, less write, and the mount has no default_permissions: dupefs decides
 each lookup, open and access(2) as the disk would, ACLs included. Root and
 the user who mounted see everything. dupefs keeps each answer of the disk a
@@ -382,7 +393,10 @@ symlink to its path), made at a temporary name in the copy's folder and
 exchanged with the copy in one rename, so the path always names a file.
 Copies on another file system are skipped. A copy whose owner or group is
 not the kept file's, or whose mode, ACLs or xattrs differ, is skipped with
-the reason in ops.
+the reason in ops. A symlink, which leads through the kept file's folders,
+is made only where none of them lets anyone but the owner (or root) put
+another file at the kept path, and each lets through everyone who could
+reach the copy (no ACL on them); it is the copy's owner's.
 .TP
 remove
 Each copy goes to the freedesktop.org Trash of its own file system \(em
@@ -394,8 +408,9 @@ with a message, as is a shared .Trash without its sticky bit (reported, then
 \&.Trash-$UID is used). A copy whose owner or group is not the kept file's is
 skipped. A copy root removes goes to its owner's Trash: their home Trash
 when it lies on the copy's file system, else $topdir/.Trash-$UID, made
-theirs (0700) with a .trashinfo of theirs. --permanent deletes the copies
-instead.
+theirs (0700) with a .trashinfo of theirs; one in a folder they may not
+pass goes to root's Trash, which tells them nothing of its name or bytes.
+--permanent deletes the copies instead.
 .TP
 undo [PLAN]
 Reverts the last plan that changed anything (or PLAN), latest action first.
@@ -522,7 +537,10 @@ The index is one SQLite file in WAL mode, private to its owner (mode 0600;
 one left readable by others is made private again, with a notice, when its owner next
 opens it). A new index is built at a temporary name and linked into place,
 so several processes may start on a new index at once. A 0-byte or
-non-SQLite file given as --db is refused (exit 5) and left as it is.
+non-SQLite file given as --db is refused (exit 5) and left as it is, and so
+is an index where another user has a hand: in a folder others may write to,
+owned by another user (to write), or a symlink of theirs; a thumbnail cache
+that is not the user's own folder is refused too.
 .PP
 The read commands \(em status, groups, check, jobs, root ls \(em open the
 index read-only: they write nothing, never wait behind a running indexer,

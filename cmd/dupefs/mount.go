@@ -149,8 +149,17 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 			}
 			tcfg.Dir = th.Dir()
 		}
+		var idKey []byte
+		if opts.AllowOther {
+			// The same inode numbers from mount to mount; an index read
+			// only that has no key yet gets one for this mount.
+			if idKey, err = db.Maint().ViewKey(ctx); err != nil && !errors.Is(err, store.ErrNotFound) {
+				return err
+			}
+		}
 		fsys := fusefs.New(db.View(), fusefs.Config{
 			AllowOther:    opts.AllowOther,
+			IDKey:         idKey,
 			ServeFiles:    opts.Serve == "files",
 			NoPassthrough: opts.NoPassthrough,
 			ThumbDir:      absOrEmpty(tcfg.Dir),

@@ -278,3 +278,61 @@ func TestGroupsMinCount(t *testing.T) {
 		t.Errorf("groups --help: exit %d, does not name --min-count:\n%s%s", code, o.String(), e.String())
 	}
 }
+
+// dupefs jobs lists the jobs of every queue, purges among them, with
+// their leases.
+func TestJobsListsEveryQueue(t *testing.T) {
+	ctx := context.Background()
+	tree := testTree(t, map[string]string{"a": "same", "b": "same", "gone": "soon"})
+	g := testGlobals(t)
+	var out, errb bytes.Buffer
+	opts := indexOptions{Paths: []string{tree}, Indexer: indexerOptions{KeepMissing: "1ms"}}
+	if err := runIndex(ctx, g, opts, &out, &errb); err != nil {
+		t.Fatalf("index: %v\n%s", err, errb.String())
+	}
+	if err := os.Remove(filepath.Join(tree, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	// The row of the file removed is purged by a run of index once it has
+	// been missing for over a millisecond.
+	type job struct {
+		Kind           string  `json:"kind"`
+		Status         string  `json:"status"`
+		Processed      int64   `json:"processed_items"`
+		LeaseExpiresAt *string `json:"lease_expires_at"`
+	}
+	var jobs []job
+	purged := func() bool {
+		for _, j := range jobs {
+			if j.Kind == "purge" && j.Status == "completed" && j.Processed == 1 {
+				return true
+			}
+		}
+		return false
+	}
+	for run := 0; run < 5 && !purged(); run++ {
+		if err := runIndex(ctx, g, indexOptions{Indexer: indexerOptions{KeepMissing: "1ms"}}, &out, &errb); err != nil {
+			t.Fatalf("index: %v\n%s", err, errb.String())
+		}
+		out.Reset()
+		if err := runJobs(ctx, g, jobsOptions{JSON: true}, &out, &errb); err != nil {
+			t.Fatal(err)
+		}
+		jobs = nil
+		if err := json.Unmarshal(out.Bytes(), &jobs); err != nil {
+			t.Fatalf("jobs --json: %v\n%s", err, out.String())
+		}
+	}
+	if !purged() {
+		t.Fatalf("no purge job of one row listed: %+v", jobs)
+	}
+	out.Reset()
+	if err := runJobs(ctx, g, jobsOptions{}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"LEASE UNTIL", "purge", "1 rows", "scan", "hash"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("jobs does not say %q:\n%s", want, out.String())
+		}
+	}
+}

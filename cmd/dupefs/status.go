@@ -42,7 +42,7 @@ func statusCommand() *cli.Command {
 func jobsCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "jobs",
-		Usage: "list jobs, newest first, with their leases",
+		Usage: "list the jobs of every queue, newest first, with their leases",
 		Flags: []cli.Flag{
 			&cli.BoolFlag{Name: "json", Usage: "print JSON"},
 			&cli.IntFlag{Name: "limit", Value: 20, Usage: "at most `N` jobs (0: all)"},
@@ -269,8 +269,9 @@ func describeState(t store.Totals) string {
 		return "hashing: files changed since the last hash run; run dupefs index"
 	}
 	if t.PartlyWatched > 0 {
-		return fmt.Sprintf("%s as of the last rescan: %d %s watched in part only (the inotify watch limit), "+
-			"so a change there shows at the next rescan", t.State, t.PartlyWatched, map[bool]string{true: "root is", false: "roots are"}[t.PartlyWatched == 1])
+		return fmt.Sprintf("%s as of the last rescan: %d %s not followed whole (the inotify watch limit, "+
+			"or a root not there: see watch), so a change there shows only at a later rescan", t.State, t.PartlyWatched,
+			map[bool]string{true: "root is", false: "roots are"}[t.PartlyWatched == 1])
 	}
 	return t.State
 }
@@ -369,7 +370,7 @@ func runJobs(ctx context.Context, g globalOptions, opts jobsOptions, stdout, std
 			if limit > 0 {
 				page = min(page, limit-len(all))
 			}
-			js, err := db.Jobs().JobsPage(ctx, after, page)
+			js, err := db.Jobs().AllJobsPage(ctx, after, page)
 			if err != nil {
 				return err
 			}
@@ -378,7 +379,7 @@ func runJobs(ctx context.Context, g globalOptions, opts jobsOptions, stdout, std
 				break
 			}
 			last := js[len(js)-1]
-			after = &store.JobCursor{CreatedAt: last.CreatedAt, ID: last.ID}
+			after = &store.JobCursor{CreatedAt: last.CreatedAt, Kind: last.Kind, ID: last.ID}
 		}
 		if opts.JSON {
 			out := make([]jobJSON, 0, len(all))
@@ -406,8 +407,15 @@ func runJobs(ctx context.Context, g globalOptions, opts jobsOptions, stdout, std
 			if j.RootID != 0 {
 				root = strconv.FormatInt(j.RootID, 10)
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%.0f%%\t%s\t%s\n", j.ID, j.Kind, j.Status, root,
-				j.Attempt, worker, lease, j.Progress*100, j.CreatedAt.Local().Format("2006-01-02 15:04:05"), errText)
+			progress := fmt.Sprintf("%.0f%%", j.Progress*100)
+			switch j.Kind {
+			case store.KindPurge:
+				progress = fmt.Sprintf("%d rows", j.ProcessedItems)
+			case store.KindCheckpoint, store.KindThumbnailCleanup:
+				progress = "-"
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", j.ID, j.Kind, j.Status, root,
+				j.Attempt, worker, lease, progress, j.CreatedAt.Local().Format("2006-01-02 15:04:05"), errText)
 		}
 		return tw.Flush()
 	})

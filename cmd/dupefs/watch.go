@@ -39,6 +39,11 @@ func watchOptionsFrom(c *cli.Context) watchOptions {
 // indexed, when set, is called once the first index is done.
 func indexAndWatch(ctx context.Context, con *console, db *store.DB, cfg indexer.Config, wo *watchOptions,
 	rescan time.Duration, skip []string, indexed func()) error {
+	if wo != nil {
+		// Scans follow the changes on disk: what vanished under them is
+		// said once a minute, not once a scan.
+		cfg.SayEvery = time.Minute
+	}
 	ix := indexer.New(indexer.IndexOf(db), cfg)
 	var w *watch.Watcher
 	if wo != nil {

@@ -6,9 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/user"
-	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -304,7 +301,7 @@ func (r *Runner) undoInfo(a *store.Action, c *checked, picks map[string]bool) (*
 		return nil, failed("%v", err), nil
 	}
 	if a.Op == store.OpTrash {
-		t, err := trashFor(a.Copy.Path, r.trashUser(&c.copySt), r.cfg.Warn)
+		t, err := trashFor(a.Copy.Path, r.trashUser(a.Copy.Path, &c.copySt), r.cfg.Warn)
 		if err != nil {
 			if fatal(err) {
 				return nil, outcome{}, stop(err)
@@ -380,7 +377,8 @@ func (r *Runner) dropReservation(a *store.Action) {
 // without their bytes (or, linked, with a file that is another's); a hard
 // link or a symlink also gives the path the kept file's mode, ACLs and
 // xattrs, so those must match too. Deduplication keeps every inode, and
-// with it who may read or write each.
+// with it who may read or write each. A symlink also leads through the
+// kept file's folders (symlinkReason).
 func crossesOwners(a *store.Action, c *checked) string {
 	if a.Op == store.OpDedupe {
 		return ""
@@ -402,6 +400,10 @@ func crossesOwners(a *store.Action, c *checked) string {
 	if err1 != nil || err2 != nil || !sameXattrs(cx, kx) {
 		return "its ACLs or extended attributes are not the kept file's: a link would change them"
 	}
+	if a.Op == store.OpSymlink {
+		_, acl := cx["system.posix_acl_access"]
+		return symlinkReason(a.Copy.Path, a.Keep.Path, cs.Uid, cs.Mode&0o7777, acl)
+	}
 	return ""
 }
 
@@ -416,24 +418,4 @@ func sameXattrs(a, b map[string][]byte) bool {
 		}
 	}
 	return true
-}
-
-// trashUser is whose Trash a copy st describes goes to (see trashUser).
-func (r *Runner) trashUser(st *unix.Stat_t) trashUser {
-	if r.cfg.UID != 0 || st.Uid == 0 {
-		return trashUser{uid: r.cfg.UID, gid: os.Getgid(), home: r.cfg.HomeTrash}
-	}
-	u := trashUser{uid: int(st.Uid), gid: int(st.Gid)}
-	pw, err := user.LookupId(strconv.Itoa(u.uid))
-	if err != nil {
-		return u // no home: the Trash of the file's own file system
-	}
-	if g, err := strconv.Atoi(pw.Gid); err == nil {
-		u.gid = g
-	}
-	var hs unix.Stat_t // a home that is a symlink counts where it leads (homeTrash resolves it)
-	if filepath.IsAbs(pw.HomeDir) && unix.Stat(pw.HomeDir, &hs) == nil && hs.Mode&unix.S_IFMT == unix.S_IFDIR && int(hs.Uid) == u.uid {
-		u.home = filepath.Join(pw.HomeDir, ".local", "share", "Trash")
-	}
-	return u
 }

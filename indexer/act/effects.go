@@ -92,6 +92,13 @@ func (r *Runner) link(a *store.Action, c *checked) (outcome, error) {
 	var err error
 	if symbolic {
 		err = unix.Symlinkat(a.Keep.Path, d.fd, tmp)
+		if err == nil && os.Geteuid() == 0 && c.copySt.Uid != 0 {
+			// The copy's owner's, as the copy was: in a sticky folder only
+			// they (and the folder's owner) may remove it again.
+			if err = unix.Fchownat(d.fd, tmp, int(c.copySt.Uid), int(c.copySt.Gid), unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				unix.Unlinkat(d.fd, tmp, 0)
+			}
+		}
 		if err != nil {
 			err = &os.PathError{Op: "symlink", Path: d.path(tmp), Err: err}
 		}

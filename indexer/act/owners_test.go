@@ -71,6 +71,9 @@ func TestActionsNeverCrossOwners(t *testing.T) {
 // back all the same.
 func TestRootRemovesIntoTheOwnersTrash(t *testing.T) {
 	mnt := loopfs.Mount(t, "ext4", 0)
+	for d := filepath.Dir(mnt); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755) // the owner may reach their copies
+	}
 	fx := newFixture(t, filepath.Join(mnt, "tree"))
 	_, copies, data := threeCopies(fx, 20000)
 	const uid = 54321 // no account: no home, so the Trash of its file system
@@ -197,5 +200,101 @@ func TestUndoGivesNoAccessTheCopyNeverGave(t *testing.T) {
 	}
 	if n, err := unix.Lgetxattr(copies[0], "system.posix_acl_access", make([]byte, 256)); err == nil && n > 0 {
 		t.Error("the copy undo made back took its folder's default ACL")
+	}
+}
+
+// A symlink reaches the copy's bytes through the kept file's path each
+// time it is followed: root never makes one that hands the copy's path to
+// whoever may put another file at the kept path (a folder others may
+// write to, or another user's), nor one that shuts out who could read the
+// copy (a folder of the owner's that lets fewer through). The symlink it
+// makes is the copy's owner's, as the copy was.
+func TestSymlinkLeadsOnlyWhereTheCopyDid(t *testing.T) {
+	testenv.NeedRoot(t, "gives files to other users")
+	const carol, other = 3000, 4000
+	cases := []struct {
+		name     string
+		keepDir  func(dir string) // the kept file's folder, made carol's 0755 first
+		copyMode os.FileMode
+		done     bool
+	}{
+		{"a folder of carol's", func(string) {}, 0o644, true},
+		{"a folder others may write to", func(d string) { os.Chmod(d, 0o777) }, 0o644, false},
+		{"a folder of another user's", func(d string) { os.Chown(d, other, other) }, 0o644, false},
+		{"a private folder, a copy others read", func(d string) { os.Chmod(d, 0o700) }, 0o644, false},
+		{"a folder others may pass, not list", func(d string) { os.Chmod(d, 0o711) }, 0o644, false},
+		{"a private folder, a copy of carol's alone", func(d string) { os.Chmod(d, 0o700) }, 0o600, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			base := t.TempDir()
+			os.Chmod(base, 0o755)
+			fx := newFixture(t, filepath.Join(base, "tree"))
+			data := random(7, 5000)
+			keep, cp := fx.write("keep/x", data), fx.write("copy/x", data)
+			for _, p := range []string{fx.root, filepath.Dir(keep), filepath.Dir(cp), keep, cp} {
+				os.Chown(p, carol, carol)
+			}
+			os.Chmod(keep, c.copyMode)
+			os.Chmod(cp, c.copyMode)
+			c.keepDir(filepath.Dir(keep))
+			fx.index()
+			id, _ := fx.act(Selection{Op: store.OpSymlink, Prefer: []string{filepath.Dir(keep)}}, Config{})
+			as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
+			if len(as) != 1 || as[0].Keep.Path != keep {
+				t.Fatalf("actions: %+v", as)
+			}
+			var st unix.Stat_t
+			unix.Lstat(cp, &st)
+			if !c.done {
+				if as[0].State != store.ActSkipped || st.Mode&unix.S_IFMT != unix.S_IFREG {
+					t.Errorf("%s %q, the copy mode %o: want it skipped, left a file", as[0].State, as[0].Reason, st.Mode)
+				}
+				return
+			}
+			if as[0].State != store.ActDone || st.Mode&unix.S_IFMT != unix.S_IFLNK {
+				t.Fatalf("%s %q: want a symlink", as[0].State, as[0].Reason)
+			}
+			if st.Uid != carol || st.Gid != carol {
+				t.Errorf("the symlink is %d:%d's, want carol's (%d)", st.Uid, st.Gid, carol)
+			}
+		})
+	}
+}
+
+// A copy of a user's that lies where they may not reach it (a backup root
+// keeps of their files in a folder of root's) goes to root's Trash: in
+// theirs, its .trashinfo would tell them its path, and they would read
+// its bytes.
+func TestRootRemovesOutOfReachIntoItsOwnTrash(t *testing.T) {
+	mnt := loopfs.Mount(t, "ext4", 0)
+	for d := filepath.Dir(mnt); d != os.TempDir() && d != "/"; d = filepath.Dir(d) {
+		os.Chmod(d, 0o755)
+	}
+	fx := newFixture(t, filepath.Join(mnt, "backup"))
+	_, copies, data := threeCopies(fx, 20000)
+	const uid = 54321
+	filepath.Walk(fx.root, func(p string, _ os.FileInfo, _ error) error { return os.Lchown(p, uid, uid) })
+	os.Lchown(fx.root, 0, 0)
+	os.Chmod(fx.root, 0o700) // root's folder: 54321 cannot pass it
+	fx.index()
+	id, p := fx.act(Selection{Op: store.OpTrash}, Config{HomeTrash: filepath.Join(t.TempDir(), "Trash"), Progress: &Progress{}})
+	if p.Done.Load() != 2 {
+		as, _ := fx.db.Ledger().Actions(context.Background(), store.ActionQuery{PlanID: id})
+		t.Fatalf("done %d: %+v", p.Done.Load(), as)
+	}
+	if _, err := os.Lstat(filepath.Join(mnt, ".Trash-54321")); err == nil {
+		t.Error("root made a Trash for 54321, of copies they could not reach")
+	}
+	if infos, _ := filepath.Glob(filepath.Join(mnt, ".Trash-0", "info", "*.trashinfo")); len(infos) != 2 {
+		t.Errorf("%d .trashinfo files in root's Trash, want 2", len(infos))
+	}
+	if _, err := fx.runner(Config{Owner: "t"}).Undo(context.Background(), id); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range copies {
+		if b, _ := os.ReadFile(c); !bytes.Equal(b, data) {
+			t.Errorf("%q not back", c)
+		}
 	}
 }

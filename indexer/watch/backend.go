@@ -1,10 +1,18 @@
 package watch
 
+import (
+	"sync"
+	"time"
+)
+
 // A backend turns file-system events under the roots into changes: the
 // folder whose listing changed (a file created, written, deleted, moved in
 // or out, or a subfolder likewise), or word that events were lost.
 type change struct {
 	dir string // absolute path of the folder whose entries changed
+	// first and last are when the first and the last of the events the
+	// change stands for came.
+	first, last time.Time
 	// lost: events were lost (a queue overflowed); root names the root
 	// whose events they were, "" for every root.
 	lost bool
@@ -13,6 +21,9 @@ type change struct {
 	// root is watched whole again.
 	limit *limitHit
 	whole bool
+	// moved: root itself was removed or moved away (its watch went with
+	// it); the watcher looks at it at once.
+	moved bool
 }
 
 // backend watches roots and sends changes on the channel it was made with.
@@ -30,4 +41,90 @@ type backend interface {
 	close()
 	// name is "fanotify" or "inotify".
 	name() string
+}
+
+// namer hands what a backend's reader saw to the watcher from a goroutine
+// of its own, one change per folder however many events it had, dated
+// from its first and last: the reader never waits on the watcher, which
+// is busy with a flush at times.
+type namer struct {
+	out  chan<- change
+	quit chan struct{}
+	done chan struct{}
+	send chan struct{} // dirs or notes are not empty
+
+	mu    sync.Mutex
+	dirs  map[string]span // folders to name, and when they changed
+	notes []change        // lost events, limits, roots moved: named first
+}
+
+func newNamer(out chan<- change) *namer {
+	n := &namer{out: out, quit: make(chan struct{}), done: make(chan struct{}), send: make(chan struct{}, 1),
+		dirs: map[string]span{}}
+	go n.run()
+	return n
+}
+
+// name notes that dir changed now.
+func (n *namer) name(dir string) {
+	now := time.Now()
+	n.mu.Lock()
+	at, ok := n.dirs[dir]
+	if !ok {
+		at.first = now
+	}
+	at.last = now
+	n.dirs[dir] = at
+	n.mu.Unlock()
+	kick(n.send)
+}
+
+// note hands the watcher a change that is not a folder's.
+func (n *namer) note(c change) {
+	n.mu.Lock()
+	n.notes = append(n.notes, c)
+	n.mu.Unlock()
+	kick(n.send)
+}
+
+func (n *namer) run() {
+	defer close(n.done)
+	for {
+		select {
+		case <-n.quit:
+			return
+		case <-n.send:
+		}
+		n.mu.Lock()
+		notes, dirs := n.notes, n.dirs
+		n.notes, n.dirs = nil, map[string]span{}
+		n.mu.Unlock()
+		for _, c := range notes {
+			select {
+			case n.out <- c:
+			case <-n.quit:
+				return
+			}
+		}
+		for d, at := range dirs {
+			select {
+			case n.out <- change{dir: d, first: at.first, last: at.last}:
+			case <-n.quit:
+				return
+			}
+		}
+	}
+}
+
+// close stops the namer; nothing is sent after it returns.
+func (n *namer) close() {
+	close(n.quit)
+	<-n.done
+}
+
+func kick(c chan struct{}) {
+	select {
+	case c <- struct{}{}:
+	default:
+	}
 }

@@ -312,3 +312,153 @@ func TestInotifyOverflow(t *testing.T) {
 	want, groups = fresh(t, tree)
 	f.eventually(10*time.Second, "files in them followed", f.equalsFresh(want, groups))
 }
+
+// A folder that keeps changing holds back no other: each folder is due
+// once its own changes settle. (The changes of every folder waited for a
+// moment when none changed, or for MaxDelay, so under steady churn every
+// change took that long to show.)
+func TestBusyFolderHoldsNoOther(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "a/seed"), photo(1))
+	write(t, filepath.Join(tree, "busy/log"), "0")
+	f := newFixture(t, "inotify", Config{Settle: 2 * time.Second, MaxDelay: time.Hour}, tree)
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; ; i++ {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			os.WriteFile(filepath.Join(tree, "busy/log"), []byte(fmt.Sprint(i)), 0o644)
+			time.Sleep(10 * time.Millisecond) // a writer's pace, not a wait for a condition
+		}
+	}()
+	defer func() { close(stop); <-done }()
+	write(t, filepath.Join(tree, "b/copy"), photo(1))
+	f.eventually(20*time.Second, "a copy beside a folder that keeps changing", f.hasGroup(filepath.Join(tree, "a/seed"), filepath.Join(tree, "b/copy")))
+}
+
+// In a user namespace (a container) the namespace's own limit binds when
+// it is lower than the system's, and the user is told that knob, with its
+// number. (The system's was said, a limit that did not apply.)
+func TestWatchLimitOfANamespace(t *testing.T) {
+	dir := t.TempDir()
+	knob := func(name, v string) {
+		p := filepath.Join(dir, strings.ReplaceAll(name, ".", "/"))
+		os.MkdirAll(filepath.Dir(p), 0o755)
+		if err := os.WriteFile(p, []byte(v+"\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	inotifyHooks.procSys = dir
+	t.Cleanup(func() { inotifyHooks.procSys = "" })
+	knob("fs.inotify.max_user_watches", "192536")
+	knob("user.max_inotify_watches", "50")
+	n, k := watchLimit()
+	if n != 50 || k != "user.max_inotify_watches" {
+		t.Errorf("limit %d from %s, want 50 from user.max_inotify_watches", n, k)
+	}
+	hit := &limitHit{root: "/r", folders: 152, watched: 50, limit: n, knob: k}
+	if say := hit.say("1m0s"); !strings.Contains(say, "allows 50 watches") || !strings.Contains(say, "sysctl user.max_inotify_watches=") {
+		t.Errorf("said %q", say)
+	}
+	// Outside a namespace the two are the same number: the system's.
+	knob("user.max_inotify_watches", "192536")
+	if n, k := watchLimit(); n != 192536 || k != "fs.inotify.max_user_watches" {
+		t.Errorf("limit %d from %s, want 192536 from fs.inotify.max_user_watches", n, k)
+	}
+}
+
+// A root removed is said once and noted for status (the index keeps what
+// it held); made again, it is watched anew and rescanned, and what is made
+// in it later shows. So does a root moved away and made again at once.
+// (A root made again was never watched again: changes in it never
+// showed, and status said up to date.)
+func TestRootGoneAndBack(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "a/seed"), photo(1))
+	write(t, filepath.Join(tree, "b/copy"), photo(1))
+	f := newFixture(t, "inotify", Config{Check: 100 * time.Millisecond}, tree)
+	ctx := context.Background()
+	noted := func(want string) func() bool {
+		return func() bool {
+			tot, err := f.db.Totals(ctx)
+			roots, _ := f.db.Files().Roots(ctx)
+			if want == "" {
+				return err == nil && tot.PartlyWatched == 0
+			}
+			return err == nil && tot.PartlyWatched == 1 && len(roots) == 1 && strings.Contains(roots[0].WatchNote, want)
+		}
+	}
+	if err := os.RemoveAll(tree); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually(10*time.Second, "status says the root is not followed", noted("not followed: not there"))
+	write(t, filepath.Join(tree, "c/seed"), photo(2))
+	write(t, filepath.Join(tree, "d/copy"), photo(2))
+	f.eventually(10*time.Second, "the root made again rescanned", f.hasGroup(filepath.Join(tree, "c/seed"), filepath.Join(tree, "d/copy")))
+	f.eventually(10*time.Second, "status no longer says it", noted(""))
+	write(t, filepath.Join(tree, "e/later"), photo(2))
+	f.eventually(10*time.Second, "a copy made later in the root made again",
+		f.hasGroup(filepath.Join(tree, "c/seed"), filepath.Join(tree, "d/copy"), filepath.Join(tree, "e/later")))
+	// Moved away and made again at once: the old folder's watches, which
+	// moved with it, are dropped, the new one watched.
+	if err := os.Rename(tree, tree+".old"); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(tree, "f/seed"), photo(3))
+	write(t, filepath.Join(tree, "g/copy"), photo(3))
+	f.eventually(10*time.Second, "the new root rescanned", f.hasGroup(filepath.Join(tree, "f/seed"), filepath.Join(tree, "g/copy")))
+	write(t, filepath.Join(tree, "h/later"), photo(3))
+	write(t, filepath.Join(tree+".old", "c/moved-away"), photo(2)) // not a root's
+	want, groups := fresh(t, tree)
+	f.eventually(10*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	gone := 0
+	for _, w := range f.warns {
+		if strings.Contains(w, "is not there") {
+			gone++
+		}
+	}
+	if gone < 1 || gone > 2 { // the second time, it may be there again already
+		t.Errorf("the root gone was said %d times: %q", gone, f.warns)
+	}
+}
+
+// A root that cannot be read is said and noted for status; readable
+// again, it is rescanned whole, with what was made in it meanwhile.
+// (Files made while it could not be read never showed, and status said up
+// to date.) Root reads every folder: this runs as an ordinary user.
+func TestRootUnreadable(t *testing.T) {
+	if os.Geteuid() == 0 {
+		t.Skip("root reads a folder whatever its permissions: run as an ordinary user")
+	}
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "a/seed"), photo(1))
+	write(t, filepath.Join(tree, "b/copy"), photo(1))
+	f := newFixture(t, "inotify", Config{Check: 100 * time.Millisecond}, tree)
+	t.Cleanup(func() { os.Chmod(tree, 0o755) })
+	ctx := context.Background()
+	noted := func() bool {
+		roots, err := f.db.Files().Roots(ctx)
+		return err == nil && len(roots) == 1 && strings.Contains(roots[0].WatchNote, "cannot be read")
+	}
+	// A file made just before: the scan it asks for finds the root
+	// unreadable.
+	write(t, filepath.Join(tree, "a/copy2"), photo(1))
+	if err := os.Chmod(tree, 0); err != nil {
+		t.Fatal(err)
+	}
+	f.eventually(10*time.Second, "status says the root cannot be read", noted)
+	if err := os.Chmod(tree, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(tree, "c/copy3"), photo(1))
+	want, groups := fresh(t, tree)
+	f.eventually(10*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	f.eventually(5*time.Second, "status no longer says it", func() bool { return !noted() })
+}

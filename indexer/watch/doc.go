@@ -3,8 +3,11 @@
 // inotify with a watch per folder otherwise — and turns them into
 // targeted scans of the folders that changed (indexer.Rescan), which it
 // then works through with the hash run that follows (indexer.Drain).
-// Changes are gathered until they settle (or for at most MaxDelay), so a
-// file being written is scanned once it is closed. When events are lost
+// The changes of each folder are gathered until they settle (or for at
+// most MaxDelay), so a file being written is scanned once it is closed,
+// and a folder that keeps changing holds back no other; what is due is
+// flushed at most every Gap, each flush costing a few writes to the index
+// whatever it holds. When events are lost
 // (a queue overflowed) or a root cannot be watched whole (the inotify
 // limit), it says so once and rescans that root: the listing signatures
 // make such a rescan cost a walk, no file read.
@@ -32,6 +35,9 @@
 //
 //	watch.go     Config, Watcher: roots to backends, gathering changes into
 //	             a batch, the fallback and periodic rescans, the flush
+//	batch.go     the batch: folders due once their own changes settle
+//	roots.go     roots gone from the disk (not followed, said, noted) and
+//	             back (watched anew, rescanned)
 //	backend.go   the backend interface and the change it sends
 //	fanotify.go  one mark per file system (root only): folders named by
 //	             file handle, resolved with open_by_handle_at and cached

@@ -17,14 +17,14 @@ import (
 // events name the folder by its file handle and the entry by its name.
 // Folders are found from handles with open_by_handle_at; a cache of the
 // folders seen lately keeps that off most events, and is dropped whenever
-// a folder is moved or deleted. State: the cache (bounded) and an open
+// a folder is moved. State: the cache (bounded) and an open
 // folder per file system.
 type fanotify struct {
-	f    *os.File
-	fd   int
-	out  chan<- change
-	skip func(string) bool
-	done chan struct{}
+	f     *os.File
+	fd    int
+	namer *namer // what changed, to the watcher
+	skip  func(string) bool
+	done  chan struct{}
 
 	mu     sync.Mutex
 	roots  map[string]fsid
@@ -49,7 +49,7 @@ func newFanotify(out chan<- change, skip func(string) bool) (*fanotify, error) {
 	if err != nil {
 		return nil, &os.SyscallError{Syscall: "fanotify_init", Err: err}
 	}
-	fa := &fanotify{f: os.NewFile(uintptr(fd), "fanotify"), fd: fd, out: out, skip: skip, done: make(chan struct{}),
+	fa := &fanotify{f: os.NewFile(uintptr(fd), "fanotify"), fd: fd, namer: newNamer(out), skip: skip, done: make(chan struct{}),
 		roots: map[string]fsid{}, mounts: map[fsid]int{}, cache: map[string]string{}}
 	go fa.read()
 	return fa, nil
@@ -130,7 +130,7 @@ func (fa *fanotify) read() {
 // the entry's name.
 func (fa *fanotify) event(mask uint64, info []byte) {
 	if mask&unix.FAN_Q_OVERFLOW != 0 {
-		fa.out <- change{lost: true}
+		fa.namer.note(change{lost: true})
 		return
 	}
 	for len(info) >= 4 {
@@ -163,15 +163,18 @@ func (fa *fanotify) event(mask uint64, info []byte) {
 		if !ok {
 			continue
 		}
-		if mask&unix.FAN_ONDIR != 0 && mask&(unix.FAN_MOVED_FROM|unix.FAN_MOVED_TO|unix.FAN_DELETE) != 0 {
+		if mask&unix.FAN_ONDIR != 0 && mask&(unix.FAN_MOVED_FROM|unix.FAN_MOVED_TO) != 0 {
+			// Paths below a moved folder changed. (A folder deleted
+			// needs nothing: its handle opens nothing any more, and no
+			// other folder's path changed.)
 			fa.mu.Lock()
-			clear(fa.cache) // paths below a moved folder changed
+			clear(fa.cache)
 			fa.mu.Unlock()
 		}
 		if len(name) > 0 && (len(name) != 1 || name[0] != '.') && fa.skip(naming.JoinPath(dir, string(name))) {
 			continue
 		}
-		fa.out <- change{dir: dir}
+		fa.namer.name(dir)
 	}
 }
 
@@ -217,6 +220,7 @@ func (fa *fanotify) folder(id fsid, htype int32, handle []byte) (string, bool) {
 func (fa *fanotify) close() {
 	fa.f.Close()
 	<-fa.done
+	fa.namer.close()
 	fa.mu.Lock()
 	for _, mfd := range fa.mounts {
 		unix.Close(mfd)

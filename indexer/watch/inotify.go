@@ -31,8 +31,8 @@ var errUnwatched = errors.New("cannot be watched whole")
 //     every folder of every root again. It adds a folder's watch before it
 //     reads its listing, and names the folder for a scan after: whatever
 //     is made in it is in that scan or raises an event of its own;
-//   - the sender hands what changed to the watcher, one change per folder
-//     however many events it had.
+//   - the namer (backend.go) hands what changed to the watcher, one change
+//     per folder however many events it had.
 type inotify struct {
 	f    *os.File
 	fd   int
@@ -49,11 +49,9 @@ type inotify struct {
 	roots   map[string]bool
 	part    map[string]*limitHit // roots watched in part (the limit)
 	todo    []inotifyOp          // the adder's work, in the order it came
-	dirs    map[string]bool      // folders to name to the watcher
-	notes   []change             // lost events and limits, named before dirs
 	rewatch bool                 // an opRewatch waits in todo
 	work    chan struct{}        // todo is not empty
-	send    chan struct{}        // dirs or notes are not empty
+	namer   *namer               // what changed, to the watcher
 }
 
 // inotifyOp is one task of the adder.
@@ -77,6 +75,7 @@ var inotifyHooks struct {
 	addWatch func(fd int, path string, mask uint32) (int, error)
 	limit    func() int
 	event    func() // called by the reader before each event
+	procSys  string // where /proc/sys is ("": /proc/sys)
 }
 
 func addWatch(fd int, path string, mask uint32) (int, error) {
@@ -86,17 +85,37 @@ func addWatch(fd int, path string, mask uint32) (int, error) {
 	return unix.InotifyAddWatch(fd, path, mask)
 }
 
-// watchLimit is fs.inotify.max_user_watches (0: unknown).
-func watchLimit() int {
+// The knobs that bound a user's inotify watches: the system's, and that
+// of the user namespace the process runs in (a container's), which
+// binds when it is lower.
+const (
+	knobSystem    = "fs.inotify.max_user_watches"
+	knobNamespace = "user.max_inotify_watches"
+)
+
+// watchLimit is how many inotify watches this user may hold, and the knob
+// that says so (0: unknown).
+func watchLimit() (int, string) {
 	if f := inotifyHooks.limit; f != nil {
-		return f()
+		return f(), knobSystem
 	}
-	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
-	if err != nil {
-		return 0
+	dir := inotifyHooks.procSys
+	if dir == "" {
+		dir = "/proc/sys"
 	}
-	n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-	return n
+	read := func(knob string) int {
+		b, err := os.ReadFile(filepath.Join(dir, strings.ReplaceAll(knob, ".", "/")))
+		if err != nil {
+			return 0
+		}
+		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+		return n
+	}
+	n, knob := read(knobSystem), knobSystem
+	if ns := read(knobNamespace); ns > 0 && (n <= 0 || ns < n) {
+		n, knob = ns, knobNamespace
+	}
+	return n, knob
 }
 
 // limitHit says how far a root's watches got before the limit.
@@ -104,6 +123,7 @@ type limitHit struct {
 	root             string
 	folders, watched int
 	limit            int
+	knob             string // the sysctl that sets limit
 }
 
 func (l *limitHit) Error() string {
@@ -117,13 +137,13 @@ func (l *limitHit) Unwrap() error { return errUnwatched }
 func (l *limitHit) say(every string) string {
 	want := l.limit + (l.folders - l.watched) + l.folders/4
 	return fmt.Sprintf("%s has %d folders, and only %d could be watched: inotify allows %d watches per user, "+
-		"counting those of every program (fs.inotify.max_user_watches). It is watched in part and rescanned every %s "+
-		"until the limit allows it whole; to raise it: sysctl fs.inotify.max_user_watches=%d",
-		naming.EscapePath(l.root), l.folders, l.watched, l.limit, every, want)
+		"counting those of every program (%s). It is watched in part and rescanned every %s "+
+		"until the limit allows it whole; to raise it: sysctl %s=%d",
+		naming.EscapePath(l.root), l.folders, l.watched, l.limit, l.knob, every, l.knob, want)
 }
 
 const inotifyMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE |
-	unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+	unix.IN_MODIFY | unix.IN_ATTRIB | unix.IN_MOVE_SELF | unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
 
 func newInotify(out chan<- change, skip func(string) bool) (*inotify, error) {
 	fd, err := unix.InotifyInit1(unix.IN_CLOEXEC | unix.IN_NONBLOCK)
@@ -133,12 +153,11 @@ func newInotify(out chan<- change, skip func(string) bool) (*inotify, error) {
 	in := &inotify{f: os.NewFile(uintptr(fd), "inotify"), fd: fd, out: out, skip: skip,
 		done: make(chan struct{}), quit: make(chan struct{}),
 		wds: map[int32]string{}, paths: map[string]int32{}, kids: map[string]map[string]bool{},
-		roots: map[string]bool{}, part: map[string]*limitHit{}, dirs: map[string]bool{},
-		work: make(chan struct{}, 1), send: make(chan struct{}, 1)}
-	in.wg.Add(2)
+		roots: map[string]bool{}, part: map[string]*limitHit{},
+		work: make(chan struct{}, 1), namer: newNamer(out)}
+	in.wg.Add(1)
 	go in.read()
 	go in.adder()
-	go in.sender()
 	return in, nil
 }
 
@@ -183,13 +202,6 @@ func (in *inotify) queue(o inotifyOp) {
 	in.todo = append(in.todo, o)
 	in.mu.Unlock()
 	kick(in.work)
-}
-
-func kick(c chan struct{}) {
-	select {
-	case c <- struct{}{}:
-	default:
-	}
 }
 
 // rootOf is the watched root holding p (mu held).
@@ -291,7 +303,8 @@ func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *li
 			wd, err := addWatch(in.fd, p, inotifyMask)
 			switch {
 			case err == unix.ENOSPC:
-				hit = &limitHit{root: root, limit: watchLimit()}
+				hit = &limitHit{root: root}
+				hit.limit, hit.knob = watchLimit()
 			case err != nil:
 				continue // gone, or unreadable: its parent's events cover it
 			default:
@@ -300,12 +313,9 @@ func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *li
 				if seen != nil {
 					seen[int32(wd)] = true
 				}
-				if announce {
-					in.dirs[p] = true
-				}
 				in.mu.Unlock()
 				if announce {
-					kick(in.send)
+					in.namer.name(p)
 				}
 			}
 		}
@@ -333,12 +343,7 @@ func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *li
 }
 
 // note hands the watcher a change that is not a folder's.
-func (in *inotify) note(c change) {
-	in.mu.Lock()
-	in.notes = append(in.notes, c)
-	in.mu.Unlock()
-	kick(in.send)
-}
+func (in *inotify) note(c change) { in.namer.note(c) }
 
 // adder works through the todo list.
 func (in *inotify) adder() {
@@ -381,10 +386,7 @@ func (in *inotify) do(o inotifyOp) {
 			// Watched already (a create raced the walk that found it):
 			// still name it, its listing may be older than its watch.
 			if root != "" {
-				in.mu.Lock()
-				in.dirs[o.path] = true
-				in.mu.Unlock()
-				kick(in.send)
+				in.namer.name(o.path)
 			}
 			return
 		}
@@ -477,36 +479,6 @@ func (in *inotify) partial(root string) *limitHit {
 	return in.part[root]
 }
 
-// sender hands the changes gathered to the watcher, notes first.
-func (in *inotify) sender() {
-	defer in.wg.Done()
-	for {
-		select {
-		case <-in.quit:
-			return
-		case <-in.send:
-		}
-		in.mu.Lock()
-		notes, dirs := in.notes, in.dirs
-		in.notes, in.dirs = nil, map[string]bool{}
-		in.mu.Unlock()
-		for _, c := range notes {
-			select {
-			case in.out <- c:
-			case <-in.quit:
-				return
-			}
-		}
-		for d := range dirs {
-			select {
-			case in.out <- change{dir: d}:
-			case <-in.quit:
-				return
-			}
-		}
-	}
-}
-
 func (in *inotify) read() {
 	defer close(in.done)
 	buf := make([]byte, 64<<10)
@@ -539,6 +511,13 @@ func (in *inotify) event(wd int32, mask uint32, name string) {
 		return
 	}
 	in.mu.Lock()
+	if mask&(unix.IN_IGNORED|unix.IN_MOVE_SELF) != 0 {
+		// A root's own watch gone (the root removed) or moved with it:
+		// the watcher looks at the root at once.
+		if p, ok := in.wds[wd]; ok && in.roots[p] && in.paths[p] == wd {
+			in.namer.note(change{root: p, moved: true})
+		}
+	}
 	if mask&unix.IN_IGNORED != 0 {
 		in.ignored(wd)
 		in.mu.Unlock()
@@ -563,16 +542,12 @@ func (in *inotify) event(wd int32, mask uint32, name string) {
 			// and says so with IN_IGNORED.
 		}
 	}
-	named := !in.skip(p)
-	if named {
-		in.dirs[dir] = true
-	}
 	in.mu.Unlock()
 	if work {
 		kick(in.work)
 	}
-	if named {
-		kick(in.send)
+	if !in.skip(p) {
+		in.namer.name(dir)
 	}
 }
 
@@ -581,4 +556,5 @@ func (in *inotify) close() {
 	in.f.Close()
 	<-in.done
 	in.wg.Wait()
+	in.namer.close()
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -24,9 +25,18 @@ type Config struct {
 	// (default 200ms); MaxDelay is the longest a change waits (default
 	// 1s).
 	Settle, MaxDelay time.Duration
+	// Gap is the least time from the start of one flush of what changed
+	// to the start of the next (default 250ms): each costs a few writes
+	// to the index whatever it holds, so under steady churn the folders
+	// due are gathered into a few flushes a second.
+	Gap time.Duration
 	// Fallback is how often a root that cannot be watched whole is
 	// rescanned (default 1 minute).
 	Fallback time.Duration
+	// Check is how often the roots are looked at: those added to or
+	// removed from the index, and those gone from the disk or back
+	// (default 5s).
+	Check time.Duration
 	// Rescan, when set, rescans every root this often anyway.
 	Rescan time.Duration
 	// Skip are paths whose changes are ignored, with all below them (the
@@ -45,6 +55,12 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxDelay <= 0 {
 		c.MaxDelay = time.Second
+	}
+	if c.Check <= 0 {
+		c.Check = 5 * time.Second
+	}
+	if c.Gap <= 0 {
+		c.Gap = 250 * time.Millisecond
 	}
 	if c.Fallback <= 0 {
 		c.Fallback = time.Minute
@@ -71,7 +87,8 @@ type Watcher struct {
 	backends  map[string]backend   // the backend of each
 	unwatched map[string]bool      // rescanned on a timer
 	limits    map[string]*limitHit // roots watched in part, how far
-	noted     map[string]bool      // limits said to the index (status)
+	gone      map[string]string    // roots not followed: why
+	noted     map[string]bool      // limits and gone roots said to the index (status)
 }
 
 // Roots lists the index's roots, and records which are followed in part
@@ -93,7 +110,7 @@ var ErrBackend = errors.New("cannot watch")
 func New(roots Roots, jobs Queue, ix *indexer.Indexer, cfg Config) *Watcher {
 	return &Watcher{rootsOf: roots, jobs: jobs, ix: ix, cfg: cfg.withDefaults(), changes: make(chan change, 4096),
 		roots: map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{},
-		limits: map[string]*limitHit{}, noted: map[string]bool{}}
+		limits: map[string]*limitHit{}, gone: map[string]string{}, noted: map[string]bool{}}
 }
 
 // Start watches every root; changes are gathered from now on, for Run.
@@ -172,6 +189,7 @@ func (w *Watcher) syncRoots(ctx context.Context) error {
 			delete(w.backends, p)
 			delete(w.unwatched, p)
 			delete(w.limits, p)
+			delete(w.gone, p)
 		}
 	}
 	return nil
@@ -252,11 +270,11 @@ func (w *Watcher) Close() {
 // Run scans what changes until ctx ends; then it returns nil.
 func (w *Watcher) Run(ctx context.Context) error {
 	b := newBatch()
-	tick := time.NewTicker(w.cfg.Settle / 2)
+	tick := time.NewTicker(w.cfg.Settle / 4)
 	defer tick.Stop()
 	fallback := time.NewTicker(w.cfg.Fallback)
 	defer fallback.Stop()
-	roots := time.NewTicker(5 * time.Second)
+	roots := time.NewTicker(w.cfg.Check)
 	defer roots.Stop()
 	var rescan <-chan time.Time
 	if w.cfg.Rescan > 0 {
@@ -265,48 +283,37 @@ func (w *Watcher) Run(ctx context.Context) error {
 		rescan = t.C
 	}
 	lostSaid := map[string]bool{}
+	var flushed time.Time // when the last flush started
 	for {
 		select {
 		case <-ctx.Done():
 			w.clearNotes()
+			w.ix.SayNow(true)
 			return nil
 		case c := <-w.changes:
-			if c.limit != nil {
-				w.limited(ctx, c.limit)
-				w.loseRoot(b, c.root)
-				continue
-			}
-			if c.whole {
-				w.wholeAgain(ctx, c.root)
-				w.loseRoot(b, c.root)
-				continue
-			}
-			if c.lost {
-				if !lostSaid[c.root] {
-					lostSaid[c.root] = true
-					what := "every root"
-					if c.root != "" {
-						what = naming.EscapePath(c.root)
-					}
-					w.cfg.Warn(fmt.Sprintf("file-system events were lost (a queue overflowed or a limit was reached): rescanning %s", what))
+			// Take what else waits before looking for what is due: that
+			// look costs a pass over the folders gathered.
+			w.gather(ctx, b, c, lostSaid)
+			for n := 0; n < cap(w.changes); n++ {
+				select {
+				case c := <-w.changes:
+					w.gather(ctx, b, c, lostSaid)
+					continue
+				default:
 				}
-				w.loseRoot(b, c.root)
-				continue
-			}
-			if _, id := w.rootOf(c.dir); id != 0 {
-				b.add(id, c.dir)
+				break
 			}
 		case <-tick.C:
+			w.ix.SayNow(false)
 		case <-fallback.C:
 			w.mu.Lock()
 			for p := range w.unwatched {
-				b.full[w.roots[p]] = true
+				b.rescan(w.roots[p], time.Now())
 				if be := w.backends[p]; be != nil {
 					be.retry(p)
 				}
 			}
 			w.mu.Unlock()
-			b.touch()
 			w.renewNotes(ctx)
 		case <-rescan:
 			w.loseRoot(b, "")
@@ -314,6 +321,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			if err := w.syncRoots(ctx); err != nil && ctx.Err() == nil {
 				w.cfg.Warn(fmt.Sprintf("watch: %v", err))
 			}
+			w.checkRoots(ctx, b)
 			w.mu.Lock()
 			fresh := false
 			for p := range w.limits {
@@ -324,8 +332,38 @@ func (w *Watcher) Run(ctx context.Context) error {
 				w.renewNotes(ctx)
 			}
 		}
-		if b.due(w.cfg.Settle, w.cfg.MaxDelay) {
+		if now := time.Now(); now.Sub(flushed) >= w.cfg.Gap && b.due(now, w.cfg.Settle, w.cfg.MaxDelay) {
+			flushed = now
 			w.flush(ctx, b)
+		}
+	}
+}
+
+// gather adds a change to the batch; lostSaid holds the roots whose lost
+// events were said.
+func (w *Watcher) gather(ctx context.Context, b *batch, c change, lostSaid map[string]bool) {
+	switch {
+	case c.limit != nil:
+		w.limited(ctx, c.limit)
+		w.loseRoot(b, c.root)
+	case c.whole:
+		w.wholeAgain(ctx, c.root)
+		w.loseRoot(b, c.root)
+	case c.moved:
+		w.rootMoved(ctx, b, c.root)
+	case c.lost:
+		if !lostSaid[c.root] {
+			lostSaid[c.root] = true
+			what := "every root"
+			if c.root != "" {
+				what = naming.EscapePath(c.root)
+			}
+			w.cfg.Warn(fmt.Sprintf("file-system events were lost (a queue overflowed or a limit was reached): rescanning %s", what))
+		}
+		w.loseRoot(b, c.root)
+	default:
+		if _, id := w.rootOf(c.dir); id != 0 {
+			b.add(id, c.dir, c.first, c.last)
 		}
 	}
 }
@@ -379,8 +417,12 @@ func (w *Watcher) renewNotes(ctx context.Context) {
 	var ns []n
 	for p, hit := range w.limits {
 		w.noted[p] = true
-		ns = append(ns, n{w.roots[p], fmt.Sprintf("watched in part: %d of %d folders (fs.inotify.max_user_watches is %d); rescanned every %s",
-			hit.watched, hit.folders, hit.limit, w.cfg.Fallback)})
+		ns = append(ns, n{w.roots[p], fmt.Sprintf("watched in part: %d of %d folders (%s is %d); rescanned every %s",
+			hit.watched, hit.folders, hit.knob, hit.limit, w.cfg.Fallback)})
+	}
+	for p, why := range w.gone {
+		w.noted[p] = true
+		ns = append(ns, n{w.roots[p], w.goneNote(why)})
 	}
 	w.mu.Unlock()
 	until := time.Now().Add(3 * w.cfg.Fallback)
@@ -419,90 +461,72 @@ func (w *Watcher) loseRoot(b *batch, root string) {
 	w.mu.Lock()
 	for p, id := range w.roots {
 		if root == "" || p == root {
-			b.full[id] = true
+			b.rescan(id, time.Now())
 		}
 	}
 	w.mu.Unlock()
-	b.touch()
 }
 
-// flush queues the scans of a batch and works them through.
+// flush queues the scans of what is due in a batch and works them
+// through.
 func (w *Watcher) flush(ctx context.Context, b *batch) {
-	for id := range b.full {
+	now := time.Now()
+	full, dirs := b.take(now, w.cfg.Settle, w.cfg.MaxDelay)
+	// A root not there has nothing to scan until it is back.
+	w.mu.Lock()
+	full = slices.DeleteFunc(full, func(id int64) bool { return w.gone[w.pathOf(id)] != "" })
+	for id := range dirs {
+		if w.gone[w.pathOf(id)] != "" {
+			delete(dirs, id)
+		}
+	}
+	w.mu.Unlock()
+	for i, id := range full {
 		if _, _, err := w.jobs.Enqueue(ctx, store.KindScan, id); err != nil {
+			for _, id := range full[i:] {
+				b.rescan(id, now)
+			}
+			for id, ds := range dirs {
+				b.putBack(id, ds, now)
+			}
 			w.warn(ctx, err)
 			return
 		}
-		delete(b.full, id)
-		delete(b.dirs, id)
 	}
-	for id, dirs := range b.dirs {
-		list := make([]string, 0, len(dirs))
-		for d := range dirs {
+	for id, ds := range dirs {
+		list := make([]string, 0, len(ds))
+		for d := range ds {
 			list = append(list, d)
 		}
 		queued, err := w.ix.Rescan(ctx, id, list)
+		if err != nil || !queued {
+			// A scan of the root is running: they wait for the next
+			// flush.
+			b.putBack(id, ds, now)
+		}
 		if err != nil {
 			w.warn(ctx, err)
-			return
-		}
-		if queued {
-			delete(b.dirs, id)
 		}
 	}
-	b.reset()
-	if err := w.ix.Drain(ctx); err != nil {
+	if err := w.ix.Drain(ctx); errors.Is(err, indexer.ErrRootUnavailable) {
+		w.checkRoots(ctx, b) // says it once, and stops scanning it
+	} else if err != nil {
 		w.warn(ctx, err)
 	}
+}
+
+// pathOf is the path of the root id ("" for none; mu held).
+func (w *Watcher) pathOf(id int64) string {
+	for p, rid := range w.roots {
+		if rid == id {
+			return p
+		}
+	}
+	return ""
 }
 
 func (w *Watcher) warn(ctx context.Context, err error) {
 	if ctx.Err() == nil {
 		w.cfg.Warn(fmt.Sprintf("watch: %v", err))
-	}
-}
-
-// batch gathers changes until they are due.
-type batch struct {
-	dirs        map[int64]map[string]bool
-	full        map[int64]bool
-	first, last time.Time
-}
-
-func newBatch() *batch {
-	return &batch{dirs: map[int64]map[string]bool{}, full: map[int64]bool{}}
-}
-
-func (b *batch) add(root int64, dir string) {
-	if b.dirs[root] == nil {
-		b.dirs[root] = map[string]bool{}
-	}
-	b.dirs[root][dir] = true
-	b.touch()
-}
-
-func (b *batch) touch() {
-	now := time.Now()
-	if b.first.IsZero() {
-		b.first = now
-	}
-	b.last = now
-}
-
-// due: something waits, and it has been quiet for settle or waiting for
-// maxDelay.
-func (b *batch) due(settle, maxDelay time.Duration) bool {
-	if len(b.dirs) == 0 && len(b.full) == 0 {
-		return false
-	}
-	now := time.Now()
-	return now.Sub(b.last) >= settle || now.Sub(b.first) >= maxDelay
-}
-
-// reset starts the clock again for what stays (scans that were busy).
-func (b *batch) reset() {
-	b.first, b.last = time.Time{}, time.Time{}
-	if len(b.dirs) > 0 || len(b.full) > 0 {
-		b.touch()
 	}
 }

@@ -32,8 +32,12 @@
 #   FOLDER_COUNT=100000 folders of the generated tree of the folder and
 #                       watcher benches (bench-folders.sh, bench-live.sh)
 #   LIVE_N=200          changes whose latency bench-live.sh measures
+#   CHURN_TAR=/usr/share  the tree bench-churn.sh untars twice into a mount
+#   CHURN_RATE=300 CHURN_SECS=60  its random changes: how many a second,
+#                       for how long
 #   ONLY=mount          run only the named part (index, cold, photos, scale,
-#                       or a bench-NAME.sh: act, folders, live, mount, thumbs)
+#                       or a bench-NAME.sh: act, churn, folders, live, mount,
+#                       thumbs)
 #   COLD=1              also cold-cache runs (as root: sync and drop caches
 #                       before each; 0 skips them)
 #   BENCH_DIR=/tmp/dupefs-bench   where trees, indexes and results go
@@ -46,7 +50,7 @@ cd "$(dirname "$0")/../.."
 knobs() {
 	local v out=""
 	for v in RUNS BENCH_FILES BENCH_TREE PHOTOS EDITS SCALE SCALE_RUNS MOUNT_GROUPS THUMB_PHOTOS FOLDER_COUNT \
-		LIVE_N ACT_FILES ONLY COLD BENCH_DIR; do
+		LIVE_N ACT_FILES CHURN_TAR CHURN_RATE CHURN_SECS ONLY COLD BENCH_DIR; do
 		if [ -n "${!v+x}" ]; then out+="$v=${!v} "; fi
 	done
 	echo "${out}make bench"

@@ -8,6 +8,8 @@
 //	benchtool mksizes -dir D -files N [-per-folder N]  (sparse files of distinct sizes)
 //	benchtool mkfolders -dir D -folders N
 //	benchtool latency -mnt M -tree T -seed F -group by-hash/KEY [-n N]
+//	benchtool churnprep -dir D; benchtool churn -dir D -mnt M [-rate N] [-secs S] [-probes N]
+//	benchtool settle -db INDEX -out LOG [-pid P]; benchtool converged -log LOG -since T -fresh INDEX
 //	benchtool compare A B      (two reports in the fdupes blank-line format)
 //	benchtool median V...      (median of numbers)
 //	benchtool statwalk -dir D  (the system calls a re-index cannot skip)
@@ -17,7 +19,8 @@
 // The scripts beside it (integration/bench/bench.sh and its bench-*.sh
 // parts) run it; their tables, dated, with the commit they measured, go to
 // integration/bench/RESULTS.md. It is a tool, not part of dupefs: it
-// imports store only to replay an index's rows (sqlfloor).
+// imports store only to replay an index's rows (sqlfloor) and to read the
+// totals of an index a mount keeps (settle, converged).
 //
 // The generators make the same tree from the same arguments and -seed, so
 // runs on two builds measure the same work: a home-like tree (mktree),
@@ -35,7 +38,10 @@
 // writer SQLite allows; fusefloor serves a tree from memory over FUSE the
 // way the mount answers, the round trips alone. compare checks that dupefs
 // finds the duplicate set jdupes -r finds, and latency how long a change
-// on disk takes to show in a mounted view.
+// on disk takes to show in a mounted view; churn makes random changes at
+// a steady rate and times some of them through the view, settle logs an
+// index's totals until they stop moving, and converged says when they
+// first equalled a fresh index's for good.
 //
 // The files, by concern:
 //
@@ -46,4 +52,6 @@
 //	sqlfloor.go   sqlfloor
 //	fusefloor.go  fusefloor
 //	latency.go    latency
+//	churn.go      churnprep, churn
+//	settle.go     settle, converged
 package main
