@@ -16,9 +16,9 @@ import (
 // id (the order the reports list them in), each a symlink to the copy or,
 // serving files, the copy itself: the nodes of /by-hash's copies. A name
 // that repeats an earlier copy's (a long path shortened, a folder named
-// with " › ") gets " ~<file id>" before its extension; a caller who sees
-// only some copies sees them named as if the others were not there, as in
-// /by-hash.
+// with " › ") gets " ~<file id>" before its extension (in a view others
+// may enter, the id enciphered); a caller who sees only some copies sees
+// them named as if the others were not there, as in /by-hash.
 //
 // A walk enters the group folders one after the other, each needing the
 // places of its copies: they are read ahead of it (groupPlaces), a hundred
@@ -216,7 +216,7 @@ func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]plac
 		name := bare[i]
 		if taken[name] {
 			root := roots.path[p.RootID]
-			name = naming.Where(roots.names[root], root, p.Dir, p.Name, p.FileID)
+			name = naming.Where(roots.names[root], root, p.Dir, p.Name, f.ids.shownID(p.FileID))
 		}
 		taken[name] = true
 		out = append(out, placeName{id: p.FileID, name: name, first: firstOf[bare[i]] == p.FileID && name == bare[i]})

@@ -191,19 +191,18 @@ func (f *FS) rankFor(c *caller, gen uint64) (*callerRanking, error) {
 }
 
 // seenBy is group g as reader r sees it, its copies at places: there when
-// r may read two of them that are two inodes (as visible decides), its
-// count, name and inodes those of what r may read.
+// r may read two of them that are two inodes (as visible decides: each at
+// its path as indexed, readsCopy), its count, name and inodes those of
+// what r may read.
 func (f *FS) seenBy(r reader, g store.GroupInfo, places []store.Place, fr *fresh) (ranked, bool) {
 	var names []string
 	inodes := map[[2]uint64]bool{}
 	for _, p := range places {
-		path := p.Path()
-		if !r.read(path, fr) {
+		if !f.readsCopy(r, p.At(), fr) {
 			continue
 		}
 		names = append(names, p.Name)
-		e := f.access.attrsOf(path, false, fr)
-		inodes[[2]uint64{e.dev, e.ino}] = true
+		inodes[[2]uint64{p.Dev, p.Ino}] = true
 	}
 	if len(inodes) < 2 {
 		return ranked{}, false

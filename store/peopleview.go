@@ -71,16 +71,21 @@ func (vw *View) WastePage(ctx context.Context, after *WasteCursor, skip, limit i
 	return append(tie, rest...), err
 }
 
-// Place is where a copy lives: its root, folder and name.
+// Place is where a copy lives: its root, folder and name, and the inode
+// indexed there.
 type Place struct {
-	FileID int64
-	RootID int64
-	Dir    string // the folder's absolute path
-	Name   string
+	FileID   int64
+	RootID   int64
+	Dir      string // the folder's absolute path
+	Name     string
+	Dev, Ino uint64
 }
 
 // Path is the place's absolute path.
 func (p Place) Path() string { return naming.JoinPath(p.Dir, p.Name) }
+
+// At is the copy at p as the index knows it.
+func (p Place) At() CopyAt { return CopyAt{Path: p.Path(), Dev: p.Dev, Ino: p.Ino} }
 
 // PlacesOf lists where the live copies of the groups of content ids ids
 // live, each group's by file id, in one query (a content that is no group
@@ -91,7 +96,7 @@ func (vw *View) PlacesOf(ctx context.Context, ids []int64) (map[int64][]Place, e
 	if err != nil {
 		return nil, fmt.Errorf("list the places of copies: %w", err)
 	}
-	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, f.root_id, d.path, f.name
+	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, f.root_id, d.path, f.name, f.dev, f.ino
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
 		WHERE c.id IN (SELECT value FROM json_each(?)) AND c.`+isGroup+` AND f.missing = 0
 		ORDER BY c.id, f.id`, string(list))
@@ -103,7 +108,7 @@ func (vw *View) PlacesOf(ctx context.Context, ids []int64) (map[int64][]Place, e
 	for rows.Next() {
 		var id int64
 		var p Place
-		if err := rows.Scan(&id, &p.FileID, &p.RootID, &p.Dir, &p.Name); err != nil {
+		if err := rows.Scan(&id, &p.FileID, &p.RootID, &p.Dir, &p.Name, &p.Dev, &p.Ino); err != nil {
 			return nil, classify("list the places of copies", err)
 		}
 		out[id] = append(out[id], p)
