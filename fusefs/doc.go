@@ -10,6 +10,13 @@
 //	/by-folder/<algo>:<hex>/<name> symlink to a folder of an exact folder group
 //	/thumbs/<algo>:<hex>.jpg       thumbnails of image and video groups
 //	/status.json                   live progress and totals
+//	/folders/<label>/<where>       symlink to a folder of an exact folder
+//	                               group, named by its path from its
+//	                               root's name (folderview.go)
+//	/overlap/<label>/only in <where>/<where>
+//	                               symlink to a file only one folder of a
+//	                               pair that overlaps in part holds
+//	                               (overlap.go)
 //
 // It speaks the FUSE protocol through go-fuse's raw API and keeps no tree of
 // nodes: a node id is the inode number, kind<<56 | row id, one kind per
@@ -71,10 +78,13 @@
 //	listahead.go  group listings read ahead of a walk
 //	names.go      the names copies show under
 //	folders.go    /by-folder
-//	people.go     /files: the groups by rank, their labels
-//	rankings.go   /files for a caller who sees less than everything
-//	places.go     /files: the copies of a group, named by where they live
-//	files.go      /status.json, /summary.txt and /thumbs, open file handles
+//	people.go       /files: the groups by rank, their labels
+//	rankings.go     /files for a caller who sees less than everything
+//	places.go       /files: the copies of a group, named by where they live
+//	peopleroots.go  /folders and /overlap: their nodes, the roots' names
+//	folderview.go   /folders
+//	overlap.go      /overlap
+//	files.go        /status.json, /summary.txt and /thumbs, open file handles
 //	copies.go     copies served as files, passthrough
 //	ids.go        the numbers the kernel knows nodes by in a view others enter
 //	access.go     the caller, and what the disk lets them read

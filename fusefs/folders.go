@@ -164,6 +164,7 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 		for _, c := range cs {
 			f.notifyEntry(inoByFolder, naming.GroupKey(f.db.HashAlgo(), c.Sig))
 			f.notifyInode(ino(kindFolderGroup, c.ID))
+			f.notifyInode(ino(kindPeopleGroup, c.ID))
 			seq, any = c.Seq, true
 		}
 		if len(cs) < 1000 {
@@ -172,6 +173,7 @@ func (f *FS) applyFolderChanges(ctx context.Context, seq int64) int64 {
 	}
 	if any {
 		f.notifyInode(inoByFolder)
+		f.notifyInode(inoFolders)
 		f.notifyInode(inoRoot)
 	}
 	return seq

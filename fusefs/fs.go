@@ -95,6 +95,8 @@ type FS struct {
 	ends     listEnds
 	ahead    copiesAhead // group listings read ahead (listahead.go)
 	people   people      // /files (people.go)
+	roots    peopleRoots // the names of the roots, for people (peopleroots.go)
+	labels   labelCache  // labels of folder groups (labelcache.go)
 }
 
 // New returns the view over db.

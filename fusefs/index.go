@@ -24,7 +24,6 @@ type Index interface {
 	WastePage(ctx context.Context, after *store.WasteCursor, skip, limit int) ([]store.GroupInfo, error)
 	CopyNames(ctx context.Context, ids []int64) (map[int64][]string, error)
 	PlacesOf(ctx context.Context, ids []int64) (map[int64][]store.Place, error)
-	RootPaths(ctx context.Context) (map[int64]string, error)
 
 	// The copies of a group.
 	CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]store.MemberName, error)
@@ -50,6 +49,19 @@ type Index interface {
 	FolderMemberOf(ctx context.Context, folderID int64) (store.FolderMember, error)
 	SubtreeContents(ctx context.Context, dir string) ([]store.SubtreeFile, bool, error)
 
+	// The folders made for people: /folders (folder groups told apart by
+	// their folders' names), /overlap (the pairs of folders that overlap
+	// in part), the roots they name paths from.
+	FolderGroupsNamed(ctx context.Context, files int64, name string, afterID, beforeID int64, limit int) ([]store.FolderGroupInfo, error)
+	PairsPage(ctx context.Context, afterID int64, limit int) ([]store.FolderPairInfo, error)
+	PairByID(ctx context.Context, id int64) (store.FolderPairInfo, error)
+	PairIDsByLabel(ctx context.Context, label string, afterID, beforeID int64, limit int) ([]int64, error)
+	PairFilesPage(ctx context.Context, pairID int64, side int, afterID int64, limit int) ([]store.PairFile, error)
+	PairFileByName(ctx context.Context, pairID int64, side int, name string) (store.PairFile, error)
+	PairFileByID(ctx context.Context, id int64) (store.PairFile, error)
+	PairFileOf(ctx context.Context, pairID int64, side int, fileID int64) (store.PairFile, error)
+	RootPaths(ctx context.Context) (map[int64]string, error)
+
 	// What changed, and when anything was committed.
 	ChangesSince(ctx context.Context, seq int64, limit int) ([]store.Change, error)
 	LastChange(ctx context.Context) (int64, time.Time, error)
@@ -57,6 +69,8 @@ type Index interface {
 	LastThumbChange(ctx context.Context) (int64, time.Time, error)
 	FolderChangesSince(ctx context.Context, seq int64, limit int) ([]store.FolderChange, error)
 	LastFolderChange(ctx context.Context) (int64, time.Time, error)
+	PairChangesSince(ctx context.Context, seq int64, limit int) ([]store.PairChange, error)
+	LastPairChange(ctx context.Context) (int64, time.Time, error)
 	NewWatcher(ctx context.Context) (*store.Watcher, error)
 }
 

@@ -43,9 +43,12 @@ type listed struct {
 	base  string
 	id    int64
 	first bool
-	// callers: the name is the caller's own (a label of /files), which
+	// callers: the name is the caller's own (a label), which
 	// the kernel may keep for no one else.
 	callers bool
+	// brief: a folder whose name may change with what it holds (a label
+	// of /folders or /overlap): the kernel keeps its entry a second.
+	brief bool
 }
 
 // fetchFunc returns the entries after offset off, at most pageSize of
@@ -125,7 +128,11 @@ func (f *FS) plusEntry(c *caller, eo *fuse.EntryOut, e listed) {
 		}
 	} else {
 		f.dirAttr(&eo.Attr, e.Ino, e.mtime)
-		f.entry(eo, e.Ino, rowTimeout)
+		timeout := rowTimeout
+		if e.brief {
+			timeout = linkTimeout
+		}
+		f.entry(eo, e.Ino, timeout)
 		if e.callers && f.cfg.AllowOther {
 			eo.SetEntryTimeout(0)
 		}
@@ -140,6 +147,8 @@ func (f *FS) plusEntry(c *caller, eo *fuse.EntryOut, e listed) {
 func (f *FS) lister(c *caller, node uint64) (self, parent uint64, what string, fetch fetchFunc, st fuse.Status) {
 	kind, id := split(node)
 	switch {
+	case isPeople(node):
+		return f.listerPeople(c, node)
 	case node == inoRoot:
 		return node, node, "root", f.listRoot, fuse.OK
 	case node == inoByHash:
@@ -182,6 +191,7 @@ func (f *FS) listRoot(_ context.Context, off uint64) ([]listed, error) {
 		{DirEntry: fuse.DirEntry{Name: "summary.txt", Mode: syscall.S_IFREG, Ino: inoSummary, Off: 8}},
 		{DirEntry: fuse.DirEntry{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 9}, plus: true},
 	}
+	all = append(all, peopleRootEntries(10)...)
 	for i, e := range all {
 		if e.Off > off {
 			return all[i:], nil

@@ -38,6 +38,8 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 		st = f.lookupLabel(c, name, out)
 	case kind == kindFilesGroup:
 		st = f.lookupPlace(c, id, name, out)
+	case isPeople(parent):
+		st = f.lookupPeople(c, parent, name, out)
 	case kind == kindFolderGroup:
 		st = f.lookupFolderLink(c, id, name, out)
 	case kind == kindGroup:
@@ -113,6 +115,10 @@ func (f *FS) lookupRoot(c *caller, name string, out *fuse.EntryOut) fuse.Status 
 		node = inoFiles
 	case "summary.txt":
 		node = inoSummary
+	case "folders":
+		node = inoFolders
+	case "overlap":
+		node = inoOverlap
 	default:
 		return fuse.ENOENT
 	}
@@ -286,6 +292,8 @@ func (f *FS) getattr(c *caller, node uint64, a *fuse.Attr) (time.Duration, fuse.
 	switch {
 	case node == inoByFolder || kind == kindFolderGroup || kind == kindFolderLink:
 		return f.getattrFolder(node, a)
+	case isPeople(node):
+		return f.getattrPeople(node, a)
 	case node == inoRoot || node == inoByHash || node == inoBySize || node == inoFiles:
 		f.dirAttr(a, node, f.lastChange())
 		return time.Second, fuse.OK
@@ -361,6 +369,8 @@ func (f *FS) readlink(node uint64) ([]byte, fuse.Status) {
 	case kindFolderLink:
 		path, _, st := f.folderLink(id)
 		return []byte(path), st
+	case kindPeopleFolder, kindPairFile:
+		return f.readlinkPeople(node)
 	}
 	return nil, fuse.EINVAL
 }

@@ -50,7 +50,6 @@ type people struct {
 
 	placesMu  sync.Mutex
 	places    placesCache
-	roots     rootNames
 	seenRoots []string // the roots the watcher last saw
 }
 

@@ -12,7 +12,7 @@ import (
 )
 
 // /files/<label>/<where>: the copies of a group, each named after where it
-// lives (naming.Where: "Pictures › 2023 › IMG_0002.jpg"), listed by file
+// lives (peoplePath: "Pictures › 2023 › IMG_0002.jpg"), listed by file
 // id (the order the reports list them in), each a symlink to the copy or,
 // serving files, the copy itself: the nodes of /by-hash's copies. A name
 // that repeats an earlier copy's (a long path shortened, a folder named
@@ -42,14 +42,6 @@ type placesCache struct {
 	// The first groups after those read ahead, by rank and by content id
 	// (0: none).
 	nextRank, nextID int64
-}
-
-// rootNames are the roots by id, with the names people know them by
-// (naming.RootNames), while the index does not change.
-type rootNames struct {
-	gen   uint64
-	path  map[int64]string
-	names map[string]string
 }
 
 // aheadPlaces bounds the places of copies one read ahead keeps, beside
@@ -130,31 +122,6 @@ func (f *FS) groupPlaces(ctx context.Context, contentID int64) ([]store.Place, e
 	return places[contentID], nil
 }
 
-// rootsNamed returns the roots and their names.
-func (f *FS) rootsNamed(ctx context.Context) (rootNames, error) {
-	pp := &f.people
-	gen := f.ends.stamp() // the roots change with no group
-	pp.placesMu.Lock()
-	r := pp.roots
-	pp.placesMu.Unlock()
-	if r.path != nil && r.gen == gen {
-		return r, nil
-	}
-	paths, err := f.db.RootPaths(ctx)
-	if err != nil {
-		return r, err
-	}
-	all := make([]string, 0, len(paths))
-	for _, p := range paths {
-		all = append(all, p)
-	}
-	r = rootNames{gen: gen, path: paths, names: naming.RootNames(all)}
-	pp.placesMu.Lock()
-	pp.roots = r
-	pp.placesMu.Unlock()
-	return r, nil
-}
-
 // rootsChanged reports whether the roots changed since it was last asked
 // (the watcher asks it at every commit): a root added or gone may rename
 // the copies of others that share its name, with no group changing.
@@ -194,15 +161,10 @@ func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]plac
 	if err != nil {
 		return nil, err
 	}
-	roots, err := f.rootsNamed(ctx)
-	if err != nil {
-		return nil, err
-	}
 	bare := make([]string, len(places))
 	firstOf := make(map[string]int64, len(places))
 	for i, p := range places {
-		root := roots.path[p.RootID]
-		bare[i] = naming.Where(roots.names[root], root, p.Dir, p.Name, 0)
+		bare[i] = f.peoplePath(p.Path())
 		if _, ok := firstOf[bare[i]]; !ok {
 			firstOf[bare[i]] = p.FileID
 		}
@@ -215,8 +177,7 @@ func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]plac
 		}
 		name := bare[i]
 		if taken[name] {
-			root := roots.path[p.RootID]
-			name = naming.Where(roots.names[root], root, p.Dir, p.Name, f.ids.shownID(p.FileID))
+			name = naming.WithID(name, f.ids.shownID(p.FileID), true)
 		}
 		taken[name] = true
 		out = append(out, placeName{id: p.FileID, name: name, first: firstOf[bare[i]] == p.FileID && name == bare[i]})

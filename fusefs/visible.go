@@ -103,6 +103,9 @@ func (f *FS) showsNow(r reader, kind uint64, id int64, fr *fresh) bool {
 		}
 		return f.folderGroupShows(l.everyone, id, true, fr)
 	}
+	if ok, handled := f.peopleShows(r, kind, id, fr); handled {
+		return ok
+	}
 	switch kind {
 	case kindGroup:
 		return f.groupShows(r, id, false, fr)

@@ -44,11 +44,12 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 		f.appliedSeq.Store(s.groups)
 		s.thumbs = f.applyThumbChanges(ctx, s.thumbs)
 		s.folders = f.applyFolderChanges(ctx, s.folders)
+		s.pairs = f.applyPairChanges(ctx, s.pairs)
 	}
 }
 
 // feeds are the last change the kernel was told of, per change feed.
-type feeds struct{ groups, thumbs, folders int64 }
+type feeds struct{ groups, thumbs, folders, pairs int64 }
 
 // startWatch takes the watcher's baseline (data_version and the last
 // changes) before the mount serves anything, so no commit after it goes
@@ -61,7 +62,9 @@ func (f *FS) startWatch() (w *store.Watcher, s feeds, err error) {
 	}
 	if s.groups, _, err = f.db.LastChange(ctx); err == nil {
 		if s.thumbs, _, err = f.db.LastThumbChange(ctx); err == nil {
-			s.folders, _, err = f.db.LastFolderChange(ctx)
+			if s.folders, _, err = f.db.LastFolderChange(ctx); err == nil {
+				s.pairs, _, err = f.db.LastPairChange(ctx)
+			}
 		}
 	}
 	if err != nil {

@@ -40,6 +40,18 @@ type Indexer struct {
 	early earlyReads
 	// notes sums what vanished or changed while read (Config.SayEvery).
 	notes *readNotes
+	// unfinished are jobs whose end could not be written (a full disk):
+	// they stay running under this worker's lease until it is, which
+	// Drain tries first, so no run waits the lease out behind them.
+	unfinMu    sync.Mutex
+	unfinished []unfinished
+}
+
+// unfinished is a job left running whose end is to be written.
+type unfinished struct {
+	lease     store.Lease
+	code, msg string
+	after     time.Duration
 }
 
 // New returns an Indexer working on db.
@@ -106,6 +118,9 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 	hashed := false
 	for {
 		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := ix.finishUnfinished(ctx); err != nil {
 			return err
 		}
 		if _, err := ix.db.RecoverDead(ctx, WorkerDead); err != nil {
@@ -368,7 +383,25 @@ func (ix *Indexer) abandon(ctx context.Context, l store.Lease, err error) error 
 		after = 5 * time.Second
 	}
 	if ferr := ix.finish(ctx, l, store.StatusRetryable, code, err.Error(), &after); ferr != nil {
+		ix.unfinMu.Lock()
+		ix.unfinished = append(ix.unfinished, unfinished{l, code, err.Error(), after})
+		ix.unfinMu.Unlock()
 		return errors.Join(err, ferr)
 	}
 	return err
+}
+
+// finishUnfinished writes the end of the jobs whose end could not be
+// written before; it returns the first failure, the others kept.
+func (ix *Indexer) finishUnfinished(ctx context.Context) error {
+	ix.unfinMu.Lock()
+	defer ix.unfinMu.Unlock()
+	for len(ix.unfinished) > 0 {
+		u := ix.unfinished[0]
+		if err := ix.finish(ctx, u.lease, store.StatusRetryable, u.code, u.msg, &u.after); err != nil {
+			return fmt.Errorf("end job %d: %w", u.lease.ID, err)
+		}
+		ix.unfinished = ix.unfinished[1:]
+	}
+	return nil
 }

@@ -12,8 +12,9 @@
 //
 //	db.Files()    roots, folders, file rows, the scan's bulk load, hash plans
 //	db.View()     what the mounted view reads: groups, copies, thumbnails,
-//	              folder groups, the change feeds (fusefs.Index)
-//	db.Folders()  folder signatures and the folder report's reads
+//	              folder groups and pairs, the change feeds (fusefs.Index)
+//	db.Folders()  folder signatures, the folder groups and the pairs of
+//	              folders that overlap in part, and the report's reads
 //	db.Ledger()   plans and actions: the exactly-once ledger and its undo
 //	db.Thumbs()   the thumbnail queue and its cleanups
 //	db.Jobs()     scan and hash jobs, a listing of every queue's jobs, and
@@ -46,7 +47,13 @@
 //	            folderview.go, peopleview.go (groups by waste, places)
 //	Folders     foldersig.go (Sig), foldersigs.go, foldall.go, foldowed.go,
 //	            foldertree.go, foldergroups.go, folderclasses.go,
-//	            folderconfirm.go, foldersync.go, foldercheck.go
+//	            folderconfirm.go, foldersync.go, foldercheck.go; the pairs
+//	            that overlap in part: foldpairtree.go and foldpairsearch.go
+//	            (the search of every folder), foldpairrule.go (the rule on
+//	            pairs restated above), foldpairscope.go (the search around
+//	            moved folders), foldpairkeep.go (folder_pairs kept after
+//	            each fold), foldpairlists.go (what only one folder holds),
+//	            foldpairview.go (the report's and the view's reads)
 //	Ledger      actions.go, actionplan.go, actionrun.go, actionundo.go,
 //	            roles.go (the rule that no content loses its last copy)
 //	Thumbs      thumbs.go, thumbclean.go

@@ -98,6 +98,12 @@ type fakeFile struct {
 // with their parents under /r.
 func addFakeFiles(tb testing.TB, db *DB, root int64, files []fakeFile) {
 	tb.Helper()
+	addFakeFilesUnder(tb, db, root, "/r", files)
+}
+
+// addFakeFilesUnder is addFakeFiles for the root at top.
+func addFakeFilesUnder(tb testing.TB, db *DB, root int64, top string, files []fakeFile) {
+	tb.Helper()
 	ctx := context.Background()
 	err := db.Write(ctx, func(tx *Tx) error {
 		b, err := tx.ScanBatch(1, naming.HashSHA256)
@@ -112,7 +118,7 @@ func addFakeFiles(tb testing.TB, db *DB, root int64, files []fakeFile) {
 				return id, nil
 			}
 			var parent int64
-			if p != "/r" {
+			if p != top {
 				var err error
 				if parent, err = folder(path.Dir(p)); err != nil {
 					return 0, err

@@ -15,7 +15,8 @@ const folderChunk = 2000
 // every ancestor moves by the delta. The cost is that of the changed folders and their
 // ancestors, never the tree. It then brings the exact folder groups up to
 // date when any folder was folded in, now or by a fold killed before it
-// stored them (foldowed.go), and returns how many folders' sums it wrote.
+// stored them (foldowed.go), then the pairs of folders that overlap in
+// part (foldpairkeep.go), and returns how many folders' sums it wrote.
 func (fo *Folders) UpdateFolderSigs(ctx context.Context) (int, error) {
 	folds, covered, err := fo.db.foldCounts(ctx)
 	if err != nil {
@@ -50,6 +51,7 @@ func (fo *Folders) UpdateFolderSigs(ctx context.Context) (int, error) {
 		all.moves = append(all.moves, f.moves...)
 		all.deleted = all.deleted || f.deleted
 		all.noted += f.noted
+		all.touched = append(all.touched, f.touched...)
 		if f.folded < folderChunk {
 			break
 		}
@@ -66,6 +68,11 @@ func (fo *Folders) UpdateFolderSigs(ctx context.Context) (int, error) {
 	if err != nil {
 		return all.written + len(all.moves), err
 	}
+	// The pairs, as the groups, cover every fold or are found again whole.
+	pairsAt, err := fo.db.pairsCovered(ctx)
+	if err != nil {
+		return all.written + len(all.moves), err
+	}
 	switch {
 	case all.folded == 0 && folds == covered:
 	case folds > covered || now != folds+all.noted || all.deleted || len(all.moves) > maxGroupMoves:
@@ -74,6 +81,10 @@ func (fo *Folders) UpdateFolderSigs(ctx context.Context) (int, error) {
 		err = fo.db.rebuildFolderGroups(ctx)
 	default:
 		err = fo.db.updateFolderGroups(ctx, all.moves, now)
+	}
+	if err == nil && (all.folded > 0 || pairsAt < now) {
+		full := pairsAt < folds || now != folds+all.noted || all.deleted || len(all.moves) > maxPairMoves
+		err = fo.db.keepFolderPairs(ctx, all.moves, all.touched, now, full)
 	}
 	return all.written + len(all.moves), err
 }
@@ -113,6 +124,7 @@ type fold struct {
 	folded   int       // folders of folder_dirty folded in
 	noted    int64     // fold writes counted (noteFold)
 	moves    []sigMove // folders whose sums changed (delta by delta)
+	touched  []int64   // folders whose files changed, and those above them
 	written  int       // folders whose sums were written whole (foldAll)
 	streamed bool      // foldAll streamed the index (foldStream)
 	deleted  bool      // some noted folders were deleted: groups must be found again
@@ -176,6 +188,9 @@ func (tx *Tx) foldFolders() (res fold, err error) {
 	fs, err := tx.loadChains(dirty)
 	if err != nil {
 		return res, err
+	}
+	for id := range fs {
+		res.touched = append(res.touched, id)
 	}
 	for _, id := range dirty {
 		if _, ok := fs[id]; !ok {

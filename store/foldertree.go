@@ -22,7 +22,7 @@ type FolderNode struct {
 // non-empty file, in no particular order.
 func (fo *Folders) FolderNodes(ctx context.Context, fn func(FolderNode) error) error {
 	rows, err := fo.db.query(ctx, `SELECT id, coalesce(parent_id, 0), path, tree_files, tree_bytes, tree_pending, tree_sig
-		FROM folders WHERE tree_files > 0 AND missing = 0`)
+		FROM folders NOT INDEXED WHERE tree_files > 0 AND missing = 0`)
 	if err != nil {
 		return classify("read folders", err)
 	}
@@ -53,61 +53,67 @@ type SharedFile struct {
 
 // SharedFiles calls fn for every live file of a duplicate content, and for
 // every file of an inode linked more than once: the only files two folders
-// can share.
+// can share. The duplicate contents are read first, then the files in one
+// pass over the table (NOT INDEXED: a lookup of each content's files cost
+// five times as much, 1.3 s against 0.25 s for 72k of 216k files).
 func (fo *Folders) SharedFiles(ctx context.Context, fn func(SharedFile) error) error {
-	rows, err := fo.db.query(ctx, `SELECT f.folder_id, f.size, c.id FROM contents c
-		JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
-		WHERE c.`+isGroup+` AND f.hash_algo = c.hash_algo`)
+	rows, err := fo.db.query(ctx, `SELECT hash_algo, content_hash, id FROM contents WHERE `+isGroup)
 	if err != nil {
-		return classify("read duplicate files", err)
+		return classify("read duplicate contents", err)
 	}
+	groups := map[string]int64{}
 	for rows.Next() {
-		var s SharedFile
-		if err := rows.Scan(&s.Folder, &s.Size, &s.Content); err != nil {
+		var algo string
+		var hash []byte
+		var id int64
+		if err := rows.Scan(&algo, &hash, &id); err != nil {
 			rows.Close()
-			return classify("read duplicate files", err)
+			return classify("read duplicate contents", err)
 		}
-		if err := fn(s); err != nil {
-			rows.Close()
-			return err
-		}
+		groups[algo+string(hash)] = id
 	}
 	err = rows.Err()
 	rows.Close()
 	if err != nil {
+		return classify("read duplicate contents", err)
+	}
+	rows, err = fo.db.query(ctx, `SELECT folder_id, size, nlink, dev, ino, coalesce(hash_algo, ''), content_hash
+		FROM files NOT INDEXED WHERE missing = 0 AND size > 0 AND (content_hash IS NOT NULL OR nlink > 1)`)
+	if err != nil {
 		return classify("read duplicate files", err)
 	}
+	defer rows.Close()
 	// Inodes of several links whose content no other inode holds: their
 	// files share it. Numbered below zero, one number per inode.
-	// (NOT INDEXED: one pass over the table beats a lookup per file.)
-	rows, err = fo.db.query(ctx, `SELECT f.folder_id, f.size, f.dev, f.ino FROM files f NOT INDEXED
-		WHERE f.nlink > 1 AND f.size > 0 AND f.missing = 0 AND NOT EXISTS (SELECT 1 FROM contents c
-		  WHERE c.content_hash = f.content_hash AND c.hash_algo = f.hash_algo AND c.`+isGroup+`)`)
-	if err != nil {
-		return classify("read linked files", err)
-	}
-	defer rows.Close()
 	inodes := map[[16]byte]int64{}
+	var algo string
+	var hash sql.RawBytes
+	var nlink, dev, ino int64
+	var s SharedFile
 	for rows.Next() {
-		var s SharedFile
-		var dev, ino int64
-		if err := rows.Scan(&s.Folder, &s.Size, &dev, &ino); err != nil {
-			return classify("read linked files", err)
+		if err := rows.Scan(&s.Folder, &s.Size, &nlink, &dev, &ino, &algo, &hash); err != nil {
+			return classify("read duplicate files", err)
 		}
-		var k [16]byte
-		binary.LittleEndian.PutUint64(k[:8], uint64(dev))
-		binary.LittleEndian.PutUint64(k[8:], uint64(ino))
-		n, ok := inodes[k]
-		if !ok {
-			n = -int64(len(inodes)) - 1
-			inodes[k] = n
+		if id, ok := groups[algo+string(hash)]; ok && hash != nil {
+			s.Content = id
+		} else if nlink > 1 {
+			var k [16]byte
+			binary.LittleEndian.PutUint64(k[:8], uint64(dev))
+			binary.LittleEndian.PutUint64(k[8:], uint64(ino))
+			n, ok := inodes[k]
+			if !ok {
+				n = -int64(len(inodes)) - 1
+				inodes[k] = n
+			}
+			s.Content = n
+		} else {
+			continue
 		}
-		s.Content = n
 		if err := fn(s); err != nil {
 			return err
 		}
 	}
-	return classify("read linked files", rows.Err())
+	return classify("read duplicate files", rows.Err())
 }
 
 // FolderNodeByPath returns a live folder's sums, or ErrNotFound.

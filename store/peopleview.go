@@ -10,7 +10,7 @@ import (
 
 // The queries of the view made for people (/files): the groups ranked by
 // the space their extra copies take, read a keyset page at a time from the
-// index contents_waste (migrations/0011_group_waste.sql), and the places
+// index contents_waste (migrations/0012_group_waste.sql), and the places
 // of their copies.
 
 // wasteOf is the space a group's extra copies take, as contents_waste
@@ -71,11 +71,10 @@ func (vw *View) WastePage(ctx context.Context, after *WasteCursor, skip, limit i
 	return append(tie, rest...), err
 }
 
-// Place is where a copy lives: its root, folder and name, and the inode
-// indexed there.
+// Place is where a copy lives: its folder and name, and the inode indexed
+// there.
 type Place struct {
 	FileID   int64
-	RootID   int64
 	Dir      string // the folder's absolute path
 	Name     string
 	Dev, Ino uint64
@@ -96,7 +95,7 @@ func (vw *View) PlacesOf(ctx context.Context, ids []int64) (map[int64][]Place, e
 	if err != nil {
 		return nil, fmt.Errorf("list the places of copies: %w", err)
 	}
-	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, f.root_id, d.path, f.name, f.dev, f.ino
+	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, d.path, f.name, f.dev, f.ino
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
 		WHERE c.id IN (SELECT value FROM json_each(?)) AND c.`+isGroup+` AND f.missing = 0
 		ORDER BY c.id, f.id`, string(list))
@@ -108,7 +107,7 @@ func (vw *View) PlacesOf(ctx context.Context, ids []int64) (map[int64][]Place, e
 	for rows.Next() {
 		var id int64
 		var p Place
-		if err := rows.Scan(&id, &p.FileID, &p.RootID, &p.Dir, &p.Name, &p.Dev, &p.Ino); err != nil {
+		if err := rows.Scan(&id, &p.FileID, &p.Dir, &p.Name, &p.Dev, &p.Ino); err != nil {
 			return nil, classify("list the places of copies", err)
 		}
 		out[id] = append(out[id], p)
@@ -140,23 +139,4 @@ func (vw *View) CopyNames(ctx context.Context, ids []int64) (map[int64][]string,
 		out[id] = append(out[id], name)
 	}
 	return out, classify("list the names of copies", rows.Err())
-}
-
-// RootPaths maps every root's id to its path.
-func (vw *View) RootPaths(ctx context.Context) (map[int64]string, error) {
-	rows, err := vw.db.query(ctx, `SELECT id, path FROM roots`)
-	if err != nil {
-		return nil, classify("list roots", err)
-	}
-	defer rows.Close()
-	out := map[int64]string{}
-	for rows.Next() {
-		var id int64
-		var p string
-		if err := rows.Scan(&id, &p); err != nil {
-			return nil, classify("list roots", err)
-		}
-		out[id] = p
-	}
-	return out, classify("list roots", rows.Err())
 }

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"math"
 	"strconv"
 
 	"github.com/urfave/cli/v2"
@@ -35,8 +34,8 @@ func foldersCommand() *cli.Command {
 			"--layout, every relative path must match too); of nested equal folders only the highest\n" +
 			"counts, and a group whose folders' parents all lie in one group is not shown. A pair\n" +
 			"overlaps when |A ∩ B| / |A ∪ B| reaches --min-similarity and is below 100%, unless\n" +
-			"their parents lie in one group or form such a pair. Largest first. Paths are escaped\n" +
-			"as in dupefs groups.\n" +
+			"a pair of them or folders above them is a group or at least as alike. Largest first.\n" +
+			"Paths are escaped as in dupefs groups.\n" +
 			"Exit status: 0, 3 for bad flags, 5 for a bad index, 8 while the index is still being\n" +
 			"built (a root was never scanned to the end).",
 		Flags: []cli.Flag{
@@ -107,8 +106,8 @@ func runFolders(ctx context.Context, g globalOptions, opts foldersOptions, stdou
 	})
 }
 
-// round4 is a similarity with 4 decimals.
-func round4(f float64) float64 { return math.Round(f*10000) / 10000 }
+// round4 is a similarity with 4 decimals (naming.Round4).
+func round4(f float64) float64 { return naming.Round4(f) }
 
 func escapeAll(ps []string) []string {
 	out := make([]string, len(ps))
@@ -194,7 +193,7 @@ func writeFoldersText(w io.Writer, rep *folders.Report, opts foldersOptions) err
 	}
 	fmt.Fprintf(w, "\n# %s of folders at least %d%% alike\n", counted(int64(len(rep.Partial)), "pair", "pairs"), opts.MinSimilarity)
 	for _, p := range rep.Partial {
-		fmt.Fprintf(w, "\n%.2f%% alike: %s (%s) in both\n", 100*round4(p.Similarity), counted(p.SharedFiles, "file", "files"), humanBytes(p.SharedBytes))
+		fmt.Fprintf(w, "\n%s%% alike: %s (%s) in both\n", naming.Percent(p.Similarity), counted(p.SharedFiles, "file", "files"), humanBytes(p.SharedBytes))
 		for _, side := range []struct {
 			dir  string
 			only []string

@@ -239,6 +239,9 @@ never read again.
 /by-hash/<algo>:<hex>/<name>    symlink to the absolute path of one copy
 /by-size/<bytes>/<algo>:<hex>   symlink to ../../by-hash/<algo>:<hex>
 /by-folder/<algo>:<hex>/<name>  symlink to each folder of an exact folder group
+/folders/<label>/<where>        the same groups, for people
+/overlap/<label>/only in <where>/<where>
+                                symlink to each file only one folder of a pair holds
 /thumbs/<algo>:<hex>.jpg        JPEG thumbnail of an image or video group
 /status.json                    live totals, roots, jobs, thumbnails, WAL
 .fi
@@ -274,7 +277,14 @@ copy after the first (by file id) gets ~<file id> before its extension:
 IMG_1.jpg, IMG_1~812.jpg (with --allow-other the id is enciphered, as inode
 numbers are). Names are stable across remounts. Folders in
 /by-folder are named the same way (~<folder id>); a folder group's key is the
-one dupefs folders prints. /status.json is status --json; it counts the
+one dupefs folders prints. /folders and /overlap show the groups and pairs
+dupefs folders prints (at its default similarity), for people: a folder per
+group, "<name> (<n> folders, <files> files, <size> each)", holding a symlink
+to each folder; a folder per pair, "<A's name> \[u2248] <B's name>
+(<similarity>%)", holding "only in <where>" for each folder, with a symlink to
+each file only that folder holds. <where> is a path from its root's name with
+" \[u203A] " between folders, shortened in its middle with "\[u2026]" past 255
+bytes; a label or name that repeats gets " ~<id>". /status.json is status --json; it counts the
 folder groups (folder_groups) and the bytes in their extra copies
 (folder_wasted_bytes).
 .TP
@@ -348,10 +358,12 @@ it, read permission on it, by its mode bits or POSIX ACL, with the groups of
 the caller's process); a group, a size or a thumbnail only where they can
 read two of its copies that are two files (not two hard links of one),
 listing only those; a folder group only where they can read all of two of
-its folders. Copies that share a name are named among those they see; /files
-ranks, counts and names their groups by the copies they may read (a ranking
-made for each such caller, kept while the index does not change and a
-second after it is made). The rest is absent (no such file). /status.json
+its folders (counted and listed among those in /folders); a pair in
+/overlap only where they can read all of both folders. Copies that share a
+name are named among those they see; /files ranks, counts and names their
+groups by the copies they may read (a ranking made for each such caller,
+kept while the index does not change, each entry asked of the disk again as
+it is listed or looked up). The rest is absent (no such file). /status.json
 and /summary.txt give them no count and no path: only the version, the hash
 algorithm and whether the index is up to date.
 The times of the view's folders and thumbnails are the time it was mounted.
@@ -461,9 +473,13 @@ is not shown when the parents of all its folders lie in one exact group.
 Partial overlap: for folders A and B, neither inside the other and not
 equal, similarity = |A \(ca B| / |A \(cu B| over the content multisets. A pair is
 reported when it reaches --min-similarity (1\(en100, default 50) and is below
-100%, unless their parents lie in one exact group or are such a pair
-themselves. With each pair: the files and bytes in both, and what is only in
-A and only in B (relative paths, the first 20, and the counts).
+100%, unless it only restates a pair above it: some other pair (A', B'), A'
+being A or a folder above it and B' being B or a folder above it, is an exact
+group or at least as alike. With each pair: the files and bytes in both, and
+what is only in A and only in B (relative paths, the first 20, and the
+counts). The index keeps the pairs at 50% up to date with every index run,
+as it keeps the groups; folders reads those unless asked for another
+--min-similarity or --min-size.
 .PP
 --format json writes
 .PP

@@ -48,8 +48,8 @@ func mountCommand() *cli.Command {
 		Name:      "mount",
 		Usage:     "mount a read-only view of the duplicates, indexing in the background",
 		ArgsUsage: "MOUNTPOINT [PATH...]",
-		Description: "Adds the PATHs as roots, mounts /files, /by-hash, /by-size, /by-folder, /thumbs, /status.json\n" +
-			"and /summary.txt at MOUNTPOINT (an existing folder outside every root), indexes every root while it is\n" +
+		Description: "Adds the PATHs as roots, mounts /files, /folders, /overlap, /by-hash, /by-size, /by-folder,\n" +
+			"/thumbs, /status.json and /summary.txt at MOUNTPOINT (an existing folder outside every root), indexes every root while it is\n" +
 			"mounted and follows changes on disk (fanotify as root, inotify otherwise). Copies are\n" +
 			"symlinks to the originals (writing through one writes the original), or with --serve\n" +
 			"files read-only files read through to them. It stays in the foreground; Ctrl-C, SIGTERM\n" +

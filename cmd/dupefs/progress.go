@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/dupefs/dupefs/store/naming"
 	"github.com/vbauerster/mpb/v8"
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
@@ -221,40 +222,11 @@ func (p *phaseBar) text() string {
 	return b.String()
 }
 
-// count formats an integer with thousands separators.
-func count(n int64) string {
-	s := fmt.Sprint(n)
-	if n < 0 {
-		return s
-	}
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
-}
+// count formats an integer with thousands separators (naming.Count).
+func count(n int64) string { return naming.Count(n) }
 
-// counted is a count and a noun, singular for one: "1 file", "2,048 files".
-func counted(n int64, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return count(n) + " " + many
-}
+// counted is a count and a noun, singular for one (naming.Counted).
+func counted(n int64, one, many string) string { return naming.Counted(n, one, many) }
 
-// humanBytes formats a size with a binary unit.
-func humanBytes(n int64) string {
-	const unit = 1024
-	if n < unit {
-		return fmt.Sprintf("%d B", n)
-	}
-	div, exp := int64(unit), 0
-	for m := n / unit; m >= unit; m /= unit {
-		div *= unit
-		exp++
-	}
-	return fmt.Sprintf("%.1f %ciB", float64(n)/float64(div), "KMGTPE"[exp])
-}
+// humanBytes formats a size with a binary unit (naming.HumanBytes).
+func humanBytes(n int64) string { return naming.HumanBytes(n) }

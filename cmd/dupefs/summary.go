@@ -20,7 +20,7 @@ func buildSummary(ctx context.Context, db *store.DB) ([]byte, error) {
 	t := s.Totals
 	var b strings.Builder
 	fmt.Fprintf(&b, "Duplicate files: %s, %s in extra copies (files/ lists them, the most space first).\n",
-		counted(t.Groups, "group", "groups"), naming.DecimalSize(t.WastedBytes))
+		naming.Counted(t.Groups, "group", "groups"), naming.DecimalSize(t.WastedBytes))
 	top, err := largestGroup(ctx, db.View(), t.Groups)
 	if err != nil {
 		return nil, err
@@ -28,8 +28,8 @@ func buildSummary(ctx context.Context, db *store.DB) ([]byte, error) {
 	if top != "" {
 		fmt.Fprintf(&b, "Largest: %s.\n", top)
 	}
-	fmt.Fprintf(&b, "Duplicate folders: %s, %s in extra copies (by-folder/).\n",
-		counted(t.FolderGroups, "group", "groups"), naming.DecimalSize(t.FolderWasted))
+	fmt.Fprintf(&b, "Duplicate folders: %s, %s in extra copies (folders/ lists them).\n",
+		naming.Counted(t.FolderGroups, "group", "groups"), naming.DecimalSize(t.FolderWasted))
 	fmt.Fprintf(&b, "Index: %s.\n", describeState(t))
 	fmt.Fprintf(&b, "Index file: %s (%s hashes), dupefs %s.\n", naming.EscapePath(db.Path()), db.HashAlgo(), version)
 	return []byte(b.String()), nil

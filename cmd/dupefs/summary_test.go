@@ -33,7 +33,7 @@ func TestSummaryText(t *testing.T) {
 		}
 		want := "Duplicate files: 2 groups, 4.0 KB in extra copies (files/ lists them, the most space first).\n" +
 			"Largest: files/1 · photo.jpg (3 copies, 2.0 KB), 4.0 KB in extra copies.\n" +
-			"Duplicate folders: 1 group, 2.0 KB in extra copies (by-folder/).\n" +
+			"Duplicate folders: 1 group, 2.0 KB in extra copies (folders/ lists them).\n" +
 			"Index: up to date.\n" +
 			"Index file: " + g.DB + " (sha256 hashes), dupefs " + version + ".\n"
 		if string(owner) != want {

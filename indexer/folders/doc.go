@@ -27,18 +27,18 @@
 // only restates one above it is hidden: when some other pair (A', B') of A
 // or a folder above it and B or a folder above it is an exact group or at
 // least as alike, the report shows that one (a pair of subfolders more
-// alike than every pair above it is kept). Only the ancestors of candidate
-// pairs are compared, and only where their file counts allow a similarity
-// that high. Pairs are found without comparing every folder with
-// every other: the tree of folders and the files two folders can share
-// (store.SharedFiles: files of duplicate content and hard links) are
-// loaded into memory (type tree), every content held directly by at most
-// MaxSeedFolders folders proposes its folders as seed pairs, each seed is
-// climbed to the pairs of ancestors below their common ancestor whose file
-// counts allow the similarity (type overlap), and only those candidates
-// are measured. A content held by more folders still counts in the
-// similarity of the pairs others propose. Each pair reported lists, file
-// by file, what only one side holds (the first ListLimit of each side).
+// alike than every pair above it is kept). Pairs are found without
+// comparing every folder with every other (store.Folders.FindPartialPairs):
+// every content held directly by at most store.MaxSeedFolders folders
+// proposes its folders as seed pairs, each seed is climbed to the pairs of
+// ancestors below their common ancestor whose file counts allow the
+// similarity, and only those candidates are measured. A content held by
+// more folders still counts in the similarity of the pairs others propose.
+// The index keeps the pairs at the default similarity, found again around
+// the folders that change after every fold (store.Folders.KeptPairs): the
+// report reads those when it is asked for them, and searches otherwise.
+// Each pair reported lists, file by file, what only one side holds (the
+// first ListLimit of each side).
 //
 // CheckDir checks every file of a folder against the index by content
 // (indexer.Check), counting only copies outside the folder; when all have
@@ -47,12 +47,8 @@
 //
 // The files, by concern:
 //
-//	report.go    Build, Options, Report: the exact groups from store, the
-//	             partial pairs and what differs in each
-//	tree.go      the folders and their shared files in memory, in
-//	             depth-first order so that a subtree is a run of positions
-//	partial.go   the overlap search: seed pairs, candidates, similarity and
-//	             the rule on pairs restated above
+//	report.go    Build, Options, Report: the exact groups and the partial
+//	             pairs from store, and what differs in each
 //	checkdir.go  CheckDir, for dupefs check on a folder
 //
 // The tests check Build against an oracle (oracle_test.go) that applies

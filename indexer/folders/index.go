@@ -7,11 +7,12 @@ import (
 )
 
 // Index is what the folder report and the folder check read of the index
-// (*store.Folders has it): the folder tree with its signatures, the exact
-// folder groups, and the contents of a subtree.
+// (*store.Folders has it): the exact folder groups, the partial pairs
+// (kept, or searched for), and the contents of a subtree.
 type Index interface {
-	FolderNodes(ctx context.Context, fn func(store.FolderNode) error) error
-	SharedFiles(ctx context.Context, fn func(store.SharedFile) error) error
+	FindPartialPairs(ctx context.Context, min float64, minBytes int64) ([]store.PartialPair, int, int, error)
+	KeptPairs(ctx context.Context) ([]store.PartialPair, bool, error)
+	PairOnlyPaths(ctx context.Context, pairID int64, side, limit int) ([]string, error)
 	FolderNodeByPath(ctx context.Context, path string) (store.FolderNode, error)
 	FolderGroups(ctx context.Context, minBytes int64) ([]store.FolderGroup, error)
 	ExactFolderGroups(ctx context.Context, layout bool, minBytes int64) ([]store.FolderGroup, error)

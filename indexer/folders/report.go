@@ -16,6 +16,9 @@ type Options struct {
 	ExactOnly     bool  // no partial pairs
 	Layout        bool  // exact groups must match in relative paths too
 	MinSize       int64 // folders of fewer bytes are left out
+	// search: search every folder for the pairs even when the index
+	// keeps them (tests compare the two).
+	search bool
 }
 
 // ListLimit is how many files only one folder of a pair holds are listed.
@@ -49,9 +52,12 @@ type Report struct {
 
 // Build reads the report from the index. The folder signatures must be up
 // to date (store.UpdateFolderSigs); the caller says when the index is not.
+// The partial pairs at the default similarity, of every size, are those
+// the index keeps (store.Folders.KeptPairs) when it keeps them; others are
+// searched for (store.Folders.FindPartialPairs).
 func Build(ctx context.Context, db Index, opts Options) (*Report, error) {
 	if opts.MinSimilarity == 0 {
-		opts.MinSimilarity = 0.5
+		opts.MinSimilarity = store.DefaultMinSimilarity
 	}
 	if opts.MinSimilarity < 0 || opts.MinSimilarity > 1 {
 		return nil, fmt.Errorf("similarity %v is not a fraction", opts.MinSimilarity)
@@ -65,11 +71,17 @@ func Build(ctx context.Context, db Index, opts Options) (*Report, error) {
 	if opts.ExactOnly {
 		return rep, nil
 	}
-	t, err := loadTree(ctx, db)
-	if err != nil {
-		return nil, err
+	pairs, kept := []store.PartialPair(nil), false
+	if opts.MinSimilarity == store.DefaultMinSimilarity && opts.MinSize <= 1 && !opts.search {
+		if pairs, kept, err = db.KeptPairs(ctx); err != nil {
+			return nil, err
+		}
 	}
-	o := newOverlap(t, opts.MinSimilarity, opts.MinSize)
+	if !kept {
+		if pairs, rep.Seeds, rep.Candidates, err = db.FindPartialPairs(ctx, opts.MinSimilarity, opts.MinSize); err != nil {
+			return nil, err
+		}
+	}
 	cache := map[string][]store.SubtreeFile{}
 	contents := func(dir string) ([]store.SubtreeFile, error) {
 		if fs, ok := cache[dir]; ok {
@@ -81,17 +93,19 @@ func Build(ctx context.Context, db Index, opts Options) (*Report, error) {
 		}
 		return fs, err
 	}
-	for _, p := range o.pairs() {
+	for _, p := range pairs {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		r, err := comparePair(contents, t.nodes[p.a].Path, t.nodes[p.b].Path)
+		r, err := keptPair(ctx, db, p)
+		if !kept {
+			r, err = comparePair(contents, p.A, p.B)
+		}
 		if err != nil {
 			return nil, err
 		}
 		rep.Partial = append(rep.Partial, r)
 	}
-	rep.Seeds, rep.Candidates = o.seeds, o.candidates
 	sort.SliceStable(rep.Partial, func(i, j int) bool {
 		a, b := rep.Partial[i], rep.Partial[j]
 		if a.SharedBytes != b.SharedBytes {
@@ -106,6 +120,17 @@ func Build(ctx context.Context, db Index, opts Options) (*Report, error) {
 		return a.B < b.B
 	})
 	return rep, nil
+}
+
+// keptPair is a pair the index keeps as the report shows it.
+func keptPair(ctx context.Context, db Index, p store.PartialPair) (Partial, error) {
+	r := Partial{A: p.A, B: p.B, Similarity: p.Similarity(), SharedFiles: p.Shared, SharedBytes: p.SharedBytes,
+		OnlyInACount: p.OnlyA, OnlyInBCount: p.OnlyB}
+	var err error
+	if r.OnlyInA, err = db.PairOnlyPaths(ctx, p.ID, 0, ListLimit); err == nil {
+		r.OnlyInB, err = db.PairOnlyPaths(ctx, p.ID, 1, ListLimit)
+	}
+	return r, err
 }
 
 // exactGroups reads the exact groups: with the layout ignored, as the

@@ -4,16 +4,19 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -461,4 +464,50 @@ func TestRootUnreadable(t *testing.T) {
 	want, groups := fresh(t, tree)
 	f.eventually(10*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
 	f.eventually(5*time.Second, "status no longer says it", func() bool { return !noted() })
+}
+
+// The index's disk fills while a tree is copied in: said once, not once a
+// flush; once there is room again the watcher works through what is left
+// without another change on disk, and the index ends equal to a fresh
+// one. (The scan left retryable waited for a change on disk that never
+// came: the index stayed incomplete for good.)
+func TestIndexDiskFullThenRoom(t *testing.T) {
+	testenv.NeedRoot(t, "mounts a small tmpfs for the index")
+	idx := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=800k,mode=0755", "tmpfs", idx).CombinedOutput(); err != nil {
+		t.Fatalf("mount tmpfs: %v\n%s", err, out)
+	}
+	t.Cleanup(func() { // after the fixture's cleanup, which closes the index
+		if err := syscall.Unmount(idx, 0); err != nil {
+			syscall.Unmount(idx, syscall.MNT_DETACH)
+		}
+	})
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "seed"), "x")
+	f := newFixtureAt(t, filepath.Join(idx, "index.db"), "inotify", Config{Fallback: 2 * time.Second}, tree)
+	for d := 0; d < 40; d++ {
+		for i := 0; i < 60; i++ {
+			write(t, filepath.Join(tree, fmt.Sprintf("folder-with-a-long-name-%03d/file-with-a-long-name-%04d", d, i)), fmt.Sprint(d*100+i%50))
+		}
+	}
+	full := func() int {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		n := 0
+		for _, w := range f.warns {
+			if strings.Contains(w, "disk full") {
+				n++
+			}
+		}
+		return n
+	}
+	f.eventually(30*time.Second, "the disk full said", func() bool { return full() > 0 })
+	if out, err := exec.Command("mount", "-o", "remount,size=64m", idx).CombinedOutput(); err != nil {
+		t.Fatalf("grow tmpfs: %v\n%s", err, out)
+	}
+	want, groups := fresh(t, tree)
+	f.eventually(60*time.Second, "the index equal to a fresh one", f.equalsFresh(want, groups))
+	if n := full(); n > 3 {
+		t.Errorf("the disk full said %d times: %q", n, f.warns)
+	}
 }

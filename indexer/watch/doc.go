@@ -34,15 +34,19 @@
 // The files, by concern:
 //
 //	watch.go     Config, Watcher: roots to backends, gathering changes into
-//	             a batch, the fallback and periodic rescans, the flush
+//	             a batch, the fallback and periodic rescans
+//	flush.go     the flush of what is due, and a failed one tried again
 //	batch.go     the batch: folders due once their own changes settle
+//	notes.go     what status says of roots watched in part or not at all
 //	roots.go     roots gone from the disk (not followed, said, noted) and
 //	             back (watched anew, rescanned)
-//	backend.go   the backend interface and the change it sends
+//	backend.go   the backend interface, the change it sends, the namer
+//	             that sends it
 //	fanotify.go  one mark per file system (root only): folders named by
 //	             file handle, resolved with open_by_handle_at and cached
 //	inotify.go   a watch per folder of each root, added as folders appear
 //	             (before their listing is read) by an adder beside the
-//	             reader; a root past the inotify limit is watched in part,
-//	             rescanned on a timer, and watched whole when it can be
+//	             reader (inotifyadd.go); a root past the inotify limit
+//	             (inotifylimit.go) is watched in part, rescanned on a
+//	             timer, and watched whole when it can be
 package watch

@@ -2,10 +2,8 @@ package watch
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"unsafe"
@@ -83,63 +81,6 @@ func addWatch(fd int, path string, mask uint32) (int, error) {
 		return f(fd, path, mask)
 	}
 	return unix.InotifyAddWatch(fd, path, mask)
-}
-
-// The knobs that bound a user's inotify watches: the system's, and that
-// of the user namespace the process runs in (a container's), which
-// binds when it is lower.
-const (
-	knobSystem    = "fs.inotify.max_user_watches"
-	knobNamespace = "user.max_inotify_watches"
-)
-
-// watchLimit is how many inotify watches this user may hold, and the knob
-// that says so (0: unknown).
-func watchLimit() (int, string) {
-	if f := inotifyHooks.limit; f != nil {
-		return f(), knobSystem
-	}
-	dir := inotifyHooks.procSys
-	if dir == "" {
-		dir = "/proc/sys"
-	}
-	read := func(knob string) int {
-		b, err := os.ReadFile(filepath.Join(dir, strings.ReplaceAll(knob, ".", "/")))
-		if err != nil {
-			return 0
-		}
-		n, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-		return n
-	}
-	n, knob := read(knobSystem), knobSystem
-	if ns := read(knobNamespace); ns > 0 && (n <= 0 || ns < n) {
-		n, knob = ns, knobNamespace
-	}
-	return n, knob
-}
-
-// limitHit says how far a root's watches got before the limit.
-type limitHit struct {
-	root             string
-	folders, watched int
-	limit            int
-	knob             string // the sysctl that sets limit
-}
-
-func (l *limitHit) Error() string {
-	return fmt.Sprintf("%s: %d of %d folders watched, inotify's limit is %d watches per user", errUnwatched, l.watched, l.folders, l.limit)
-}
-
-func (l *limitHit) Unwrap() error { return errUnwatched }
-
-// say is what the user reads, once: the numbers and how to raise the
-// limit.
-func (l *limitHit) say(every string) string {
-	want := l.limit + (l.folders - l.watched) + l.folders/4
-	return fmt.Sprintf("%s has %d folders, and only %d could be watched: inotify allows %d watches per user, "+
-		"counting those of every program (%s). It is watched in part and rescanned every %s "+
-		"until the limit allows it whole; to raise it: sysctl %s=%d",
-		naming.EscapePath(l.root), l.folders, l.watched, l.limit, l.knob, every, l.knob, want)
 }
 
 const inotifyMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO | unix.IN_CLOSE_WRITE |
@@ -344,140 +285,6 @@ func (in *inotify) watchTree(top string, announce bool, seen map[int32]bool) *li
 
 // note hands the watcher a change that is not a folder's.
 func (in *inotify) note(c change) { in.namer.note(c) }
-
-// adder works through the todo list.
-func (in *inotify) adder() {
-	defer in.wg.Done()
-	for {
-		select {
-		case <-in.quit:
-			return
-		case <-in.work:
-		}
-		for {
-			in.mu.Lock()
-			if len(in.todo) == 0 {
-				in.todo = nil
-				in.mu.Unlock()
-				break
-			}
-			o := in.todo[0]
-			in.todo = in.todo[1:]
-			in.mu.Unlock()
-			select {
-			case <-in.quit:
-				return
-			default:
-			}
-			in.do(o)
-		}
-	}
-}
-
-func (in *inotify) do(o inotifyOp) {
-	switch o.kind {
-	case opWatch:
-		in.mu.Lock()
-		root := in.rootOf(o.path)
-		_, known := in.paths[o.path]
-		partial := in.part[root] != nil
-		in.mu.Unlock()
-		if root == "" || known && !partial {
-			// Watched already (a create raced the walk that found it):
-			// still name it, its listing may be older than its watch.
-			if root != "" {
-				in.namer.name(o.path)
-			}
-			return
-		}
-		if hit := in.watchTree(o.path, true, nil); hit != nil && !partial {
-			in.limited(root)
-		}
-	case opDrop:
-		in.mu.Lock()
-		in.dropTree(o.path)
-		in.mu.Unlock()
-	case opRewatch:
-		in.mu.Lock()
-		in.rewatch = false
-		in.mu.Unlock()
-		// Events were lost: any folder may lack its watch, and any watch
-		// may name a folder that moved. Watch every folder of every root
-		// again (a folder watched already keeps its watch), drop the
-		// watches no root holds any more, then have each root rescanned
-		// whole.
-		in.mu.Lock()
-		roots := make([]string, 0, len(in.roots))
-		for r := range in.roots {
-			roots = append(roots, r)
-		}
-		in.mu.Unlock()
-		seen := map[int32]bool{}
-		for _, r := range roots {
-			if hit := in.watchTree(r, false, seen); hit != nil {
-				in.mu.Lock()
-				had := in.part[r] != nil
-				in.part[r] = hit
-				in.mu.Unlock()
-				if !had {
-					in.note(change{lost: true, root: r, limit: hit})
-				}
-			}
-		}
-		in.mu.Lock()
-		for wd, p := range in.wds {
-			if !seen[wd] {
-				unix.InotifyRmWatch(in.fd, uint32(wd))
-				delete(in.wds, wd)
-				if in.paths[p] == wd {
-					in.unlink(p)
-				}
-			}
-		}
-		in.mu.Unlock()
-		for _, r := range roots {
-			in.note(change{lost: true, root: r})
-		}
-	case opRetry:
-		in.mu.Lock()
-		partial := in.part[o.path] != nil
-		in.mu.Unlock()
-		if !partial {
-			return
-		}
-		hit := in.watchTree(o.path, false, nil)
-		in.mu.Lock()
-		if hit != nil {
-			in.part[o.path] = hit
-		} else {
-			delete(in.part, o.path)
-		}
-		in.mu.Unlock()
-		if hit == nil {
-			in.note(change{root: o.path, whole: true})
-		}
-	}
-}
-
-// limited: a folder of root could not be watched. The root is walked to
-// count its folders and watch what it can, and the watcher told.
-func (in *inotify) limited(root string) {
-	hit := in.watchTree(root, false, nil)
-	if hit == nil {
-		return // watches were freed meanwhile
-	}
-	in.mu.Lock()
-	in.part[root] = hit
-	in.mu.Unlock()
-	in.note(change{lost: true, root: root, limit: hit})
-}
-
-// partial reports how far a root watched in part got (nil: whole).
-func (in *inotify) partial(root string) *limitHit {
-	in.mu.Lock()
-	defer in.mu.Unlock()
-	return in.part[root]
-}
 
 func (in *inotify) read() {
 	defer close(in.done)

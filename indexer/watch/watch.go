@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"path"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -89,6 +88,12 @@ type Watcher struct {
 	limits    map[string]*limitHit // roots watched in part, how far
 	gone      map[string]string    // roots not followed: why
 	noted     map[string]bool      // limits and gone roots said to the index (status)
+
+	// Of Run's goroutine: the failure of the last flush ("": none), and
+	// when it is tried again.
+	failing string
+	backoff time.Duration
+	retryAt time.Time
 }
 
 // Roots lists the index's roots, and records which are followed in part
@@ -332,7 +337,9 @@ func (w *Watcher) Run(ctx context.Context) error {
 				w.renewNotes(ctx)
 			}
 		}
-		if now := time.Now(); now.Sub(flushed) >= w.cfg.Gap && b.due(now, w.cfg.Settle, w.cfg.MaxDelay) {
+		now := time.Now()
+		retry := !w.retryAt.IsZero() && !now.Before(w.retryAt)
+		if now.Sub(flushed) >= w.cfg.Gap && (retry || b.due(now, w.cfg.Settle, w.cfg.MaxDelay)) {
 			flushed = now
 			w.flush(ctx, b)
 		}
@@ -366,163 +373,6 @@ func (w *Watcher) gather(ctx context.Context, b *batch, c change, lostSaid map[s
 			b.add(id, c.dir, c.first, c.last)
 		}
 	}
-}
-
-// limited: a root outgrew the watch limit while watched. It is said once,
-// with the numbers, and rescanned on the timer from now on.
-func (w *Watcher) limited(ctx context.Context, hit *limitHit) {
-	w.mu.Lock()
-	if _, ok := w.roots[hit.root]; !ok {
-		w.mu.Unlock()
-		return
-	}
-	_, had := w.limits[hit.root]
-	w.unwatched[hit.root] = true
-	w.limits[hit.root] = hit
-	w.mu.Unlock()
-	if !had {
-		w.cfg.Warn(hit.say(w.cfg.Fallback.String()))
-	}
-	w.renewNotes(ctx)
-}
-
-// wholeAgain: a root watched in part is watched whole again.
-func (w *Watcher) wholeAgain(ctx context.Context, root string) {
-	w.mu.Lock()
-	id, ok := w.roots[root]
-	_, had := w.limits[root]
-	delete(w.unwatched, root)
-	delete(w.limits, root)
-	noted := w.noted[root]
-	delete(w.noted, root)
-	w.mu.Unlock()
-	if !ok || !had {
-		return
-	}
-	w.cfg.Warn(fmt.Sprintf("%s is watched whole again", naming.EscapePath(root)))
-	if noted {
-		w.note(ctx, id, "", time.Time{})
-	}
-}
-
-// renewNotes records in the index, for status, each root watched in part;
-// a note lapses after three rescans unless renewed, so one left by a
-// process that died goes by itself.
-func (w *Watcher) renewNotes(ctx context.Context) {
-	w.mu.Lock()
-	type n struct {
-		id   int64
-		note string
-	}
-	var ns []n
-	for p, hit := range w.limits {
-		w.noted[p] = true
-		ns = append(ns, n{w.roots[p], fmt.Sprintf("watched in part: %d of %d folders (%s is %d); rescanned every %s",
-			hit.watched, hit.folders, hit.knob, hit.limit, w.cfg.Fallback)})
-	}
-	for p, why := range w.gone {
-		w.noted[p] = true
-		ns = append(ns, n{w.roots[p], w.goneNote(why)})
-	}
-	w.mu.Unlock()
-	until := time.Now().Add(3 * w.cfg.Fallback)
-	for _, x := range ns {
-		w.note(ctx, x.id, x.note, until)
-	}
-}
-
-// clearNotes takes the notes of this watcher off the index as it stops.
-func (w *Watcher) clearNotes() {
-	w.mu.Lock()
-	var ids []int64
-	for p := range w.noted {
-		ids = append(ids, w.roots[p])
-	}
-	w.noted = map[string]bool{}
-	w.mu.Unlock()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	for _, id := range ids {
-		w.note(ctx, id, "", time.Time{})
-	}
-}
-
-func (w *Watcher) note(ctx context.Context, id int64, note string, until time.Time) {
-	if id == 0 {
-		return
-	}
-	if err := w.rootsOf.SetWatchNote(ctx, id, note, until); err != nil {
-		w.warn(ctx, err)
-	}
-}
-
-// loseRoot rescans a root whole (every root for "").
-func (w *Watcher) loseRoot(b *batch, root string) {
-	w.mu.Lock()
-	for p, id := range w.roots {
-		if root == "" || p == root {
-			b.rescan(id, time.Now())
-		}
-	}
-	w.mu.Unlock()
-}
-
-// flush queues the scans of what is due in a batch and works them
-// through.
-func (w *Watcher) flush(ctx context.Context, b *batch) {
-	now := time.Now()
-	full, dirs := b.take(now, w.cfg.Settle, w.cfg.MaxDelay)
-	// A root not there has nothing to scan until it is back.
-	w.mu.Lock()
-	full = slices.DeleteFunc(full, func(id int64) bool { return w.gone[w.pathOf(id)] != "" })
-	for id := range dirs {
-		if w.gone[w.pathOf(id)] != "" {
-			delete(dirs, id)
-		}
-	}
-	w.mu.Unlock()
-	for i, id := range full {
-		if _, _, err := w.jobs.Enqueue(ctx, store.KindScan, id); err != nil {
-			for _, id := range full[i:] {
-				b.rescan(id, now)
-			}
-			for id, ds := range dirs {
-				b.putBack(id, ds, now)
-			}
-			w.warn(ctx, err)
-			return
-		}
-	}
-	for id, ds := range dirs {
-		list := make([]string, 0, len(ds))
-		for d := range ds {
-			list = append(list, d)
-		}
-		queued, err := w.ix.Rescan(ctx, id, list)
-		if err != nil || !queued {
-			// A scan of the root is running: they wait for the next
-			// flush.
-			b.putBack(id, ds, now)
-		}
-		if err != nil {
-			w.warn(ctx, err)
-		}
-	}
-	if err := w.ix.Drain(ctx); errors.Is(err, indexer.ErrRootUnavailable) {
-		w.checkRoots(ctx, b) // says it once, and stops scanning it
-	} else if err != nil {
-		w.warn(ctx, err)
-	}
-}
-
-// pathOf is the path of the root id ("" for none; mu held).
-func (w *Watcher) pathOf(id int64) string {
-	for p, rid := range w.roots {
-		if rid == id {
-			return p
-		}
-	}
-	return ""
 }
 
 func (w *Watcher) warn(ctx context.Context, err error) {

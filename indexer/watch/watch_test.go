@@ -31,11 +31,17 @@ type fixture struct {
 
 func newFixture(t *testing.T, backend string, cfg Config, roots ...string) *fixture {
 	t.Helper()
+	return newFixtureAt(t, filepath.Join(t.TempDir(), "index.db"), backend, cfg, roots...)
+}
+
+// newFixtureAt is newFixture with the index at dbPath.
+func newFixtureAt(t *testing.T, dbPath, backend string, cfg Config, roots ...string) *fixture {
+	t.Helper()
 	if backend == "fanotify" {
 		testenv.NeedRoot(t, "fanotify marks need CAP_SYS_ADMIN")
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	db, err := store.Open(ctx, store.Options{Path: filepath.Join(t.TempDir(), "index.db")})
+	db, err := store.Open(ctx, store.Options{Path: dbPath})
 	if err != nil {
 		t.Fatal(err)
 	}

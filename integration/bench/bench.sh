@@ -31,6 +31,8 @@
 #                       thumbnails of (bench-thumbs.sh)
 #   FOLDER_COUNT=100000 folders of the generated tree of the folder and
 #                       watcher benches (bench-folders.sh, bench-live.sh)
+#   BIGPAIR_FILES=100000  files a side of the one big pair of folders whose
+#                       listing bench-folders.sh measures
 #   LIVE_N=200          changes whose latency bench-live.sh measures
 #   CHURN_TAR=/usr/share  the tree bench-churn.sh untars twice into a mount
 #   CHURN_RATE=300 CHURN_SECS=60  its random changes: how many a second,
@@ -50,7 +52,7 @@ cd "$(dirname "$0")/../.."
 knobs() {
 	local v out=""
 	for v in RUNS BENCH_FILES BENCH_TREE PHOTOS EDITS SCALE SCALE_RUNS MOUNT_GROUPS THUMB_PHOTOS FOLDER_COUNT \
-		LIVE_N ACT_FILES CHURN_TAR CHURN_RATE CHURN_SECS ONLY COLD BENCH_DIR; do
+		BIGPAIR_FILES LIVE_N ACT_FILES CHURN_TAR CHURN_RATE CHURN_SECS ONLY COLD BENCH_DIR; do
 		if [ -n "${!v+x}" ]; then out+="$v=${!v} "; fi
 	done
 	echo "${out}make bench"

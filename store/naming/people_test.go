@@ -6,6 +6,125 @@ import (
 	"unicode/utf8"
 )
 
+func TestRootNamesTellSameNamesApart(t *testing.T) {
+	roots := []string{"/home/u/Pictures", "/", "/mnt/a/photos", "/mnt/b/photos", "/x/a/photos", "/srv/new\nline"}
+	want := []string{"Pictures", RootSlash, "mnt › a › photos", "b › photos", "x › a › photos", `new\nline`}
+	got := RootNames(roots)
+	for i, r := range roots {
+		if got[r] != want[i] {
+			t.Errorf("root %q: %q, want %q", r, got[r], want[i])
+		}
+	}
+	seen := map[string]bool{}
+	for _, n := range got {
+		if seen[n] {
+			t.Errorf("%q names two roots", n)
+		}
+		seen[n] = true
+	}
+}
+
+func TestPeoplePath(t *testing.T) {
+	for _, c := range []struct{ root, rel, want string }{
+		{"Pictures", "2023/IMG_0002.jpg", "Pictures › 2023 › IMG_0002.jpg"},
+		{"Pictures", "", "Pictures"},
+		{RootSlash, "etc/passwd", "∕ › etc › passwd"},
+		{"", "a/b", "a › b"},
+		{"r", "bad\xff/new\nline.txt", `r › bad\xFF › new\nline.txt`},
+		{"r", `back\slash`, `r › back\\slash`},
+	} {
+		if got := PeoplePath(c.root, c.rel); got != c.want {
+			t.Errorf("PeoplePath(%q, %q) = %q, want %q", c.root, c.rel, got, c.want)
+		}
+	}
+}
+
+// A name past 255 bytes keeps the root's name, the parent folder's and
+// the file's, and its extension; it stays valid UTF-8 and holds no '/'.
+func TestPeoplePathShortened(t *testing.T) {
+	long := strings.Repeat("é", 120) // 240 bytes
+	for _, rel := range []string{
+		"a/b/c/d/e/parent/IMG.jpg",
+		strings.Repeat("folder/", 60) + "parent/IMG.jpg",
+		long + "/" + long + "/" + long + ".jpeg",
+		"x/" + strings.Repeat("n", 255),
+		long + "/parent/" + strings.Repeat("z", 250) + ".tar.gz",
+	} {
+		got := PeoplePath("Root", rel)
+		if len(rel) > 200 && len(got) > MaxName || !utf8.ValidString(got) || strings.Contains(got, "/") {
+			t.Errorf("%q: %q (%d bytes)", rel, got, len(got))
+		}
+		if !strings.HasPrefix(got, "Root") {
+			t.Errorf("%q: %q lost the root's name", rel, got)
+		}
+		parts := strings.Split(rel, "/")
+		if len(strings.Join(parts, Sep))+len("Root"+Sep) > MaxName {
+			if !strings.Contains(got, Ellipsis) {
+				t.Errorf("%q: %q not marked as shortened", rel, got)
+			}
+			if _, e := SplitExt(parts[len(parts)-1]); e != "" && !strings.HasSuffix(got, e) {
+				t.Errorf("%q: %q lost its extension %q", rel, got, e)
+			}
+		}
+	}
+	got := PeoplePath("Root", strings.Repeat("folder/", 60)+"parent/IMG.jpg")
+	if want := "Root › … › parent › IMG.jpg"; got != want {
+		t.Errorf("deep path: %q, want %q", got, want)
+	}
+}
+
+func TestWithIDAndSplitExt(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		id   int64
+		ext  bool
+		want string
+	}{
+		{"Pictures › 2023 › IMG.jpg", 7, true, "Pictures › 2023 › IMG ~7.jpg"},
+		{"a.b › noext", 7, true, "a.b › noext ~7"},
+		{"a › .bashrc", 12, true, "a › .bashrc ~12"},
+		{"photos.2019", 3, false, "photos.2019 ~3"},
+	} {
+		if got := WithID(c.name, c.id, c.ext); got != c.want {
+			t.Errorf("WithID(%q) = %q, want %q", c.name, got, c.want)
+		}
+	}
+	long := WithID("r › "+strings.Repeat("é", 130)+".png", 123456, true)
+	if len(long) > MaxName || !strings.HasSuffix(long, " ~123456.png") || !utf8.ValidString(long) {
+		t.Errorf("long: %q (%d bytes)", long, len(long))
+	}
+}
+
+func TestHumanForms(t *testing.T) {
+	if got := HumanBytes(113254); got != "110.6 KiB" {
+		t.Errorf("HumanBytes: %q", got)
+	}
+	if got := Counted(2048, "file", "files"); got != "2,048 files" {
+		t.Errorf("Counted: %q", got)
+	}
+	if got := Percent(0.99512); got != "99.51" {
+		t.Errorf("Percent: %q", got)
+	}
+}
+
+func TestLabels(t *testing.T) {
+	if got := PairLabel("Pictures", "backup", 0.995123); got != "Pictures ≈ backup (99.51%)" {
+		t.Errorf("PairLabel: %q", got)
+	}
+	if got := FolderGroupLabel("src", 2, 12, 4096); got != "src (2 folders, 12 files, 4.0 KiB each)" {
+		t.Errorf("FolderGroupLabel: %q", got)
+	}
+	long := strings.Repeat("ü", 200)
+	for _, l := range []string{PairLabel(long, long+"x", 0.5), FolderGroupLabel(long, 1234567, 1, 1<<40)} {
+		if len(l) > MaxName || !utf8.ValidString(l) || !strings.HasSuffix(l, ")") || !strings.Contains(l, Ellipsis) {
+			t.Errorf("long label %q (%d bytes)", l, len(l))
+		}
+	}
+	if BaseName("/") != RootSlash || BaseName("/a/new\nline") != `new\nline` {
+		t.Errorf("BaseName: %q %q", BaseName("/"), BaseName("/a/new\nline"))
+	}
+}
+
 func TestGroupLabel(t *testing.T) {
 	for _, c := range []struct {
 		rank, count int64
@@ -15,7 +134,7 @@ func TestGroupLabel(t *testing.T) {
 	}{
 		{1, 1500, "IMG_0002.jpg", 3, 110600, "0001 · IMG_0002.jpg (3 copies, 110.6 KB)"},
 		{12, 12, "a", 2, 999, "12 · a (2 copies, 999 B)"},
-		{3, 100, "line\nbreak.txt", 2, 1000, `003 · line\nbreak.txt (2 copies, 1.0 KB)`},
+		{3, 100, "line\nbreak.txt", 2048, 1000, `003 · line\nbreak.txt (2,048 copies, 1.0 KB)`},
 		{1, 9, "bad\xffname", 2, 5, `1 · bad\xFFname (2 copies, 5 B)`},
 	} {
 		got := GroupLabel(c.rank, c.count, c.name, c.n, c.size)
@@ -29,13 +148,16 @@ func TestGroupLabel(t *testing.T) {
 	long := strings.Repeat("é", 120) + ".jpeg" // 245 bytes
 	got := GroupLabel(7, 100000, long, 2, 1)
 	if len(got) > MaxName || !utf8.ValidString(got) || !strings.HasSuffix(got, ".jpeg (2 copies, 1 B)") ||
-		!strings.Contains(got, "…") || !strings.HasPrefix(got, "000007 · éé") {
+		!strings.Contains(got, Ellipsis) || !strings.HasPrefix(got, "000007 · éé") {
 		t.Errorf("a long name's label (%d bytes): %q", len(got), got)
 	}
 	for _, bad := range []string{"", "x · y", "0 · y", "1a · b", "1 ·y", "1234567890123456789 · x"} {
 		if _, ok := LabelRank(bad); ok {
 			t.Errorf("LabelRank(%q) took it", bad)
 		}
+	}
+	if got := DecimalSize(13589000); got != "13.6 MB" {
+		t.Errorf("DecimalSize: %q", got)
 	}
 }
 
@@ -52,81 +174,5 @@ func TestCommonName(t *testing.T) {
 		if got := CommonName(c.names); got != c.want {
 			t.Errorf("CommonName(%q) = %q, want %q", c.names, got, c.want)
 		}
-	}
-}
-
-func TestRootNames(t *testing.T) {
-	got := RootNames([]string{"/home/u/Pictures", "/mnt/backup/Pictures", "/", "/srv/music", "/Pictures", "/x/u/Pictures"})
-	want := map[string]string{
-		"/home/u/Pictures":     "home › u › Pictures",
-		"/x/u/Pictures":        "x › u › Pictures",
-		"/mnt/backup/Pictures": "backup › Pictures",
-		"/Pictures":            "∕ › Pictures",
-		"/":                    "∕",
-		"/srv/music":           "music",
-	}
-	for r, w := range want {
-		if got[r] != w {
-			t.Errorf("root %s named %q, want %q", r, got[r], w)
-		}
-	}
-}
-
-func TestWhere(t *testing.T) {
-	for _, c := range []struct {
-		rootName, root, dir, name string
-		id                        int64
-		want                      string
-	}{
-		{"Pictures", "/home/u/Pictures", "/home/u/Pictures/2023", "IMG_0002.jpg", 0, "Pictures › 2023 › IMG_0002.jpg"},
-		{"Pictures", "/home/u/Pictures", "/home/u/Pictures", "a.txt", 0, "Pictures › a.txt"},
-		{"∕", "/", "/etc", "passwd", 0, "∕ › etc › passwd"},
-		{"∕", "/", "/", "vmlinuz", 0, "∕ › vmlinuz"},
-		{"P", "/P", "/P/a", "x.tar.gz", 12, "P › a › x.tar ~12.gz"},
-		{"P", "/P", "/P/a", ".bashrc", 3, "P › a › .bashrc ~3"},
-		{"P", "/P", "/P/new\nline", "bad\xfe.txt", 0, `P › new\nline › bad\xFE.txt`},
-	} {
-		if got := Where(c.rootName, c.root, c.dir, c.name, c.id); got != c.want {
-			t.Errorf("Where(%q, %q, %q) = %q, want %q", c.root, c.dir, c.name, got, c.want)
-		}
-	}
-}
-
-func TestWhereShortened(t *testing.T) {
-	seg := strings.Repeat("d", 40)
-	dir := "/r/Root"
-	for i := 0; i < 8; i++ {
-		dir += "/" + seg + string(rune('0'+i))
-	}
-	dir += "/parent"
-	got := Where("Root", "/r/Root", dir, "photo.jpg", 0)
-	if len(got) > MaxName || !strings.HasPrefix(got, "Root › "+seg+"0 › ") || !strings.HasSuffix(got, " › parent › photo.jpg") ||
-		!strings.Contains(got, " › … › ") {
-		t.Errorf("a deep path (%d bytes): %q", len(got), got)
-	}
-	// The middle goes from the middle: the first folders and the last
-	// stay before the parent.
-	if !strings.Contains(got, seg+"7 › parent") {
-		t.Errorf("a deep path keeps none of its last folders: %q", got)
-	}
-	suffixed := Where("Root", "/r/Root", dir, "photo.jpg", 123456)
-	if len(suffixed) > MaxName || !strings.HasSuffix(suffixed, " › parent › photo ~123456.jpg") {
-		t.Errorf("suffixed (%d bytes): %q", len(suffixed), suffixed)
-	}
-	// Names of 255 bytes each: everything is cut, the extension kept.
-	name := strings.Repeat("n", 251) + ".png"
-	parent := strings.Repeat("ü", 127) // 254 bytes
-	root := strings.Repeat("r", 255)
-	got = Where(root, "/"+root, "/"+root+"/a/b/"+parent, name, 99)
-	if len(got) > MaxName || !utf8.ValidString(got) || !strings.HasSuffix(got, " ~99.png") ||
-		!strings.Contains(got, "ü…ü") || !strings.HasPrefix(got, "rrr") || strings.Count(got, Sep) != 3 {
-		t.Errorf("all names long (%d bytes): %q", len(got), got)
-	}
-	// Invalid UTF-8 and control characters, escaped, then cut between
-	// whole characters.
-	odd := strings.Repeat("\x01", 200) + ".dat"
-	got = Where("R", "/R", "/R", odd, 0)
-	if len(got) > MaxName || !utf8.ValidString(got) || !strings.HasPrefix(got, `R › \x01\x01`) || !strings.HasSuffix(got, ".dat") {
-		t.Errorf("control bytes (%d bytes): %q", len(got), got)
 	}
 }

@@ -20,6 +20,7 @@ func mksizes(args []string) error {
 	dir := fs.String("dir", "", "where to write the tree")
 	files := fs.Int("files", 100000, "how many files")
 	per := fs.Int("per-folder", 100, "files in a folder (0: all in one)")
+	offset := fs.Int("offset", 0, "start names and sizes after this many files (another run's files then differ)")
 	fs.Parse(args)
 	if *dir == "" {
 		return fmt.Errorf("mksizes: -dir is required")
@@ -33,7 +34,7 @@ func mksizes(args []string) error {
 	} else if err := os.MkdirAll(cur, 0o755); err != nil {
 		return err
 	}
-	for i := 1; i <= *files; i++ {
+	for i := *offset + 1; i <= *offset+*files; i++ {
 		if *per > 0 && (i-1)%*per == 0 {
 			cur = filepath.Join(*dir, fmt.Sprintf("d%06d", (i-1) / *per))
 			if err := os.MkdirAll(cur, 0o755); err != nil {

@@ -1,4 +1,4 @@
--- 0011: the groups in the order of the view made for people (/files): the
+-- 0012: the groups in the order of the view made for people (/files): the
 -- space their extra copies take (size × (inodes − 1)), most first, then
 -- their key. The view reads a page of them at a time from this index, and
 -- the queries that do state its expression and condition word for word, as

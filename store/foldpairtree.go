@@ -1,15 +1,14 @@
-package folders
+package store
 
 import (
 	"context"
 	"sort"
-
-	"github.com/dupefs/dupefs/store"
 )
 
 // tree is the index's live folders in memory, in depth-first order so
 // that a folder's subtree is a run of positions, with the files two
-// folders may share (store.SharedFiles) grouped by folder.
+// folders may share (SharedFiles) grouped by folder: what the overlap
+// search over every folder (foldpairsearch.go) reads.
 type tree struct {
 	nodes []node
 	byID  map[int64]int32
@@ -22,14 +21,14 @@ type tree struct {
 }
 
 type node struct {
-	store.FolderNode
+	FolderNode
 	parent int32 // -1 for a root folder
 	end    int32 // one past the last folder of its subtree
 }
 
-func loadTree(ctx context.Context, db Index) (*tree, error) {
-	var all []store.FolderNode
-	if err := db.FolderNodes(ctx, func(n store.FolderNode) error {
+func (fo *Folders) loadTree(ctx context.Context) (*tree, error) {
+	var all []FolderNode
+	if err := fo.FolderNodes(ctx, func(n FolderNode) error {
 		all = append(all, n)
 		return nil
 	}); err != nil {
@@ -74,7 +73,7 @@ func loadTree(ctx context.Context, db Index) (*tree, error) {
 	type entry struct{ folder, content int32 }
 	var es []entry
 	contents := map[int64]int32{}
-	if err := db.SharedFiles(ctx, func(s store.SharedFile) error {
+	if err := fo.SharedFiles(ctx, func(s SharedFile) error {
 		f, ok := t.byID[s.Folder]
 		if !ok {
 			return nil // a folder the sums do not show yet

@@ -1,0 +1,200 @@
+package fusefs
+
+import (
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
+
+	"github.com/dupefs/dupefs/store/naming"
+)
+
+// The folders made for people, /folders and /overlap, name what they hold
+// by where it lives: its path from its root's own name, joined by " › "
+// (naming.PeoplePath). Their nodes, one kind per level:
+const (
+	inoFolders = 16 // /folders
+	inoOverlap = 17 // /overlap
+
+	kindPeopleGroup  = 16 // /folders/<label>: folder group id
+	kindPeopleFolder = 17 // /folders/<label>/<where>: folder id
+	kindPair         = 18 // /overlap/<label>: pair id
+	kindPairSide     = 19 // /overlap/<label>/only in <where>: pair id<<1 | side
+	kindPairFile     = 20 // /overlap/<label>/only in <where>/<where>: its row's id
+)
+
+// isPeople reports whether node is one of the folders made for people or
+// in them.
+func isPeople(node uint64) bool {
+	kind, _ := split(node)
+	return node == inoFolders || node == inoOverlap || (kind >= kindPeopleGroup && kind <= kindPairFile)
+}
+
+// peopleRoots are the roots, by path, and the names people know them by
+// (naming.RootNames), read again when the index changed.
+type peopleRoots struct {
+	mu    sync.Mutex
+	gen   uint64
+	ok    bool
+	names map[string]string
+}
+
+// peoplePath is the name people know the file or folder at path by: its
+// path from its root's name, " › " between its folders.
+func (f *FS) peoplePath(path string) string {
+	r := &f.roots
+	gen := f.ends.stamp()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if !r.ok || r.gen != gen {
+		paths, err := f.db.RootPaths(dbctx())
+		if err != nil {
+			f.logf("dupefs: read roots: %v", err)
+		} else {
+			all := make([]string, 0, len(paths))
+			for _, p := range paths {
+				all = append(all, p)
+			}
+			r.names, r.gen, r.ok = naming.RootNames(all), gen, true
+		}
+	}
+	root := ""
+	for p := range r.names {
+		if naming.Within(p, path) && len(p) > len(root) {
+			root = p
+		}
+	}
+	if root == "" {
+		return naming.PeoplePath("", strings.TrimPrefix(path, "/"))
+	}
+	return naming.PeoplePath(r.names[root], strings.TrimPrefix(strings.TrimPrefix(path, root), "/"))
+}
+
+// lookupPeople finds name in parent, a folder made for people.
+func (f *FS) lookupPeople(c *caller, parent uint64, name string, out *fuse.EntryOut) fuse.Status {
+	kind, id := split(parent)
+	switch {
+	case parent == inoFolders:
+		return f.lookupFolderLabel(c, name, out)
+	case parent == inoOverlap:
+		return f.lookupPairLabel(c, name, out)
+	case kind == kindPeopleGroup:
+		return f.lookupPeopleFolder(c, id, name, out)
+	case kind == kindPair:
+		return f.lookupPairSide(id, name, out)
+	case kind == kindPairSide:
+		return f.lookupPairFile(id, name, out)
+	}
+	return fuse.ENOTDIR
+}
+
+// getattrPeople fills the attributes of a node made for people.
+func (f *FS) getattrPeople(node uint64, a *fuse.Attr) (time.Duration, fuse.Status) {
+	kind, id := split(node)
+	switch {
+	case node == inoFolders:
+		f.dirAttr(a, node, f.lastFolderChange())
+		return time.Second, fuse.OK
+	case node == inoOverlap:
+		f.dirAttr(a, node, f.lastPairChange())
+		return time.Second, fuse.OK
+	case kind == kindPeopleGroup:
+		g, err := f.db.FolderGroupByID(dbctx(), id)
+		if err != nil {
+			return 0, f.status("read folder group", err)
+		}
+		f.dirAttr(a, node, g.ChangedAt)
+		return rowTimeout, fuse.OK
+	case kind == kindPeopleFolder:
+		path, changed, st := f.folderLink(id)
+		if st == fuse.OK {
+			f.linkAttr(a, node, path, changed)
+		}
+		return linkTimeout, st
+	case kind == kindPair || kind == kindPairSide:
+		p, err := f.db.PairByID(dbctx(), id>>(kind-kindPair))
+		if err != nil {
+			return 0, f.status("read folder pair", err)
+		}
+		f.dirAttr(a, node, p.ChangedAt)
+		return rowTimeout, fuse.OK
+	case kind == kindPairFile:
+		pf, err := f.db.PairFileByID(dbctx(), id)
+		if err != nil {
+			return 0, f.status("read a pair's file", err)
+		}
+		p, err := f.db.PairByID(dbctx(), pf.PairID)
+		if err != nil {
+			return 0, f.status("read folder pair", err)
+		}
+		f.linkAttr(a, node, pf.Path, p.ChangedAt)
+		return linkTimeout, fuse.OK
+	}
+	return 0, fuse.ENOENT
+}
+
+// readlinkPeople reads where a link made for people points.
+func (f *FS) readlinkPeople(node uint64) ([]byte, fuse.Status) {
+	switch kind, id := split(node); kind {
+	case kindPeopleFolder:
+		path, _, st := f.folderLink(id)
+		return []byte(path), st
+	case kindPairFile:
+		pf, err := f.db.PairFileByID(dbctx(), id)
+		if err != nil {
+			return nil, f.status("read a pair's file", err)
+		}
+		return []byte(pf.Path), fuse.OK
+	}
+	return nil, fuse.EINVAL
+}
+
+// listerPeople returns how to list a folder made for people for c.
+func (f *FS) listerPeople(c *caller, node uint64) (self, parent uint64, what string, fetch fetchFunc, st fuse.Status) {
+	kind, id := split(node)
+	switch {
+	case node == inoFolders:
+		return node, inoRoot, "folder groups", f.folderLabelLister(c), fuse.OK
+	case node == inoOverlap:
+		return node, inoRoot, "folder pairs", f.pairLabelLister(c), fuse.OK
+	case kind == kindPeopleGroup:
+		return node, inoFolders, "folders", f.peopleFolderLister(c, id), fuse.OK
+	case kind == kindPair:
+		return node, inoOverlap, "sides of a pair", f.pairSideLister(id), fuse.OK
+	case kind == kindPairSide:
+		return node, ino(kindPair, id>>1), "files only on one side", f.pairFileLister(id), fuse.OK
+	}
+	return 0, 0, "", nil, fuse.ENOTDIR
+}
+
+// peopleShows is showsNow for the nodes made for people (handled false
+// for others): a folder group as in /by-folder, a folder when r may read
+// all of it, a pair and its sides when r may read all of both folders, a
+// file of a pair's list when r may read it.
+func (f *FS) peopleShows(r reader, kind uint64, id int64, fr *fresh) (ok, handled bool) {
+	ctx := dbctx()
+	switch kind {
+	case kindPeopleGroup:
+		return f.folderGroupShows(r, id, false, fr), true
+	case kindPeopleFolder:
+		m, err := f.db.FolderMemberOf(ctx, id)
+		return err == nil && f.folderReadable(r, m.Path, fr), true
+	case kindPair, kindPairSide:
+		p, err := f.db.PairByID(ctx, id>>(kind-kindPair))
+		return err == nil && f.folderReadable(r, p.A, fr) && f.folderReadable(r, p.B, fr), true
+	case kindPairFile:
+		pf, err := f.db.PairFileByID(ctx, id)
+		return err == nil && r.read(pf.Path, fr), true
+	}
+	return false, false
+}
+
+// peopleRootEntries are the folders made for people in the root listing.
+func peopleRootEntries(off uint64) []listed {
+	return []listed{
+		{DirEntry: fuse.DirEntry{Name: "folders", Mode: syscall.S_IFDIR, Ino: inoFolders, Off: off}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "overlap", Mode: syscall.S_IFDIR, Ino: inoOverlap, Off: off + 1}, plus: true},
+	}
+}

@@ -1,0 +1,115 @@
+package watch
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/store"
+)
+
+// loseRoot rescans a root whole (every root for "").
+func (w *Watcher) loseRoot(b *batch, root string) {
+	w.mu.Lock()
+	for p, id := range w.roots {
+		if root == "" || p == root {
+			b.rescan(id, time.Now())
+		}
+	}
+	w.mu.Unlock()
+}
+
+// flush queues the scans of what is due in a batch and works them
+// through.
+func (w *Watcher) flush(ctx context.Context, b *batch) {
+	now := time.Now()
+	full, dirs := b.take(now, w.cfg.Settle, w.cfg.MaxDelay)
+	// A root not there has nothing to scan until it is back.
+	w.mu.Lock()
+	full = slices.DeleteFunc(full, func(id int64) bool { return w.gone[w.pathOf(id)] != "" })
+	for id := range dirs {
+		if w.gone[w.pathOf(id)] != "" {
+			delete(dirs, id)
+		}
+	}
+	w.mu.Unlock()
+	for i, id := range full {
+		if _, _, err := w.jobs.Enqueue(ctx, store.KindScan, id); err != nil {
+			for _, id := range full[i:] {
+				b.rescan(id, now)
+			}
+			for id, ds := range dirs {
+				b.putBack(id, ds, now)
+			}
+			w.drained(ctx, err)
+			return
+		}
+	}
+	var qerr error
+	for id, ds := range dirs {
+		list := make([]string, 0, len(ds))
+		for d := range ds {
+			list = append(list, d)
+		}
+		queued, err := w.ix.Rescan(ctx, id, list)
+		if err != nil || !queued {
+			// A scan of the root is running: they wait for the next
+			// flush.
+			b.putBack(id, ds, now)
+		}
+		if err != nil && qerr == nil {
+			qerr = err
+		}
+	}
+	err := w.ix.Drain(ctx)
+	if errors.Is(err, indexer.ErrRootUnavailable) {
+		w.checkRoots(ctx, b) // says it once, and stops scanning it
+		err = nil
+	}
+	w.drained(ctx, cmp.Or(err, qerr))
+}
+
+// drained notes how a flush's work ended. One that failed (a full disk,
+// the index busy) is tried again after a backoff (5 s, doubling up to
+// Fallback) even if nothing changes on disk meanwhile, for the scans it
+// left retryable wait for a run; the same failure is said once, and the
+// end of it too.
+func (w *Watcher) drained(ctx context.Context, err error) {
+	if ctx.Err() != nil {
+		return
+	}
+	if err == nil {
+		if w.failing != "" {
+			w.cfg.Warn(fmt.Sprintf("watch: the index is written again (after: %s)", w.failing))
+		}
+		w.failing, w.backoff, w.retryAt = "", 0, time.Time{}
+		return
+	}
+	// Failures of one kind are said once, however worded.
+	key := err.Error()
+	for _, kind := range []error{store.ErrDiskFull, store.ErrReadOnly, store.ErrBusy, store.ErrCorrupt} {
+		if errors.Is(err, kind) {
+			key = kind.Error()
+		}
+	}
+	if key != w.failing {
+		w.cfg.Warn(fmt.Sprintf("watch: %v (tried again until it works)", err))
+		w.failing = key
+	}
+	w.backoff = min(max(2*w.backoff, 5*time.Second), max(w.cfg.Fallback, 5*time.Second))
+	w.retryAt = time.Now().Add(w.backoff)
+}
+
+// pathOf is the path of the root id ("" for none; mu held).
+func (w *Watcher) pathOf(id int64) string {
+	for p, rid := range w.roots {
+		if rid == id {
+			return p
+		}
+	}
+	return ""
+}

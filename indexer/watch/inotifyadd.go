@@ -1,0 +1,117 @@
+package watch
+
+import "golang.org/x/sys/unix"
+
+// adder works through the todo list.
+func (in *inotify) adder() {
+	defer in.wg.Done()
+	for {
+		select {
+		case <-in.quit:
+			return
+		case <-in.work:
+		}
+		for {
+			in.mu.Lock()
+			if len(in.todo) == 0 {
+				in.todo = nil
+				in.mu.Unlock()
+				break
+			}
+			o := in.todo[0]
+			in.todo = in.todo[1:]
+			in.mu.Unlock()
+			select {
+			case <-in.quit:
+				return
+			default:
+			}
+			in.do(o)
+		}
+	}
+}
+
+func (in *inotify) do(o inotifyOp) {
+	switch o.kind {
+	case opWatch:
+		in.mu.Lock()
+		root := in.rootOf(o.path)
+		_, known := in.paths[o.path]
+		partial := in.part[root] != nil
+		in.mu.Unlock()
+		if root == "" || known && !partial {
+			// Watched already (a create raced the walk that found it):
+			// still name it, its listing may be older than its watch.
+			if root != "" {
+				in.namer.name(o.path)
+			}
+			return
+		}
+		if hit := in.watchTree(o.path, true, nil); hit != nil && !partial {
+			in.limited(root)
+		}
+	case opDrop:
+		in.mu.Lock()
+		in.dropTree(o.path)
+		in.mu.Unlock()
+	case opRewatch:
+		in.mu.Lock()
+		in.rewatch = false
+		in.mu.Unlock()
+		// Events were lost: any folder may lack its watch, and any watch
+		// may name a folder that moved. Watch every folder of every root
+		// again (a folder watched already keeps its watch), drop the
+		// watches no root holds any more, then have each root rescanned
+		// whole.
+		in.mu.Lock()
+		roots := make([]string, 0, len(in.roots))
+		for r := range in.roots {
+			roots = append(roots, r)
+		}
+		in.mu.Unlock()
+		seen := map[int32]bool{}
+		for _, r := range roots {
+			if hit := in.watchTree(r, false, seen); hit != nil {
+				in.mu.Lock()
+				had := in.part[r] != nil
+				in.part[r] = hit
+				in.mu.Unlock()
+				if !had {
+					in.note(change{lost: true, root: r, limit: hit})
+				}
+			}
+		}
+		in.mu.Lock()
+		for wd, p := range in.wds {
+			if !seen[wd] {
+				unix.InotifyRmWatch(in.fd, uint32(wd))
+				delete(in.wds, wd)
+				if in.paths[p] == wd {
+					in.unlink(p)
+				}
+			}
+		}
+		in.mu.Unlock()
+		for _, r := range roots {
+			in.note(change{lost: true, root: r})
+		}
+	case opRetry:
+		in.mu.Lock()
+		partial := in.part[o.path] != nil
+		in.mu.Unlock()
+		if !partial {
+			return
+		}
+		hit := in.watchTree(o.path, false, nil)
+		in.mu.Lock()
+		if hit != nil {
+			in.part[o.path] = hit
+		} else {
+			delete(in.part, o.path)
+		}
+		in.mu.Unlock()
+		if hit == nil {
+			in.note(change{root: o.path, whole: true})
+		}
+	}
+}

@@ -1,0 +1,283 @@
+package store
+
+import (
+	"context"
+	"slices"
+
+	"github.com/dupefs/dupefs/store/naming"
+)
+
+// The pairs of folders that overlap in part are kept in folder_pairs, as
+// the exact folder groups are kept in folder_groups: after each fold that
+// moved folders' sums, the pairs of the moved folders are found again
+// (foldpairscope.go) and every kept pair is judged again by the rule on
+// pairs restated above (foldpairrule.go), which reads only what is
+// stored. After a first index, or when the kept pairs may not cover every
+// fold (a process killed in between, another process folding at the same
+// time, folders deleted, many folders moved), every folder is searched
+// again instead. Like the groups, each store of the pairs records how
+// many fold writes it covers (folder_pairs_at, see foldowed.go). A shown
+// pair keeps its id, and its lists of the files only one of its folders
+// holds are made again only when a folder under either changed. (A fold
+// that moved no sum, as a rename does, and was killed before its pairs
+// were kept, leaves the names in those lists as they were until a file
+// under them changes again.)
+
+// maxPairMoves: past this many folders with new sums, every folder is
+// searched again rather than around each.
+var maxPairMoves = 2000
+
+// storedPair is a row of folder_pairs.
+type storedPair struct {
+	pairRow
+	id    int64
+	state int
+	label string
+}
+
+// readPairs reads the kept pairs (shown or not).
+func (db *DB) readPairs(ctx context.Context) (map[pairKey]storedPair, error) {
+	rows, err := db.query(ctx, `SELECT id, a_id, b_id, state, shared_files, union_files, label
+		FROM folder_pairs WHERE state > 0`)
+	ps, err := collect("read folder pairs", rows, err, func(r rowScanner) (p storedPair, err error) {
+		err = r.Scan(&p.id, &p.a, &p.b, &p.state, &p.shared, &p.union, &p.label)
+		return p, err
+	})
+	out := make(map[pairKey]storedPair, len(ps))
+	for _, p := range ps {
+		out[keyOf(p.a, p.b)] = p
+	}
+	return out, err
+}
+
+// pairsCovered reads how many fold writes the kept pairs cover (-1: no
+// pair was ever kept).
+func (db *DB) pairsCovered(ctx context.Context) (int64, error) {
+	var n int64
+	err := db.queryRow(ctx, `SELECT coalesce((SELECT value FROM counters WHERE name = 'folder_pairs_at'), -1)`).Scan(&n)
+	return n, classify("read fold counts", err)
+}
+
+// keepFolderPairs brings the kept pairs up to date after a fold: around
+// the moved folders, or (full) by a search of every folder. folds is how
+// many fold writes there were when the fold ended; touched are the folders
+// whose files changed and those above them.
+func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []int64, folds int64, full bool) error {
+	stored, err := db.readPairs(ctx)
+	if err != nil {
+		return err
+	}
+	var rows []pairRow
+	var path func(id int64) string
+	switch {
+	case full:
+		var t *tree
+		rows, t, _, err = db.Folders().searchAll(ctx, DefaultMinSimilarity, 1)
+		if err != nil {
+			return err
+		}
+		path = func(id int64) string { return t.nodes[t.byID[id]].Path }
+	case len(moves) == 0:
+		// No sum moved (files renamed, say): the pairs stay, and the
+		// lists of those above the changed folders are made again.
+		for _, p := range stored {
+			p.shown = p.state == 2
+			rows = append(rows, p.pairRow)
+		}
+		s := newPairScope(ctx, db, DefaultMinSimilarity)
+		path = func(id int64) string {
+			if n, err := s.node(id); err == nil && n != nil {
+				return n.Path
+			}
+			return ""
+		}
+	default:
+		s := newPairScope(ctx, db, DefaultMinSimilarity)
+		if rows, err = s.around(stored, moves); err != nil {
+			return err
+		}
+		path = func(id int64) string { return s.nodes[id].Path }
+	}
+	seen := make(map[int64]bool, len(touched))
+	for _, id := range touched {
+		seen[id] = true
+	}
+	plan := pairPlan{stored: stored, lists: map[pairKey]*pairDiff{}}
+	for _, r := range rows {
+		old, had := stored[keyOf(r.a, r.b)]
+		changed := full || !had || old.state != 2 || old.shared != r.shared || old.union != r.union
+		label := ""
+		if r.shown && (changed || seen[r.a] || seen[r.b]) {
+			a, b := path(r.a), path(r.b)
+			d, err := db.diffPair(ctx, a, b)
+			if err != nil {
+				return err
+			}
+			plan.lists[keyOf(r.a, r.b)] = &d
+			label = naming.PairLabel(naming.BaseName(a), naming.BaseName(b), r.sim())
+		} else if r.shown {
+			label = old.label
+		}
+		plan.rows = append(plan.rows, storedPair{pairRow: r, label: label})
+	}
+	return db.Write(ctx, func(tx *Tx) error { return tx.storePairs(&plan, folds) })
+}
+
+// around finds the kept pairs again around the moved folders: the stored
+// pairs of unmoved folders, and the pairs of each moved one, searched
+// again, all judged by the rule.
+func (s *pairScope) around(stored map[pairKey]storedPair, moves []sigMove) ([]pairRow, error) {
+	moved := map[int64]bool{}
+	var ids []int64
+	for _, m := range moves {
+		if !moved[m.id] {
+			moved[m.id] = true
+			ids = append(ids, m.id)
+		}
+	}
+	slices.Sort(ids)
+	var rows []pairRow
+	have := map[pairKey]bool{}
+	var keep []int64
+	for k, p := range stored {
+		if !moved[p.a] && !moved[p.b] {
+			rows = append(rows, p.pairRow)
+			have[k] = true
+			keep = append(keep, p.a, p.b)
+		}
+	}
+	if err := s.load(append(keep, ids...)); err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		x := s.nodes[id]
+		if x == nil || !x.live {
+			continue
+		}
+		ps, err := s.partners(x)
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range ps {
+			if k := keyOf(p.a, p.b); !have[k] {
+				have[k] = true
+				rows = append(rows, p)
+			}
+		}
+	}
+	// The folders above every pair's, a level at a time, for the rule.
+	for {
+		var up []int64
+		for _, n := range s.nodes {
+			if n != nil && n.Parent != 0 {
+				if _, ok := s.nodes[n.Parent]; !ok {
+					up = append(up, n.Parent)
+				}
+			}
+		}
+		if len(up) == 0 {
+			break
+		}
+		if err := s.load(dedupe(up)); err != nil {
+			return nil, err
+		}
+	}
+	applyPairRule(rows, s.fact, 1)
+	return rows, nil
+}
+
+// pairPlan is what a keep of the pairs writes.
+type pairPlan struct {
+	stored map[pairKey]storedPair
+	rows   []storedPair
+	lists  map[pairKey]*pairDiff // new lists of shown pairs
+}
+
+// storePairs writes the plan, unless another process folded since the
+// fold it follows (its own keep, or the next, covers it), and records the
+// folds the pairs cover. A change the view shows (a pair shown, gone,
+// relabelled, or its lists made again) moves the pair feed on.
+func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
+	var now int64
+	err := tx.tx.QueryRowContext(tx.ctx, `SELECT coalesce((SELECT value FROM counters WHERE name = 'folder_folds'), 0)`).Scan(&now)
+	if err != nil {
+		return classify("read fold counts", err)
+	}
+	if now != folds {
+		return nil
+	}
+	var seq int64
+	bump := func() error {
+		if seq != 0 {
+			return nil
+		}
+		err := tx.tx.QueryRowContext(tx.ctx, "UPDATE counters SET value = value + 1 WHERE name = 'pair_seq' RETURNING value").Scan(&seq)
+		return classify("bump pair sequence", err)
+	}
+	live := map[pairKey]bool{}
+	for _, r := range p.rows {
+		k := keyOf(r.a, r.b)
+		live[k] = true
+		old, had := p.stored[k]
+		state := 1
+		if r.shown {
+			state = 2
+		}
+		list, relisted := p.lists[k]
+		if had && old.state == state && old.shared == r.shared && old.union == r.union && (r.label == "" || old.label == r.label) && !relisted {
+			continue
+		}
+		visible := state == 2 || (had && old.state == 2)
+		var sharedBytes, onlyA, onlyB int64
+		if list != nil {
+			sharedBytes, onlyA, onlyB = list.sharedBytes, int64(len(list.only[0])), int64(len(list.only[1]))
+		}
+		seqArg := any(nil) // unchanged for the view: keep its place in the feed
+		if visible {
+			if err := bump(); err != nil {
+				return err
+			}
+			seqArg = seq
+		}
+		var id int64
+		err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files,
+			shared_bytes, only_a, only_b, label, changed_at, change_seq)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, `+nowSQL+`, coalesce(?10, 0))
+			ON CONFLICT (a_id, b_id) DO UPDATE SET state = ?3, shared_files = ?4, union_files = ?5,
+			  shared_bytes = CASE WHEN ?11 THEN ?6 ELSE shared_bytes END,
+			  only_a = CASE WHEN ?11 THEN ?7 ELSE only_a END, only_b = CASE WHEN ?11 THEN ?8 ELSE only_b END,
+			  label = CASE ?9 WHEN '' THEN label ELSE ?9 END, changed_at = `+nowSQL+`, change_seq = coalesce(?10, change_seq)
+			RETURNING id`, r.a, r.b, state, r.shared, r.union, sharedBytes, onlyA, onlyB, r.label, seqArg,
+			relisted).Scan(&id)
+		if err != nil {
+			return classify("record folder pair", err)
+		}
+		if relisted || state != 2 {
+			if err := tx.writePairFiles(id, list); err != nil {
+				return err
+			}
+		}
+	}
+	for k, old := range p.stored {
+		if live[k] {
+			continue
+		}
+		seqArg := any(nil)
+		if old.state == 2 {
+			if err := bump(); err != nil {
+				return err
+			}
+			seqArg = seq
+		}
+		if _, err := tx.exec("retire folder pair", `UPDATE folder_pairs SET state = 0, changed_at = `+nowSQL+`,
+			change_seq = coalesce(?2, change_seq) WHERE id = ?1`, old.id, seqArg); err != nil {
+			return err
+		}
+		if err := tx.writePairFiles(old.id, nil); err != nil {
+			return err
+		}
+	}
+	_, err = tx.exec("record folds covered", `INSERT INTO counters (name, value) VALUES ('folder_pairs_at', ?1)
+		ON CONFLICT (name) DO UPDATE SET value = max(value, ?1)`, folds)
+	return err
+}
