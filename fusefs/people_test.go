@@ -422,6 +422,12 @@ func TestFilesForAnotherCaller(t *testing.T) {
 			t.Errorf("lookup of %s for the caller: %v, node %x, want none", name, st, out.NodeId)
 		}
 	}
+	// The kernel may keep the listing of a group every user reads whole,
+	// and no other.
+	if !tf.fs.listingPublic(es[0].Ino) || tf.fs.listingPublic(es[1].Ino) {
+		t.Errorf("listings kept for all: y.txt's %v (want true), x.jpg's %v (want false)",
+			tf.fs.listingPublic(es[0].Ino), tf.fs.listingPublic(es[1].Ino))
+	}
 	// In the group, only the copies the caller may read.
 	_, xID := split(es[1].Ino)
 	names, err := tf.fs.placeNames(ctx, c, xID)

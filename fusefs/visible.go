@@ -376,7 +376,11 @@ func (f *FS) groupPaths(contentID int64) ([]store.CopyAt, error) {
 // listingPublic reports whether the listing of folder node is the same for
 // every user: the kernel may then keep it.
 func (f *FS) listingPublic(node uint64) bool {
-	if kind, _ := split(node); kind != kindGroup && kind != kindFolderGroup {
+	kind, id := split(node)
+	if kind == kindFilesGroup {
+		node, kind = ino(kindGroup, id), kindGroup // the same copies, named alike for all who see them all
+	}
+	if kind != kindGroup && kind != kindFolderGroup {
 		return false
 	}
 	return f.shows(listingReader{everyone{f}}, node, nil)
