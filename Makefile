@@ -30,10 +30,13 @@ build:
 
 # Every test: unit tests, the end-to-end tests in integration/ (they build
 # the binary) and the FUSE tests, which mount for real (root, /dev/fuse).
-# Run by another user, the tests that need root skip, saying why.
+# Run by another user, the tests that need root skip, saying why. What tests
+# leave for a person to look at (the file manager's screens) is kept in
+# build/test-artifacts.
 test:
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 25m ./...
+	mkdir -p build/test-artifacts
+	$(GO) test -count=1 -timeout 25m -artifacts -outputdir $(CURDIR)/build/test-artifacts ./...
 
 # The concurrent packages once more under the race detector.
 test-race:

@@ -2,54 +2,22 @@ package fusefs
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
 	"testing"
-
-	"github.com/dupefs/dupefs/store"
 )
 
-// realCopies writes files of one content and indexes them with their real
-// stat, as a scan would.
+// realCopies writes files of one content in root and indexes them with
+// their real stat, as a scan would.
 func (t *testFS) realCopies(root string, content []byte, names ...string) {
 	t.tb.Helper()
-	ctx := context.Background()
-	r, _, err := t.db.Files().AddRoot(ctx, store.RootSpec{Path: root}, false)
-	if err != nil {
-		t.tb.Fatal(err)
+	var files []realFile
+	for _, n := range names {
+		files = append(files, realFile{rel: n, data: content, mode: 0o644, content: 9})
 	}
-	err = t.db.Write(ctx, func(tx *store.Tx) error {
-		b, err := tx.ScanBatch(1, "sha256")
-		if err != nil {
-			return err
-		}
-		defer b.Close()
-		dir, err := b.AddFolder(r.ID, 0, root, "", nil)
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			p := filepath.Join(root, n)
-			if err := os.WriteFile(p, content, 0o644); err != nil {
-				return err
-			}
-			var st syscall.Stat_t
-			if err := syscall.Stat(p, &st); err != nil {
-				return err
-			}
-			if err := b.AddFile(r.ID, dir, store.FileStat{Name: n, Size: st.Size, MtimeNS: st.Mtim.Nano(), Dev: st.Dev,
-				Ino: st.Ino, Nlink: 1, Hash: &store.FileHash{Status: store.HashDone, Content: sum(9)}}); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err != nil {
-		t.tb.Fatal(err)
-	}
+	t.realTree(root, files...)
 }
 
 func TestServeFilesReadsThrough(t *testing.T) {

@@ -1,6 +1,9 @@
 // Package fusefs owns the mounted, read-only view of the duplicates, read
 // through store only.
 //
+//	/files/<label>/<where>         the groups for people, by rank: a copy
+//	                               named after where it lives (as in /by-hash)
+//	/summary.txt                   status.json for people, a few lines
 //	/by-hash/<algo>:<hex>/<name>   symlink to the absolute path of a copy
 //	                               (ServeFiles: a read-only file read through to it)
 //	/by-size/<bytes>/<algo>:<hex>  symlink to ../../by-hash/<algo>:<hex>
@@ -65,23 +68,26 @@
 //
 // The files, by concern:
 //
-//	fs.go         Config, FS, node ids, cache times, mount options
-//	index.go      Index: what the view reads of the store
-//	mount.go      Mount, Unmount, Detach
-//	raw.go        the FUSE requests answered; the rest ENOSYS or EROFS
-//	nodes.go      LOOKUP and GETATTR of every kind of node
-//	list.go       READDIR and READDIRPLUS in keyset pages
-//	listend.go    the end of a listing remembered until the index changes
-//	listahead.go  group listings read ahead of a walk
-//	names.go      the names copies show under
-//	folders.go    /by-folder
+//	fs.go           Config, FS, node ids, cache times, mount options
+//	index.go        Index: what the view reads of the store
+//	mount.go        Mount, Unmount, Detach
+//	raw.go          the FUSE requests answered; the rest ENOSYS or EROFS
+//	nodes.go        LOOKUP and GETATTR of every kind of node
+//	list.go         READDIR and READDIRPLUS in keyset pages
+//	listend.go      the end of a listing remembered until the index changes
+//	listahead.go    group listings read ahead of a walk
+//	names.go        the names copies show under
+//	folders.go      /by-folder
+//	people.go       /files: the groups by rank, their labels
+//	rankings.go     /files for a caller who sees less than everything
+//	places.go       /files: the copies of a group, named by where they live
 //	peopleroots.go  /folders and /overlap: their nodes, the roots' names
 //	folderview.go   /folders
 //	overlap.go      /overlap
-//	files.go      /status.json and /thumbs, open file handles
-//	copies.go     copies served as files, passthrough
-//	ids.go        the numbers the kernel knows nodes by in a view others enter
-//	access.go     the caller, and what the disk lets them read
-//	visible.go    which nodes a caller sees
-//	watch.go      the watcher of commits, telling the kernel what changed
+//	files.go        /status.json, /summary.txt and /thumbs, open file handles
+//	copies.go       copies served as files, passthrough
+//	ids.go          the numbers the kernel knows nodes by in a view others enter
+//	access.go       the caller, and what the disk lets them read
+//	visible.go      which nodes a caller sees
+//	watch.go        the watcher of commits, telling the kernel what changed
 package fusefs

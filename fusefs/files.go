@@ -17,8 +17,8 @@ import (
 	"github.com/dupefs/dupefs/store/naming"
 )
 
-// The files of the view: /status.json, made from the index, and the
-// thumbnails, served from the cache directory.
+// The files of the view: /status.json and /summary.txt, made from the
+// index, and the thumbnails, served from the cache directory.
 
 // handleTable holds what an open file reads from, by file handle.
 type handleTable struct {
@@ -59,32 +59,38 @@ func (t *handleTable) release(fh uint64) {
 	}
 }
 
-// statusSnap is the current contents of /status.json (for the mounting
-// user and root, or, public, for the others: aggregates only).
+// statusSnap is the current contents of /status.json or /summary.txt (for
+// the mounting user and root, or, public, for the others: aggregates
+// only).
 type statusSnap struct {
 	data  []byte
 	made  time.Time
 	stale bool // the index changed since it was made
 }
 
-// snapshot returns the contents of /status.json, made again at most every
-// StatusEvery once the index changed.
-func (f *FS) snapshot(public bool) ([]byte, time.Time, fuse.Status) {
+// snapshot returns the contents of /status.json (or of /summary.txt,
+// node), made again at most every StatusEvery once the index changed.
+func (f *FS) snapshot(node uint64, public bool) ([]byte, time.Time, fuse.Status) {
 	f.statusMu.Lock()
 	defer f.statusMu.Unlock()
-	s, build := &f.snap, f.cfg.Status
-	if public {
+	s, build, empty, what := &f.snap, f.cfg.Status, "{}\n", "status.json"
+	switch {
+	case node == inoSummary && public:
+		s, build, empty, what = &f.publicSum, f.cfg.PublicSummary, "", "summary.txt"
+	case node == inoSummary:
+		s, build, empty, what = &f.sumSnap, f.cfg.Summary, "", "summary.txt"
+	case public:
 		s, build = &f.publicSnap, f.cfg.PublicStatus
 	}
 	if s.data == nil || s.stale && time.Since(s.made) >= f.cfg.StatusEvery {
-		data := []byte("{}\n")
+		data := []byte(empty)
 		if build != nil {
 			b, err := build(dbctx())
 			if err != nil {
 				if s.data == nil {
-					return nil, time.Time{}, f.status("make status.json", err)
+					return nil, time.Time{}, f.status("make "+what, err)
 				}
-				f.logf("dupefs: make status.json: %v", err)
+				f.logf("dupefs: make %s: %v", what, err)
 				return s.data, s.made, fuse.OK
 			}
 			data = b
@@ -103,14 +109,16 @@ func (f *FS) snapshot(public bool) ([]byte, time.Time, fuse.Status) {
 func (f *FS) statusChanged() {
 	f.statusMu.Lock()
 	f.snap.stale, f.publicSnap.stale = true, true
+	f.sumSnap.stale, f.publicSum.stale = true, true
 	f.statusMu.Unlock()
 }
 
 const writeFlags = syscall.O_WRONLY | syscall.O_RDWR | syscall.O_TRUNC | syscall.O_APPEND
 
-// open opens status.json, with one snapshot for the reader (direct I/O: its
-// size changes, and a reader reads to EOF), or a thumbnail, whose pages the
-// kernel keeps between opens until the watcher says it changed.
+// open opens status.json or summary.txt, with one snapshot for the reader
+// (direct I/O: its size changes, and a reader reads to EOF), or a
+// thumbnail, whose pages the kernel keeps between opens until the watcher
+// says it changed.
 func (f *FS) open(c *caller, node uint64, flags uint32, out *fuse.OpenOut) fuse.Status {
 	if flags&writeFlags != 0 {
 		return fuse.EROFS
@@ -120,8 +128,8 @@ func (f *FS) open(c *caller, node uint64, flags uint32, out *fuse.OpenOut) fuse.
 	}
 	kind, id := split(node)
 	switch {
-	case node == inoStatus:
-		data, _, st := f.snapshot(c != nil)
+	case node == inoStatus || node == inoSummary:
+		data, _, st := f.snapshot(node, c != nil)
 		if st != fuse.OK {
 			return st
 		}
@@ -150,8 +158,8 @@ func (f *FS) open(c *caller, node uint64, flags uint32, out *fuse.OpenOut) fuse.
 		return fuse.OK
 	case kind == kindLink:
 		return f.openCopy(c, id, node, flags&fuse.FMODE_EXEC != 0, out)
-	case kind == kindGroup || kind == kindSizeDir || node == inoRoot || node == inoByHash ||
-		node == inoBySize || node == inoThumbs:
+	case kind == kindGroup || kind == kindSizeDir || kind == kindFilesGroup || node == inoRoot ||
+		node == inoByHash || node == inoBySize || node == inoThumbs || node == inoFiles:
 		return fuse.EISDIR
 	}
 	return fuse.EINVAL
@@ -205,7 +213,7 @@ func (f *FS) accessOf(c *caller, node uint64, mask uint32) fuse.Status {
 			return fuse.EACCES
 		}
 		return fuse.OK
-	case node == inoStatus || kind == kindThumb:
+	case node == inoStatus || node == inoSummary || kind == kindThumb:
 		return fuse.EACCES
 	}
 	return fuse.OK // a folder (a symlink is followed before access asks)

@@ -32,7 +32,12 @@ type Config struct {
 	// no root, path or index location. nil: "{}". Its time moves only
 	// when what it says does.
 	PublicStatus func(ctx context.Context) ([]byte, error)
-	// StatusEvery bounds how often status.json is recomputed (default 1s).
+	// Summary and PublicSummary are Status and PublicStatus for
+	// /summary.txt: a few plain lines for people, aggregates only for the
+	// other users. nil: empty.
+	Summary, PublicSummary func(ctx context.Context) ([]byte, error)
+	// StatusEvery bounds how often status.json and summary.txt are
+	// recomputed (default 1s).
 	StatusEvery time.Duration
 	// PollInterval is how often the watcher looks for commits (default
 	// 100ms: a change on disk shows within a second under churn).
@@ -80,6 +85,8 @@ type FS struct {
 	statusMu   sync.Mutex
 	snap       statusSnap
 	publicSnap statusSnap
+	sumSnap    statusSnap // summary.txt's
+	publicSum  statusSnap
 
 	handles  handleTable
 	backings backings
@@ -87,6 +94,7 @@ type FS struct {
 	subtrees subtrees    // the files under folders of folder groups (visible.go)
 	ends     listEnds
 	ahead    copiesAhead // group listings read ahead (listahead.go)
+	people   people      // /files (people.go)
 	roots    peopleRoots // the names of the roots, for people (peopleroots.go)
 	labels   labelCache  // labels of folder groups (labelcache.go)
 	handed   handedNames // labels the kernel keeps (handed.go)
@@ -123,6 +131,8 @@ const (
 	inoThumbs   = 4
 	inoStatus   = 5
 	inoByFolder = 6
+	inoFiles    = 7 // /files (people.go)
+	inoSummary  = 8 // /summary.txt
 
 	kindGroup       = 1 // /by-hash/<key>: content id
 	kindLink        = 2 // /by-hash/<key>/<name>: file id
@@ -131,6 +141,7 @@ const (
 	kindThumb       = 5 // /thumbs/<key>.jpg: thumbnail id
 	kindFolderGroup = 6 // /by-folder/<key>: folder group id
 	kindFolderLink  = 7 // /by-folder/<key>/<name>: folder id
+	kindFilesGroup  = 8 // /files/<label>: content id (its copies are kindLink)
 )
 
 const idMask = 1<<56 - 1
@@ -215,9 +226,10 @@ func (f *FS) fileAttr(a *fuse.Attr, ino uint64, size int64, mtime time.Time) {
 // the time the view was made, for everyone. (Every user's answers share
 // the kernel's cache of attributes: times for its owner alone could not
 // stay in it, and a walk would ask for each folder's again.) A copy shows
-// its own mtime; status.json the time it last said something new.
+// its own mtime; status.json and summary.txt the time they last said
+// something new.
 func (f *FS) timesFor(node uint64, a *fuse.Attr) {
-	if kind, _ := split(node); f.cfg.AllowOther && kind != kindLink && node != inoStatus {
+	if kind, _ := split(node); f.cfg.AllowOther && kind != kindLink && node != inoStatus && node != inoSummary {
 		setTimes(a, f.started)
 	}
 }

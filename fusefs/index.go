@@ -19,6 +19,12 @@ type Index interface {
 	GroupByID(ctx context.Context, id int64) (store.GroupInfo, error)
 	SizeInfo(ctx context.Context, size int64) (time.Time, error)
 
+	// Groups by rank (/files), and where their copies live.
+	GroupCount(ctx context.Context) (int64, error)
+	WastePage(ctx context.Context, after *store.WasteCursor, skip, limit int) ([]store.GroupInfo, error)
+	CopyNames(ctx context.Context, ids []int64) (map[int64][]string, error)
+	PlacesOf(ctx context.Context, ids []int64) (map[int64][]store.Place, error)
+
 	// The copies of a group.
 	CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]store.MemberName, error)
 	CopiesAhead(ctx context.Context, fromID int64, groups, limit int) ([]store.GroupCopies, error)

@@ -159,6 +159,10 @@ func (f *FS) lister(c *caller, node uint64) (self, parent uint64, what string, f
 		return node, inoRoot, "thumbnails", f.listThumbs, fuse.OK
 	case node == inoByFolder:
 		return node, inoRoot, "folder groups", f.listFolderGroups, fuse.OK
+	case node == inoFiles:
+		return node, inoRoot, "groups by rank", f.labelLister(c), fuse.OK
+	case kind == kindFilesGroup:
+		return node, inoFiles, "places of copies", f.placeLister(c, id), fuse.OK
 	case kind == kindFolderGroup:
 		return node, inoByFolder, "folders", f.folderLister(id), fuse.OK
 	case kind == kindGroup:
@@ -182,10 +186,12 @@ func (f *FS) listRoot(_ context.Context, off uint64) ([]listed, error) {
 		{DirEntry: fuse.DirEntry{Name: "by-folder", Mode: syscall.S_IFDIR, Ino: inoByFolder, Off: 3}, plus: true},
 		{DirEntry: fuse.DirEntry{Name: "by-hash", Mode: syscall.S_IFDIR, Ino: inoByHash, Off: 4}, plus: true},
 		{DirEntry: fuse.DirEntry{Name: "by-size", Mode: syscall.S_IFDIR, Ino: inoBySize, Off: 5}, plus: true},
-		{DirEntry: fuse.DirEntry{Name: "status.json", Mode: syscall.S_IFREG, Ino: inoStatus, Off: 6}},
-		{DirEntry: fuse.DirEntry{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 7}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "files", Mode: syscall.S_IFDIR, Ino: inoFiles, Off: 6}, plus: true},
+		{DirEntry: fuse.DirEntry{Name: "status.json", Mode: syscall.S_IFREG, Ino: inoStatus, Off: 7}},
+		{DirEntry: fuse.DirEntry{Name: "summary.txt", Mode: syscall.S_IFREG, Ino: inoSummary, Off: 8}},
+		{DirEntry: fuse.DirEntry{Name: "thumbs", Mode: syscall.S_IFDIR, Ino: inoThumbs, Off: 9}, plus: true},
 	}
-	all = append(all, peopleRootEntries(8)...)
+	all = append(all, peopleRootEntries(10)...)
 	for i, e := range all {
 		if e.Off > off {
 			return all[i:], nil

@@ -116,6 +116,26 @@ type copyOf struct {
 // add writes files through a scan batch, as the indexer does.
 func (t *testFS) add(root string, files ...copyOf) {
 	t.tb.Helper()
+	var sc []scanned
+	for _, f := range files {
+		st := store.FileStat{Name: f.name, Size: f.size, MtimeNS: 1700000000e9, Dev: 1, Ino: f.ino, Nlink: 1}
+		if f.content != 0 {
+			st.Hash = &store.FileHash{Status: store.HashDone, Content: sum(f.content)}
+		}
+		sc = append(sc, scanned{f.dir, st})
+	}
+	t.scan(root, sc)
+}
+
+// scanned is a file a scan batch adds: its folder and what it says of it.
+type scanned struct {
+	dir string
+	st  store.FileStat
+}
+
+// scan adds root and files through a scan batch.
+func (t *testFS) scan(root string, files []scanned) {
+	t.tb.Helper()
 	ctx := context.Background()
 	r, _, err := t.db.Files().AddRoot(ctx, store.RootSpec{Path: root}, false)
 	if err != nil {
@@ -136,11 +156,7 @@ func (t *testFS) add(root string, files ...copyOf) {
 				}
 				folders[f.dir] = id
 			}
-			st := store.FileStat{Name: f.name, Size: f.size, MtimeNS: 1700000000e9, Dev: 1, Ino: f.ino, Nlink: 1}
-			if f.content != 0 {
-				st.Hash = &store.FileHash{Status: store.HashDone, Content: sum(f.content)}
-			}
-			if err := b.AddFile(r.ID, id, st); err != nil {
+			if err := b.AddFile(r.ID, id, f.st); err != nil {
 				return err
 			}
 		}

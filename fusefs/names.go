@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // A copy shows under its own basename. When copies of one group share a
@@ -16,22 +17,12 @@ import (
 
 const maxName = 255
 
-// splitExt splits a basename before its extension; a leading dot is not
-// an extension (".bashrc").
-func splitExt(name string) (stem, ext string) {
-	i := strings.LastIndexByte(name, '.')
-	if i <= 0 {
-		return name, ""
-	}
-	return name[:i], name[i:]
-}
-
 // linkName is the name a copy shows under.
 func linkName(base string, fileID int64, first bool) string {
 	if first {
 		return base
 	}
-	stem, ext := splitExt(base)
+	stem, ext := naming.SplitExt(base)
 	suffix := "~" + strconv.FormatInt(fileID, 10) + ext
 	if len(suffix) > maxName-1 {
 		// An extension too long to keep: cut it instead.
@@ -59,7 +50,7 @@ func suffixID(name string) (int64, bool) {
 		id, err := strconv.ParseInt(digits, 10, 64)
 		return id, err == nil && id > 0
 	}
-	stem, _ := splitExt(name)
+	stem, _ := naming.SplitExt(name)
 	if id, ok := try(stem); ok {
 		return id, true
 	}

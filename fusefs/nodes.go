@@ -34,6 +34,10 @@ func (f *FS) lookup(c *caller, parent uint64, name string, out *fuse.EntryOut) f
 		st = f.lookupThumb(name, out)
 	case parent == inoByFolder:
 		st = f.lookupFolderGroup(name, out)
+	case parent == inoFiles:
+		st = f.lookupLabel(c, name, out)
+	case kind == kindFilesGroup:
+		st = f.lookupPlace(c, id, name, out)
 	case isPeople(parent):
 		st = f.lookupPeople(c, parent, name, out)
 	case kind == kindFolderGroup:
@@ -107,6 +111,10 @@ func (f *FS) lookupRoot(c *caller, name string, out *fuse.EntryOut) fuse.Status 
 		node = inoThumbs
 	case "status.json":
 		node = inoStatus
+	case "files":
+		node = inoFiles
+	case "summary.txt":
+		node = inoSummary
 	case "folders":
 		node = inoFolders
 	case "overlap":
@@ -286,19 +294,19 @@ func (f *FS) getattr(c *caller, node uint64, a *fuse.Attr) (time.Duration, fuse.
 		return f.getattrFolder(node, a)
 	case isPeople(node):
 		return f.getattrPeople(node, a)
-	case node == inoRoot || node == inoByHash || node == inoBySize:
+	case node == inoRoot || node == inoByHash || node == inoBySize || node == inoFiles:
 		f.dirAttr(a, node, f.lastChange())
 		return time.Second, fuse.OK
 	case node == inoThumbs:
 		f.dirAttr(a, node, f.lastThumbChange())
 		return time.Second, fuse.OK
-	case node == inoStatus:
-		data, made, st := f.snapshot(c != nil)
+	case node == inoStatus || node == inoSummary:
+		data, made, st := f.snapshot(node, c != nil)
 		if st == fuse.OK {
 			f.fileAttr(a, node, int64(len(data)), made)
 		}
 		return time.Second, st
-	case kind == kindGroup:
+	case kind == kindGroup || kind == kindFilesGroup:
 		g, err := f.db.GroupByID(ctx, id)
 		if err != nil {
 			return 0, f.status("read group", err)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 func TestTreeOfGroups(t *testing.T) {
@@ -82,7 +83,7 @@ func stripSuffix(n string) string {
 
 // linkNameBase undoes linkName for a name with a ~<id>.
 func linkNameBase(n string, id int64) string {
-	stem, ext := splitExt(n)
+	stem, ext := naming.SplitExt(n)
 	suf := "~" + itoa(id)
 	if len(stem) >= len(suf) && stem[len(stem)-len(suf):] == suf {
 		return stem[:len(stem)-len(suf)] + ext

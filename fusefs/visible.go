@@ -68,7 +68,7 @@ func (f *FS) public(node uint64) (ok bool, until time.Time) {
 	if !f.cfg.AllowOther {
 		return true, time.Time{}
 	}
-	if node == inoStatus {
+	if node == inoStatus || node == inoSummary {
 		return false, time.Time{} // each reader has its own
 	}
 	var fr fresh
@@ -109,7 +109,7 @@ func (f *FS) showsNow(r reader, kind uint64, id int64, fr *fresh) bool {
 	switch kind {
 	case kindGroup:
 		return f.groupShows(r, id, false, fr)
-	case kindSizeLink, kindSizeDir, kindThumb:
+	case kindSizeLink, kindSizeDir, kindThumb, kindFilesGroup:
 		// As the group (of its size) is; the groups' answers are kept.
 		if kind == kindThumb {
 			th, err := f.db.ThumbByID(ctx, id)
@@ -376,7 +376,11 @@ func (f *FS) groupPaths(contentID int64) ([]store.CopyAt, error) {
 // listingPublic reports whether the listing of folder node is the same for
 // every user: the kernel may then keep it.
 func (f *FS) listingPublic(node uint64) bool {
-	if kind, _ := split(node); kind != kindGroup && kind != kindFolderGroup {
+	kind, id := split(node)
+	if kind == kindFilesGroup {
+		node, kind = ino(kindGroup, id), kindGroup // the same copies, named alike for all who see them all
+	}
+	if kind != kindGroup && kind != kindFolderGroup {
 		return false
 	}
 	return f.shows(listingReader{everyone{f}}, node, nil)

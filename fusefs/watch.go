@@ -37,7 +37,10 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 		}
 		f.ends.changed()
 		f.statusChanged()
-		s.groups = f.applyChanges(ctx, s.groups)
+		if seq := f.applyChanges(ctx, s.groups); seq != s.groups || f.rootsChanged(ctx) {
+			s.groups = seq
+			f.filesChanged()
+		}
 		f.appliedSeq.Store(s.groups)
 		s.thumbs = f.applyThumbChanges(ctx, s.thumbs)
 		s.folders = f.applyFolderChanges(ctx, s.folders)
@@ -68,6 +71,7 @@ func (f *FS) startWatch() (w *store.Watcher, s feeds, err error) {
 		w.Close()
 		return nil, s, err
 	}
+	f.rootsChanged(ctx) // the roots /files names copies after, to watch
 	return w, s, nil
 }
 
@@ -119,6 +123,7 @@ func (f *FS) invalidate(c store.Change) {
 	k := key(c.GroupRef)
 	f.notifyEntry(inoByHash, k)
 	f.notifyInode(ino(kindGroup, c.ID))
+	f.notifyInode(ino(kindFilesGroup, c.ID))
 	size := ino(kindSizeDir, c.Size)
 	f.notifyEntry(inoBySize, strconv.FormatInt(c.Size, 10))
 	f.notifyEntry(size, k)

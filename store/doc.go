@@ -44,7 +44,7 @@
 //	            bulk.go (first index), hash.go (hash plans, HashBatch),
 //	            groups.go (Report), eachrow.go
 //	View        view.go (groups, copies, changes, Watcher), thumbview.go,
-//	            folderview.go
+//	            folderview.go, peopleview.go (groups by waste, places)
 //	Folders     foldersig.go (Sig), foldersigs.go, foldall.go, foldowed.go,
 //	            foldertree.go, foldergroups.go, folderclasses.go,
 //	            folderconfirm.go, foldersync.go, foldercheck.go; the pairs

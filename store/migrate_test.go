@@ -184,6 +184,7 @@ var landed = map[string]string{
 	"0009_watch_note.sql":             "5558fb7e60c8c4262dc9fbec234128259801a5a73376528e006b98046006d136",
 	"0010_purge_missing.sql":          "9e0c31c276ee0d7daff67122ba5df0fa2bdb66e40c550c4f6a8bad940fb3bb2d",
 	"0011_folder_pairs.sql":           "fd1cbf4dd9c89591ff2a617d618e845097465dea70dcdbbef120fa86ac29e3b8",
+	"0012_group_waste.sql":            "c247c270225356dbaf2fbf548c376d82fa4f13b86fcd219eb2d7b3d54fd3e5af",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

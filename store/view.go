@@ -38,7 +38,7 @@ func scanGroupRefs(rows *sql.Rows, err error) ([]GroupRef, error) {
 // GroupsPage lists groups by content id, after afterID, with what a
 // folder of the view shows of them.
 func (vw *View) GroupsPage(ctx context.Context, afterID int64, limit int) ([]GroupInfo, error) {
-	rows, err := vw.db.query(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at FROM contents
+	rows, err := vw.db.query(ctx, `SELECT `+groupInfoCols+` FROM contents
 		WHERE `+isGroup+` AND id > ? ORDER BY id LIMIT ?`, afterID, limit)
 	return collect("list groups", rows, err, readGroupInfo)
 }
@@ -72,20 +72,21 @@ func (vw *View) SizesPage(ctx context.Context, afterSize int64, limit int) ([]Si
 // GroupInfo is what the view shows of a group directory.
 type GroupInfo struct {
 	GroupRef
-	Files     int64
+	Files     int64 // live paths
+	Inodes    int64 // distinct live inodes
 	ChangedAt time.Time
 }
 
 // Group reads a live group by algorithm and digest; ErrNotFound when the
 // content is not (or no longer) a group.
 func (vw *View) Group(ctx context.Context, algo string, sum []byte) (GroupInfo, error) {
-	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
+	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT `+groupInfoCols+`
 		FROM contents WHERE hash_algo = ? AND content_hash = ? AND `+isGroup, algo, sum))
 }
 
 // GroupByID reads a live group by its content id.
 func (vw *View) GroupByID(ctx context.Context, id int64) (GroupInfo, error) {
-	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT id, hash_algo, content_hash, size, file_count, changed_at
+	return scanGroupInfo(vw.db.queryRow(ctx, `SELECT `+groupInfoCols+`
 		FROM contents WHERE id = ? AND `+isGroup, id))
 }
 
@@ -97,11 +98,13 @@ func scanGroupInfo(row *sql.Row) (GroupInfo, error) {
 	return g, classify("read group", err)
 }
 
-// readGroupInfo reads id, hash_algo, content_hash, size, file_count and
-// changed_at of a row of contents.
+// groupInfoCols are the columns of contents readGroupInfo reads.
+const groupInfoCols = `id, hash_algo, content_hash, size, file_count, inode_count, changed_at`
+
+// readGroupInfo reads the groupInfoCols of a row of contents.
 func readGroupInfo(r rowScanner) (g GroupInfo, err error) {
 	var changed int64
-	err = r.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &changed)
+	err = r.Scan(&g.ID, &g.Algo, &g.Hash, &g.Size, &g.Files, &g.Inodes, &changed)
 	g.ChangedAt = time.UnixMilli(changed)
 	return g, err
 }

@@ -22,14 +22,6 @@ func TestShellJoin(t *testing.T) {
 	}
 }
 
-func TestDecimalBytes(t *testing.T) {
-	for n, want := range map[int64]string{0: "0 B", 999: "999 B", 1000: "1.0 KB", 6274: "6.3 KB", 13589000: "13.6 MB"} {
-		if got := decimalBytes(n); got != want {
-			t.Errorf("decimalBytes(%d) = %q, want %q", n, got, want)
-		}
-	}
-}
-
 func TestInterspersedFlags(t *testing.T) {
 	app := newApp(io.Discard, io.Discard)
 	cases := map[string]string{

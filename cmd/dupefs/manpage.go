@@ -234,6 +234,8 @@ whose device, inode, size and mtime are unchanged keeps its hash and is
 never read again.
 .SH THE MOUNTED TREE
 .nf
+/files/<label>/<where>          the groups for people, most space first; each copy
+/summary.txt                    groups, extra space, the largest, the state, in words
 /by-hash/<algo>:<hex>/<name>    symlink to the absolute path of one copy
 /by-size/<bytes>/<algo>:<hex>   symlink to ../../by-hash/<algo>:<hex>
 /by-folder/<algo>:<hex>/<name>  symlink to each folder of an exact folder group
@@ -243,6 +245,31 @@ never read again.
 /thumbs/<algo>:<hex>.jpg        JPEG thumbnail of an image or video group
 /status.json                    live totals, roots, jobs, thumbnails, WAL
 .fi
+.TP
+/files
+The view for people and file managers. <label> is "<rank> · <file name>
+(<n> copies, <size>)", e.g. "0001 · IMG_0002.jpg (3 copies, 110.6 KB)": the
+groups ranked by the space their extra copies take (size × (inodes − 1)),
+then by key, the rank zero-padded to the width of the number of groups so
+that a sort by name keeps it; readdir lists in rank order too. The file name
+is the most common among the copies (of those as common, the first copy's),
+n counts the paths and the size is printed as groups prints them; control
+characters and bytes that are not UTF-8 are escaped as groups escapes them.
+In a group's folder each copy is named after where it lives, its path from
+its root's name joined with " › ": "Pictures › 2023 › IMG_0002.jpg" (a root
+/ shows as ∕; roots of the same name show as many of their parent folders
+as tell them apart). A name over 255 bytes loses folders from its middle,
+for "…", keeping the root's name, the parent folder and the file name, then
+those are cut in their middle; a name that still repeats an earlier copy's
+gets " ~<file id>" before its extension. Each is a symlink to the copy, or
+with --serve files the copy served as in /by-hash. A change that moves a
+group's rank renames its folder and those it passes; names of unchanged
+groups are stable across remounts.
+.TP
+/summary.txt
+status.json for people: the groups and the space in their extra copies, the
+largest group's folder in /files, the folder groups, the state of the index
+and where it is, in a few plain lines.
 .TP
 Names
 <name> is the copy's own name. When copies in a group share a name, every
@@ -309,8 +336,11 @@ with a walk. Listings of /by-hash and /by-size come as READDIRPLUS with each
 folder's attributes, so a walk looks up none of their folders; group
 folders listed in /by-hash's order (a walk) are read ahead, 128 groups a
 query, until the index changes; a listing out of that order costs one small
-query. In a view for its owner alone the kernel keeps listings until the
-indexer changes them, so a second walk is fast. Inode numbers are stable and
+query. /files reads its ranking from an index of the waste a page at a
+time, and reads the copies of group folders ahead of a walk in rank order or
+in inode order (which find takes in a folder of over 10,000 entries). In a
+view for its owner alone the kernel keeps listings until the indexer
+changes them, so a second walk is fast. Inode numbers are stable and
 distinct per view.
 .TP
 Where
@@ -329,9 +359,13 @@ the caller's process); a group, a size or a thumbnail only where they can
 read two of its copies that are two files (not two hard links of one),
 listing only those; a folder group only where they can read all of two of
 its folders (counted and listed among those in /folders); a pair in
-/overlap only where they can read all of both folders. Copies that share a name are named among those they see. The
-rest is absent (no such file). /status.json gives them no count and no path:
-only the version, the hash algorithm and whether the index is up to date.
+/overlap only where they can read all of both folders. Copies that share a
+name are named among those they see; /files ranks, counts and names their
+groups by the copies they may read (a ranking made for each such caller,
+kept while the index does not change, each entry asked of the disk again as
+it is listed or looked up). The rest is absent (no such file). /status.json
+and /summary.txt give them no count and no path: only the version, the hash
+algorithm and whether the index is up to date.
 The times of the view's folders and thumbnails are the time it was mounted.
 Its inode numbers and directory offsets are enciphered with a key kept in
 the index: counted, they would tell of the groups a user does not see.

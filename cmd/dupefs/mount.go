@@ -48,8 +48,8 @@ func mountCommand() *cli.Command {
 		Name:      "mount",
 		Usage:     "mount a read-only view of the duplicates, indexing in the background",
 		ArgsUsage: "MOUNTPOINT [PATH...]",
-		Description: "Adds the PATHs as roots, mounts /by-hash, /by-size, /by-folder, /thumbs and /status.json\n" +
-			"at MOUNTPOINT (an existing folder outside every root), indexes every root while it is\n" +
+		Description: "Adds the PATHs as roots, mounts /files, /folders, /overlap, /by-hash, /by-size, /by-folder,\n" +
+			"/thumbs, /status.json and /summary.txt at MOUNTPOINT (an existing folder outside every root), indexes every root while it is\n" +
 			"mounted and follows changes on disk (fanotify as root, inotify otherwise). Copies are\n" +
 			"symlinks to the originals (writing through one writes the original), or with --serve\n" +
 			"files read-only files read through to them. It stays in the foreground; Ctrl-C, SIGTERM\n" +
@@ -178,6 +178,11 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 				}
 				b, err := json.MarshalIndent(publicStatus(s), "", "  ")
 				return append(b, '\n'), err
+			},
+			Summary: func(ctx context.Context) ([]byte, error) { return buildSummary(ctx, db) },
+			PublicSummary: func(ctx context.Context) ([]byte, error) {
+				s, err := buildStatus(ctx, db)
+				return publicSummary(s), err
 			},
 			Logf: func(format string, args ...any) { con.Printf(format+"\n", args...) },
 		})

@@ -22,21 +22,6 @@ const fclonesFormat = "0.35.0"
 // fclonesTime is fclones' TIMESTAMP_FMT, "%Y-%m-%d %H:%M:%S.%3f %z".
 const fclonesTime = "2006-01-02 15:04:05.000 -0700"
 
-// decimalBytes formats a size the way fclones prints it in parentheses
-// (bytesize: decimal units, one decimal).
-func decimalBytes(n int64) string {
-	if n < 1000 {
-		return fmt.Sprintf("%d B", n)
-	}
-	f, units := float64(n), "KMGTPE"
-	i := -1
-	for f >= 1000 && i < len(units)-1 {
-		f /= 1000
-		i++
-	}
-	return fmt.Sprintf("%.1f %cB", f, units[i])
-}
-
 // shellJoin quotes arguments for the "# Command:" line.
 func shellJoin(args []string) string {
 	q := make([]string, len(args))
@@ -75,14 +60,14 @@ func (r *textReport) header(st store.GroupStats) error {
 	fmt.Fprintf(r.out, "# Timestamp: %s\n", time.Now().Format(fclonesTime))
 	fmt.Fprintf(r.out, "# Command: %s\n", shellJoin(r.args))
 	fmt.Fprintf(r.out, "# Base dir: %s\n", naming.EscapePath(cwd()))
-	fmt.Fprintf(r.out, "# Total: %d B (%s) in %d files in %d groups\n", st.Bytes, decimalBytes(st.Bytes), st.Files, st.Groups)
-	fmt.Fprintf(r.out, "# Redundant: %d B (%s) in %d files\n", st.RedundantBytes, decimalBytes(st.RedundantBytes), st.RedundantFiles)
+	fmt.Fprintf(r.out, "# Total: %d B (%s) in %d files in %d groups\n", st.Bytes, naming.DecimalSize(st.Bytes), st.Files, st.Groups)
+	fmt.Fprintf(r.out, "# Redundant: %d B (%s) in %d files\n", st.RedundantBytes, naming.DecimalSize(st.RedundantBytes), st.RedundantFiles)
 	_, err := fmt.Fprintf(r.out, "# Missing: 0 B (0 B) in 0 files\n")
 	return err
 }
 
 func (r *textReport) group(g store.Group, files []store.GroupFile) error {
-	fmt.Fprintf(r.out, "%s, %d B (%s) * %d:\n", hex.EncodeToString(g.Hash), g.Size, decimalBytes(g.Size), len(files))
+	fmt.Fprintf(r.out, "%s, %d B (%s) * %d:\n", hex.EncodeToString(g.Hash), g.Size, naming.DecimalSize(g.Size), len(files))
 	var links []string
 	for _, f := range files {
 		fmt.Fprintf(r.out, "    %s\n", naming.EscapePath(f.Path))

@@ -1,5 +1,7 @@
 # Sourced by bench.sh: the mounted view on an index of MOUNT_GROUPS groups
-# (3 copies each), beside find over the original files.
+# (3 copies each), beside find over the original files; and the view made
+# for people (/files: the groups by rank, copies named by where they live)
+# beside /by-hash, the same groups and copies.
 MOUNT_GROUPS=${MOUNT_GROUPS:-100000}
 
 bench_mount() {
@@ -11,7 +13,7 @@ bench_mount() {
 		"$TOOL" mkgroups -dir "$T" -groups "$MOUNT_GROUPS" -copies 3
 		touch "$T.done"
 	fi
-	db=$WORK/mount.db
+	db=$WORK/mount-$MOUNT_GROUPS.db
 	mnt=$WORK/mnt
 	if [ ! -f "$db.done" ]; then
 		rm -f "$db"*
@@ -57,13 +59,19 @@ bench_mount() {
 	find "$T" -type f >/dev/null
 	for ((r = 0; r < RUNS; r++)); do
 		timed m.ls sh -c "ls -f '$mnt/by-hash' | wc -l >'$WORK/m.groups'"
-		timed m.find sh -c "find '$mnt' -type l | wc -l >'$WORK/m.links'"
+		timed m.find sh -c "find '$mnt/by-hash' '$mnt/by-size' -type l | wc -l >'$WORK/m.links'"
+		timed m.findhash sh -c "find '$mnt/by-hash' -type l | wc -l >'$WORK/m.hashlinks'"
+		timed m.findfiles sh -c "find '$mnt/files' -type l | wc -l >'$WORK/m.fileslinks'"
 		timed m.findorig sh -c "find '$T' -type f | wc -l >'$WORK/m.files'"
 	done
 	if cold_ok; then
 		for ((r = 0; r < RUNS; r++)); do
 			drop_caches
-			timed m.coldfind sh -c "find '$mnt' -type l | wc -l >/dev/null"
+			timed m.coldfind sh -c "find '$mnt/by-hash' '$mnt/by-size' -type l | wc -l >/dev/null"
+			drop_caches
+			timed m.coldhash sh -c "find '$mnt/by-hash' -type l | wc -l >/dev/null"
+			drop_caches
+			timed m.coldfiles sh -c "find '$mnt/files' -type l | wc -l >/dev/null"
 			drop_caches
 			timed m.coldfloor sh -c "find '$floor' -type l | wc -l >/dev/null"
 			drop_caches
@@ -84,8 +92,10 @@ bench_mount() {
 		trap 'kill -TERM '"$pid $pid2"' 2>/dev/null; wait '"$pid $pid2"' 2>/dev/null; umount -l "'"$mnt"'" 2>/dev/null; umount -l "'"$mnt2"'" 2>/dev/null' EXIT
 		for _ in $(seq 300); do [ -r "$mnt2/status.json" ] && cat "$mnt2/status.json" >/dev/null 2>&1 && break; sleep 0.1; done
 		for ((r = 0; r < RUNS; r++)); do
-			timed m.findowner sh -c "find '$mnt2' -type l | wc -l >'$WORK/m.linksowner'"
-			timed m.findother sh -c "setpriv --reuid=65534 --regid=65534 --clear-groups find '$mnt2' -type l | wc -l >'$WORK/m.linksother'"
+			timed m.findowner sh -c "find '$mnt2/by-hash' '$mnt2/by-size' -type l | wc -l >'$WORK/m.linksowner'"
+			timed m.findother sh -c "setpriv --reuid=65534 --regid=65534 --clear-groups find '$mnt2/by-hash' '$mnt2/by-size' -type l | wc -l >'$WORK/m.linksother'"
+			timed m.filesowner sh -c "find '$mnt2/files' -type l | wc -l >/dev/null"
+			timed m.filesother sh -c "setpriv --reuid=65534 --regid=65534 --clear-groups find '$mnt2/files' -type l | wc -l >'$WORK/m.filesother'"
 		done
 		kill -TERM "$pid2"
 		wait "$pid2" || true
@@ -106,18 +116,24 @@ bench_mount() {
 		echo "| what | median s | runs (s) |"
 		echo "|---|---|---|"
 		printf '| ls -f /by-hash | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.ls"))" "$(col 1 "$WORK/t.m.ls")"
-		printf '| find mount -type l | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.find"))" "$(col 1 "$WORK/t.m.find")"
+		printf '| find by-hash by-size -type l | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.find"))" "$(col 1 "$WORK/t.m.find")"
+		printf '| find by-hash -type l (%s links) | %.3f | %s|\n' "$(cat "$WORK/m.hashlinks")" "$("$TOOL" median $(col 1 "$WORK/t.m.findhash"))" "$(col 1 "$WORK/t.m.findhash")"
+		printf '| find files -type l (%s links) | %.3f | %s|\n' "$(cat "$WORK/m.fileslinks")" "$("$TOOL" median $(col 1 "$WORK/t.m.findfiles"))" "$(col 1 "$WORK/t.m.findfiles")"
 		printf '| find originals -type f | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.findorig"))" "$(col 1 "$WORK/t.m.findorig")"
 		if [ "$other" = 1 ]; then
-			printf '| find mount -type l, --allow-other, as its owner (root) | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.findowner"))" "$(col 1 "$WORK/t.m.findowner")"
-			printf '| find mount -type l, --allow-other, as another user (%s links seen) | %.3f | %s|\n' "$(cat "$WORK/m.linksother")" "$("$TOOL" median $(col 1 "$WORK/t.m.findother"))" "$(col 1 "$WORK/t.m.findother")"
+			printf '| find by-hash by-size -type l, --allow-other, as its owner (root) | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.findowner"))" "$(col 1 "$WORK/t.m.findowner")"
+			printf '| find by-hash by-size -type l, --allow-other, as another user (%s links seen) | %.3f | %s|\n' "$(cat "$WORK/m.linksother")" "$("$TOOL" median $(col 1 "$WORK/t.m.findother"))" "$(col 1 "$WORK/t.m.findother")"
+			printf '| find files -type l, --allow-other, as its owner (root) | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.filesowner"))" "$(col 1 "$WORK/t.m.filesowner")"
+			printf '| find files -type l, --allow-other, as another user (%s links seen) | %.3f | %s|\n' "$(cat "$WORK/m.filesother")" "$("$TOOL" median $(col 1 "$WORK/t.m.filesother"))" "$(col 1 "$WORK/t.m.filesother")"
 		fi
 		if cold_ok; then
 			local c r fl
 			c=$("$TOOL" median $(col 1 "$WORK/t.m.coldfind"))
 			fl=$("$TOOL" median $(col 1 "$WORK/t.m.coldfloor"))
 			r=$("$TOOL" median $(col 1 "$WORK/t.m.coldreplica"))
-			printf '| find mount -type l, cold | %.3f | %s|\n' "$c" "$(col 1 "$WORK/t.m.coldfind")"
+			printf '| find by-hash by-size -type l, cold | %.3f | %s|\n' "$c" "$(col 1 "$WORK/t.m.coldfind")"
+			printf '| find by-hash -type l, cold | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.coldhash"))" "$(col 1 "$WORK/t.m.coldhash")"
+			printf '| find files -type l, cold | %.3f | %s|\n' "$("$TOOL" median $(col 1 "$WORK/t.m.coldfiles"))" "$(col 1 "$WORK/t.m.coldfiles")"
 			printf '| the same find over the same tree served from memory over FUSE (fusefloor), cold | %.3f | %s|\n' "$fl" "$(col 1 "$WORK/t.m.coldfloor")"
 			printf '| find -type l over the same tree as real files, cold | %.3f | %s|\n' "$r" "$(col 1 "$WORK/t.m.coldreplica")"
 			echo

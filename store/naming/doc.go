@@ -14,6 +14,7 @@
 //	escape.go      paths escaped losslessly as UTF-8, and read back
 //	people.go      where a file lives, said for people: root names, paths
 //	               joined by " › ", shortened to 255 bytes, told apart
+//	labels.go      the labels of the view's folders made for people
 //	human.go       sizes, counts and similarities as reports print them
 //	trashnames.go  Trash cans and temporary names
 package naming

@@ -9,6 +9,21 @@ import (
 // Numbers as the reports print them for people: sizes with a binary unit,
 // counts with thousands separators, similarities as percentages.
 
+// DecimalSize is a size as the groups report prints it beside the bytes,
+// as fclones does (decimal units, one decimal): "999 B", "110.6 KB".
+func DecimalSize(n int64) string {
+	if n < 1000 {
+		return fmt.Sprintf("%d B", n)
+	}
+	f, units := float64(n), "KMGTPE"
+	i := -1
+	for f >= 1000 && i < len(units)-1 {
+		f /= 1000
+		i++
+	}
+	return fmt.Sprintf("%.1f %cB", f, units[i])
+}
+
 // HumanBytes formats a size with a binary unit: "512 B", "110.6 KiB".
 func HumanBytes(n int64) string {
 	const unit = 1024

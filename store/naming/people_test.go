@@ -124,3 +124,55 @@ func TestLabels(t *testing.T) {
 		t.Errorf("BaseName: %q %q", BaseName("/"), BaseName("/a/new\nline"))
 	}
 }
+
+func TestGroupLabel(t *testing.T) {
+	for _, c := range []struct {
+		rank, count int64
+		name        string
+		n, size     int64
+		want        string
+	}{
+		{1, 1500, "IMG_0002.jpg", 3, 110600, "0001 · IMG_0002.jpg (3 copies, 110.6 KB)"},
+		{12, 12, "a", 2, 999, "12 · a (2 copies, 999 B)"},
+		{3, 100, "line\nbreak.txt", 2048, 1000, `003 · line\nbreak.txt (2,048 copies, 1.0 KB)`},
+		{1, 9, "bad\xffname", 2, 5, `1 · bad\xFFname (2 copies, 5 B)`},
+	} {
+		got := GroupLabel(c.rank, c.count, c.name, c.n, c.size)
+		if got != c.want {
+			t.Errorf("GroupLabel(%d, %d, %q) = %q, want %q", c.rank, c.count, c.name, got, c.want)
+		}
+		if r, ok := LabelRank(got); !ok || r != c.rank {
+			t.Errorf("LabelRank(%q) = %d, %v", got, r, ok)
+		}
+	}
+	long := strings.Repeat("é", 120) + ".jpeg" // 245 bytes
+	got := GroupLabel(7, 100000, long, 2, 1)
+	if len(got) > MaxName || !utf8.ValidString(got) || !strings.HasSuffix(got, ".jpeg (2 copies, 1 B)") ||
+		!strings.Contains(got, Ellipsis) || !strings.HasPrefix(got, "000007 · éé") {
+		t.Errorf("a long name's label (%d bytes): %q", len(got), got)
+	}
+	for _, bad := range []string{"", "x · y", "0 · y", "1a · b", "1 ·y", "1234567890123456789 · x"} {
+		if _, ok := LabelRank(bad); ok {
+			t.Errorf("LabelRank(%q) took it", bad)
+		}
+	}
+	if got := DecimalSize(13589000); got != "13.6 MB" {
+		t.Errorf("DecimalSize: %q", got)
+	}
+}
+
+func TestCommonName(t *testing.T) {
+	for _, c := range []struct {
+		names []string
+		want  string
+	}{
+		{[]string{"a", "b", "b"}, "b"},
+		{[]string{"b", "a", "a", "b"}, "b"}, // a tie: the first copy's
+		{[]string{"x"}, "x"},
+		{[]string{"c", "d"}, "c"},
+	} {
+		if got := CommonName(c.names); got != c.want {
+			t.Errorf("CommonName(%q) = %q, want %q", c.names, got, c.want)
+		}
+	}
+}
