@@ -307,6 +307,9 @@ scale() {
 		done
 	done
 	timed "scale-jdupes-flat" jdupes -r "$flat"
+	# jdupes on the generated tree of n small files, beside dupefs' first
+	# index of it.
+	timed "scale-jdupes-big" sh -c "jdupes -r -q '${trees[1]}' >/dev/null"
 	# peakkb FILE: the median peak RSS of the runs in FILE, in KB; mb: in MB.
 	peakkb() { "$TOOL" median $(col 2 "$1"); }
 	mb() { awk -v k="$(peakkb "$1")" 'BEGIN{printf "%.1f", k/1024}'; }
@@ -326,10 +329,14 @@ scale() {
 		done
 		printf '| %s, jdupes -r | %s | %s | | | |\n' "$(basename "$flat")" "$(col 1 "$WORK/t.scale-jdupes-flat")" \
 			"$(mb "$WORK/t.scale-jdupes-flat")"
+		printf '| %s, jdupes -r | %s | %s | | | |\n' "$(basename "${trees[1]}")" "$(col 1 "$WORK/t.scale-jdupes-big")" \
+			"$(mb "$WORK/t.scale-jdupes-big")"
 	} | tee -a "$RESULTS"
 	peaks() {
 		awk -v a="$(peakkb "$WORK/t.scale-$1")" -v b="$(peakkb "$WORK/t.scale-$2")" 'BEGIN{printf "%.2f", a/b}'
 	}
+	target "first index of $n small files × jdupes" "$(awk -v a="$("$TOOL" median $(col 1 "$WORK/t.scale-$(basename "${trees[1]}")"))" \
+		-v b="$(col 1 "$WORK/t.scale-jdupes-big")" 'BEGIN{printf "%.2f", a/b}')" 1.0
 	target "first index peak RSS at $n files / at $((n / 10))" "$(peaks "tree-scale-$n" "tree-scale-$((n / 10))")" 1.0
 	target "the same, files of distinct sizes" "$(peaks "sizes-$n" "sizes-$((n / 10))")" 1.0
 }
