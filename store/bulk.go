@@ -124,8 +124,9 @@ func (tx *Tx) EndBulkLoad() error {
 	// pass over the table. Rows a resumed scan marked missing count as
 	// live there: a size taken as shared only leaves its files pending,
 	// for the hash job to settle.
-	// A step with no op builds the index q names; a ranged one runs q over
-	// ranges of rowids (?1, ?2] (execRanges).
+	// A step with no op builds the index q names, one with no q counts
+	// the groups (countBulkGroups); a ranged one runs q over ranges of
+	// rowids (?1, ?2] (execRanges).
 	steps := []struct {
 		op, q  string
 		ranged bool
@@ -138,12 +139,23 @@ func (tx *Tx) EndBulkLoad() error {
 			 GROUP BY s.size
 			HAVING min(s.ino) <> max(s.ino)
 			    OR count(*) > 1 AND (SELECT min(d.dev) <> max(d.dev) FROM files d WHERE d.size = s.size)`, false},
-		// OR IGNORE (no statement journal, see HashBatch): a constant
-		// value breaks no CHECK. In ranges of rowids (?1, ?2]: in one
-		// statement SQLite's memory grew by 7.6 MB over 1M rows.
-		{"settle unique sizes", `UPDATE OR IGNORE files SET hash_status = 'unique'
+		// A bulk load writes a file it did not read as unique (hashCols):
+		// the walk reads a file once a second one shares its size, so
+		// most such rows are unique when the load ends, and only those
+		// left wrong are written again here: shared ones back to pending
+		// (a read that failed, or a size the walk's size cache had let
+		// go; a file a resumed scan found gone, as before), and pending
+		// ones of a size no other file has (a file a resumed scan
+		// changed) unique. Settling every row here rewrote a row per
+		// file of a unique size (8.5k of the generated 100k tree, half
+		// the step's time). OR IGNORE (no statement journal, see HashBatch): a
+		// constant value breaks no CHECK. In ranges of rowids (?1, ?2]:
+		// in one statement SQLite's memory grew by 7.6 MB over 1M rows.
+		{"settle unique sizes", `UPDATE OR IGNORE files
+			SET hash_status = CASE hash_status WHEN 'unique' THEN 'pending' ELSE 'unique' END
 			WHERE rowid > ?1 AND rowid <= ?2
-			  AND hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared)`, true},
+			  AND (hash_status = 'unique' AND (missing = 1 OR size IN (SELECT size FROM temp.bulk_shared))
+			    OR hash_status = 'pending' AND missing = 0 AND size NOT IN (SELECT size FROM temp.bulk_shared))`, true},
 		// The load noted no size as it went (ScanBatch.noteSize): the
 		// shared ones are noted now, under an epoch of their own (bumped
 		// here), so no hash run planned before forgets them. Sizes noted
@@ -153,18 +165,8 @@ func (tx *Tx) EndBulkLoad() error {
 			INSERT INTO dirty_sizes (size, epoch)
 			SELECT size, (SELECT value FROM counters WHERE name = 'scan_epoch') FROM temp.bulk_shared`, false},
 		{"", "files_content", false},
-		// Contents of two or more live files come off files_content in
-		// its order, without a sort or a row read, and are noted as
-		// touched (with the algorithm of one of their rows); the recount
-		// of every write (recountQuery) then reads only their rows, and
-		// those of two or more inodes are groups. (A sorted pass over the
-		// whole table for min/max inode took twice as long on /usr:
-		// ~0.3 s against ~0.15 s.)
-		{"note groups to count", `INSERT OR IGNORE INTO content_dirty (hash_algo, content_hash)
-			SELECT (SELECT f.hash_algo FROM files f WHERE f.content_hash = c.content_hash AND f.missing = 0 LIMIT 1), c.content_hash
-			  FROM (SELECT content_hash FROM files INDEXED BY files_content WHERE content_hash IS NOT NULL AND missing = 0
-			         GROUP BY content_hash HAVING count(*) > 1) c`, false},
-		{"count groups", recountQuery, false},
+		// Every group, in one pass (bulkgroups.go).
+		{"count groups", "", false},
 		{"", "files_unsettled", false},
 		{"", "folders_parent", false},
 		{"", "folders_root", false},
@@ -172,10 +174,18 @@ func (tx *Tx) EndBulkLoad() error {
 		{"", "files_folder_update", false},
 		{"", "files_folder_delete", false},
 		{"note every folder", "INSERT OR IGNORE INTO folder_dirty (folder_id) SELECT id FROM folders", false},
+		// What the triggers noted during the load (a hashed row a resumed
+		// scan changed) was counted above with the rest.
 		{"clear touched groups", "DELETE FROM content_dirty", false},
 		{"end bulk load", "DELETE FROM settings WHERE key = '" + bulkKey + "'", false},
 	}
 	for _, s := range steps {
+		if s.q == "" {
+			if err := tx.countBulkGroups(); err != nil {
+				return err
+			}
+			continue
+		}
 		if s.op == "" {
 			if err := build(s.q); err != nil {
 				return err

@@ -191,9 +191,20 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 	}
 }
 
-// A bulk load's end and the recount of a write count groups with one
-// statement: the same files give the same rows of contents either way.
+// A bulk load's end and the recount of a write count groups alike: the
+// same files give the same rows of contents either way, whatever the
+// chunks the load's end reads them in.
 func TestBulkLoadAndWritesCountGroupsAlike(t *testing.T) {
+	for _, chunk := range []int{1, 3, 1 << 14} {
+		t.Run(fmt.Sprint(chunk), func(t *testing.T) {
+			defer func(c int) { groupChunk = c }(groupChunk)
+			groupChunk = chunk
+			testBulkLoadAndWritesCountGroupsAlike(t)
+		})
+	}
+}
+
+func testBulkLoadAndWritesCountGroupsAlike(t *testing.T) {
 	ctx := context.Background()
 	done := func(name string, dev, ino uint64, h byte) FileStat {
 		return FileStat{Name: name, Size: 10 + int64(h), Dev: dev, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(h)}}

@@ -29,6 +29,12 @@ type FileHash struct {
 // to write for a file.
 func (b *ScanBatch) hashCols(h *FileHash) (status string, prefix sql.NullInt64, algo sql.NullString, content []byte) {
 	if h == nil {
+		if b.bulk {
+			// Settled when the load ends (EndBulkLoad): a file the
+			// walk did not read has, but for a few, a size no other
+			// file has.
+			return HashUnique, prefix, algo, nil
+		}
 		return HashPending, prefix, algo, nil
 	}
 	if h.Status == HashDone {

@@ -40,6 +40,9 @@
 #   ONLY=mount          run only the named part (index, cold, photos, scale,
 #                       or a bench-NAME.sh: act, churn, folders, live, mount,
 #                       thumbs)
+#   BEFORE=path         also the first index by another build of dupefs
+#                       (dupefs-before), run in turn with the others, to
+#                       measure a change in the same run
 #   COLD=1              also cold-cache runs (as root: sync and drop caches
 #                       before each; 0 skips them)
 #   BENCH_DIR=/tmp/dupefs-bench   where trees, indexes and results go
@@ -52,7 +55,7 @@ cd "$(dirname "$0")/../.."
 knobs() {
 	local v out=""
 	for v in RUNS BENCH_FILES BENCH_TREE PHOTOS EDITS SCALE SCALE_RUNS MOUNT_GROUPS THUMB_PHOTOS FOLDER_COUNT \
-		BIGPAIR_FILES LIVE_N ACT_FILES CHURN_TAR CHURN_RATE CHURN_SECS ONLY COLD BENCH_DIR; do
+		BIGPAIR_FILES LIVE_N ACT_FILES CHURN_TAR CHURN_RATE CHURN_SECS ONLY COLD BENCH_DIR BEFORE; do
 		if [ -n "${!v+x}" ]; then out+="$v=${!v} "; fi
 	done
 	echo "${out}make bench"
@@ -151,6 +154,9 @@ run_tool() {
 	dupefs-index)
 		rm -f "$WORK"/bench.db*
 		timed "$tool" "$BIN" --db "$WORK/bench.db" index "$T" ;;
+	dupefs-before)
+		rm -f "$WORK"/before.db*
+		timed "$tool" "$BEFORE" --db "$WORK/before.db" index "$T" ;;
 	dupefs-reindex)
 		timed "$tool" "$BIN" --db "$WORK/bench.db" index "$T" ;;
 	jdupes) timed "$tool" sh -c "jdupes -r -q '$T' >'$WORK/jdupes.out'" ;;
@@ -184,6 +190,8 @@ drop_caches() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 bench() {
 	local name=$1 T=$2 cold=${3:-}
 	local tools=(dupefs-index dupefs-reindex jdupes rdfind fdupes rmlint floor-statwalk)
+	local others=(jdupes rdfind fdupes rmlint floor-statwalk)
+	if [ -n "${BEFORE:-}" ]; then tools+=(dupefs-before); others+=(dupefs-before); fi
 	# floor-sqlite reads nothing of the tree: the same warm or cold.
 	local ours=(dupefs-index dupefs-reindex)
 	[ -z "$cold" ] && ours+=(floor-sqlite)
@@ -199,8 +207,8 @@ bench() {
 	for ((r = 0; r < RUNS; r++)); do
 		# dupefs-reindex and floor-sqlite must follow dupefs-index (they
 		# use its index); rotate the rest.
-		local peers=(jdupes rdfind fdupes rmlint floor-statwalk)
-		local k=$((r % 5))
+		local peers=("${others[@]}")
+		local k=$((r % ${#peers[@]}))
 		local order=("${peers[@]:k}" "${peers[@]:0:k}")
 		if ((r % 2)); then order=("${ours[@]}" "${order[@]}"); else order=("${order[@]}" "${ours[@]}"); fi
 		for tool in "${order[@]}"; do
@@ -307,6 +315,9 @@ scale() {
 		done
 	done
 	timed "scale-jdupes-flat" jdupes -r "$flat"
+	# jdupes on the generated tree of n small files, beside dupefs' first
+	# index of it.
+	timed "scale-jdupes-big" sh -c "jdupes -r -q '${trees[1]}' >/dev/null"
 	# peakkb FILE: the median peak RSS of the runs in FILE, in KB; mb: in MB.
 	peakkb() { "$TOOL" median $(col 2 "$1"); }
 	mb() { awk -v k="$(peakkb "$1")" 'BEGIN{printf "%.1f", k/1024}'; }
@@ -326,10 +337,14 @@ scale() {
 		done
 		printf '| %s, jdupes -r | %s | %s | | | |\n' "$(basename "$flat")" "$(col 1 "$WORK/t.scale-jdupes-flat")" \
 			"$(mb "$WORK/t.scale-jdupes-flat")"
+		printf '| %s, jdupes -r | %s | %s | | | |\n' "$(basename "${trees[1]}")" "$(col 1 "$WORK/t.scale-jdupes-big")" \
+			"$(mb "$WORK/t.scale-jdupes-big")"
 	} | tee -a "$RESULTS"
 	peaks() {
 		awk -v a="$(peakkb "$WORK/t.scale-$1")" -v b="$(peakkb "$WORK/t.scale-$2")" 'BEGIN{printf "%.2f", a/b}'
 	}
+	target "first index of $n small files × jdupes" "$(awk -v a="$("$TOOL" median $(col 1 "$WORK/t.scale-$(basename "${trees[1]}")"))" \
+		-v b="$(col 1 "$WORK/t.scale-jdupes-big")" 'BEGIN{printf "%.2f", a/b}')" 1.0
 	target "first index peak RSS at $n files / at $((n / 10))" "$(peaks "tree-scale-$n" "tree-scale-$((n / 10))")" 1.0
 	target "the same, files of distinct sizes" "$(peaks "sizes-$n" "sizes-$((n / 10))")" 1.0
 }

@@ -73,8 +73,9 @@ func sqlfloor(args []string) error {
 	syscall.Getrusage(syscall.RUSAGE_SELF, &after)
 	user := tvSeconds(after.Utime) - tvSeconds(before.Utime)
 	sys := tvSeconds(after.Stime) - tvSeconds(before.Stime)
-	fmt.Printf("%d folders, %d files: %.3f s (rows %.3f s, bulk load's end %.3f s, folder sums %.3f s), CPU %.2f s\n",
-		len(rows.folders), rows.files, wall.Seconds(), phases[0].Seconds(), phases[1].Seconds(), phases[2].Seconds(), user+sys)
+	fmt.Printf("%d folders, %d files: %.3f s (rows %.3f s, bulk load's end %.3f s, folder sums %.3f s), CPU %.2f s (%.2f, %.2f, %.2f)\n",
+		len(rows.folders), rows.files, wall.Seconds(), phases[0].wall.Seconds(), phases[1].wall.Seconds(), phases[2].wall.Seconds(),
+		user+sys, phases[0].cpu, phases[1].cpu, phases[2].cpu)
 	if *times != "" {
 		f, err := os.OpenFile(*times, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
 		if err != nil {
@@ -136,10 +137,38 @@ func loadRows(ctx context.Context, path string) (*floorRows, error) {
 	return r, err
 }
 
+// phase is the wall time and the CPU time (user and system, of the whole
+// process) of one phase of a replay: the CPU time is the steadier figure on
+// a machine other work shares.
+type phase struct {
+	wall time.Duration
+	cpu  float64
+}
+
+// phaseClock times consecutive phases.
+type phaseClock struct {
+	wall time.Time
+	cpu  float64
+}
+
+func startPhase() phaseClock {
+	var ru syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return phaseClock{time.Now(), tvSeconds(ru.Utime) + tvSeconds(ru.Stime)}
+}
+
+// next ends the phase c times and starts the next.
+func (c *phaseClock) next() phase {
+	n := startPhase()
+	p := phase{n.wall.Sub(c.wall), n.cpu - c.cpu}
+	*c = n
+	return p
+}
+
 // replay writes the rows into a new index at path and returns the time of
 // its three phases: the rows, the bulk load's end, the folder sums.
-func (r *floorRows) replay(ctx context.Context, path string) (phases [3]time.Duration, err error) {
-	start := time.Now()
+func (r *floorRows) replay(ctx context.Context, path string) (phases [3]phase, err error) {
+	clock := startPhase()
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return phases, err
 	}
@@ -221,16 +250,14 @@ func (r *floorRows) replay(ctx context.Context, path string) (phases [3]time.Dur
 	if err := commit(); err != nil {
 		return phases, err
 	}
-	phases[0] = time.Since(start)
-	mark := time.Now()
+	phases[0] = clock.next()
 	if err := db.Write(ctx, func(tx *store.Tx) error { return tx.EndBulkLoad() }); err != nil {
 		return phases, err
 	}
-	phases[1] = time.Since(mark)
-	mark = time.Now()
+	phases[1] = clock.next()
 	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
 		return phases, err
 	}
-	phases[2] = time.Since(mark)
+	phases[2] = clock.next()
 	return phases, nil
 }
