@@ -228,7 +228,7 @@ func (p *planner) retireRestored(path string) error {
 	rows, err := p.tx.queryP(`SELECT a.id FROM actions a JOIN files f ON f.id = a.copy_file_id
 		WHERE a.keep_path = ? AND `+keepRoleSQL+` AND a.state = 'done'
 		  AND a.op IN ('symlink', 'trash', 'unlink')
-		  AND f.missing = 0 AND f.hash_algo = a.hash_algo AND f.content_hash = a.content_hash`, path)
+		  AND f.missing = 0 AND f.content_hash = a.content_hash`, path)
 	ids, err := collect("find restored copies", rows, err, scanValue[int64])
 	if err != nil {
 		return err

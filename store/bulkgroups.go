@@ -72,7 +72,6 @@ type groupCounter struct {
 type groupMember struct {
 	id       int64
 	group    int
-	algo     string
 	size     int64
 	dev, ino int64
 }
@@ -115,7 +114,7 @@ func (c *groupCounter) flush() error {
 	for rows.Next() {
 		var id int64
 		var m groupMember
-		if err := rows.Scan(&id, &m.algo, &m.size, &m.dev, &m.ino); err != nil {
+		if err := rows.Scan(&id, &m.size, &m.dev, &m.ino); err != nil {
 			rows.Close()
 			return classify("read group members", err)
 		}
@@ -152,12 +151,8 @@ func (c *groupCounter) flush() error {
 // write records one content's counts from its members, sorted by inode.
 func (c *groupCounter) write(ms []groupMember) error {
 	var size, inodes int64
-	var algo string
 	for i, m := range ms {
 		size = max(size, m.size)
-		if m.algo != "" {
-			algo = m.algo
-		}
 		if i == 0 || m.dev != ms[i-1].dev || m.ino != ms[i-1].ino {
 			inodes++
 		}
@@ -166,7 +161,7 @@ func (c *groupCounter) write(ms []groupMember) error {
 	if inodes >= 2 {
 		st = c.up
 	}
-	_, err := st.ExecContext(c.tx.ctx, algo, c.hashes[ms[0].group], size, len(ms), inodes)
+	_, err := st.ExecContext(c.tx.ctx, c.tx.algo, c.hashes[ms[0].group], size, len(ms), inodes)
 	return classify("count groups", err)
 }
 
@@ -178,7 +173,7 @@ func (c *groupCounter) prepare() error {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&c.read, `SELECT rowid, coalesce(hash_algo, ''), size, dev, ino FROM files
+		{&c.read, `SELECT rowid, size, dev, ino FROM files
 			WHERE rowid IN (SELECT value FROM json_each(?1)) ORDER BY rowid`},
 		{&c.up, `INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
 			VALUES (?1, ?2, ?3, ?4, ?5, ` + nowSQL + `, (SELECT value FROM counters WHERE name = 'change_seq'))

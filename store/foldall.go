@@ -65,6 +65,7 @@ func (tx *Tx) foldStream() (written int, ok bool, err error) {
 		r      termRow
 		fileOf int64 // the folder of r
 	)
+	r.algo = tx.algo
 	dst := append([]any{&fileOf}, r.dest()...)
 	more, err := nextRow(files, dst)
 	// below holds the summed trees of the subfolders of folders not

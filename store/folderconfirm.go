@@ -64,7 +64,7 @@ func (db *DB) contentDigest(ctx context.Context, dir string) (d [32]byte, known 
 	defer rows.Close()
 	known = true
 	var terms [][32]byte
-	var r termRow
+	r := termRow{algo: db.hashAlgo}
 	dst := r.dest()
 	for rows.Next() {
 		if err := rows.Scan(dst...); err != nil {

@@ -202,7 +202,7 @@ func (vw *View) SubtreeContents(ctx context.Context, dir string) (files []Subtre
 	known = true
 	var d, name string
 	var f SubtreeFile
-	var r termRow
+	r := termRow{algo: vw.db.hashAlgo}
 	dst := append([]any{&d, &name, &f.ID, &f.RootID, &f.Nlink, &f.MtimeNS}, r.dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dst...); err != nil {

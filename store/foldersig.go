@@ -75,12 +75,12 @@ func termCols(alias string) string {
 	if alias != "" {
 		alias += "."
 	}
-	return alias + "size, " + alias + "hash_status, coalesce(" + alias + "hash_algo, ''), " +
-		alias + "content_hash, " + alias + "dev, " + alias + "ino"
+	return alias + "size, " + alias + "hash_status, " + alias + "content_hash, " + alias + "dev, " + alias + "ino"
 }
 
-// termRow is what a content term is made of, as scanned from termCols.
-// hash holds the row's bytes only until the next row is read.
+// termRow is what a content term is made of, as scanned from termCols,
+// and the index's hash algorithm (algo, set by the reader). hash holds the
+// row's bytes only until the next row is read.
 type termRow struct {
 	size, dev, ino int64
 	status, algo   string
@@ -89,7 +89,7 @@ type termRow struct {
 
 // dest are the scan destinations of termCols.
 func (r *termRow) dest() []any {
-	return []any{&r.size, &r.status, &r.algo, &r.hash, &r.dev, &r.ino}
+	return []any{&r.size, &r.status, &r.hash, &r.dev, &r.ino}
 }
 
 // term is the row's content term (fileTerm).

@@ -320,7 +320,7 @@ func (tx *Tx) addOwnFiles(where string, sums func(id int64) *folderSums, args ..
 	}
 	defer rows.Close()
 	var folder int64
-	var r termRow
+	r := termRow{algo: tx.algo}
 	dst := append([]any{&folder}, r.dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dst...); err != nil {

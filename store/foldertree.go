@@ -77,7 +77,7 @@ func (fo *Folders) SharedFiles(ctx context.Context, fn func(SharedFile) error) e
 	if err != nil {
 		return classify("read duplicate contents", err)
 	}
-	rows, err = fo.db.query(ctx, `SELECT folder_id, size, nlink, dev, ino, coalesce(hash_algo, ''), content_hash
+	rows, err = fo.db.query(ctx, `SELECT folder_id, size, nlink, dev, ino, content_hash
 		FROM files NOT INDEXED WHERE missing = 0 AND size > 0 AND (content_hash IS NOT NULL OR nlink > 1)`)
 	if err != nil {
 		return classify("read duplicate files", err)
@@ -86,12 +86,12 @@ func (fo *Folders) SharedFiles(ctx context.Context, fn func(SharedFile) error) e
 	// Inodes of several links whose content no other inode holds: their
 	// files share it. Numbered below zero, one number per inode.
 	inodes := map[[16]byte]int64{}
-	var algo string
+	algo := fo.db.hashAlgo
 	var hash sql.RawBytes
 	var nlink, dev, ino int64
 	var s SharedFile
 	for rows.Next() {
-		if err := rows.Scan(&s.Folder, &s.Size, &nlink, &dev, &ino, &algo, &hash); err != nil {
+		if err := rows.Scan(&s.Folder, &s.Size, &nlink, &dev, &ino, &hash); err != nil {
 			return classify("read duplicate files", err)
 		}
 		if id, ok := groups[algo+string(hash)]; ok && hash != nil {

@@ -44,7 +44,7 @@ func (db *DB) relFiles(ctx context.Context, dir string) ([]relFile, error) {
 		subtreeArgs(dir)...)
 	var d, name string
 	var id int64
-	var r termRow
+	r := termRow{algo: db.hashAlgo}
 	dst := append([]any{&d, &name, &id}, r.dest()...)
 	fs, err := collect("read a folder's files", rows, err, func(rs rowScanner) (relFile, error) {
 		if err := rs.Scan(dst...); err != nil {

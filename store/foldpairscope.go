@@ -153,7 +153,7 @@ func (s *pairScope) subtree(n *scopeNode) ([]termRef, error) {
 		return t, nil
 	}
 	rows, err := s.db.query(s.ctx, `SELECT f.nlink, `+termCols("f")+` FROM `+subtreeFilesSQL, subtreeArgs(n.Path)...)
-	var r termRow
+	r := termRow{algo: s.db.hashAlgo}
 	var nlink int64
 	dst := append([]any{&nlink}, r.dest()...)
 	ts, err := collect("read a folder's files", rows, err, func(rs rowScanner) (termRef, error) {
@@ -186,8 +186,8 @@ func (s *pairScope) folders(c contentRef) ([]int64, error) {
 		return h, nil
 	}
 	q, args := `SELECT DISTINCT f.folder_id FROM files f JOIN folders d ON d.id = f.folder_id
-		WHERE f.content_hash = ? AND f.hash_algo = ? AND f.missing = 0 AND d.tree_files > 0 AND d.missing = 0
-		LIMIT ?`, []any{c.hash[:], c.algo, MaxSeedFolders + 1}
+		WHERE f.content_hash = ? AND f.missing = 0 AND d.tree_files > 0 AND d.missing = 0
+		LIMIT ?`, []any{c.hash[:], MaxSeedFolders + 1}
 	if !c.byHash {
 		q, args = `SELECT DISTINCT f.folder_id FROM files f JOIN folders d ON d.id = f.folder_id
 			WHERE f.size = ? AND f.ino = ? AND f.dev = ? AND f.nlink > 1 AND f.missing = 0

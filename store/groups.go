@@ -127,7 +127,7 @@ func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats
 		SELECT c.id, c.hash_algo, c.content_hash, c.size, c.file_count, c.inode_count, c.changed_at,
 		       f.id, f.root_id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns
 		  FROM `+selected+` c
-		  JOIN files f ON f.content_hash = c.content_hash AND f.hash_algo = c.hash_algo AND f.missing = 0
+		  JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
 		  JOIN folders d ON d.id = f.folder_id
 		 ORDER BY c.file_count DESC, c.size * c.file_count DESC, c.hash_algo, c.content_hash, f.id`, args...)
 	if err != nil {
@@ -205,15 +205,17 @@ func (fl *Files) FileByPath(ctx context.Context, path string) (IndexedFile, erro
 	var f IndexedFile
 	dir, name := splitPath(path)
 	var dev, ino, nlink int64
-	var algo sql.NullString
 	err := fl.db.queryRow(ctx, `SELECT f.id, f.root_id, f.dev, f.ino, f.nlink, f.mtime_ns, f.size, f.hash_status,
-		f.hash_algo, f.content_hash, f.missing
+		f.content_hash, f.missing
 		FROM folders d JOIN files f ON f.folder_id = d.id WHERE d.path = ? AND f.name = ?`, dir, name).Scan(
-		&f.ID, &f.RootID, &dev, &ino, &nlink, &f.MtimeNS, &f.Size, &f.Status, &algo, &f.Hash, &f.Missing)
+		&f.ID, &f.RootID, &dev, &ino, &nlink, &f.MtimeNS, &f.Size, &f.Status, &f.Hash, &f.Missing)
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, fmt.Errorf("%s: %w", path, ErrNotFound)
 	}
-	f.Path, f.Dev, f.Ino, f.Nlink, f.Algo = path, uint64(dev), uint64(ino), uint64(nlink), algo.String
+	f.Path, f.Dev, f.Ino, f.Nlink = path, uint64(dev), uint64(ino), uint64(nlink)
+	if f.Hash != nil {
+		f.Algo = fl.db.hashAlgo
+	}
 	return f, classify("read file", err)
 }
 

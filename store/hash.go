@@ -262,9 +262,9 @@ func (fl *Files) FullHashPlan(ctx context.Context, sizes []int64) ([]FullHashPai
 	})
 }
 
-// checkSum refuses a content hash the files table would refuse. The writes
-// that record hashes say UPDATE OR IGNORE (see HashBatch), under which the
-// table's CHECKs would skip the row silently: they are made here, loudly.
+// checkSum refuses what is no content hash of the index's algorithm. The
+// files table checks nothing of a row (a CHECK is work on every insert of a
+// first index): the hash is checked here, before any write records it.
 func checkSum(algo string, sum []byte) error {
 	if !naming.ValidHashAlgo(algo) || len(sum) != naming.SumSize {
 		return fmt.Errorf("record hash: a %d-byte %q sum is no content hash", len(sum), algo)
@@ -288,7 +288,7 @@ func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
 	// journal, which SQLite spills to a temp file past 64 KiB and keeps on
 	// disk for the rest of the transaction; these were 12k of the 105k
 	// page writes of a first index of /usr (3% of its time). The values
-	// they write cannot break a CHECK (checkSum); OR FAIL would do too, but
+	// they write break no constraint (checkSum); OR FAIL would do too, but
 	// it overrides the OR IGNORE of the triggers' folder_dirty inserts.
 	const guard = ` WHERE id = ?1 AND size = ?3 AND mtime_ns = ?4 AND dev = ?5 AND ino = ?6 AND missing = 0`
 	stmts := []struct {
@@ -298,7 +298,7 @@ func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
 		{&b.prefix, `UPDATE OR IGNORE files SET hash_status = 'partial', prefix_hash = ?2, error = NULL` +
 			guard + ` AND hash_status = 'pending'`},
 		{&b.content, `UPDATE OR IGNORE files SET hash_status = 'done', prefix_hash = coalesce(?2, prefix_hash),
-			hash_algo = ?7, content_hash = ?8, error = NULL, read_failures = 0, retry_after = NULL` +
+			content_hash = ?7, error = NULL, read_failures = 0, retry_after = NULL` +
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
 		{&b.fail, `UPDATE OR IGNORE files SET hash_status = 'failed', error = ?2,
 			retry_after = ` + nowSQL + ` + ` + retryBackoffSQL + `, read_failures = read_failures + 1` +
@@ -341,7 +341,7 @@ func (b *HashBatch) Content(r *HashRow, prefix sql.NullInt64, sum []byte) (bool,
 	if err := checkSum(b.algo, sum); err != nil {
 		return false, err
 	}
-	ok, err := affected(b.content.ExecContext(b.tx.ctx, append(b.args(r, prefix), b.algo, sum)...))
+	ok, err := affected(b.content.ExecContext(b.tx.ctx, append(b.args(r, prefix), sum)...))
 	if ok {
 		b.tx.noteContent(b.algo, sum)
 	}

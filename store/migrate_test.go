@@ -185,6 +185,7 @@ var landed = map[string]string{
 	"0010_purge_missing.sql":          "9e0c31c276ee0d7daff67122ba5df0fa2bdb66e40c550c4f6a8bad940fb3bb2d",
 	"0011_folder_pairs.sql":           "fd1cbf4dd9c89591ff2a617d618e845097465dea70dcdbbef120fa86ac29e3b8",
 	"0012_group_waste.sql":            "c247c270225356dbaf2fbf548c376d82fa4f13b86fcd219eb2d7b3d54fd3e5af",
+	"0013_lighter_files.sql":          "a7369b074887d62b7273ba1ede9450015b3d1bfd13a395f00e23650d11195967",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

@@ -25,17 +25,17 @@ type FileHash struct {
 	Content []byte
 }
 
-// hashCols gives the hash_status, prefix_hash, hash_algo and content_hash
-// to write for a file.
-func (b *ScanBatch) hashCols(h *FileHash) (status string, prefix sql.NullInt64, algo sql.NullString, content []byte) {
+// hashCols gives the hash_status, prefix_hash and content_hash to write
+// for a file.
+func (b *ScanBatch) hashCols(h *FileHash) (status string, prefix sql.NullInt64, content []byte) {
 	if h == nil {
 		if b.bulk {
 			// Settled when the load ends (EndBulkLoad): a file the
 			// walk did not read has, but for a few, a size no other
 			// file has.
-			return HashUnique, prefix, algo, nil
+			return HashUnique, prefix, nil
 		}
-		return HashPending, prefix, algo, nil
+		return HashPending, prefix, nil
 	}
 	if h.Status == HashDone {
 		if !b.bulk {
@@ -44,9 +44,9 @@ func (b *ScanBatch) hashCols(h *FileHash) (status string, prefix sql.NullInt64, 
 			// a map the commit throws away.
 			b.tx.noteContent(b.algo, h.Content)
 		}
-		return HashDone, h.Prefix, sql.NullString{String: b.algo, Valid: true}, h.Content
+		return HashDone, h.Prefix, h.Content
 	}
-	return HashPartial, h.Prefix, algo, nil
+	return HashPartial, h.Prefix, nil
 }
 
 // noteSize marks a size the batch changed, for the hash job to plan. A
@@ -65,6 +65,7 @@ func (b *ScanBatch) noteSize(size int64) {
 type ScanBatch struct {
 	tx                                          *Tx
 	now                                         int64
+	epoch                                       int64 // the scan_epoch when the batch began
 	algo                                        string
 	bulk                                        bool // a bulk load was under way when the batch began
 	insFolder, updFolder, insFile, updChanged   *sql.Stmt
@@ -88,16 +89,19 @@ type ScanBatch struct {
 // of one.
 const (
 	fileChunk = 64
-	fileCols  = 14
+	fileCols  = 12
 )
 
 const insFileHead = `INSERT INTO files (root_id, folder_id, name, size, mtime_ns, dev, ino, nlink,
-	hash_status, prefix_hash, hash_algo, content_hash, first_seen_at, last_seen_at) VALUES `
+	hash_status, prefix_hash, content_hash, seen_epoch) VALUES `
 
 // ScanBatch prepares the scanner's statements; now (unix ms) stamps the
-// rows, algo is the index's hash algorithm.
+// folders, the scan_epoch the files; algo is the index's hash algorithm.
 func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 	b := &ScanBatch{tx: tx, now: now, algo: algo}
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT value FROM counters WHERE name = 'scan_epoch'").Scan(&b.epoch); err != nil {
+		return nil, classify("read scan epoch", err)
+	}
 	stmts := []struct {
 		dst **sql.Stmt
 		q   string
@@ -112,10 +116,10 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 			last_seen_at = ?5, listing_sig = ?6 WHERE id = ?1`},
 		{&b.insFile, insFileHead + fileRowParams},
 		{&b.updChanged, `UPDATE files SET root_id = ?2, size = ?3, mtime_ns = ?4, dev = ?5, ino = ?6, nlink = ?7,
-			hash_status = ?9, prefix_hash = ?10, hash_algo = ?11, content_hash = ?12,
-			error = NULL, read_failures = 0, retry_after = NULL, missing = 0, missing_since = NULL, last_seen_at = ?8
+			hash_status = ?9, prefix_hash = ?10, content_hash = ?11,
+			error = NULL, read_failures = 0, retry_after = NULL, missing = 0, missing_since = NULL, seen_epoch = ?8
 			WHERE id = ?1`},
-		{&b.updSeen, `UPDATE files SET root_id = ?2, nlink = ?3, missing = 0, missing_since = NULL, last_seen_at = ?4
+		{&b.updSeen, `UPDATE files SET root_id = ?2, nlink = ?3, missing = 0, missing_since = NULL, seen_epoch = ?4
 			WHERE id = ?1`},
 		{&b.missFile, `UPDATE files SET missing = 1, missing_since = ` + nowSQL + ` WHERE id = ? AND missing = 0`},
 		{&b.missFolders, `UPDATE folders SET missing = 1, missing_since = ` + nowSQL + `, listing_sig = NULL
@@ -146,7 +150,7 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 	return b, nil
 }
 
-const fileRowParams = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+const fileRowParams = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
 // Close writes the files still waiting and releases the batch's
 // statements. A failed write fails the transaction's Commit.
@@ -238,9 +242,14 @@ func (b *ScanBatch) SeeFolder(id, rootID, parentID int64, errText string, sig []
 // row is written with the next chunk, at the latest when the batch closes.
 func (b *ScanBatch) AddFile(rootID, folderID int64, f FileStat) error {
 	b.noteSize(f.Size)
-	st, prefix, algo, content := b.hashCols(f.Hash)
+	st, prefix, content := b.hashCols(f.Hash)
+	if content != nil {
+		if err := checkSum(b.algo, content); err != nil {
+			return err
+		}
+	}
 	b.pending = append(b.pending, rootID, folderID, f.Name, f.Size, f.MtimeNS,
-		int64(f.Dev), int64(f.Ino), int64(f.Nlink), st, prefix, algo, content, b.now, b.now)
+		int64(f.Dev), int64(f.Ino), int64(f.Nlink), st, prefix, content, b.epoch)
 	if len(b.pending) >= fileChunk*fileCols {
 		return b.writeFiles(false)
 	}
@@ -256,9 +265,14 @@ func (b *ScanBatch) ChangeFile(id, rootID int64, f FileStat) error {
 	}
 	b.noteSize(f.Size)
 	b.tx.groups = true
-	st, prefix, algo, content := b.hashCols(f.Hash)
+	st, prefix, content := b.hashCols(f.Hash)
+	if content != nil {
+		if err := checkSum(b.algo, content); err != nil {
+			return err
+		}
+	}
 	_, err := b.updChanged.ExecContext(b.tx.ctx, id, rootID, f.Size, f.MtimeNS,
-		int64(f.Dev), int64(f.Ino), int64(f.Nlink), b.now, st, prefix, algo, content)
+		int64(f.Dev), int64(f.Ino), int64(f.Nlink), b.epoch, st, prefix, content)
 	return classify("update file", err)
 }
 
@@ -274,7 +288,7 @@ func (b *ScanBatch) SeeFile(id, rootID int64, f FileStat, wasMissing bool) error
 		return err
 	}
 	nlink := f.Nlink
-	_, err := b.updSeen.ExecContext(b.tx.ctx, id, rootID, int64(nlink), b.now)
+	_, err := b.updSeen.ExecContext(b.tx.ctx, id, rootID, int64(nlink), b.epoch)
 	return classify("update file", err)
 }
 

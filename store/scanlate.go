@@ -25,14 +25,13 @@ type lateRow struct {
 	size, mtimeNS, dev, ino int64
 	status                  string
 	prefix                  sql.NullInt64
-	algo                    sql.NullString
 	content                 []byte
 }
 
 // lateSQL updates the row of a late hash, if it is still as it was seen
 // and not read yet. OR IGNORE, as the hash writes (HashBatch): the content
 // hash is checked before.
-const lateSQL = `UPDATE OR IGNORE files SET hash_status = ?7, prefix_hash = ?8, hash_algo = ?9, content_hash = ?10, error = NULL
+const lateSQL = `UPDATE OR IGNORE files SET hash_status = ?7, prefix_hash = ?8, content_hash = ?9, error = NULL
 	WHERE folder_id = (SELECT id FROM folders WHERE path = ?1) AND name = ?2
 	  AND size = ?3 AND mtime_ns = ?4 AND dev = ?5 AND ino = ?6 AND missing = 0
 	  AND hash_status IN ('pending', 'unique')`
@@ -43,14 +42,14 @@ const lateSQL = `UPDATE OR IGNORE files SET hash_status = ?7, prefix_hash = ?8, 
 // read late once, when its size first becomes shared, so the order the
 // updates run in does not decide what a row ends with.
 func (b *ScanBatch) LateHash(dir string, f FileStat) error {
-	st, prefix, algo, content := b.hashCols(f.Hash)
+	st, prefix, content := b.hashCols(f.Hash)
 	if content != nil {
-		if err := checkSum(algo.String, content); err != nil {
+		if err := checkSum(b.algo, content); err != nil {
 			return err
 		}
 	}
 	b.lateQ = append(b.lateQ, lateRow{dir: dir, name: f.Name, size: f.Size, mtimeNS: f.MtimeNS,
-		dev: int64(f.Dev), ino: int64(f.Ino), status: st, prefix: prefix, algo: algo, content: content})
+		dev: int64(f.Dev), ino: int64(f.Ino), status: st, prefix: prefix, content: content})
 	return nil
 }
 
@@ -72,7 +71,7 @@ func (b *ScanBatch) writeLate() error {
 	}
 	for _, r := range b.lateQ {
 		if _, err := b.late.ExecContext(b.tx.ctx, r.dir, r.name, r.size, r.mtimeNS, r.dev, r.ino,
-			r.status, r.prefix, r.algo, r.content); err != nil {
+			r.status, r.prefix, r.content); err != nil {
 			return classify("record late hash", err)
 		}
 	}

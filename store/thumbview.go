@@ -111,7 +111,7 @@ type ThumbSource struct {
 // files a thumbnail may be made from.
 func (th *Thumbs) ThumbSources(ctx context.Context, contentID int64) ([]ThumbSource, error) {
 	rows, err := th.db.query(ctx, `SELECT d.path, f.name, f.size, f.mtime_ns FROM contents c
-		JOIN files f ON f.content_hash = c.content_hash AND f.hash_algo = c.hash_algo AND f.missing = 0
+		JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
 		JOIN folders d ON d.id = f.folder_id
 		WHERE c.id = ? ORDER BY f.id LIMIT 16`, contentID)
 	return collect("read thumbnail sources", rows, err, func(r rowScanner) (s ThumbSource, err error) {

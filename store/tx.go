@@ -46,6 +46,8 @@ type Tx struct {
 	// of a small write with modernc); seen those it ran once.
 	stmts map[string]*sql.Stmt
 	seen  map[string]bool
+	// algo is the index's hash algorithm.
+	algo string
 }
 
 // noteSize marks a size bucket changed: the hash job will plan it.
@@ -90,7 +92,7 @@ func (db *DB) read(ctx context.Context, fn func(tx *Tx) error) error {
 		return classify("begin read", err)
 	}
 	defer t.Rollback()
-	return fn(&Tx{ctx: ctx, parent: ctx, tx: t})
+	return fn(&Tx{ctx: ctx, parent: ctx, tx: t, algo: db.hashAlgo})
 }
 
 // Begin opens a write transaction that the caller ends with Commit or
@@ -109,7 +111,7 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt}, nil
+	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt, algo: db.hashAlgo}, nil
 }
 
 // busyRetry bounds how long Begin keeps trying when another process held
@@ -295,7 +297,7 @@ SELECT c.hash_algo, c.content_hash, c.size, c.files, c.inodes, ` + nowSQL + `,
   FROM (SELECT d.hash_algo, d.content_hash, coalesce(max(f.size), 0) AS size, count(f.id) AS files,
                count(DISTINCT f.dev || ',' || f.ino) AS inodes
           FROM content_dirty d
-          LEFT JOIN files f ON f.content_hash = d.content_hash AND f.hash_algo = d.hash_algo AND f.missing = 0
+          LEFT JOIN files f ON f.content_hash = d.content_hash AND f.missing = 0
          GROUP BY d.hash_algo, d.content_hash) c
  WHERE c.inodes >= 2 OR EXISTS (SELECT 1 FROM contents x
                                  WHERE x.hash_algo = c.hash_algo AND x.content_hash = c.content_hash)
