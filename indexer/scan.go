@@ -322,11 +322,19 @@ func (s *scanRun) visit(ctx context.Context, n *node, parentID int64, res *dirRe
 		return id, nil // unreadable: what the index knew of it stays
 	}
 	c.Errors += int64(res.fileErrs)
+	if res.ref != nil && len(res.dbFiles) == 0 && !res.same && len(res.files) > 0 {
+		// Every file is added, in order: a late hash of one is
+		// written by its row id.
+		if err := s.write(func(b *store.ScanBatch) error { s.w.sizes.wrote(res.ref, b.NextFileID()); return nil }); err != nil {
+			return 0, err
+		}
+	}
 	if err := s.diffFiles(id, res); err != nil {
 		return 0, err
 	}
-	for _, l := range res.late {
-		if err := s.write(func(b *store.ScanBatch) error { return b.LateHash(l.dir, l.f) }); err != nil {
+	for i := range res.late {
+		l := &res.late[i]
+		if err := s.write(func(b *store.ScanBatch) error { return b.LateHash(l.dir, s.w.sizes.rowID(l), l.f) }); err != nil {
 			return 0, err
 		}
 	}

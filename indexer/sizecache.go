@@ -41,6 +41,7 @@ type sizeEntry struct {
 // heldFile is the first file of a size, kept for a late read.
 type heldFile struct {
 	dir      uint32 // index in dirs
+	pos      uint32 // index in its folder's files, by name
 	name     uint32 // offset in names
 	nameLen  uint32
 	nlink    uint32
@@ -48,10 +49,12 @@ type heldFile struct {
 	dev, ino uint64
 }
 
-// pendingFile is a file the walk saw that may need a late read.
+// pendingFile is a file the walk saw that may need a late read: the file
+// at pos of folder dir (number dirID in the size cache).
 type pendingFile struct {
-	dir string
-	f   store.FileStat
+	dir        string
+	dirID, pos uint32
+	f          store.FileStat
 }
 
 type sizeCache struct {
@@ -61,6 +64,10 @@ type sizeCache struct {
 	free  []uint32 // indexes of held handed back
 	names []byte
 	dirs  []string
+	// first is, by folder of dirs, the row id of its first file when the
+	// scan wrote all its files in order (so the file at pos has row id
+	// first + pos); 0 when unknown.
+	first []int64
 	bytes int
 }
 
@@ -82,11 +89,11 @@ type folderRef struct {
 	id   uint32 // 1 + index in dirs; 0 until a file is held
 }
 
-// note records the inode of f, a file of folder dir. It reports whether
-// another inode had the size before, and, the first time that happens, the
-// first file seen with it (nil when it needed no read: keep was false). A
-// file is kept for a late read only when keep is set.
-func (c *sizeCache) note(f *store.FileStat, dir *folderRef, keep bool) (bool, *pendingFile) {
+// note records the inode of f, the file at pos of folder dir. It reports
+// whether another inode had the size before, and, the first time that
+// happens, the first file seen with it (nil when it needed no read: keep
+// was false). A file is kept for a late read only when keep is set.
+func (c *sizeCache) note(f *store.FileStat, dir *folderRef, pos int, keep bool) (bool, *pendingFile) {
 	k := inodeKey(f.Dev, f.Ino)
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -98,7 +105,7 @@ func (c *sizeCache) note(f *store.FileStat, dir *folderRef, keep bool) (bool, *p
 		}
 		e = sizeEntry{key: k}
 		if keep {
-			e.held = c.hold(f, dir)
+			e.held = c.hold(f, dir, pos)
 		}
 		c.m[f.Size] = e
 		c.bytes += sizeEntryBytes
@@ -116,15 +123,17 @@ func (c *sizeCache) note(f *store.FileStat, dir *folderRef, keep bool) (bool, *p
 	return false, nil
 }
 
-// hold keeps f for a late read and returns 1 + its index in held.
-func (c *sizeCache) hold(f *store.FileStat, dir *folderRef) uint32 {
+// hold keeps f, the file at pos of dir, for a late read and returns 1 +
+// its index in held.
+func (c *sizeCache) hold(f *store.FileStat, dir *folderRef, pos int) uint32 {
 	if dir.id == 0 {
 		c.dirs = append(c.dirs, dir.path)
+		c.first = append(c.first, 0)
 		dir.id = uint32(len(c.dirs))
-		c.bytes += 16 + len(dir.path)
+		c.bytes += 24 + len(dir.path)
 	}
 	c.bytes += len(f.Name)
-	h := heldFile{dir: dir.id - 1, name: uint32(len(c.names)), nameLen: uint32(len(f.Name)),
+	h := heldFile{dir: dir.id - 1, pos: uint32(pos), name: uint32(len(c.names)), nameLen: uint32(len(f.Name)),
 		nlink: uint32(min(f.Nlink, 1<<32-1)), mtimeNS: f.MtimeNS, dev: f.Dev, ino: f.Ino}
 	c.names = append(c.names, f.Name...)
 	if n := len(c.free); n > 0 {
@@ -141,9 +150,30 @@ func (c *sizeCache) hold(f *store.FileStat, dir *folderRef) uint32 {
 func (c *sizeCache) release(i uint32, size int64) *pendingFile {
 	h := c.held[i]
 	c.free = append(c.free, i)
-	return &pendingFile{dir: c.dirs[h.dir], f: store.FileStat{
+	return &pendingFile{dir: c.dirs[h.dir], dirID: h.dir, pos: h.pos, f: store.FileStat{
 		Name: string(c.names[h.name : h.name+h.nameLen]), Size: size, MtimeNS: h.mtimeNS,
 		Dev: h.dev, Ino: h.ino, Nlink: uint64(h.nlink)}}
+}
+
+// wrote records that the scan wrote every file of the folder numbered by
+// dir (as note gave them, in order) with row ids from first on.
+func (c *sizeCache) wrote(dir *folderRef, first int64) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if dir.id != 0 {
+		c.first[dir.id-1] = first
+	}
+}
+
+// rowID is the row id of a late file, or 0 when the scan did not write its
+// folder's files (yet) as wrote says.
+func (c *sizeCache) rowID(p *lateHash) int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if first := c.first[p.dirID]; first != 0 {
+		return first + int64(p.pos)
+	}
+	return 0
 }
 
 // mayShare reports whether a file of this size and inode may be read: its

@@ -133,32 +133,41 @@ func TestSizeCache(t *testing.T) {
 		return &store.FileStat{Name: "a", Size: size, MtimeNS: 7, Dev: dev, Ino: ino, Nlink: 1}
 	}
 	first := file(10, 1, 1)
-	if shared, late := c.note(first, d, true); shared || late != nil {
+	if shared, late := c.note(first, d, 0, true); shared || late != nil {
 		t.Fatal("first inode of a size reported shared")
 	}
-	if shared, _ := c.note(file(10, 1, 1), d, true); shared {
+	if shared, _ := c.note(file(10, 1, 1), d, 1, true); shared {
 		t.Fatal("a hard link (same inode) reported shared")
 	}
-	shared, late := c.note(file(10, 1, 2), &folderRef{path: "/e"}, true)
-	if !shared || late == nil || late.dir != "/d" || late.f != *first {
+	shared, late := c.note(file(10, 1, 2), &folderRef{path: "/e"}, 0, true)
+	if !shared || late == nil || late.dir != "/d" || late.f != *first || late.pos != 0 {
 		t.Fatalf("a second inode: shared=%v late=%+v, want the first file back", shared, late)
 	}
-	if shared, late := c.note(file(10, 1, 3), d, true); !shared || late != nil {
+	// Its row id, once the scan wrote its folder's files from id 40 on.
+	l := &lateHash{dir: late.dir, dirID: late.dirID, pos: late.pos}
+	if id := c.rowID(l); id != 0 {
+		t.Errorf("row id %d before its folder was written", id)
+	}
+	c.wrote(d, 40)
+	if id := c.rowID(l); id != 40 {
+		t.Errorf("row id %d, want 40", id)
+	}
+	if shared, late := c.note(file(10, 1, 3), d, 2, true); !shared || late != nil {
 		t.Fatal("the first file is handed back once only")
 	}
-	if shared, _ := c.note(file(11, 2, 2), d, false); shared {
+	if shared, _ := c.note(file(11, 2, 2), d, 3, false); shared {
 		t.Fatal("another size reported shared")
 	}
-	if shared, late := c.note(file(11, 3, 2), d, true); !shared || late != nil {
+	if shared, late := c.note(file(11, 3, 2), d, 4, true); !shared || late != nil {
 		t.Fatalf("same ino on another device is another inode (shared %v); a first file not kept is not handed back (%+v)", shared, late)
 	}
 	// A held slot handed back is used again, with the right name.
 	g := &store.FileStat{Name: "longer name", Size: 12, MtimeNS: 9, Dev: 1, Ino: 5, Nlink: 2}
-	c.note(g, &folderRef{path: "/f"}, true)
+	c.note(g, &folderRef{path: "/f"}, 0, true)
 	if len(c.held) != 1 {
 		t.Fatalf("%d held slots, want the freed one used again", len(c.held))
 	}
-	if _, late := c.note(file(12, 1, 6), d, true); late == nil || late.dir != "/f" || late.f != *g {
+	if _, late := c.note(file(12, 1, 6), d, 0, true); late == nil || late.dir != "/f" || late.f != *g {
 		t.Fatalf("late %+v, want %+v in /f", late, g)
 	}
 }
@@ -171,22 +180,22 @@ func TestSizeCacheBound(t *testing.T) {
 	d := &folderRef{path: "/d"}
 	n := int64(0)
 	for ; c.bytes <= sizeCacheBytes-sizeEntryBytes-64; n++ {
-		c.note(&store.FileStat{Name: "a file", Size: n, Dev: 1, Ino: uint64(n + 1)}, d, true)
+		c.note(&store.FileStat{Name: "a file", Size: n, Dev: 1, Ino: uint64(n + 1)}, d, 0, true)
 	}
 	if len(c.m) < sizeCacheBytes/(2*sizeEntryBytes) {
 		t.Fatalf("%d sizes noted within %d bytes", len(c.m), sizeCacheBytes)
 	}
 	for i := int64(0); i < 1000; i++ {
-		c.note(&store.FileStat{Name: "a file", Size: n + i, Dev: 1, Ino: uint64(n + i + 1)}, d, true)
+		c.note(&store.FileStat{Name: "a file", Size: n + i, Dev: 1, Ino: uint64(n + i + 1)}, d, 0, true)
 	}
 	if c.bytes > sizeCacheBytes {
 		t.Fatalf("%d bytes noted, bound %d", c.bytes, sizeCacheBytes)
 	}
-	if shared, late := c.note(&store.FileStat{Name: "b", Size: n + 5, Dev: 1, Ino: 1 << 40}, d, true); shared || late != nil {
+	if shared, late := c.note(&store.FileStat{Name: "b", Size: n + 5, Dev: 1, Ino: 1 << 40}, d, 0, true); shared || late != nil {
 		t.Fatal("a size past the bound reported shared")
 	}
 	// Sizes noted before the bound still work.
-	if shared, late := c.note(&store.FileStat{Name: "b", Size: 3, Dev: 1, Ino: 1 << 41}, d, true); !shared || late == nil || late.f.Ino != 4 {
+	if shared, late := c.note(&store.FileStat{Name: "b", Size: 3, Dev: 1, Ino: 1 << 41}, d, 0, true); !shared || late == nil || late.f.Ino != 4 {
 		t.Fatalf("a noted size: shared %v, late %+v", shared, late)
 	}
 }

@@ -35,6 +35,7 @@ type dirResult struct {
 	// targeted scan's known subfolders): not missing, not walked.
 	present []string
 	late    []lateHash // files of earlier folders read on the way
+	ref     *folderRef // the folder's number in the size cache, if it held a file
 
 	// sig is the signature of files (nil when some file could not be
 	// read); same says it equals the one the index holds, so no file of

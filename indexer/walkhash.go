@@ -52,9 +52,10 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 	// read. Then the reads, a window of read-ahead before them.
 	var reads []walkRead
 	dir := &folderRef{path: n.abs}
+	res.ref = dir
 	for k, i := range order {
 		f := &res.files[i]
-		shared, late := w.sizes.note(f, dir, needs[i] && f.Size > 0)
+		shared, late := w.sizes.note(f, dir, i, needs[i] && f.Size > 0)
 		if late != nil {
 			reads = append(reads, walkRead{k: k, i: -1, late: late})
 		}
@@ -88,7 +89,7 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 		lf := r.late.f
 		if lf.Hash = w.hashOf(-1, r.late.dir, &lf, nil); lf.Hash != nil {
 			mu.Lock()
-			res.late = append(res.late, lateHash{dir: r.late.dir, f: lf})
+			res.late = append(res.late, lateHash{dir: r.late.dir, dirID: r.late.dirID, pos: r.late.pos, f: lf})
 			mu.Unlock()
 		}
 	}
@@ -131,10 +132,11 @@ type walkRead struct {
 const sharedFolderReads = 64
 
 // lateHash is the hash of a file of an earlier folder, read when its size
-// became shared.
+// became shared: the file at pos of folder dir (dirID in the size cache).
 type lateHash struct {
-	dir string
-	f   store.FileStat
+	dir        string
+	dirID, pos uint32
+	f          store.FileStat
 }
 
 // hashOf reads a file once per inode: other links of an inode read already

@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql"
+	"fmt"
 	"strings"
 )
 
@@ -66,6 +67,7 @@ type ScanBatch struct {
 	tx                                          *Tx
 	now                                         int64
 	epoch                                       int64 // the scan_epoch when the batch began
+	nextID                                      int64 // the id the next new file gets
 	algo                                        string
 	bulk                                        bool // a bulk load was under way when the batch began
 	insFolder, updFolder, insFile, updChanged   *sql.Stmt
@@ -81,8 +83,8 @@ type ScanBatch struct {
 	// does not force a partial chunk out (they are for files of earlier
 	// folders, which nothing else in the scan touches again), and go in
 	// sorted (scanlate.go).
-	lateQ []lateRow
-	late  *sql.Stmt
+	lateQ        []lateRow
+	late, lateID *sql.Stmt
 }
 
 // fileChunk is how many new files one INSERT writes; fileCols the values
@@ -99,7 +101,11 @@ const insFileHead = `INSERT INTO files (root_id, folder_id, name, size, mtime_ns
 // folders, the scan_epoch the files; algo is the index's hash algorithm.
 func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 	b := &ScanBatch{tx: tx, now: now, algo: algo}
-	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT value FROM counters WHERE name = 'scan_epoch'").Scan(&b.epoch); err != nil {
+	// Row ids of files are AUTOINCREMENT: one past the largest there
+	// ever was, and this transaction is the only writer of new files.
+	if err := tx.tx.QueryRowContext(tx.ctx, `SELECT (SELECT value FROM counters WHERE name = 'scan_epoch'),
+		max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'files'), 0), coalesce((SELECT max(id) FROM files), 0)) + 1`).
+		Scan(&b.epoch, &b.nextID); err != nil {
 		return nil, classify("read scan epoch", err)
 	}
 	stmts := []struct {
@@ -159,7 +165,7 @@ func (b *ScanBatch) Close() {
 		b.tx.failed = err
 	}
 	for _, st := range []*sql.Stmt{b.insFolder, b.newFolder, b.updFolder, b.insFile, b.updChanged,
-		b.updSeen, b.missFile, b.missFolders, b.missFilesIn, b.insChunk, b.late} {
+		b.updSeen, b.missFile, b.missFolders, b.missFilesIn, b.insChunk, b.late, b.lateID} {
 		if st != nil {
 			st.Close()
 		}
@@ -193,19 +199,43 @@ func (b *ScanBatch) writeFiles(all bool) error {
 			}
 			b.insChunk = st
 		}
-		if _, err := b.insChunk.ExecContext(b.tx.ctx, rows[:fileChunk*fileCols]...); err != nil {
+		res, err := b.insChunk.ExecContext(b.tx.ctx, rows[:fileChunk*fileCols]...)
+		if err != nil {
 			return classify("add files", err)
 		}
 		rows = rows[fileChunk*fileCols:]
+		if err := b.checkIDs(res, len(rows)); err != nil {
+			return err
+		}
 	}
 	for all && len(rows) > 0 {
-		if _, err := b.insFile.ExecContext(b.tx.ctx, rows[:fileCols]...); err != nil {
+		res, err := b.insFile.ExecContext(b.tx.ctx, rows[:fileCols]...)
+		if err != nil {
 			return classify("add file", err)
 		}
 		rows = rows[fileCols:]
+		if err := b.checkIDs(res, len(rows)); err != nil {
+			return err
+		}
 	}
 	return nil
 }
+
+// checkIDs checks that the rows just written got the ids NextFileID told
+// (waiting values of rows still wait), as a late hash may name them by it.
+func (b *ScanBatch) checkIDs(res sql.Result, waiting int) error {
+	last, err := res.LastInsertId()
+	if err != nil {
+		return classify("add files", err)
+	}
+	if want := b.nextID - 1 - int64(waiting/fileCols); last != want {
+		return fmt.Errorf("add files: row id %d, want %d", last, want)
+	}
+	return nil
+}
+
+// NextFileID is the id AddFile gives the next new file's row.
+func (b *ScanBatch) NextFileID() int64 { return b.nextID }
 
 func nullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id != 0} }
 
@@ -250,6 +280,7 @@ func (b *ScanBatch) AddFile(rootID, folderID int64, f FileStat) error {
 	}
 	b.pending = append(b.pending, rootID, folderID, f.Name, f.Size, f.MtimeNS,
 		int64(f.Dev), int64(f.Ino), int64(f.Nlink), st, prefix, content, b.epoch)
+	b.nextID++
 	if len(b.pending) >= fileChunk*fileCols {
 		return b.writeFiles(false)
 	}

@@ -13,7 +13,9 @@ import (
 // Late hashes are written sorted and in one statement each, at the batch's
 // flush: every one whose row is as it was seen lands, whatever order they
 // came in and however many there are; one whose file changed since, whose
-// row is read already, or whose folder has no row yet changes nothing.
+// row is read already, or whose folder has no row yet changes nothing. Those
+// of folder b name their row by id; one naming another file's row changes
+// nothing.
 func TestLateHashesLandInAnyOrder(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
@@ -44,21 +46,24 @@ func TestLateHashesLandInAnyOrder(t *testing.T) {
 		defer sb.Close()
 		// Backwards, folder b before a: more than a statement's worth.
 		for i := len(a) - 1; i >= 0; i-- {
-			if err := sb.LateHash("/r/b", late(b[i])); err != nil {
+			if err := sb.LateHash("/r/b", fileID(t, db, fb, b[i].Name), late(b[i])); err != nil {
 				return err
 			}
 			f := late(a[i])
 			if i == 3 {
 				f.MtimeNS++ // changed since it was seen
 			}
-			if err := sb.LateHash("/r/a", f); err != nil {
+			if err := sb.LateHash("/r/a", 0, f); err != nil {
 				return err
 			}
 		}
-		if err := sb.LateHash("/r/a", late(done)); err != nil { // read already
+		if err := sb.LateHash("/r/a", 0, late(done)); err != nil { // read already
 			return err
 		}
-		return sb.LateHash("/r/c", late(stat(500))) // no row
+		if err := sb.LateHash("/r/a", fileID(t, db, fa, a[7].Name), late(stat(998))); err != nil { // not that row's file
+			return err
+		}
+		return sb.LateHash("/r/c", 0, late(stat(500))) // no row
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -84,4 +89,44 @@ func TestLateHashesLandInAnyOrder(t *testing.T) {
 		check(fb, b[i], HashDone, sum(b[i]))
 	}
 	check(fa, done, HashDone, done.Hash.Content)
+}
+
+// NextFileID tells the id each new file's row gets, across chunks and
+// batches.
+func TestNextFileIDIsTheRowsID(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, _ := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	addFiles(t, db, r.ID, "/r/a", FileStat{Name: "x", Size: 1, Dev: 1, Ino: 1, Nlink: 1})
+	want := map[string]int64{}
+	var folder int64
+	for batch := 0; batch < 2; batch++ {
+		err := db.Write(ctx, func(tx *Tx) error {
+			sb, err := tx.ScanBatch(1, db.HashAlgo())
+			if err != nil {
+				return err
+			}
+			defer sb.Close()
+			if folder, err = sb.AddFolder(r.ID, 0, fmt.Sprintf("/r/b%d", batch), "", nil); err != nil {
+				return err
+			}
+			for i := 0; i < 70; i++ {
+				f := FileStat{Name: fmt.Sprintf("f%03d", i), Size: int64(i), Dev: 1, Ino: uint64(100 + i), Nlink: 1}
+				want[fmt.Sprint(folder, f.Name)] = sb.NextFileID()
+				if err := sb.AddFile(r.ID, folder, f); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := 0; i < 70; i++ {
+			name := fmt.Sprintf("f%03d", i)
+			if got := fileID(t, db, folder, name); got != want[fmt.Sprint(folder, name)] {
+				t.Errorf("batch %d, %s: id %d, NextFileID told %d", batch, name, got, want[fmt.Sprint(folder, name)])
+			}
+		}
+	}
 }
