@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"context"
 	"strings"
 	"sync"
 	"syscall"
@@ -70,6 +71,58 @@ func (f *FS) peoplePath(path string) string {
 		return naming.PeoplePath("", strings.TrimPrefix(path, "/"))
 	}
 	return naming.PeoplePath(r.names[root], strings.TrimPrefix(strings.TrimPrefix(path, root), "/"))
+}
+
+// pathNamesChanged tells the kernel that every name made from a path may
+// have changed, as when a root came or went (its namesakes are then named
+// by more, or less, of their parent path): the entries under /folders and
+// /overlap, and the listings of every group of /files and /folders and
+// every pair of /overlap. The entries alone would not do: a folder a file
+// manager holds open keeps its node, and the listing the kernel cached of
+// it, past its entry.
+func (f *FS) pathNamesChanged(ctx context.Context) {
+	f.notifyEntry(inoRoot, "folders")
+	f.notifyEntry(inoRoot, "overlap")
+	each := func(what string, kind uint64, page func(after int64) ([]int64, error)) {
+		for after := int64(0); ; {
+			ids, err := page(after)
+			if err != nil {
+				f.logf("dupefs: list %s to rename: %v", what, err)
+				return
+			}
+			for _, id := range ids {
+				f.notifyInode(ino(kind, id))
+			}
+			if len(ids) < pageSize {
+				return
+			}
+			after = ids[len(ids)-1]
+		}
+	}
+	each("groups", kindFilesGroup, func(after int64) ([]int64, error) {
+		gs, err := f.db.GroupsPage(ctx, after, pageSize)
+		ids := make([]int64, len(gs))
+		for i, g := range gs {
+			ids[i] = g.ID
+		}
+		return ids, err
+	})
+	each("folder groups", kindPeopleGroup, func(after int64) ([]int64, error) {
+		gs, err := f.db.FolderGroupsPage(ctx, after, pageSize)
+		ids := make([]int64, len(gs))
+		for i, g := range gs {
+			ids[i] = g.ID
+		}
+		return ids, err
+	})
+	each("folder pairs", kindPair, func(after int64) ([]int64, error) {
+		ps, err := f.db.PairsPage(ctx, after, pageSize)
+		ids := make([]int64, len(ps))
+		for i, p := range ps {
+			ids[i] = p.ID
+		}
+		return ids, err
+	})
 }
 
 // lookupPeople finds name in parent, a folder made for people.

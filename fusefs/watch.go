@@ -37,9 +37,14 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 		}
 		f.ends.changed()
 		f.statusChanged()
-		if seq := f.applyChanges(ctx, s.groups); seq != s.groups || f.rootsChanged(ctx) {
+		seq := f.applyChanges(ctx, s.groups)
+		moved := f.rootsChanged(ctx)
+		if seq != s.groups || moved {
 			s.groups = seq
 			f.filesChanged()
+		}
+		if moved {
+			f.pathNamesChanged(ctx)
 		}
 		f.appliedSeq.Store(s.groups)
 		s.thumbs = f.applyThumbChanges(ctx, s.thumbs)

@@ -1,0 +1,75 @@
+package fusefs
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+)
+
+// openDir opens a folder of the mount and keeps it open until the test
+// ends: the kernel keeps its node, and the listing it cached, as a file
+// manager showing it would.
+func (t *testFS) openDir(rel string) {
+	t.tb.Helper()
+	fd, err := syscall.Open(filepath.Join(t.mnt, rel), syscall.O_RDONLY|syscall.O_DIRECTORY, 0)
+	if err != nil {
+		t.tb.Fatal(err)
+	}
+	t.tb.Cleanup(func() { syscall.Close(fd) })
+}
+
+// A root added with the name of another renames every name made from
+// that one's paths: in /files, /folders and /overlap, in folders a file
+// manager holds open too.
+func TestRootNamesRenameHeldFolders(t *testing.T) {
+	tf := mountTest(t, nil)
+	top := t.TempDir()
+	root := filepath.Join(top, "a", "home")
+	writeTree(t, root, homeAndBackup())
+	tf.index(root)
+	const pair = "Pictures ≈ backup (97.50%)"
+	var group, label string
+	eventually(t, "the view shows the tree", func() bool {
+		fs, gs := tf.names("files"), tf.names("folders")
+		if len(fs) == 0 || len(gs) != 1 || !slices.Contains(tf.names("overlap"), pair) {
+			return false
+		}
+		group, label = fs[0], gs[0]
+		return true
+	})
+	held := []string{"files/" + group, "folders/" + label, "overlap/" + pair}
+	before := map[string][]string{}
+	for _, rel := range held {
+		before[rel] = tf.names(rel)
+		tf.openDir(rel)
+		for _, n := range before[rel] {
+			if !strings.HasPrefix(n, "home › ") && !strings.HasPrefix(n, "only in home › ") {
+				t.Fatalf("%s/%s: want it named from home", rel, n)
+			}
+		}
+	}
+	// Added as a scan adds it, alone: no group, folder group or pair
+	// changes with it.
+	other := filepath.Join(top, "b", "home")
+	tf.add(other, copyOf{other, "alone", 10, 1 << 40, 0})
+	for _, rel := range held {
+		eventually(t, rel+" is named after a › home", func() bool {
+			got := tf.names(rel)
+			if len(got) != len(before[rel]) {
+				return false
+			}
+			for _, n := range got {
+				if !strings.Contains(n, "a › home › ") {
+					return false
+				}
+				if _, err := os.Lstat(filepath.Join(tf.mnt, rel, n)); err != nil {
+					return false
+				}
+			}
+			return true
+		})
+	}
+}
