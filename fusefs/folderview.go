@@ -239,14 +239,13 @@ func (f *FS) peopleFolders(c *caller, groupID int64) ([]listed, error) {
 	if err != nil {
 		return nil, err
 	}
-	used := map[string]bool{}
+	bare, ids := make([]string, len(l.members)), make([]int64, len(l.members))
+	for i, m := range l.members {
+		bare[i], ids[i] = f.peoplePath(m.Path), f.ids.shownID(m.FolderID)
+	}
 	out := make([]listed, 0, len(l.members))
-	for _, m := range l.members {
-		name := f.peoplePath(m.Path)
-		if used[name] {
-			name = naming.WithID(name, f.ids.shownID(m.FolderID), false)
-		}
-		used[name] = true
+	for i, name := range naming.Distinct(bare, ids, false) {
+		m := l.members[i]
 		out = append(out, listed{DirEntry: fuse.DirEntry{Name: name, Mode: syscall.S_IFLNK,
 			Ino: ino(kindPeopleFolder, m.FolderID), Off: offID(m.FolderID)}})
 	}

@@ -169,18 +169,18 @@ func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]plac
 			firstOf[bare[i]] = p.FileID
 		}
 	}
-	out := make([]placeName, 0, len(places))
-	taken := make(map[string]bool, len(places))
+	var seen []int // the copies c sees
+	var seenBare []string
+	var ids []int64
 	for i, p := range places {
-		if c != nil && !f.visible(c, ino(kindLink, p.FileID)) {
-			continue
+		if c == nil || f.visible(c, ino(kindLink, p.FileID)) {
+			seen, seenBare, ids = append(seen, i), append(seenBare, bare[i]), append(ids, f.ids.shownID(p.FileID))
 		}
-		name := bare[i]
-		if taken[name] {
-			name = naming.WithID(name, f.ids.shownID(p.FileID), true)
-		}
-		taken[name] = true
-		out = append(out, placeName{id: p.FileID, name: name, first: firstOf[bare[i]] == p.FileID && name == bare[i]})
+	}
+	out := make([]placeName, 0, len(seen))
+	for j, name := range naming.Distinct(seenBare, ids, true) {
+		p := places[seen[j]]
+		out = append(out, placeName{id: p.FileID, name: name, first: firstOf[seenBare[j]] == p.FileID && name == seenBare[j]})
 	}
 	if c == nil {
 		pp.placesMu.Lock()

@@ -97,15 +97,13 @@ func (db *DB) diffPair(ctx context.Context, a, b string) (pairDiff, error) {
 
 // peopleNames names the files of a list for the view, each name once.
 func peopleNames(fs []relFile) []onlyFile {
-	out := make([]onlyFile, len(fs))
-	used := make(map[string]bool, len(fs))
+	bare, ids := make([]string, len(fs)), make([]int64, len(fs))
 	for i, f := range fs {
-		name := naming.PeoplePath("", f.rel)
-		for used[name] {
-			name = naming.WithID(name, f.id, true)
-		}
-		used[name] = true
-		out[i] = onlyFile{id: f.id, name: name}
+		bare[i], ids[i] = naming.PeoplePath("", f.rel), f.id
+	}
+	out := make([]onlyFile, len(fs))
+	for i, name := range naming.Distinct(bare, ids, true) {
+		out[i] = onlyFile{id: fs[i].id, name: name}
 	}
 	return out
 }

@@ -6,6 +6,7 @@ import (
 	"math/rand"
 	"path"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/dupefs/dupefs/store/naming"
@@ -107,5 +108,24 @@ func TestKeptPairsEqualASearch(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// The lists of a pair name every file once, and end, whatever the files
+// are named: here two paths that read alike ("p/Q" and a file named
+// "p › Q"), Q being a name that " ~<id>", cut to 255 bytes, leaves as it is.
+func TestPairListNamesEnd(t *testing.T) {
+	q := strings.Repeat("a", 100) + strings.Repeat(" ~63", 40) + ".jpg"
+	for i := 0; i < 10; i++ {
+		q = naming.WithID("p › "+q, 63, true)[len("p › "):]
+	}
+	fs := []relFile{{id: 62, rel: "p › " + q}, {id: 63, rel: "p/" + q}, {id: 64, rel: "z"}}
+	got := peopleNames(fs)
+	seen := map[string]bool{}
+	for i, f := range got {
+		if f.id != fs[i].id || seen[f.name] || len(f.name) > naming.MaxName {
+			t.Errorf("file %d: %d %q", i, f.id, f.name)
+		}
+		seen[f.name] = true
 	}
 }

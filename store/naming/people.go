@@ -177,9 +177,53 @@ func WithID(name string, id int64, ext bool) string {
 			stem, e = name, ""
 		}
 	}
-	suffix := " ~" + strconv.FormatInt(id, 10) + e
+	return withTag(stem, e, " ~"+strconv.FormatInt(id, 10))
+}
+
+// withTag is stem, tag and ext, stem cut in its middle when the whole
+// would pass MaxName.
+func withTag(stem, ext, tag string) string {
+	suffix := tag + ext
 	if len(stem)+len(suffix) > MaxName {
 		stem = CutMiddle(stem, MaxName-len(suffix), false)
 	}
 	return stem + suffix
+}
+
+// Distinct names the entries of one folder, each once: bare[i] is what
+// the i-th would be named, ids[i] its row id (as it shows). The first
+// entry of a bare name keeps it; every later one is told apart as WithID
+// says, or, when a name that too is (a file on disk may be named so, and
+// a name cut to MaxName may come out the same), by " ~<id>-2", " ~<id>-3"
+// and on: the first that no entry has. ext: the names have extensions.
+func Distinct(bare []string, ids []int64, ext bool) []string {
+	taken := make(map[string]bool, len(bare))
+	for _, b := range bare {
+		taken[b] = true
+	}
+	out := make([]string, len(bare))
+	kept := make(map[string]bool, len(bare))
+	for i, b := range bare {
+		if !kept[b] {
+			kept[b], out[i] = true, b
+			continue
+		}
+		name := WithID(b, ids[i], ext)
+		if taken[name] {
+			stem, e := b, ""
+			if ext {
+				if stem, e = lastPartExt(b); len(e) > 32 {
+					stem, e = b, ""
+				}
+			}
+			tag := " ~" + strconv.FormatInt(ids[i], 10) + "-"
+			// Each tag a different string at the end of the name: no
+			// more than len(bare) of them can be taken.
+			for n := 2; taken[name]; n++ {
+				name = withTag(stem, e, tag+strconv.Itoa(n))
+			}
+		}
+		taken[name], out[i] = true, name
+	}
+	return out
 }

@@ -1,6 +1,7 @@
 package naming
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -175,4 +176,41 @@ func TestCommonName(t *testing.T) {
 			t.Errorf("CommonName(%q) = %q, want %q", c.names, got, c.want)
 		}
 	}
+}
+
+// Every entry of a folder gets a name of its own, whatever names the disk
+// holds: a name another entry would be told apart by, or one that a cut to
+// 255 bytes leaves the same, takes another.
+func TestDistinct(t *testing.T) {
+	check := func(what string, bare []string, ids []int64, ext bool, want ...string) {
+		t.Helper()
+		got := Distinct(bare, ids, ext)
+		seen := map[string]bool{}
+		for i, n := range got {
+			if seen[n] || len(n) > MaxName || !utf8.ValidString(n) {
+				t.Errorf("%s: name %d %q repeats or is no name: %q", what, i, n, got)
+			}
+			seen[n] = true
+		}
+		if want != nil && !slices.Equal(got, want) {
+			t.Errorf("%s: %q, want %q", what, got, want)
+		}
+	}
+	check("plain", []string{"a › x.jpg", "a › x.jpg", "b"}, []int64{1, 2, 3}, true, "a › x.jpg", "a › x ~2.jpg", "b")
+	// The second x.jpg would take the name a file on disk has, listed
+	// before it: it takes another, that one keeps its own.
+	check("taken", []string{"a › x.jpg", "a › x ~3.jpg", "a › x.jpg"}, []int64{1, 2, 3}, true,
+		"a › x.jpg", "a › x ~3.jpg", "a › x ~3-2.jpg")
+	check("taken later", []string{"a › x.jpg", "a › x.jpg", "a › x ~2.jpg"}, []int64{1, 2, 3}, true,
+		"a › x.jpg", "a › x ~2-2.jpg", "a › x ~2.jpg")
+	check("folders", []string{"r › d", "r › d ~5", "r › d"}, []int64{4, 6, 5}, false, "r › d", "r › d ~5", "r › d ~5-2")
+	// A name of 255 bytes that " ~<id>" leaves as it is, once cut.
+	fixed := "p › " + strings.Repeat("a", 100) + strings.Repeat(" ~63", 40) + ".jpg"
+	for i := 0; i < 10; i++ {
+		fixed = WithID(fixed, 63, true)
+	}
+	if WithID(fixed, 63, true) != fixed {
+		t.Fatalf("no fixed point: %q", fixed)
+	}
+	check("fixed point", []string{fixed, fixed, fixed}, []int64{62, 63, 63}, true)
 }

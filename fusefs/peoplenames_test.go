@@ -1,6 +1,7 @@
 package fusefs
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -71,5 +72,42 @@ func TestRootNamesRenameHeldFolders(t *testing.T) {
 			}
 			return true
 		})
+	}
+}
+
+// No two copies of a group share a name, though one is named on disk as
+// another would be told apart ("x › y ~3.jpg", beside the copies "x/y.jpg"
+// and "x › y.jpg" of file id 3), and each name leads to its own copy.
+func TestFilesNamesNeverRepeat(t *testing.T) {
+	tf := mountTest(t, nil)
+	tf.add("/r/Photos",
+		copyOf{"/r/Photos/x", "y.jpg", 10, 1, 1},
+		copyOf{"/r/Photos", "x › y ~3.jpg", 10, 2, 1},
+		copyOf{"/r/Photos", "x › y.jpg", 10, 3, 1},
+	)
+	ps, err := tf.db.View().PlacesOf(context.Background(), []int64{1})
+	if err != nil || len(ps[1]) != 3 || ps[1][2].FileID != 3 || ps[1][2].Name != "x › y.jpg" {
+		t.Fatalf("the copies are not numbered as the test needs: %+v %v", ps, err)
+	}
+	var label string
+	eventually(t, "the group shows", func() bool {
+		ls := tf.names("files")
+		if len(ls) == 1 {
+			label = ls[0]
+		}
+		return len(ls) == 1
+	})
+	names := tf.readdirOrder("files/" + label)
+	targets := map[string]bool{}
+	for _, n := range names {
+		target, err := os.Readlink(filepath.Join(tf.mnt, "files", label, n))
+		if err != nil || targets[target] {
+			t.Errorf("%q -> %q, %v", n, target, err)
+		}
+		targets[target] = true
+	}
+	if len(names) != 3 || len(targets) != 3 || !slices.Contains(names, "Photos › x › y ~3.jpg") ||
+		!slices.Contains(names, "Photos › x › y.jpg") {
+		t.Errorf("the copies: %q", names)
 	}
 }
