@@ -33,30 +33,32 @@ func TestRootNamesRenameHeldFolders(t *testing.T) {
 	tf.index(root)
 	const pair = "Pictures ≈ backup (97.50%)"
 	var group, label string
-	eventually(t, "the view shows the tree", func() bool {
+	held := func() []string { return []string{"files/" + group, "folders/" + label, "overlap/" + pair} }
+	before := map[string][]string{}
+	eventually(t, "the view shows the tree, named from home", func() bool {
 		fs, gs := tf.names("files"), tf.names("folders")
 		if len(fs) == 0 || len(gs) != 1 || !slices.Contains(tf.names("overlap"), pair) {
 			return false
 		}
 		group, label = fs[0], gs[0]
-		return true
-	})
-	held := []string{"files/" + group, "folders/" + label, "overlap/" + pair}
-	before := map[string][]string{}
-	for _, rel := range held {
-		before[rel] = tf.names(rel)
-		tf.openDir(rel)
-		for _, n := range before[rel] {
-			if !strings.HasPrefix(n, "home › ") && !strings.HasPrefix(n, "only in home › ") {
-				t.Fatalf("%s/%s: want it named from home", rel, n)
+		for _, rel := range held() {
+			before[rel] = tf.names(rel)
+			for _, n := range before[rel] {
+				if !strings.HasPrefix(n, "home › ") && !strings.HasPrefix(n, "only in home › ") {
+					return false
+				}
 			}
 		}
+		return true
+	})
+	for _, rel := range held() {
+		tf.openDir(rel)
 	}
 	// Added as a scan adds it, alone: no group, folder group or pair
 	// changes with it.
 	other := filepath.Join(top, "b", "home")
 	tf.add(other, copyOf{other, "alone", 10, 1 << 40, 0})
-	for _, rel := range held {
+	for _, rel := range held() {
 		eventually(t, rel+" is named after a › home", func() bool {
 			got := tf.names(rel)
 			if len(got) != len(before[rel]) {

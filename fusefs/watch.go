@@ -39,6 +39,11 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 		f.statusChanged()
 		seq := f.applyChanges(ctx, s.groups)
 		moved := f.rootsChanged(ctx)
+		if moved {
+			// Names made since the poll began may have been made of the
+			// roots before the change it read: they are made again.
+			f.ends.changed()
+		}
 		if seq != s.groups || moved {
 			s.groups = seq
 			f.filesChanged()
