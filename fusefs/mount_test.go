@@ -215,15 +215,22 @@ func getdents(tb testing.TB, fd int, max int) []dirent {
 		if n == 0 {
 			break
 		}
-		for b := buf[:n]; len(b) > 0; {
-			reclen := binary.LittleEndian.Uint16(b[16:18])
-			name := string(b[19:reclen])
-			if i := strings.IndexByte(name, 0); i >= 0 {
-				name = name[:i]
-			}
-			out = append(out, dirent{name: name, ino: binary.LittleEndian.Uint64(b[0:8]), off: int64(binary.LittleEndian.Uint64(b[8:16]))})
-			b = b[reclen:]
+		out = append(out, parseDirents(buf[:n])...)
+	}
+	return out
+}
+
+// parseDirents reads the entries of a getdents64 answer.
+func parseDirents(b []byte) []dirent {
+	var out []dirent
+	for len(b) > 0 {
+		reclen := binary.LittleEndian.Uint16(b[16:18])
+		name := string(b[19:reclen])
+		if i := strings.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
 		}
+		out = append(out, dirent{name: name, ino: binary.LittleEndian.Uint64(b[0:8]), off: int64(binary.LittleEndian.Uint64(b[8:16]))})
+		b = b[reclen:]
 	}
 	return out
 }

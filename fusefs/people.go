@@ -193,20 +193,95 @@ func label(e ranked, p, count int64) string {
 	return naming.GroupLabel(p+1, count, e.name, e.n, e.Size)
 }
 
-// labelLister lists /files for c in rank order; an entry's offset is its
-// position plus 3 (1 and 2 are "." and "..").
+// labelLister lists /files for c in rank order. An entry's offset is its
+// position plus 3 (1 and 2 are "." and ".."), and above 32 bits a check of
+// its group (labelCheck): a listing read while the ranking moves goes on
+// after the group it listed last (resumeAt), each group once.
 func (f *FS) labelLister(c *caller) fetchFunc {
 	return func(ctx context.Context, off uint64) ([]listed, error) {
-		p := int64(max(off, 2) - 2)
+		p := int64(max(off&posMask, 2) - 2)
+		if check := off >> 32; check != 0 && p > 0 {
+			var err error
+			if p, err = f.resumeAt(ctx, c, p, check); err != nil {
+				return nil, err
+			}
+		}
 		es, count, err := f.rankedAt(ctx, c, p, pageSize)
 		out := make([]listed, 0, len(es))
 		for i, e := range es {
 			pos := p + int64(i)
 			out = append(out, listed{DirEntry: fuse.DirEntry{Name: label(e, pos, count), Mode: syscall.S_IFDIR,
-				Ino: ino(kindFilesGroup, e.ID), Off: uint64(pos) + 3}, plus: true, mtime: e.ChangedAt, callers: true})
+				Ino: ino(kindFilesGroup, e.ID), Off: uint64(pos) + 3 | f.labelCheck(e.ID)<<32}, plus: true,
+				mtime: e.ChangedAt, callers: true})
 		}
 		return out, err
 	}
+}
+
+// posMask keeps the position of a label's offset.
+const posMask = 1<<32 - 1
+
+// labelCheck tells one group from the others in a label's offset: 31
+// bits of the number the group shows as (its inode number says as much),
+// never 0.
+func (f *FS) labelCheck(contentID int64) uint64 {
+	return uint64(f.ids.shownID(contentID))&(1<<30-1) | 1<<30
+}
+
+// resumeSpan is how far from its place a listing looks for the group it
+// listed last.
+const resumeSpan = pageSize
+
+// resumeAt is where a listing of /files for c goes on, having listed at
+// position p-1 the group check tells: p while that group is still there;
+// after it when groups ranked above it came since (the ranks of the rest
+// are higher by as many: none is listed twice); p when groups above it
+// went (ranks never repeat in one listing) or it cannot be found.
+func (f *FS) resumeAt(ctx context.Context, c *caller, p int64, check uint64) (int64, error) {
+	ids, err := f.rankedIDs(ctx, c, p-1, 1)
+	if err != nil || len(ids) == 1 && f.labelCheck(ids[0]) == check {
+		return p, err
+	}
+	if ids, err = f.rankedIDs(ctx, c, p, resumeSpan); err != nil {
+		return 0, err
+	}
+	for i, id := range ids {
+		if f.labelCheck(id) == check {
+			return p + int64(i) + 1, nil
+		}
+	}
+	return p, nil
+}
+
+// rankedIDs are the content ids of up to n groups of c's ranking from
+// position p on: from what was read last, or from the index.
+func (f *FS) rankedIDs(ctx context.Context, c *caller, p int64, n int) ([]int64, error) {
+	var ids []int64
+	if c != nil {
+		r, err := f.rankingFor(c, false, false)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range r.all[min(p, int64(len(r.all))):min(p+int64(n), int64(len(r.all)))] {
+			ids = append(ids, e.ID)
+		}
+		return ids, nil
+	}
+	pp := &f.people
+	pp.winMu.Lock()
+	w := pp.win
+	pp.winMu.Unlock()
+	if w.es != nil && w.gen == pp.gen.Load() && p >= w.start && p+int64(n) <= w.start+int64(len(w.es)) {
+		for _, e := range w.es[p-w.start : p-w.start+int64(n)] {
+			ids = append(ids, e.ID)
+		}
+		return ids, nil
+	}
+	gs, _, err := f.groupsAt(ctx, p, n)
+	for _, g := range gs {
+		ids = append(ids, g.ID)
+	}
+	return ids, err
 }
 
 // lookupLabel finds the group a label names for c: the one at its rank,
