@@ -48,9 +48,13 @@ type people struct {
 	callersMu sync.Mutex
 	callers   []*callerRanking // most recently used first
 
-	placesMu  sync.Mutex
-	places    placesCache
-	seenRoots []string // the roots the watcher last saw
+	placesMu    sync.Mutex
+	places      placesCache
+	seenRoots   []string    // the roots the watcher last saw
+	callerNames callerNames // the names of copies, as callers see them (places.go)
+	// named counts the times the copies of a group were named afresh
+	// (tests: a walk names each group's once).
+	named atomic.Int64
 }
 
 // filesChanged tells /files that groups changed: its marks go, and the

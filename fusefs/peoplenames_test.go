@@ -2,12 +2,15 @@ package fusefs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/hanwen/go-fuse/v2/fuse"
 )
 
 // openDir opens a folder of the mount and keeps it open until the test
@@ -112,4 +115,51 @@ func TestFilesNamesNeverRepeat(t *testing.T) {
 		!slices.Contains(names, "Photos › x › y.jpg") {
 		t.Errorf("the copies: %q", names)
 	}
+}
+
+// Another user's walk of a group of many copies names them once, not once
+// per copy looked up: each lookup needs the names of all (a name that
+// repeats is told apart among them), and made afresh each time, a group
+// of n copies cost n² to walk.
+func TestFilesCopiesNamedOnceForACaller(t *testing.T) {
+	ctx := context.Background()
+	tf := mountWith(t, Config{AllowOther: true})
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	const n = 200
+	var files []realFile
+	for i := 0; i < n; i++ {
+		files = append(files, realFile{rel: fmt.Sprintf("d/copy%03d.txt", i), size: 10, mode: 0o644, content: 1})
+	}
+	files = append(files, realFile{rel: "d/private.txt", size: 10, mode: 0o600, content: 1})
+	tf.realTree(root, files...)
+	c := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+	es, err := tf.fs.labelLister(c)(ctx, 2)
+	if err != nil || len(es) != 1 || es[0].Name != fmt.Sprintf("1 · copy000.txt (%d copies, 10 B)", n) {
+		t.Fatalf("the caller's /files: %+v %v", es, err)
+	}
+	_, id := split(es[0].Ino)
+	names, err := tf.fs.placeNames(ctx, c, id)
+	if err != nil || len(names) != n {
+		t.Fatalf("the caller's copies: %d, %v", len(names), err)
+	}
+	before := tf.fs.people.named.Load()
+	for _, nm := range names {
+		var out fuse.EntryOut
+		if st := tf.fs.lookup(c, es[0].Ino, nm.name, &out); !st.Ok() || out.NodeId == 0 {
+			t.Fatalf("lookup %s: %v", nm.name, st)
+		}
+	}
+	if made := tf.fs.people.named.Load() - before; made > n/10 {
+		t.Errorf("%d lookups named the copies afresh %d times", n, made)
+	}
+	// What the disk says still shows within a second.
+	os.Chmod(filepath.Join(root, "d/copy005.txt"), 0o600)
+	eventually(t, "a copy made private goes", func() bool {
+		var out fuse.EntryOut
+		st := tf.fs.lookup(c, es[0].Ino, names[5].name, &out)
+		ns, err := tf.fs.placeNames(ctx, c, id)
+		return st.Ok() && out.NodeId == 0 && err == nil && len(ns) == n-1
+	})
 }

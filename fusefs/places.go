@@ -4,6 +4,9 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strconv"
+	"sync"
+	"time"
 
 	"github.com/hanwen/go-fuse/v2/fuse"
 
@@ -157,10 +160,18 @@ func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]plac
 			return ns, nil
 		}
 	}
+	t, key := now(), ""
+	if c != nil {
+		key = c.key + "\x00" + strconv.FormatInt(contentID, 10)
+		if ns, ok := pp.callerNames.kept(key, gen, t); ok {
+			return ns, nil
+		}
+	}
 	places, err := f.groupPlaces(ctx, contentID)
 	if err != nil {
 		return nil, err
 	}
+	pp.named.Add(1)
 	bare := make([]string, len(places))
 	firstOf := make(map[string]int64, len(places))
 	for i, p := range places {
@@ -172,8 +183,9 @@ func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]plac
 	var seen []int // the copies c sees
 	var seenBare []string
 	var ids []int64
+	var mine fresh // how long what the disk said of the copies holds
 	for i, p := range places {
-		if c == nil || f.visible(c, ino(kindLink, p.FileID)) {
+		if c == nil || f.shows(callerReader{f, c}, ino(kindLink, p.FileID), &mine) {
 			seen, seenBare, ids = append(seen, i), append(seenBare, bare[i]), append(ids, f.ids.shownID(p.FileID))
 		}
 	}
@@ -188,8 +200,53 @@ func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]plac
 			pp.places.names[contentID] = out
 		}
 		pp.placesMu.Unlock()
+	} else {
+		pp.callerNames.keep(key, gen, mine.end(t), out)
 	}
 	return out, nil
+}
+
+// callerNames are the names of the copies of groups made for callers who
+// see less than everything, kept while the groups do not change and what
+// the disk said of each copy holds: a walk looks up every copy of a group,
+// and each lookup needs the names of all (a name that repeats is told
+// apart among them).
+type callerNames struct {
+	mu  sync.Mutex
+	gen uint64
+	m   map[string]namesEntry // by caller key and content id
+}
+
+type namesEntry struct {
+	names []placeName
+	until time.Time
+}
+
+// callerNamesCap bounds the groups whose names are kept for callers.
+const callerNamesCap = 256
+
+// kept returns the names kept under key at gen, if they still hold at t.
+func (n *callerNames) kept(key string, gen uint64, t time.Time) ([]placeName, bool) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	e, ok := n.m[key]
+	if !ok || n.gen != gen || !t.Before(e.until) {
+		return nil, false
+	}
+	return e.names, true
+}
+
+// keep keeps names made at gen under key until until.
+func (n *callerNames) keep(key string, gen uint64, until time.Time, names []placeName) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if gen < n.gen {
+		return // made before the groups changed
+	}
+	if gen != n.gen || n.m == nil || len(n.m) >= callerNamesCap {
+		n.gen, n.m = gen, map[string]namesEntry{}
+	}
+	n.m[key] = namesEntry{names: names, until: until}
 }
 
 // placeLister lists the copies of a group for c by file id; an entry's
