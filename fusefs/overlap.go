@@ -181,35 +181,19 @@ func (f *FS) sideTop(ctx context.Context, sideID int64) (string, store.FolderPai
 }
 
 // pairFileName is the name a file of a pair's list shows under: as the
-// index keeps it, but for one told apart by its file id (" ~<id>"), whose
-// id shows as the view shows ids (f.ids). top is its side's folder.
+// index keeps it, but for one told apart by its file id (" ~<id>", or
+// " ~<id>-<n>" when that too was taken), whose id shows as the view shows
+// ids (f.ids). top is its side's folder.
 func (f *FS) pairFileName(top string, pf store.PairFile) string {
 	if f.ids == nil {
 		return pf.Name
 	}
 	base := naming.PeoplePath("", strings.TrimPrefix(strings.TrimPrefix(pf.Path, top), "/"))
-	if pf.Name != naming.WithID(base, pf.FileID, true) {
+	id, n, ok := naming.TagOf(pf.Name)
+	if !ok || id != pf.FileID || pf.Name != naming.Tagged(base, id, n, true) {
 		return pf.Name
 	}
-	return naming.WithID(base, f.ids.shownID(pf.FileID), true)
-}
-
-// extID reads the number of a name made by naming.WithID with an
-// extension ("x ~12.jpg").
-func extID(name string) (int64, bool) {
-	i := strings.LastIndex(name, " ~")
-	if i < 0 {
-		return 0, false
-	}
-	digits := name[i+2:]
-	if j := strings.IndexByte(digits, '.'); j >= 0 {
-		digits = digits[:j]
-	}
-	if digits == "" || digits[0] == '0' {
-		return 0, false
-	}
-	n, err := strconv.ParseInt(digits, 10, 64)
-	return n, err == nil
+	return naming.Tagged(base, f.ids.shownID(pf.FileID), n, true)
 }
 
 func (f *FS) lookupPairFile(sideID int64, name string, out *fuse.EntryOut) fuse.Status {
@@ -223,7 +207,7 @@ func (f *FS) lookupPairFile(sideID int64, name string, out *fuse.EntryOut) fuse.
 		err = store.ErrNotFound // its id shows as another number
 	}
 	if errors.Is(err, store.ErrNotFound) && f.ids != nil {
-		if n, ok := extID(name); ok {
+		if n, _, ok := naming.TagOf(name); ok {
 			if id, ok := f.ids.realID(n); ok {
 				pf, err = f.db.PairFileOf(ctx, sideID>>1, int(sideID&1), id)
 				if err == nil && f.pairFileName(top, pf) != name {

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
 
@@ -138,5 +139,64 @@ func TestPairFileIDsEnciphered(t *testing.T) {
 	}
 	if _, err := os.Lstat(filepath.Join(tf.mnt, side, repeat.Name)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("lstat %q: %v, want ENOENT", repeat.Name, err)
+	}
+}
+
+// A file of a pair's list whose " ~<id>" name a file on disk already has
+// is told apart by " ~<id>-2": in a view others may enter that id too
+// shows enciphered, never as its row's number, and is found by its name.
+func TestPairFileSecondTryEnciphered(t *testing.T) {
+	ctx := context.Background()
+	tf := mountWith(t, Config{AllowOther: true})
+	top := t.TempDir()
+	os.Chmod(top, 0o755)
+	os.Chmod(filepath.Dir(top), 0o755)
+	root := filepath.Join(top, "r")
+	files := map[string]string{"A/a/b": body(1, 300), "A/a › b": body(2, 300)}
+	for i := range 4 {
+		files[fmt.Sprintf("A/x%d", i)], files[fmt.Sprintf("B/y%d", i)] = body(10+i, 300), body(10+i, 300)
+	}
+	writeTree(t, root, files)
+	tf.index(root)
+	repeatOf := func(want int) store.PairFile {
+		t.Helper()
+		var ps []store.FolderPairInfo
+		var fs []store.PairFile
+		eventually(t, "the pair's list is kept", func() bool {
+			var err error
+			if ps, err = tf.db.View().PairsPage(ctx, 0, 10); err != nil || len(ps) != 1 {
+				return false
+			}
+			fs, err = tf.db.View().PairFilesPage(ctx, ps[0].ID, 0, 0, 10)
+			return err == nil && len(fs) == want
+		})
+		for _, f := range fs {
+			if id, _, ok := naming.TagOf(f.Name); ok && id == f.FileID {
+				return f
+			}
+		}
+		t.Fatalf("no file of %+v is told apart by its id", fs)
+		return store.PairFile{}
+	}
+	raw := repeatOf(2).FileID
+	// A file on disk takes the name the repeat had in the index.
+	writeTree(t, root, map[string]string{"A/" + naming.WithID("a › b", raw, true): body(3, 300)})
+	tf.index(root)
+	repeat := repeatOf(3)
+	if repeat.FileID != raw || repeat.Name != naming.Tagged("a › b", raw, 2, true) {
+		t.Fatalf("the index keeps %+v, want file %d as %q", repeat, raw, naming.Tagged("a › b", raw, 2, true))
+	}
+	labels := tf.names("overlap")
+	if len(labels) != 1 {
+		t.Fatalf("/overlap lists %q", labels)
+	}
+	side := filepath.Join("overlap", labels[0], "only in r › A")
+	shown := naming.Tagged("a › b", tf.fs.ids.shownID(raw), 2, true)
+	names := tf.names(side)
+	if !slices.Contains(names, shown) || slices.Contains(names, repeat.Name) {
+		t.Fatalf("%s lists %q, want %q and not %q", side, names, shown, repeat.Name)
+	}
+	if target, err := os.Readlink(filepath.Join(tf.mnt, side, shown)); err != nil || target != repeat.Path {
+		t.Errorf("%s -> %q, %v; want %s", shown, target, err, repeat.Path)
 	}
 }

@@ -169,7 +169,11 @@ func lastPartExt(name string) (stem, ext string) {
 // WithID tells a name that repeats apart: " ~<id>" before its extension
 // (with ext; a folder's name has none), the name cut in its middle when
 // the whole would pass MaxName.
-func WithID(name string, id int64, ext bool) string {
+func WithID(name string, id int64, ext bool) string { return Tagged(name, id, 1, ext) }
+
+// Tagged is the n-th way Distinct tries to tell a name apart: WithID for
+// n < 2, else " ~<id>-<n>" in its place.
+func Tagged(name string, id int64, n int, ext bool) string {
 	stem, e := name, ""
 	if ext {
 		stem, e = lastPartExt(name)
@@ -177,7 +181,52 @@ func WithID(name string, id int64, ext bool) string {
 			stem, e = name, ""
 		}
 	}
-	return withTag(stem, e, " ~"+strconv.FormatInt(id, 10))
+	tag := " ~" + strconv.FormatInt(id, 10)
+	if n >= 2 {
+		tag += "-" + strconv.Itoa(n)
+	}
+	return withTag(stem, e, tag)
+}
+
+// TagOf reads the id and the try of a name Tagged may have made: its last
+// " ~<id>" or " ~<id>-<n>", at its end or before an extension. Whether
+// the name is Tagged's is for the caller to check, by making it again.
+func TagOf(name string) (id int64, n int, ok bool) {
+	i := strings.LastIndex(name, " ~")
+	if i < 0 {
+		return 0, 0, false
+	}
+	rest := name[i+2:]
+	id, rest, ok = leadingNumber(rest)
+	if !ok {
+		return 0, 0, false
+	}
+	n = 1
+	if strings.HasPrefix(rest, "-") {
+		var try int64
+		if try, rest, ok = leadingNumber(rest[1:]); !ok || try < 2 || try > 1<<20 {
+			return 0, 0, false
+		}
+		n = int(try)
+	}
+	if rest != "" && rest[0] != '.' {
+		return 0, 0, false
+	}
+	return id, n, true
+}
+
+// leadingNumber reads the decimal number s starts with (no leading zero)
+// and what follows it.
+func leadingNumber(s string) (int64, string, bool) {
+	j := 0
+	for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+		j++
+	}
+	if j == 0 || s[0] == '0' {
+		return 0, s, false
+	}
+	v, err := strconv.ParseInt(s[:j], 10, 64)
+	return v, s[j:], err == nil
 }
 
 // withTag is stem, tag and ext, stem cut in its middle when the whole
@@ -208,20 +257,11 @@ func Distinct(bare []string, ids []int64, ext bool) []string {
 			kept[b], out[i] = true, b
 			continue
 		}
+		// Each try a different tag at the end of the name: no more than
+		// len(bare) of them can be taken.
 		name := WithID(b, ids[i], ext)
-		if taken[name] {
-			stem, e := b, ""
-			if ext {
-				if stem, e = lastPartExt(b); len(e) > 32 {
-					stem, e = b, ""
-				}
-			}
-			tag := " ~" + strconv.FormatInt(ids[i], 10) + "-"
-			// Each tag a different string at the end of the name: no
-			// more than len(bare) of them can be taken.
-			for n := 2; taken[name]; n++ {
-				name = withTag(stem, e, tag+strconv.Itoa(n))
-			}
+		for n := 2; taken[name]; n++ {
+			name = Tagged(b, ids[i], n, ext)
 		}
 		taken[name], out[i] = true, name
 	}

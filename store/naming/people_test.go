@@ -214,3 +214,25 @@ func TestDistinct(t *testing.T) {
 	}
 	check("fixed point", []string{fixed, fixed, fixed}, []int64{62, 63, 63}, true)
 }
+
+// TagOf reads back what Tagged wrote, at any try, cut or not, and refuses
+// what Tagged cannot have written.
+func TestTagOfReadsTagged(t *testing.T) {
+	long := strings.Repeat("é", 126) + ".jpg"
+	for _, name := range []string{"a › b.jpg", "x ~3.tar", "folder", long} {
+		for _, ext := range []bool{true, false} {
+			for _, n := range []int{1, 2, 17} {
+				s := Tagged(name, 123456789, n, ext)
+				id, try, ok := TagOf(s)
+				if !ok || id != 123456789 || try != n || len(s) > MaxName {
+					t.Errorf("TagOf(Tagged(%q, n=%d, ext=%v) = %q) = %d, %d, %v", name, n, ext, s, id, try, ok)
+				}
+			}
+		}
+	}
+	for _, s := range []string{"a", "a ~", "a ~0.jpg", "a ~012", "a ~12x", "a ~12-1", "a ~12-", "a ~12-03.jpg"} {
+		if id, n, ok := TagOf(s); ok {
+			t.Errorf("TagOf(%q) = %d, %d, true", s, id, n)
+		}
+	}
+}
