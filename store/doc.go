@@ -51,7 +51,8 @@
 //	            that overlap in part: foldpairtree.go and foldpairsearch.go
 //	            (the search of every folder), foldpairrule.go (the rule on
 //	            pairs restated above), foldpairscope.go (the search around
-//	            moved folders), foldpairkeep.go (folder_pairs kept after
+//	            moved folders), foldpairterms.go (what it holds of
+//	            folders' contents, bounded), foldpairkeep.go (folder_pairs kept after
 //	            each fold), foldpairlists.go (what only one folder holds),
 //	            foldpairview.go (the report's and the view's reads)
 //	Ledger      actions.go, actionplan.go, actionrun.go, actionundo.go,
