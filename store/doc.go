@@ -37,7 +37,8 @@
 //
 //	common      store.go (Options, DB), open.go, migrate.go, migrepair.go,
 //	            private.go (index files 0600), errors.go, tx.go (Write,
-//	            Begin, Tx), rows.go (collect), clock.go, lease.go (Lease,
+//	            Begin, Tx), txstmts.go (the writer's statements, prepared
+//	            once), rows.go (collect), clock.go, lease.go (Lease,
 //	            Queue, KeepLease), checkpoint.go, status.go (Totals),
 //	            subsystems.go (the subsystem types)
 //	Files       roots.go, listing.go, scan.go, scanlate.go (ScanBatch),

@@ -64,7 +64,7 @@ func (b *ScanBatch) writeLate() error {
 		return cmp.Or(strings.Compare(x.dir, y.dir), strings.Compare(x.name, y.name))
 	})
 	if b.late == nil {
-		st, err := b.tx.tx.PrepareContext(b.tx.ctx, lateSQL)
+		st, err := b.tx.prepared(lateSQL)
 		if err != nil {
 			return classify("prepare late hashes", err)
 		}
