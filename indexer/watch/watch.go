@@ -370,7 +370,7 @@ func (w *Watcher) gather(ctx context.Context, b *batch, c change, lostSaid map[s
 		w.loseRoot(b, c.root)
 	default:
 		if _, id := w.rootOf(c.dir); id != 0 {
-			b.add(id, c.dir, c.first, c.last)
+			b.add(id, c.dir, c.first, c.last, c.busy)
 		}
 	}
 }
