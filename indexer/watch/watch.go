@@ -90,10 +90,11 @@ type Watcher struct {
 	noted     map[string]bool      // limits and gone roots said to the index (status)
 
 	// Of Run's goroutine: the failure of the last flush ("": none), and
-	// when it is tried again.
+	// when it is tried again; the fold of the folders (flush.go).
 	failing string
 	backoff time.Duration
 	retryAt time.Time
+	fold    *folder
 }
 
 // Roots lists the index's roots, and records which are followed in part
@@ -289,12 +290,16 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 	lostSaid := map[string]bool{}
 	var flushed time.Time // when the last flush started
+	w.fold = w.startFolder(ctx)
 	for {
 		select {
 		case <-ctx.Done():
+			<-w.fold.done
 			w.clearNotes()
 			w.ix.SayNow(true)
 			return nil
+		case err := <-w.fold.errs:
+			w.drained(ctx, err)
 		case c := <-w.changes:
 			// Take what else waits before looking for what is due: that
 			// look costs a pass over the folders gathered.
