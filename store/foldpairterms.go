@@ -54,14 +54,15 @@ func compareContent(a, b *contentRef) int {
 }
 
 // scopeBudget bounds what a scope holds of subtrees' contents and of the
-// folders holding a content, in rows (a content of a file, about 100
-// bytes; a content's folders count one, and one more per 8 folders). Past
+// folders holding a content, in rows (a content of a file, 88 bytes, so
+// 1.4 MB in all; a content's folders count one, and one more per 8
+// folders). Past
 // it, the scope lets go of every subtree but that of the folder it
 // searches around, and of the folders of contents; a subtree that still
 // does not fit is not held, but measured and searched by SQLite
-// (foldpairbig.go), in a sorter of bounded memory and in pages. (A
-// variable: tests make it small.)
-var scopeBudget = 1 << 16
+// (commonLarge, sharedContents), in a sorter of bounded memory and in
+// pages. (A variable: tests make it small.)
+var scopeBudget = 1 << 14
 
 // subtree reads the contents of a folder's subtree, sorted, and holds
 // them; ok is false (nothing read) when they do not fit in scopeBudget.
@@ -77,12 +78,19 @@ func (s *pairScope) subtree(n *scopeNode) (ts []termRef, ok bool, err error) {
 	room := scopeBudget - s.held
 	rows, err := s.db.query(s.ctx, `SELECT f.nlink, `+termCols("f")+` FROM `+subtreeFilesSQL+` LIMIT ?4`,
 		append(subtreeArgs(n.Path), room+1)...)
+	if err != nil {
+		return nil, false, classify("read a folder's files", err)
+	}
+	defer rows.Close()
 	var r termRow
 	var nlink int64
 	dst := append([]any{&nlink}, r.dest()...)
-	ts, err = collect("read a folder's files", rows, err, func(rs rowScanner) (termRef, error) {
-		if err := rs.Scan(dst...); err != nil {
-			return termRef{}, err
+	// As many as the sums say: a slice grown by appending would hold up
+	// to twice that.
+	ts = make([]termRef, 0, min(int(n.Files), room)+1)
+	for rows.Next() {
+		if err := rows.Scan(dst...); err != nil {
+			return nil, false, classify("read a folder's files", err)
 		}
 		c := contentRef{size: r.size}
 		if r.hash != nil {
@@ -91,8 +99,9 @@ func (s *pairScope) subtree(n *scopeNode) (ts []termRef, ok bool, err error) {
 		} else {
 			c.dev, c.ino = r.dev, r.ino
 		}
-		return termRef{content: c, shared: r.hash != nil || nlink > 1}, nil
-	})
+		ts = append(ts, termRef{content: c, shared: r.hash != nil || nlink > 1})
+	}
+	err = classify("read a folder's files", rows.Err())
 	if err != nil || len(ts) > room {
 		return nil, false, err
 	}
