@@ -90,11 +90,13 @@ type Watcher struct {
 	noted     map[string]bool      // limits and gone roots said to the index (status)
 
 	// Of Run's goroutine: the failure of the last flush ("": none), and
-	// when it is tried again; the fold of the folders (flush.go).
-	failing string
-	backoff time.Duration
-	retryAt time.Time
-	fold    *folder
+	// when it is tried again; when the folders were last folded, and
+	// whether a fold is owed (flush.go).
+	failing  string
+	backoff  time.Duration
+	retryAt  time.Time
+	folded   time.Time
+	foldOwed bool
 }
 
 // Roots lists the index's roots, and records which are followed in part
@@ -290,16 +292,12 @@ func (w *Watcher) Run(ctx context.Context) error {
 	}
 	lostSaid := map[string]bool{}
 	var flushed time.Time // when the last flush started
-	w.fold = w.startFolder(ctx)
 	for {
 		select {
 		case <-ctx.Done():
-			<-w.fold.done
 			w.clearNotes()
 			w.ix.SayNow(true)
 			return nil
-		case err := <-w.fold.errs:
-			w.drained(ctx, err)
 		case c := <-w.changes:
 			// Take what else waits before looking for what is due: that
 			// look costs a pass over the folders gathered.
@@ -347,6 +345,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if now.Sub(flushed) >= w.cfg.Gap && (retry || b.due(now, w.cfg.Settle, w.cfg.MaxDelay)) {
 			flushed = now
 			w.flush(ctx, b)
+		} else if err := w.foldIfDue(ctx, now); err != nil {
+			w.drained(ctx, err)
 		}
 	}
 }
