@@ -121,8 +121,8 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 
 // DrainFiles is Drain but for the folders: the files are up to date when
 // it returns, and the folder signatures, groups and pairs wait for
-// FoldFolders. A watcher folds beside its next scans, so a scan of what
-// changed since does not wait for the fold of what changed before.
+// FoldFolders. A watcher folds at most once a second, so the scans of
+// what keeps changing do not wait for a fold after each.
 func (ix *Indexer) DrainFiles(ctx context.Context) error {
 	jobErr, err := ix.drainFiles(ctx)
 	if err != nil {
