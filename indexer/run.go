@@ -107,10 +107,51 @@ func (ix *Indexer) Run(ctx context.Context) error {
 // until none is left, as Run does after queuing its scans, then folds the
 // changes into the folder signatures.
 func (ix *Indexer) Drain(ctx context.Context) error {
+	jobErr, err := ix.drainFiles(ctx)
+	if err != nil {
+		return err
+	}
+	ix.cfg.Progress.SetPhase("folders", "")
+	if _, err := ix.FoldFolders(ctx); err != nil {
+		return err
+	}
+	ix.cfg.Progress.SetPhase("done", "")
+	return jobErr
+}
+
+// DrainFiles is Drain but for the folders: the files are up to date when
+// it returns, and the folder signatures, groups and pairs wait for
+// FoldFolders. A watcher folds at most once a second, so the scans of
+// what keeps changing do not wait for a fold after each.
+func (ix *Indexer) DrainFiles(ctx context.Context) error {
+	jobErr, err := ix.drainFiles(ctx)
+	if err != nil {
+		return err
+	}
+	ix.cfg.Progress.SetPhase("done", "")
+	return jobErr
+}
+
+// FoldFolders brings the folder signatures, groups and pairs up to date
+// with the files, and returns how many folders' sums it wrote. It may run
+// beside scans and hash runs (of this process or another): each of its
+// writes is a transaction of its own, and what changes after it read is
+// folded by the next call.
+func (ix *Indexer) FoldFolders(ctx context.Context) (int, error) {
+	n, err := ix.db.UpdateFolderSigs(ctx)
+	if err != nil {
+		return n, fmt.Errorf("update folder signatures: %w", err)
+	}
+	ix.cfg.Progress.FolderSums.Store(int64(n))
+	return n, nil
+}
+
+// drainFiles is Drain up to the folders; jobErr joins the errors of jobs
+// that failed (a root not there), err is a failure of the index.
+func (ix *Indexer) drainFiles(ctx context.Context) (jobErr, err error) {
 	ix.sizes = newSizeCache()
 	// Early reads a hash job of another process made useless end here.
 	defer ix.early.stop("")
-	var jobErr error
 	// hashed: this Run completed a hash run since its last scan. Files a
 	// hash run queued again (they changed under it) start one more run
 	// only when no run came after the last scan, so a file that keeps
@@ -118,13 +159,13 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 	hashed := false
 	for {
 		if err := ctx.Err(); err != nil {
-			return err
+			return jobErr, err
 		}
 		if err := ix.finishUnfinished(ctx); err != nil {
-			return err
+			return jobErr, err
 		}
 		if _, err := ix.db.RecoverDead(ctx, WorkerDead); err != nil {
-			return err
+			return jobErr, err
 		}
 		worked, err := ix.runClaimable(ctx, store.KindScan)
 		if errors.Is(err, ErrRootUnavailable) {
@@ -132,7 +173,7 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 			continue
 		}
 		if err != nil {
-			return err
+			return jobErr, err
 		}
 		if worked {
 			hashed = false
@@ -140,7 +181,7 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 		}
 		active, err := ix.activeIndexJobs(ctx)
 		if err != nil {
-			return err
+			return jobErr, err
 		}
 		// Hash runs wait for every scan: a scan of another process may be
 		// loading a first index, without the indexes a plan needs, and
@@ -153,44 +194,37 @@ func (ix *Indexer) Drain(ctx context.Context) error {
 			ix.sizes = newSizeCache()
 			// A scan that failed for good may have left a bulk load.
 			if err := ix.db.FinishStrandedBulkLoad(ctx); err != nil {
-				return err
+				return jobErr, err
 			}
 			if need, err = ix.hashNeeded(ctx, !hashed); err != nil {
-				return err
+				return jobErr, err
 			}
 			if need {
 				if _, _, err := ix.db.Enqueue(ctx, store.KindHash, 0); err != nil {
-					return err
+					return jobErr, err
 				}
 			}
 			worked, err = ix.runClaimable(ctx, store.KindHash)
 			if err != nil {
-				return err
+				return jobErr, err
 			}
 			if worked {
 				hashed = true
 				continue
 			}
 			if active, err = ix.activeIndexJobs(ctx); err != nil {
-				return err
+				return jobErr, err
 			}
 		}
 		if len(active) == 0 && !need {
-			ix.cfg.Progress.SetPhase("folders", "")
-			n, err := ix.db.UpdateFolderSigs(ctx)
-			if err != nil {
-				return fmt.Errorf("update folder signatures: %w", err)
-			}
-			ix.cfg.Progress.FolderSums.Store(int64(n))
-			ix.cfg.Progress.SetPhase("done", "")
-			return jobErr
+			return jobErr, nil
 		}
 		if len(active) > 0 {
 			ix.cfg.Progress.SetPhase("wait", describeWait(active[0]))
 		}
 		select {
 		case <-ctx.Done():
-			return ctx.Err()
+			return jobErr, ctx.Err()
 		case <-time.After(ix.cfg.PollInterval):
 		}
 	}

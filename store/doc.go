@@ -37,7 +37,8 @@
 //
 //	common      store.go (Options, DB), open.go, migrate.go, migrepair.go,
 //	            private.go (index files 0600), errors.go, tx.go (Write,
-//	            Begin, Tx), rows.go (collect), clock.go, lease.go (Lease,
+//	            Begin, Tx), txstmts.go (the writer's statements, prepared
+//	            once), rows.go (collect), clock.go, lease.go (Lease,
 //	            Queue, KeepLease), checkpoint.go, status.go (Totals),
 //	            subsystems.go (the subsystem types)
 //	Files       roots.go, listing.go, scan.go, scanlate.go (ScanBatch),
@@ -51,7 +52,8 @@
 //	            that overlap in part: foldpairtree.go and foldpairsearch.go
 //	            (the search of every folder), foldpairrule.go (the rule on
 //	            pairs restated above), foldpairscope.go (the search around
-//	            moved folders), foldpairkeep.go (folder_pairs kept after
+//	            moved folders), foldpairterms.go (what it holds of
+//	            folders' contents, bounded), foldpairkeep.go (folder_pairs kept after
 //	            each fold), foldpairlists.go (what only one folder holds),
 //	            foldpairview.go (the report's and the view's reads)
 //	Ledger      actions.go, actionplan.go, actionrun.go, actionundo.go,

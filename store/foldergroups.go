@@ -3,6 +3,7 @@ package store
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sort"
 	"strings"
 
@@ -177,9 +178,14 @@ type SubtreeFile struct {
 }
 
 // subtreeFilesSQL is the live non-empty files of a folder's subtree (d its
-// folders, f their files), with subtreeArgs.
-const subtreeFilesSQL = `folders d JOIN files f ON f.folder_id = d.id
-	WHERE (d.path = ?1 OR (d.path > ?2 AND d.path < ?3)) AND f.missing = 0 AND f.size > 0`
+// folders, f their files), with subtreeArgs; subtreeFilesAt(n) the same
+// with its arguments numbered from ?n.
+var subtreeFilesSQL = subtreeFilesAt(1)
+
+func subtreeFilesAt(n int) string {
+	return fmt.Sprintf(`folders d JOIN files f ON f.folder_id = d.id
+	WHERE (d.path = ?%d OR (d.path > ?%d AND d.path < ?%d)) AND f.missing = 0 AND f.size > 0`, n, n+1, n+2)
+}
 
 // subtreeArgs are the arguments of the queries of a folder's subtree
 // (subtreeFilesSQL, ScanBatch.LoseFolder) for the folder dir: its path, and

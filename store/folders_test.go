@@ -89,6 +89,9 @@ func TestFolderGroupsByClassEqualFromScratch(t *testing.T) {
 	}
 }
 
+// fakeFile is a file of content (hashed whole), or with a content below
+// zero a link of inode -content, never hashed whole (its term is the
+// inode's).
 type fakeFile struct {
 	dir, name string
 	content   int
@@ -137,6 +140,10 @@ func addFakeFilesUnder(tb testing.TB, db *DB, root int64, top string, files []fa
 			binary.BigEndian.PutUint32(sum, uint32(f.content))
 			st := FileStat{Name: f.name, Size: int64(100 + f.content), MtimeNS: 1, Dev: 1, Ino: nextIno(),
 				Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum}}
+			if f.content < 0 {
+				st = FileStat{Name: f.name, Size: int64(100 - f.content), MtimeNS: 1, Dev: 1, Ino: 1<<40 + uint64(-f.content),
+					Nlink: 2, Hash: &FileHash{Status: HashPartial}}
+			}
 			if err := b.AddFile(root, id, st); err != nil {
 				return err
 			}

@@ -100,7 +100,7 @@ const sigIndexSQL = "CREATE INDEX IF NOT EXISTS folders_sig ON folders (tree_sig
 func (db *DB) startFold(ctx context.Context) (bulk bool, err error) {
 	err = db.Write(ctx, func(tx *Tx) error {
 		var dirty, all int64
-		err := tx.tx.QueryRowContext(tx.ctx, "SELECT (SELECT count(*) FROM folder_dirty), (SELECT count(*) FROM folders)").Scan(&dirty, &all)
+		err := tx.queryRowP("SELECT (SELECT count(*) FROM folder_dirty), (SELECT count(*) FROM folders)").Scan(&dirty, &all)
 		if err != nil {
 			return classify("count changed folders", err)
 		}
@@ -159,7 +159,7 @@ type folderSums struct {
 }
 
 func (tx *Tx) foldFolders() (res fold, err error) {
-	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT folder_id, recount FROM folder_dirty LIMIT ?", folderChunk)
+	rows, err := tx.queryP("SELECT folder_id, recount FROM folder_dirty LIMIT ?", folderChunk)
 	if err != nil {
 		return res, classify("read changed folders", err)
 	}
@@ -272,7 +272,7 @@ func (tx *Tx) writeSums(f *folderSums) error {
 // recountFolder sums a folder's tree again from its own terms and its live
 // subfolders' trees (those of this chunk as they are now in fs).
 func (tx *Tx) recountFolder(f *folderSums, fs map[int64]*folderSums) error {
-	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, tree_sig, tree_files, tree_bytes, tree_pending
+	rows, err := tx.queryP(`SELECT id, tree_sig, tree_files, tree_bytes, tree_pending
 		FROM folders WHERE parent_id = ? AND missing = 0`, f.id)
 	if err != nil {
 		return classify("read subfolders", err)

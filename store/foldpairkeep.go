@@ -27,6 +27,10 @@ import (
 // searched again rather than around each.
 var maxPairMoves = 2000
 
+// scopeHook, when set (by tests), sees each search around moved folders
+// once it is done.
+var scopeHook func(*pairScope)
+
 // storedPair is a row of folder_pairs.
 type storedPair struct {
 	pairRow
@@ -98,6 +102,9 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 		s := newPairScope(ctx, db, DefaultMinSimilarity)
 		if rows, err = s.around(stored, moves); err != nil {
 			return err
+		}
+		if scopeHook != nil {
+			scopeHook(s)
 		}
 		path = func(id int64) string { return s.nodes[id].Path }
 	}

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -31,68 +33,84 @@ type pairDiff struct {
 
 // relFile is a file of a subtree, by its path relative to the top.
 type relFile struct {
-	id   int64
-	rel  string
-	term Sig
-	size int64
+	id, size int64
+	rel      string
 }
 
-// relFiles reads the live non-empty files of a folder's subtree, by
-// relative path.
-func (db *DB) relFiles(ctx context.Context, dir string) ([]relFile, error) {
-	rows, err := db.query(ctx, `SELECT d.path, f.name, f.id, `+termCols("f")+` FROM `+subtreeFilesSQL,
-		subtreeArgs(dir)...)
-	var d, name string
-	var id int64
-	r := termRow{algo: db.hashAlgo}
-	dst := append([]any{&d, &name, &id}, r.dest()...)
-	fs, err := collect("read a folder's files", rows, err, func(rs rowScanner) (relFile, error) {
-		if err := rs.Scan(dst...); err != nil {
-			return relFile{}, err
-		}
-		t, _ := r.term()
-		p := naming.JoinPath(d, name)
-		return relFile{id: id, rel: strings.TrimPrefix(strings.TrimPrefix(p, dir), "/"), term: t, size: r.size}, nil
-	})
-	sort.Slice(fs, func(i, j int) bool { return fs[i].rel < fs[j].rel })
-	return fs, err
-}
+// joinPathSQL is naming.JoinPath of a folder d and a file f, in SQL.
+const joinPathSQL = `iif(d.path = '/', '/' || f.name, d.path || '/' || f.name)`
 
-// diffPair lists what only one of the folders a and b holds.
+// diffPair lists what only one of the folders a and b holds. SQLite
+// sorts the files of both by content, then by path (in a sorter of
+// bounded memory); they are read a content at a time, and only the lists
+// are held.
 func (db *DB) diffPair(ctx context.Context, a, b string) (pairDiff, error) {
 	var d pairDiff
-	fa, err := db.relFiles(ctx, a)
+	rows, err := db.query(ctx, `SELECT side, id, size, p, `+contentKeys+` FROM (
+		SELECT 0 AS side, f.id, f.size, `+joinPathSQL+` AS p, `+contentKeySQL+` FROM `+subtreeFilesAt(1)+`
+		UNION ALL SELECT 1, f.id, f.size, `+joinPathSQL+`, `+contentKeySQL+` FROM `+subtreeFilesAt(4)+`)
+		ORDER BY `+contentKeys+`, side, p`, append(subtreeArgs(a), subtreeArgs(b)...)...)
 	if err != nil {
-		return d, err
+		return d, classify("read a pair's files", err)
 	}
-	fb, err := db.relFiles(ctx, b)
-	if err != nil {
-		return d, err
-	}
-	inB := map[Sig]int{}
-	for _, f := range fb {
-		inB[f.term]++
-	}
-	inA := map[Sig]int{}
-	var onlyA, onlyB []relFile
-	for _, f := range fa {
-		if inB[f.term] > 0 {
-			inB[f.term]--
-			inA[f.term]++
+	defer rows.Close()
+	var only [2][]relFile
+	var group [2][]relFile // the files of one content, by path
+	end := func() {
+		n := min(len(group[0]), len(group[1]))
+		for _, f := range group[0][:n] {
 			d.sharedBytes += f.size
-			continue
 		}
-		onlyA = append(onlyA, f)
-	}
-	for _, f := range fb {
-		if inA[f.term] > 0 {
-			inA[f.term]--
-			continue
+		for side := range group {
+			only[side] = append(only[side], group[side][n:]...)
+			group[side] = group[side][:0]
 		}
-		onlyB = append(onlyB, f)
 	}
-	d.only[0], d.only[1] = peopleNames(onlyA), peopleNames(onlyB)
+	var side int
+	var f relFile
+	var p string
+	var key, last contentKey
+	for first := true; rows.Next(); first = false {
+		if err := rows.Scan(&side, &f.id, &f.size, &p, &key.byHash, &key.hash, &key.algo, &key.size, &key.dev, &key.ino); err != nil {
+			return d, classify("read a pair's files", err)
+		}
+		if !first && !key.equal(&last) {
+			end()
+		}
+		last.set(&key)
+		top := [2]string{a, b}[side]
+		f.rel = strings.TrimPrefix(strings.TrimPrefix(p, top), "/")
+		group[side] = append(group[side], f)
+	}
+	if err := rows.Err(); err != nil {
+		return d, classify("read a pair's files", err)
+	}
+	end()
+	for side := range only {
+		sort.Slice(only[side], func(i, j int) bool { return only[side][i].rel < only[side][j].rel })
+		d.only[side] = peopleNames(only[side])
+	}
 	return d, nil
+}
+
+// contentKey is a row of contentKeySQL.
+type contentKey struct {
+	byHash         bool
+	hash           sql.RawBytes
+	algo           string
+	size, dev, ino int64
+}
+
+func (k *contentKey) equal(o *contentKey) bool {
+	return k.byHash == o.byHash && bytes.Equal(k.hash, o.hash) && k.algo == o.algo && k.size == o.size &&
+		k.dev == o.dev && k.ino == o.ino
+}
+
+// set makes k a copy of o, its hash in k's own buffer.
+func (k *contentKey) set(o *contentKey) {
+	h := append(k.hash[:0], o.hash...)
+	*k = *o
+	k.hash = h
 }
 
 // peopleNames names the files of a list for the view, each name once.

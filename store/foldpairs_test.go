@@ -56,14 +56,20 @@ func searchLines(t *testing.T, db *DB) []string {
 // (by its contents, by the file counts of folders), step after step of
 // files added and folders lost, in two roots.
 func TestKeptPairsEqualASearch(t *testing.T) {
-	defer func(c int64, m int) { scopeCostPerContent, maxPairMoves = c, m }(scopeCostPerContent, maxPairMoves)
+	defer func(c int64, m, b, p int) {
+		scopeCostPerContent, maxPairMoves, scopeBudget, sharedPage = c, m, b, p
+	}(scopeCostPerContent, maxPairMoves, scopeBudget, sharedPage)
 	ctx := context.Background()
 	for seed := int64(1); seed <= 8; seed++ {
 		for _, way := range []struct {
-			cost  int64
-			moves int
-		}{{0, 1 << 30}, {1 << 40, 1 << 30}, {20, 0}} {
-			scopeCostPerContent, maxPairMoves = way.cost, way.moves
+			cost   int64
+			moves  int
+			budget int // rows a scope may hold: 0, none (SQLite counts, contents read in pages)
+		}{{0, 1 << 30, 1 << 16}, {1 << 40, 1 << 30, 1 << 16}, {20, 0, 1 << 16}, {0, 1 << 30, 0}, {1 << 40, 1 << 30, 0}, {0, 1 << 30, 6}} {
+			if way.budget < 1<<16 && seed > 3 {
+				continue // the same code as above, with SQLite counting: fewer seeds
+			}
+			scopeCostPerContent, maxPairMoves, scopeBudget, sharedPage = way.cost, way.moves, way.budget, 2
 			rng := rand.New(rand.NewSource(seed))
 			db := openTest(t)
 			var roots []int64
@@ -82,7 +88,11 @@ func TestKeptPairsEqualASearch(t *testing.T) {
 					if rng.Intn(3) == 0 {
 						dir = path.Dir(dir)
 					}
-					fs[k] = append(fs[k], fakeFile{dir, fmt.Sprintf("f%d-%d", step, i), 1 + rng.Intn(12)})
+					c := 1 + rng.Intn(12)
+					if rng.Intn(6) == 0 {
+						c = -c // a link of an inode of another file
+					}
+					fs[k] = append(fs[k], fakeFile{dir, fmt.Sprintf("f%d-%d", step, i), c})
 				}
 				for k := range fs {
 					addFakeFilesUnder(t, db, roots[k], "/"+string("rs"[k]), fs[k])
@@ -127,5 +137,121 @@ func TestPairListNamesEnd(t *testing.T) {
 			t.Errorf("file %d: %d %q", i, f.id, f.name)
 		}
 		seen[f.name] = true
+	}
+}
+
+// A scope holds no more than scopeBudget rows of contents, whatever the
+// size of the folders it measures: a big pair (400 files against 300 of
+// them and 100 more, 100 of them links of inodes never hashed whole) is
+// measured and found from its contents with a budget of 50 rows, and the
+// pairs kept are those a search of every folder keeps.
+func TestScopeHoldsBoundedRows(t *testing.T) {
+	defer func(c int64, b, p int) {
+		scopeCostPerContent, scopeBudget, sharedPage = c, b, p
+		scopeHook = nil
+	}(scopeCostPerContent, scopeBudget, sharedPage)
+	scopeBudget, sharedPage = 50, 7
+	peak, scopes := 0, 0
+	scopeHook = func(s *pairScope) { peak, scopes = max(peak, s.peak), scopes+1 }
+	ctx := context.Background()
+	for _, cost := range []int64{0, 1 << 40} { // found from contents, from file counts
+		scopeCostPerContent = cost
+		db := openTest(t)
+		var roots []int64
+		for _, p := range []string{"/r", "/s"} {
+			r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: p}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			roots = append(roots, r.ID)
+		}
+		var a, b []fakeFile
+		for i := 1; i <= 400; i++ {
+			c := i
+			if i%4 == 0 {
+				c = -i
+			}
+			a = append(a, fakeFile{fmt.Sprintf("/r/a/%d", i%7), fmt.Sprint("f", i), c})
+			if i <= 300 {
+				b = append(b, fakeFile{fmt.Sprintf("/s/b/%d", i%5), fmt.Sprint("f", i), c})
+			} else {
+				b = append(b, fakeFile{"/s/b", fmt.Sprint("g", i), 1000 + i})
+			}
+		}
+		addFakeFilesUnder(t, db, roots[0], "/r", a)
+		addFakeFilesUnder(t, db, roots[1], "/s", b)
+		if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+			t.Fatal(err)
+		}
+		// Each step moves both folders' sums: their pair is measured
+		// again around them.
+		for step := 0; step < 3; step++ {
+			addFakeFilesUnder(t, db, roots[0], "/r", []fakeFile{{"/r/a/new", fmt.Sprint("n", step), 2000 + step}})
+			addFakeFilesUnder(t, db, roots[1], "/s", []fakeFile{{"/s/b/new", fmt.Sprint("n", step), 3000 + step}})
+			if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+				t.Fatal(err)
+			}
+			got, want := keptLines(t, db), searchLines(t, db)
+			if !slices.Equal(got, want) {
+				t.Fatalf("cost %d step %d: kept\n%q\nsearch\n%q", cost, step, got, want)
+			}
+			if !slices.ContainsFunc(got, func(l string) bool { return strings.HasPrefix(l, "/r/a | /s/b | ") }) {
+				t.Fatalf("cost %d step %d: the big pair is not kept: %q", cost, step, got)
+			}
+		}
+	}
+	if scopes == 0 {
+		t.Fatal("no search around moved folders ran")
+	}
+	if peak > scopeBudget {
+		t.Errorf("a scope held %d rows, past its budget of %d", peak, scopeBudget)
+	}
+}
+
+// Folders alike whose shared contents are each held by more than
+// MaxSeedFolders folders are no candidates: around a moved folder, as in
+// the search of every folder, whether the scope holds their contents or
+// SQLite counts them.
+func TestScopeSeedsLikeASearch(t *testing.T) {
+	defer func(c int64, b int) { scopeCostPerContent, scopeBudget = c, b }(scopeCostPerContent, scopeBudget)
+	scopeCostPerContent = 1 << 40 // partners by file counts, each asked whether it seeds
+	ctx := context.Background()
+	for _, budget := range []int{1 << 16, 0} {
+		scopeBudget = budget
+		db := openTest(t)
+		r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// 40 contents, each in MaxSeedFolders+1 folders; q holds them
+		// and 10 more of its own, and p 35 of them and one seeding.
+		var fs []fakeFile
+		for k := 0; k <= MaxSeedFolders; k++ {
+			for c := 0; c < 40; c++ {
+				fs = append(fs, fakeFile{fmt.Sprintf("/r/o/%d", k), fmt.Sprint("f", c), 5000 + c})
+			}
+		}
+		for c := 0; c < 50; c++ {
+			fs = append(fs, fakeFile{"/r/q", fmt.Sprint("f", c), 5000 + c})
+		}
+		for c := 0; c < 35; c++ {
+			fs = append(fs, fakeFile{"/r/p", fmt.Sprint("f", c), 5000 + c})
+		}
+		fs = append(fs, fakeFile{"/r/p", "seed", 6000}, fakeFile{"/r/q", "seed", 6000})
+		addFakeFilesUnder(t, db, r.ID, "/r", fs)
+		if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+			t.Fatal(err)
+		}
+		addFakeFilesUnder(t, db, r.ID, "/r", []fakeFile{{"/r/q", "moved", 7000}})
+		if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+			t.Fatal(err)
+		}
+		got, want := keptLines(t, db), searchLines(t, db)
+		if !slices.Equal(got, want) {
+			t.Fatalf("budget %d: kept\n%q\nsearch\n%q", budget, got, want)
+		}
+		if len(got) != 1 || !strings.HasPrefix(got[0], "/r/p | /r/q | ") {
+			t.Errorf("budget %d: kept %q, want the pair of p and q alone", budget, got)
+		}
 	}
 }

@@ -2,10 +2,7 @@ package store
 
 import (
 	"bytes"
-	"cmp"
 	"context"
-	"slices"
-	"strings"
 
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -45,45 +42,6 @@ type scopeNode struct {
 	live bool // in the tree: files below it, not missing
 }
 
-// termRef is a file's content, as the scoped search compares them.
-type termRef struct {
-	content contentRef
-	shared  bool // another file may hold it: it has its full hash, or other links
-}
-
-// contentRef names a content as the folders holding it are found, and as
-// content terms tell contents apart: by the full hash and size (the files
-// of a duplicate content, or the links of an inode hashed whole), or else
-// by the inode (dev and ino; size for the lookup).
-type contentRef struct {
-	byHash   bool
-	algo     string
-	hash     [32]byte
-	size     int64
-	dev, ino int64
-}
-
-func compareContent(a, b *contentRef) int {
-	switch {
-	case a.byHash != b.byHash:
-		if a.byHash {
-			return 1
-		}
-		return -1
-	case a.byHash:
-		if c := bytes.Compare(a.hash[:], b.hash[:]); c != 0 {
-			return c
-		}
-		if a.algo != b.algo {
-			return strings.Compare(a.algo, b.algo)
-		}
-		return cmp.Compare(a.size, b.size)
-	case a.dev != b.dev:
-		return cmp.Compare(a.dev, b.dev)
-	}
-	return cmp.Compare(a.ino, b.ino)
-}
-
 // pairScope measures pairs around moved folders, reading what it needs.
 type pairScope struct {
 	db      *DB
@@ -92,6 +50,11 @@ type pairScope struct {
 	nodes   map[int64]*scopeNode
 	terms   map[int64][]termRef // sorted by content
 	holders map[contentRef][]int64
+	// held is the rows terms and holders hold (scopeBudget), peak the
+	// most they held; focus is the folder searched around, whose terms
+	// are kept.
+	held, peak int
+	focus      int64
 }
 
 func newPairScope(ctx context.Context, db *DB, min float64) *pairScope {
@@ -147,60 +110,6 @@ func (s *pairScope) fact(id int64) (folderFact, bool) {
 	return folderFact{parent: n.Parent, files: n.Files, bytes: n.Bytes, pending: n.Pending, sig: n.Sig}, true
 }
 
-// subtree reads the contents of a folder's subtree, sorted.
-func (s *pairScope) subtree(n *scopeNode) ([]termRef, error) {
-	if t, ok := s.terms[n.ID]; ok {
-		return t, nil
-	}
-	rows, err := s.db.query(s.ctx, `SELECT f.nlink, `+termCols("f")+` FROM `+subtreeFilesSQL, subtreeArgs(n.Path)...)
-	r := termRow{algo: s.db.hashAlgo}
-	var nlink int64
-	dst := append([]any{&nlink}, r.dest()...)
-	ts, err := collect("read a folder's files", rows, err, func(rs rowScanner) (termRef, error) {
-		if err := rs.Scan(dst...); err != nil {
-			return termRef{}, err
-		}
-		c := contentRef{size: r.size}
-		if r.hash != nil {
-			c.byHash, c.algo = true, r.algo
-			copy(c.hash[:], r.hash)
-		} else {
-			c.dev, c.ino = r.dev, r.ino
-		}
-		return termRef{content: c, shared: r.hash != nil || nlink > 1}, nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	slices.SortFunc(ts, func(a, b termRef) int { return compareContent(&a.content, &b.content) })
-	s.terms[n.ID] = ts
-	return ts, nil
-}
-
-// folders reads the distinct live folders holding a content directly (no
-// more than MaxSeedFolders+1: past that it seeds nothing): of
-// a full hash, the folders of its files (the links of one inode when no
-// other inode holds it, as the search of every folder counts them).
-func (s *pairScope) folders(c contentRef) ([]int64, error) {
-	if h, ok := s.holders[c]; ok {
-		return h, nil
-	}
-	q, args := `SELECT DISTINCT f.folder_id FROM files f JOIN folders d ON d.id = f.folder_id
-		WHERE f.content_hash = ? AND f.missing = 0 AND d.tree_files > 0 AND d.missing = 0
-		LIMIT ?`, []any{c.hash[:], MaxSeedFolders + 1}
-	if !c.byHash {
-		q, args = `SELECT DISTINCT f.folder_id FROM files f JOIN folders d ON d.id = f.folder_id
-			WHERE f.size = ? AND f.ino = ? AND f.dev = ? AND f.nlink > 1 AND f.missing = 0
-			  AND d.tree_files > 0 AND d.missing = 0 LIMIT ?`, []any{c.size, c.ino, c.dev, MaxSeedFolders + 1}
-	}
-	rows, err := s.db.query(s.ctx, q, args...)
-	h, err := collect("read the folders of a content", rows, err, scanValue[int64])
-	if err == nil {
-		s.holders[c] = h
-	}
-	return h, err
-}
-
 // compatible reports whether file counts fa and fb allow a similarity of
 // min (|A ∩ B| / |A ∪ B| <= min(fa, fb) / max(fa, fb)).
 func (s *pairScope) compatible(fa, fb int64) bool {
@@ -209,6 +118,7 @@ func (s *pairScope) compatible(fa, fb int64) bool {
 
 // partners finds the kept pairs of folder x: its candidates, measured.
 func (s *pairScope) partners(x *scopeNode) ([]pairRow, error) {
+	s.focus = x.ID
 	lo := int64(s.min * float64(x.Files))
 	hi := int64(float64(x.Files) / s.min)
 	if lo < minFilesBySize {
@@ -244,30 +154,23 @@ func (s *pairScope) partners(x *scopeNode) ([]pairRow, error) {
 
 // partnersByContent climbs from the folders holding x's seeding contents.
 func (s *pairScope) partnersByContent(x *scopeNode) ([]pairRow, error) {
-	ts, err := s.subtree(x)
-	if err != nil {
-		return nil, err
-	}
 	cands := map[int64]bool{}
-	for i, t := range ts {
-		if !t.shared || (i > 0 && ts[i-1].content == t.content) {
-			continue
-		}
-		hs, err := s.folders(t.content)
+	err := s.sharedContents(x, func(c contentRef) error {
+		hs, err := s.folders(c)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if len(hs) < 2 || len(hs) > MaxSeedFolders {
-			continue
+			return nil
 		}
 		if err := s.load(hs); err != nil {
-			return nil, err
+			return err
 		}
 		for _, g := range hs {
 			for id := g; id != 0; {
 				b, err := s.node(id)
 				if err != nil {
-					return nil, err
+					return err
 				}
 				if b == nil || naming.Within(b.Path, x.Path) {
 					break // the common ancestor
@@ -281,6 +184,10 @@ func (s *pairScope) partnersByContent(x *scopeNode) ([]pairRow, error) {
 				id = b.Parent
 			}
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var out []pairRow
 	for id := range cands {
@@ -334,30 +241,9 @@ func (s *pairScope) measure(x, b *scopeNode, seed bool) (pairRow, bool, error) {
 	if sameContent(x.facts(), b.facts()) || min(x.Files, b.Files) < int64(s.min*float64(max(x.Files, b.Files))) {
 		return r, false, nil
 	}
-	tx, err := s.subtree(x)
+	shared, seeds, err := s.common(x, b)
 	if err != nil {
 		return r, false, err
-	}
-	tb, err := s.subtree(b)
-	if err != nil {
-		return r, false, err
-	}
-	var shared int64
-	var both []contentRef
-	for i, j := 0, 0; i < len(tx) && j < len(tb); {
-		switch c := compareContent(&tx[i].content, &tb[j].content); {
-		case c < 0:
-			i++
-		case c > 0:
-			j++
-		default:
-			if seed && (len(both) == 0 || both[len(both)-1] != tx[i].content) {
-				both = append(both, tx[i].content)
-			}
-			shared++
-			i++
-			j++
-		}
 	}
 	r = pairRow{a: x.ID, b: b.ID, shared: shared, union: x.Files + b.Files - shared}
 	if bytes.Compare([]byte(b.Path), []byte(x.Path)) < 0 {
@@ -369,16 +255,8 @@ func (s *pairScope) measure(x, b *scopeNode, seed bool) (pairRow, bool, error) {
 	if !seed {
 		return r, true, nil
 	}
-	for _, c := range both {
-		hs, err := s.folders(c)
-		if err != nil {
-			return r, false, err
-		}
-		if len(hs) <= MaxSeedFolders {
-			return r, true, nil
-		}
-	}
-	return r, false, nil
+	ok, err := seeds()
+	return r, ok && err == nil, err
 }
 
 func (n *scopeNode) facts() folderFact {

@@ -307,9 +307,8 @@ func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
 			guard + ` AND (hash_status = 'pending' OR hash_status = 'partial')`},
 	}
 	for _, s := range stmts {
-		st, err := tx.tx.PrepareContext(tx.ctx, s.q)
+		st, err := tx.prepared(s.q)
 		if err != nil {
-			b.Close()
 			return nil, classify("prepare hash batch", err)
 		}
 		*s.dst = st
@@ -317,14 +316,8 @@ func (tx *Tx) HashBatch(algo string) (*HashBatch, error) {
 	return b, nil
 }
 
-// Close releases the batch's statements.
-func (b *HashBatch) Close() {
-	for _, st := range []*sql.Stmt{b.prefix, b.content, b.fail, b.requeue} {
-		if st != nil {
-			st.Close()
-		}
-	}
-}
+// Close ends the batch. (Its statements are the transaction's.)
+func (b *HashBatch) Close() {}
 
 func (b *HashBatch) args(r *HashRow, second any) []any {
 	return []any{r.ID, second, r.Size, r.MtimeNS, int64(r.Dev), int64(r.Ino)}

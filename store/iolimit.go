@@ -25,7 +25,7 @@ func (jq *Jobs) ReserveIO(ctx context.Context, bucket string, cost time.Duration
 			VALUES (?, `+nowSQL+`, `+nowSQL+`) ON CONFLICT DO NOTHING`, bucket); err != nil {
 			return err
 		}
-		err := tx.tx.QueryRowContext(tx.ctx, `UPDATE io_rate_limits
+		err := tx.queryRowP(`UPDATE io_rate_limits
 			SET next_available_at_ms = max(next_available_at_ms, `+nowSQL+`) + ?2, updated_at = `+nowSQL+`
 			WHERE bucket_key = ?1 RETURNING next_available_at_ms - ?2`, bucket, cost.Milliseconds()).Scan(&at)
 		return classify("reserve I/O", err)

@@ -102,7 +102,7 @@ func (jq *Jobs) Enqueue(ctx context.Context, kind string, rootID int64) (id int6
 func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
 	root := sql.NullInt64{Int64: rootID, Valid: rootID != 0}
 	var id int64
-	err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO jobs (kind, root_id, status, created_at, updated_at)
+	err := tx.queryRowP(`INSERT INTO jobs (kind, root_id, status, created_at, updated_at)
 		VALUES (?, ?, 'pending', `+nowSQL+`, `+nowSQL+`) ON CONFLICT DO NOTHING RETURNING id`, kind, root).Scan(&id)
 	if err == nil {
 		return id, true, nil
@@ -110,7 +110,7 @@ func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
 	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, false, classify("enqueue "+kind, err)
 	}
-	err = tx.tx.QueryRowContext(tx.ctx, `SELECT id FROM jobs WHERE kind = ? AND root_id IS ?
+	err = tx.queryRowP(`SELECT id FROM jobs WHERE kind = ? AND root_id IS ?
 		AND status IN ('pending', 'running', 'retryable')`, kind, root).Scan(&id)
 	return id, false, classify("find active "+kind, err)
 }
@@ -120,7 +120,7 @@ func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
 // UPDATE ... RETURNING. It returns ErrNotFound when there is none.
 func (jq *Jobs) Claim(ctx context.Context, kind, owner string, ttl time.Duration) (Job, Lease, error) {
 	j, l, err := claimRow(ctx, jq.db, QueueJobs, owner, ttl, func(tx *Tx, id int64) (Job, error) {
-		j, err := scanJob(tx.tx.QueryRowContext(tx.ctx, "SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
+		j, err := scanJob(tx.queryRowP("SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
 		return j, classify("read job", err)
 	}, "kind = ?4", kind)
 	if err != nil {
@@ -165,7 +165,7 @@ func (tx *Tx) Finish(l Lease, status, code, msg string, retryAfter time.Duration
 	if status == StatusRetryable {
 		// Out of attempts: failed, not retryable.
 		var max int64
-		if err := tx.tx.QueryRowContext(tx.ctx, "SELECT max_attempts FROM jobs WHERE id = ?", l.ID).Scan(&max); err != nil {
+		if err := tx.queryRowP("SELECT max_attempts FROM jobs WHERE id = ?", l.ID).Scan(&max); err != nil {
 			return classify("finish job", err)
 		}
 		if l.Attempt >= max {
@@ -249,7 +249,7 @@ func (jq *Jobs) EnqueueScanWith(ctx context.Context, rootID int64, fn func(statu
 		var id int64
 		var status string
 		var cp sql.NullString
-		err := tx.tx.QueryRowContext(tx.ctx, `SELECT id, status, checkpoint FROM jobs WHERE kind = 'scan' AND root_id = ?
+		err := tx.queryRowP(`SELECT id, status, checkpoint FROM jobs WHERE kind = 'scan' AND root_id = ?
 			AND status IN ('pending', 'running', 'retryable')`, rootID).Scan(&id, &status, &cp)
 		if err != nil && !errors.Is(err, sql.ErrNoRows) {
 			return classify("find active scan", err)

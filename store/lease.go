@@ -137,7 +137,7 @@ func (tx *Tx) claimN(q *Queue, filter string, owner string, ttl time.Duration, n
 	if q.OnClaim != "" {
 		onClaim = q.OnClaim + ", "
 	}
-	rows, err := tx.tx.QueryContext(tx.ctx, `UPDATE `+q.Table+` SET `+onClaim+`worker_id = ?1, attempt = attempt + 1,
+	rows, err := tx.queryP(`UPDATE `+q.Table+` SET `+onClaim+`worker_id = ?1, attempt = attempt + 1,
 		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2
 		WHERE id IN (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT ?3)
 		RETURNING id, attempt`, args...)

@@ -62,7 +62,7 @@ func (b *ScanBatch) noteSize(size int64) {
 }
 
 // ScanBatch writes the changes one scan found, inside one write transaction.
-// Its statements are prepared once per batch.
+// Its statements are the writer's kept ones (Tx.prepared).
 type ScanBatch struct {
 	tx                                          *Tx
 	now                                         int64
@@ -146,9 +146,8 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)`})
 	}
 	for _, s := range stmts {
-		st, err := tx.tx.PrepareContext(tx.ctx, s.q)
+		st, err := tx.prepared(s.q)
 		if err != nil {
-			b.Close()
 			return nil, classify("prepare scan batch", err)
 		}
 		*s.dst = st
@@ -158,17 +157,14 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 
 const fileRowParams = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 
-// Close writes the files still waiting and releases the batch's
-// statements. A failed write fails the transaction's Commit.
+// insChunkSQL writes fileChunk new files.
+var insChunkSQL = insFileHead + fileRowParams + strings.Repeat(", "+fileRowParams, fileChunk-1)
+
+// Close writes the files still waiting. A failed write fails the
+// transaction's Commit. (The statements are the transaction's.)
 func (b *ScanBatch) Close() {
 	if err := b.flush(); err != nil && b.tx.failed == nil {
 		b.tx.failed = err
-	}
-	for _, st := range []*sql.Stmt{b.insFolder, b.newFolder, b.updFolder, b.insFile, b.updChanged,
-		b.updSeen, b.missFile, b.missFolders, b.missFilesIn, b.insChunk, b.late, b.lateID} {
-		if st != nil {
-			st.Close()
-		}
 	}
 	b.pending = nil
 }
@@ -192,8 +188,7 @@ func (b *ScanBatch) writeFiles(all bool) error {
 	}()
 	for len(rows) >= fileChunk*fileCols {
 		if b.insChunk == nil {
-			q := insFileHead + fileRowParams + strings.Repeat(", "+fileRowParams, fileChunk-1)
-			st, err := b.tx.tx.PrepareContext(b.tx.ctx, q)
+			st, err := b.tx.prepared(insChunkSQL)
 			if err != nil {
 				return classify("prepare add files", err)
 			}

@@ -82,7 +82,7 @@ func (b *ScanBatch) writeLate() error {
 			st, q = &b.lateID, lateIDSQL
 		}
 		if *st == nil {
-			p, err := b.tx.tx.PrepareContext(b.tx.ctx, q)
+			p, err := b.tx.prepared(q)
 			if err != nil {
 				return classify("prepare late hashes", err)
 			}

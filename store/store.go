@@ -50,7 +50,8 @@ type DB struct {
 	r        *sql.DB // read-only pool
 	hashAlgo string
 
-	stmts sync.Map // query text -> *sql.Stmt on the read pool
+	stmts sync.Map   // query text -> *sql.Stmt on the read pool
+	kept  writeStmts // the writer's statements (txstmts.go)
 
 	readOnly  bool   // opened with Options.ReadOnly: no writer
 	immutable bool   // read as immutable: no -shm could be made and no WAL is there
@@ -114,6 +115,7 @@ func (db *DB) Close() error {
 		v.(*sql.Stmt).Close()
 		return true
 	})
+	db.kept.close()
 	if db.r != nil {
 		errs = append(errs, db.r.Close())
 	}

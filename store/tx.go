@@ -41,11 +41,13 @@ type Tx struct {
 	// failed is a write that could not be made after its caller returned
 	// (a ScanBatch flushing on Close): Commit then rolls back with it.
 	failed error
-	// stmts are the statements exec ran more than once in this
-	// transaction, prepared once (a statement's parse is the larger part
-	// of a small write with modernc); seen those it ran once.
+	// stmts are the statements prepared for this transaction (the
+	// writer's kept ones, or those exec ran more than once: a statement's
+	// parse is the larger part of a small write with modernc); seen those
+	// exec ran once. kept are the writer's (txstmts.go; nil: none).
 	stmts map[string]*sql.Stmt
 	seen  map[string]bool
+	kept  *writeStmts
 	// algo is the index's hash algorithm.
 	algo string
 }
@@ -107,11 +109,12 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 		return nil, fmt.Errorf("begin write: %w", err)
 	}
 	bg := context.WithoutCancel(ctx)
+	db.kept.prepareWanted(bg, db.w)
 	sqltx, err := db.beginRetry(ctx, bg)
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt, algo: db.hashAlgo}, nil
+	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo}, nil
 }
 
 // busyRetry bounds how long Begin keeps trying when another process held
@@ -189,7 +192,7 @@ func (tx *Tx) Commit() error {
 // bumpEpoch bumps scan_epoch and records the changed sizes with it.
 func (tx *Tx) bumpEpoch() error {
 	var epoch int64
-	err := tx.tx.QueryRowContext(tx.ctx,
+	err := tx.queryRowP(
 		"UPDATE counters SET value = value + 1 WHERE name = 'scan_epoch' RETURNING value").Scan(&epoch)
 	if err != nil {
 		return classify("bump scan epoch", err)
@@ -216,23 +219,6 @@ func (tx *Tx) bumpEpoch() error {
 	return nil
 }
 
-// prepared returns query prepared once for the rest of the transaction:
-// for the statements a write runs once per row of a plan or a batch.
-func (tx *Tx) prepared(query string) (*sql.Stmt, error) {
-	if st := tx.stmts[query]; st != nil {
-		return st, nil
-	}
-	st, err := tx.tx.PrepareContext(tx.ctx, query)
-	if err != nil {
-		return nil, err
-	}
-	if tx.stmts == nil {
-		tx.stmts = map[string]*sql.Stmt{}
-	}
-	tx.stmts[query] = st
-	return st, nil
-}
-
 // queryRowP runs a query of one row through prepared.
 func (tx *Tx) queryRowP(query string, args ...any) rowScanner {
 	st, err := tx.prepared(query)
@@ -256,20 +242,17 @@ type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
+// exec runs a statement: prepared when the writer keeps it, or when this
+// transaction runs it a second time; else as it is, and asked to be kept.
 func (tx *Tx) exec(op, query string, args ...any) (sql.Result, error) {
-	if st := tx.stmts[query]; st != nil {
-		res, err := st.ExecContext(tx.ctx, args...)
-		return res, classify(op, err)
-	}
-	if tx.seen[query] {
-		st, err := tx.tx.PrepareContext(tx.ctx, query)
-		if err != nil {
+	st := tx.stmts[query]
+	if st == nil && (tx.seen[query] || tx.kept.get(query) != nil) {
+		var err error
+		if st, err = tx.prepared(query); err != nil {
 			return nil, classify(op, err)
 		}
-		if tx.stmts == nil {
-			tx.stmts = map[string]*sql.Stmt{}
-		}
-		tx.stmts[query] = st
+	}
+	if st != nil {
 		res, err := st.ExecContext(tx.ctx, args...)
 		return res, classify(op, err)
 	}
@@ -314,22 +297,20 @@ func (tx *Tx) recountContents() error {
 		return err
 	}
 	if len(tx.added) > 0 {
-		st, err := tx.tx.PrepareContext(tx.ctx, "INSERT OR IGNORE INTO content_dirty (hash_algo, content_hash) VALUES (?, ?)")
+		st, err := tx.prepared("INSERT OR IGNORE INTO content_dirty (hash_algo, content_hash) VALUES (?, ?)")
 		if err != nil {
 			return classify("note new groups", err)
 		}
 		for k := range tx.added {
 			algo, sum, _ := strings.Cut(k, "\x00")
 			if _, err := st.ExecContext(tx.ctx, algo, []byte(sum)); err != nil {
-				st.Close()
 				return classify("note new groups", err)
 			}
 		}
-		st.Close()
 		tx.added = nil
 	}
 	var n int
-	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT count(*) FROM content_dirty").Scan(&n); err != nil {
+	if err := tx.queryRowP("SELECT count(*) FROM content_dirty").Scan(&n); err != nil {
 		return classify("count touched groups", err)
 	}
 	if n == 0 {

@@ -314,7 +314,8 @@ view shows the result within a second: a new copy appears in its group (a
 new group when a second copy is made), a deleted copy leaves it, a renamed
 one shows under its new name, a folder made, moved or removed is walked or
 dropped whole. The changes of each folder are gathered until they settle
-(200 ms without events in it, 1 s at most), so a file written in one go is
+(200 ms without events in it, 50 ms once every file written in it was
+closed, moved or deleted; 1 s at most), so a file written in one go is
 scanned once, after it is closed, and a folder that keeps changing holds
 back no other; one that keeps growing for longer is looked at about once a
 second, and hashed only when its size matches another file's. When events

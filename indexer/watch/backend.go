@@ -13,6 +13,9 @@ type change struct {
 	// first and last are when the first and the last of the events the
 	// change stands for came.
 	first, last time.Time
+	// busy: as the last of them came, a write to an entry of the folder
+	// was under way (made or written, not closed yet).
+	busy bool
 	// lost: events were lost (a queue overflowed); root names the root
 	// whose events they were, "" for every root.
 	lost bool
@@ -56,27 +59,76 @@ type namer struct {
 	mu    sync.Mutex
 	dirs  map[string]span // folders to name, and when they changed
 	notes []change        // lost events, limits, roots moved: named first
+	// open are the entries of each folder being written (made or
+	// written, not closed, deleted or moved since), and when they last
+	// were; an entry never closed (a hard link made, a file written
+	// through a mapping) is forgotten after openFor.
+	open   map[string]map[string]time.Time
+	forgot time.Time // the last forget
 }
+
+// openFor is how long an entry written and never closed counts as being
+// written.
+const openFor = time.Minute
+
+// entryWrite is what an event says of the writes to an entry.
+type entryWrite int
+
+const (
+	writeNone entryWrite = iota // nothing: a folder's own change, permissions
+	writeOpen                   // made or written: a write may be under way
+	writeDone                   // closed after writing, deleted, moved
+)
 
 func newNamer(out chan<- change) *namer {
 	n := &namer{out: out, quit: make(chan struct{}), done: make(chan struct{}), send: make(chan struct{}, 1),
-		dirs: map[string]span{}}
+		dirs: map[string]span{}, open: map[string]map[string]time.Time{}}
 	go n.run()
 	return n
 }
 
 // name notes that dir changed now.
-func (n *namer) name(dir string) {
+func (n *namer) name(dir string) { n.entry(dir, "", writeNone) }
+
+// entry notes that the entry name of dir changed now, and what the event
+// said of its writes.
+func (n *namer) entry(dir, name string, w entryWrite) {
 	now := time.Now()
 	n.mu.Lock()
+	switch open := n.open[dir]; {
+	case w == writeOpen && open == nil:
+		n.open[dir] = map[string]time.Time{name: now}
+	case w == writeOpen:
+		open[name] = now
+	case w == writeDone && open != nil:
+		delete(open, name)
+		if len(open) == 0 {
+			delete(n.open, dir)
+		}
+	}
 	at, ok := n.dirs[dir]
 	if !ok {
 		at.first = now
 	}
 	at.last = now
+	at.busy = len(n.open[dir]) > 0
 	n.dirs[dir] = at
 	n.mu.Unlock()
 	kick(n.send)
+}
+
+// forget drops the entries written longer than openFor ago (mu held).
+func (n *namer) forget(now time.Time) {
+	for dir, open := range n.open {
+		for name, at := range open {
+			if now.Sub(at) > openFor {
+				delete(open, name)
+			}
+		}
+		if len(open) == 0 {
+			delete(n.open, dir)
+		}
+	}
 }
 
 // note hands the watcher a change that is not a folder's.
@@ -98,6 +150,10 @@ func (n *namer) run() {
 		n.mu.Lock()
 		notes, dirs := n.notes, n.dirs
 		n.notes, n.dirs = nil, map[string]span{}
+		if now := time.Now(); now.Sub(n.forgot) > openFor {
+			n.forget(now)
+			n.forgot = now
+		}
 		n.mu.Unlock()
 		for _, c := range notes {
 			select {
@@ -108,7 +164,7 @@ func (n *namer) run() {
 		}
 		for d, at := range dirs {
 			select {
-			case n.out <- change{dir: d, first: at.first, last: at.last}:
+			case n.out <- change{dir: d, first: at.first, last: at.last, busy: at.busy}:
 			case <-n.quit:
 				return
 			}

@@ -6,35 +6,44 @@ import "time"
 // once its changes settle (no change for settle since its last, or
 // maxDelay since its first), so a folder that keeps changing holds back
 // no other; and roots to rescan whole, due once no such rescan was asked
-// for settle (or maxDelay since the first ask).
+// for settle (or maxDelay since the first ask). A folder none of whose
+// entries is being written as its last change came (each written was
+// closed, deleted or moved) settles in a quarter of settle: what a copy,
+// a move or a delete leaves is final, and shows that much sooner; while
+// a file is being written, its folder waits for the writes to pause.
 type batch struct {
 	dirs        map[int64]map[string]*span
 	full        map[int64]bool
 	first, last time.Time // of the whole-root rescans asked
 }
 
-// span is when a folder's first and last changes not scanned yet came.
-type span struct{ first, last time.Time }
+// span is when a folder's first and last changes not scanned yet came,
+// and whether an entry was being written as the last came.
+type span struct {
+	first, last time.Time
+	busy        bool
+}
 
 func newBatch() *batch {
 	return &batch{dirs: map[int64]map[string]*span{}, full: map[int64]bool{}}
 }
 
-// add notes that dir of root changed from first to last.
-func (b *batch) add(root int64, dir string, first, last time.Time) {
+// add notes that dir of root changed from first to last, busy as the
+// last change came.
+func (b *batch) add(root int64, dir string, first, last time.Time, busy bool) {
 	if b.dirs[root] == nil {
 		b.dirs[root] = map[string]*span{}
 	}
 	s := b.dirs[root][dir]
 	if s == nil {
-		b.dirs[root][dir] = &span{first, last}
+		b.dirs[root][dir] = &span{first, last, busy}
 		return
 	}
 	if first.Before(s.first) {
 		s.first = first
 	}
-	if last.After(s.last) {
-		s.last = last
+	if !last.Before(s.last) {
+		s.last, s.busy = last, busy
 	}
 }
 
@@ -51,6 +60,14 @@ func settled(first, last, now time.Time, settle, maxDelay time.Duration) bool {
 	return now.Sub(last) >= settle || now.Sub(first) >= maxDelay
 }
 
+// settledDir is settled for a folder's span.
+func settledDir(s *span, now time.Time, settle, maxDelay time.Duration) bool {
+	if !s.busy {
+		settle /= 4
+	}
+	return settled(s.first, s.last, now, settle, maxDelay)
+}
+
 // due: something waits and is due.
 func (b *batch) due(now time.Time, settle, maxDelay time.Duration) bool {
 	if len(b.full) > 0 && settled(b.first, b.last, now, settle, maxDelay) {
@@ -58,7 +75,7 @@ func (b *batch) due(now time.Time, settle, maxDelay time.Duration) bool {
 	}
 	for _, dirs := range b.dirs {
 		for _, s := range dirs {
-			if settled(s.first, s.last, now, settle, maxDelay) {
+			if settledDir(s, now, settle, maxDelay) {
 				return true
 			}
 		}
@@ -81,7 +98,7 @@ func (b *batch) take(now time.Time, settle, maxDelay time.Duration) (full []int6
 	dirs = map[int64]map[string]*span{}
 	for id, ds := range b.dirs {
 		for d, s := range ds {
-			if settled(s.first, s.last, now, settle, maxDelay) {
+			if settledDir(s, now, settle, maxDelay) {
 				if dirs[id] == nil {
 					dirs[id] = map[string]*span{}
 				}
@@ -99,7 +116,7 @@ func (b *batch) take(now time.Time, settle, maxDelay time.Duration) (full []int6
 // putBack returns folders that could not be queued (a scan of their root
 // was running): they are due again after settle.
 func (b *batch) putBack(root int64, dirs map[string]*span, now time.Time) {
-	for d := range dirs {
-		b.add(root, d, now, now)
+	for d, s := range dirs {
+		b.add(root, d, now, now, s.busy)
 	}
 }

@@ -175,13 +175,33 @@ func (fa *fanotify) event(mask uint64, info []byte) {
 		if entry && fa.skip(naming.JoinPath(dir, string(name))) {
 			continue
 		}
-		fa.namer.name(dir)
+		if entry {
+			fa.namer.entry(dir, string(name), fanWrite(mask))
+		} else {
+			fa.namer.name(dir)
+		}
 		if entry && mask&(unix.FAN_ONDIR|unix.FAN_ATTRIB) == unix.FAN_ONDIR|unix.FAN_ATTRIB {
 			// A subfolder's permissions changed: it may be readable
 			// now, with what was made in it meanwhile.
 			fa.namer.name(naming.JoinPath(dir, string(name)))
 		}
 	}
+}
+
+// fanWrite is what an event says of its entry's writes. Events of one
+// entry may be merged into one mask, their order lost: one that holds a
+// close after writing, a delete or a move says the writes are over (a
+// write after that raises an event of its own).
+func fanWrite(mask uint64) entryWrite {
+	switch {
+	case mask&unix.FAN_ONDIR != 0:
+		return writeNone
+	case mask&(unix.FAN_CLOSE_WRITE|unix.FAN_DELETE|unix.FAN_MOVED_FROM|unix.FAN_MOVED_TO) != 0:
+		return writeDone
+	case mask&(unix.FAN_CREATE|unix.FAN_MODIFY) != 0:
+		return writeOpen
+	}
+	return writeNone
 }
 
 // folder finds the path of a folder from its handle, if it lies under a

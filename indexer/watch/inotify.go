@@ -360,8 +360,21 @@ func (in *inotify) event(wd int32, mask uint32, name string) {
 		kick(in.work)
 	}
 	if !in.skip(p) {
-		in.namer.name(dir)
+		in.namer.entry(dir, name, inotifyWrite(mask))
 	}
+}
+
+// inotifyWrite is what an event says of its entry's writes.
+func inotifyWrite(mask uint32) entryWrite {
+	switch {
+	case mask&unix.IN_ISDIR != 0:
+		return writeNone
+	case mask&(unix.IN_CLOSE_WRITE|unix.IN_DELETE|unix.IN_MOVED_FROM|unix.IN_MOVED_TO) != 0:
+		return writeDone
+	case mask&(unix.IN_CREATE|unix.IN_MODIFY) != 0:
+		return writeOpen
+	}
+	return writeNone
 }
 
 func (in *inotify) close() {

@@ -90,10 +90,13 @@ type Watcher struct {
 	noted     map[string]bool      // limits and gone roots said to the index (status)
 
 	// Of Run's goroutine: the failure of the last flush ("": none), and
-	// when it is tried again.
-	failing string
-	backoff time.Duration
-	retryAt time.Time
+	// when it is tried again; when the folders were last folded, and
+	// whether a fold is owed (flush.go).
+	failing  string
+	backoff  time.Duration
+	retryAt  time.Time
+	folded   time.Time
+	foldOwed bool
 }
 
 // Roots lists the index's roots, and records which are followed in part
@@ -342,6 +345,8 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if now.Sub(flushed) >= w.cfg.Gap && (retry || b.due(now, w.cfg.Settle, w.cfg.MaxDelay)) {
 			flushed = now
 			w.flush(ctx, b)
+		} else if err := w.foldIfDue(ctx, now); err != nil {
+			w.drained(ctx, err)
 		}
 	}
 }
@@ -370,7 +375,7 @@ func (w *Watcher) gather(ctx context.Context, b *batch, c change, lostSaid map[s
 		w.loseRoot(b, c.root)
 	default:
 		if _, id := w.rootOf(c.dir); id != 0 {
-			b.add(id, c.dir, c.first, c.last)
+			b.add(id, c.dir, c.first, c.last, c.busy)
 		}
 	}
 }

@@ -1,0 +1,138 @@
+package watch
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/dupefs/dupefs/integration/testenv"
+)
+
+// A folder settles in a quarter of Settle when none of its entries is
+// being written as its last change came, in the whole of it when one is,
+// and in MaxDelay however it keeps changing.
+func TestBatchSettlesWritesOver(t *testing.T) {
+	const settle, maxDelay = 200 * time.Millisecond, time.Second
+	t0 := time.Unix(1000, 0)
+	b := newBatch()
+	b.add(1, "/r/done", t0, t0, false)
+	b.add(1, "/r/busy", t0, t0, true)
+	if b.due(t0.Add(settle/4-time.Millisecond), settle, maxDelay) {
+		t.Fatal("due before a quarter of settle")
+	}
+	_, dirs := b.take(t0.Add(settle/4), settle, maxDelay)
+	if len(dirs[1]) != 1 || dirs[1]["/r/done"] == nil {
+		t.Fatalf("after a quarter of settle: %v, want /r/done alone", dirs[1])
+	}
+	// The busy folder's writes end: its last change says so.
+	b.add(1, "/r/busy", t0.Add(50*time.Millisecond), t0.Add(60*time.Millisecond), false)
+	if _, dirs := b.take(t0.Add(60*time.Millisecond+settle/4), settle, maxDelay); dirs[1]["/r/busy"] == nil {
+		t.Fatalf("a folder whose writes ended: not due after a quarter of settle")
+	}
+	// One being written all along is due after MaxDelay.
+	b.add(1, "/r/log", t0, t0, true)
+	for at := t0; at.Before(t0.Add(maxDelay)); at = at.Add(100 * time.Millisecond) {
+		b.add(1, "/r/log", at, at, true)
+		if b.due(at, settle, maxDelay) {
+			t.Fatalf("due at %v while written", at.Sub(t0))
+		}
+	}
+	if !b.due(t0.Add(maxDelay), settle, maxDelay) {
+		t.Fatal("not due after MaxDelay")
+	}
+}
+
+// The namer says a folder is busy while an entry of it was made or
+// written and not closed, deleted or moved since; an entry never closed
+// is forgotten after openFor.
+func TestNamerBusy(t *testing.T) {
+	out := make(chan change, 16)
+	n := newNamer(out)
+	defer n.close()
+	busy := func(what string, want bool) {
+		t.Helper()
+		c := testenv.Recv(t, out, 5*time.Second, "a change of /r/d")
+		if c.dir != "/r/d" || c.busy != want {
+			t.Fatalf("%s: %+v, want busy %v", what, c, want)
+		}
+	}
+	n.entry("/r/d", "a", writeOpen)
+	busy("a made", true)
+	n.entry("/r/d", "b", writeOpen)
+	busy("b made", true)
+	n.entry("/r/d", "a", writeDone)
+	busy("a closed, b not", true)
+	n.entry("/r/d", "b", writeDone)
+	busy("both closed", false)
+	n.entry("/r/d", "c", writeOpen)
+	busy("c made", true)
+	n.name("/r/d")
+	busy("the folder named, c not closed", true)
+	n.mu.Lock()
+	n.forget(time.Now().Add(openFor + time.Second))
+	n.mu.Unlock()
+	n.name("/r/d")
+	busy("c forgotten", false)
+}
+
+// Each backend tells a write under way from one that is over: a file
+// held open after a write keeps its folder busy; closed, or moved, it
+// does not.
+func TestBackendsSayWritesUnderWay(t *testing.T) {
+	for _, name := range []string{"inotify", "fanotify"} {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			out := make(chan change, 64)
+			skip := func(string) bool { return false }
+			var be backend
+			var err error
+			if name == "fanotify" {
+				testenv.NeedRoot(t, "fanotify marks need CAP_SYS_ADMIN")
+				be, err = newFanotify(out, skip)
+			} else {
+				be, err = newInotify(out, skip)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer be.close()
+			if err := be.add(dir); err != nil {
+				t.Fatal(err)
+			}
+			// next waits for a change of the folder saying want;
+			// changes saying otherwise before it fail the test
+			// unless allowed.
+			next := func(what string, want, allowOther bool) {
+				t.Helper()
+				for {
+					c := testenv.Recv(t, out, 5*time.Second, what)
+					if c.dir != dir {
+						continue
+					}
+					if c.busy == want {
+						return
+					}
+					if !allowOther {
+						t.Fatalf("%s: %+v, want busy %v", what, c, want)
+					}
+				}
+			}
+			f, err := os.Create(filepath.Join(dir, "f"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			if _, err := f.WriteString("data"); err != nil {
+				t.Fatal(err)
+			}
+			next("a file made and written, not closed", true, false)
+			f.Close()
+			next("the file closed", false, true) // the write's changes may come first
+			if err := os.Rename(filepath.Join(dir, "f"), filepath.Join(dir, "g")); err != nil {
+				t.Fatal(err)
+			}
+			next("the file moved", false, false)
+		})
+	}
+}
