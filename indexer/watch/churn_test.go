@@ -516,7 +516,10 @@ func TestIndexDiskFullThenRoom(t *testing.T) {
 		defer f.mu.Unlock()
 		n := 0
 		for _, w := range f.warns {
-			if strings.Contains(w, "disk full") {
+			// A write may fit now and then while the disk is nearly
+			// full (a fold between two flushes): each time it fills
+			// again is said once more, not each flush that fails.
+			if strings.Contains(w, "disk full") && !strings.Contains(w, "written again") {
 				n++
 			}
 		}
