@@ -93,11 +93,9 @@ func TestPeopleFoldersInAViewOthersEnter(t *testing.T) {
 	}
 }
 
-// In a view others may enter, a file of a pair's list told apart by its
-// id shows the id as every number of such a view shows (enciphered), and
-// is found by that name, not by its row's.
-func TestPairFileIDsEnciphered(t *testing.T) {
-	ctx := context.Background()
+// mountRepeatPair mounts a view others may enter of a root r whose folders
+// A and B make a pair, two files only in A read alike ("a/b", "a › b").
+func mountRepeatPair(t *testing.T) (*testFS, string) {
 	tf := mountWith(t, Config{AllowOther: true})
 	top := t.TempDir()
 	os.Chmod(top, 0o755)
@@ -109,6 +107,15 @@ func TestPairFileIDsEnciphered(t *testing.T) {
 	}
 	writeTree(t, root, files)
 	tf.index(root)
+	return tf, root
+}
+
+// In a view others may enter, a file of a pair's list told apart by its
+// id shows the id as every number of such a view shows (enciphered), and
+// is found by that name, not by its row's.
+func TestPairFileIDsEnciphered(t *testing.T) {
+	ctx := context.Background()
+	tf, _ := mountRepeatPair(t)
 	const side = "overlap/A ≈ B (66.67%)/only in r › A"
 	var names []string
 	eventually(t, "the pair lists", func() bool {
@@ -147,17 +154,7 @@ func TestPairFileIDsEnciphered(t *testing.T) {
 // shows enciphered, never as its row's number, and is found by its name.
 func TestPairFileSecondTryEnciphered(t *testing.T) {
 	ctx := context.Background()
-	tf := mountWith(t, Config{AllowOther: true})
-	top := t.TempDir()
-	os.Chmod(top, 0o755)
-	os.Chmod(filepath.Dir(top), 0o755)
-	root := filepath.Join(top, "r")
-	files := map[string]string{"A/a/b": body(1, 300), "A/a › b": body(2, 300)}
-	for i := range 4 {
-		files[fmt.Sprintf("A/x%d", i)], files[fmt.Sprintf("B/y%d", i)] = body(10+i, 300), body(10+i, 300)
-	}
-	writeTree(t, root, files)
-	tf.index(root)
+	tf, root := mountRepeatPair(t)
 	repeatOf := func(want int) store.PairFile {
 		t.Helper()
 		var ps []store.FolderPairInfo
