@@ -68,6 +68,9 @@ func settledDir(s *span, now time.Time, settle, maxDelay time.Duration) bool {
 	return settled(s.first, s.last, now, settle, maxDelay)
 }
 
+// empty: nothing waits.
+func (b *batch) empty() bool { return len(b.dirs) == 0 && len(b.full) == 0 }
+
 // due: something waits and is due.
 func (b *batch) due(now time.Time, settle, maxDelay time.Duration) bool {
 	if len(b.full) > 0 && settled(b.first, b.last, now, settle, maxDelay) {

@@ -72,7 +72,7 @@ func (w *Watcher) flush(ctx context.Context, b *batch) {
 	}
 	w.foldOwed = true
 	if err == nil {
-		err = w.foldIfDue(ctx, now)
+		err = w.foldIfDue(ctx, now, false)
 	}
 	w.drained(ctx, cmp.Or(err, qerr))
 }
@@ -119,12 +119,13 @@ func (w *Watcher) pathOf(id int64) string {
 }
 
 // foldGap is the least time from the start of one fold of the folders to
-// the next.
-const foldGap = time.Second
+// the next while changes keep coming. (A variable: tests make it long.)
+var foldGap = time.Second
 
 // foldIfDue folds what the flushes changed into the folders' signatures,
 // groups and pairs (Indexer.FoldFolders), unless the last fold started
-// less than foldGap ago: then the fold is owed, and a later flush or
+// less than foldGap ago and changes keep coming (quiet: none waits, and
+// none came for Settle): then the fold is owed, and a later flush or
 // tick (foldOwed) makes it, taking in what every flush since changed.
 // Under churn a fold after every flush cost twice the CPU (most of a
 // fold's cost is per folder, and the same folders change again), and the
@@ -132,9 +133,11 @@ const foldGap = time.Second
 // half a second on a busy machine). Folds run between flushes, never
 // beside them: beside the scans they held as much more memory (SQLite's
 // caches and sorts of both at once: 110 MB against 82 MB at the peak of
-// an rm -rf of two copies of /usr/share).
-func (w *Watcher) foldIfDue(ctx context.Context, now time.Time) error {
-	if !w.foldOwed || now.Sub(w.folded) < foldGap {
+// an rm -rf of two copies of /usr/share). Once the changes stop, the
+// owed fold is made at once, so the index is up to date as soon as it
+// can be.
+func (w *Watcher) foldIfDue(ctx context.Context, now time.Time, quiet bool) error {
+	if !w.foldOwed || (!quiet && now.Sub(w.folded) < foldGap) {
 		return nil
 	}
 	w.folded, w.foldOwed = now, false

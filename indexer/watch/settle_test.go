@@ -1,6 +1,7 @@
 package watch
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -135,4 +136,35 @@ func TestBackendsSayWritesUnderWay(t *testing.T) {
 			next("the file moved", false, false)
 		})
 	}
+}
+
+// A fold owed is made once the changes stop, however soon after the last:
+// with folds an hour apart at least, a second folder group still shows.
+func TestOwedFoldMadeOnceQuiet(t *testing.T) {
+	defer func(g time.Duration) { foldGap = g }(foldGap)
+	foldGap = time.Hour
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "a/x"), photo(1))
+	write(t, filepath.Join(tree, "a/y"), photo(2))
+	f := newFixture(t, "inotify", Config{}, tree)
+	folders := func(want ...string) func() bool {
+		return func() bool {
+			gs, err := f.db.Folders().FolderGroups(context.Background(), 1)
+			if err != nil || len(gs) != 1 || len(gs[0].Folders) != len(want) {
+				return false
+			}
+			for i, d := range gs[0].Folders {
+				if d.Path != filepath.Join(tree, want[i]) {
+					return false
+				}
+			}
+			return true
+		}
+	}
+	write(t, filepath.Join(tree, "b/x"), photo(1))
+	write(t, filepath.Join(tree, "b/y"), photo(2))
+	f.eventually(10*time.Second, "the folder group of a and b (the first fold)", folders("a", "b"))
+	write(t, filepath.Join(tree, "c/x"), photo(1))
+	write(t, filepath.Join(tree, "c/y"), photo(2))
+	f.eventually(10*time.Second, "c in the group (a fold owed, made once quiet)", folders("a", "b", "c"))
 }

@@ -91,12 +91,13 @@ type Watcher struct {
 
 	// Of Run's goroutine: the failure of the last flush ("": none), and
 	// when it is tried again; when the folders were last folded, and
-	// whether a fold is owed (flush.go).
+	// whether a fold is owed (flush.go); when the last change came.
 	failing  string
 	backoff  time.Duration
 	retryAt  time.Time
 	folded   time.Time
 	foldOwed bool
+	changed  time.Time // when the last change came
 }
 
 // Roots lists the index's roots, and records which are followed in part
@@ -299,6 +300,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			w.ix.SayNow(true)
 			return nil
 		case c := <-w.changes:
+			w.changed = time.Now()
 			// Take what else waits before looking for what is due: that
 			// look costs a pass over the folders gathered.
 			w.gather(ctx, b, c, lostSaid)
@@ -345,7 +347,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 		if now.Sub(flushed) >= w.cfg.Gap && (retry || b.due(now, w.cfg.Settle, w.cfg.MaxDelay)) {
 			flushed = now
 			w.flush(ctx, b)
-		} else if err := w.foldIfDue(ctx, now); err != nil {
+		} else if err := w.foldIfDue(ctx, now, b.empty() && now.Sub(w.changed) >= w.cfg.Settle); err != nil {
 			w.drained(ctx, err)
 		}
 	}
