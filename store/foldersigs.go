@@ -22,7 +22,7 @@ func (fo *Folders) UpdateFolderSigs(ctx context.Context) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	bulk, err := fo.db.startFold(ctx)
+	bulk, folders, err := fo.db.startFold(ctx)
 	if err != nil {
 		return 0, err
 	}
@@ -83,7 +83,7 @@ func (fo *Folders) UpdateFolderSigs(ctx context.Context) (int, error) {
 		err = fo.db.updateFolderGroups(ctx, all.moves, now)
 	}
 	if err == nil && (all.folded > 0 || pairsAt < now) {
-		full := pairsAt < folds || now != folds+all.noted || all.deleted || len(all.moves) > maxPairMoves
+		full := pairsAt < folds || now != folds+all.noted || all.deleted || searchAllPairs(len(all.moves), folders)
 		err = fo.db.keepFolderPairs(ctx, all.moves, all.touched, now, full)
 	}
 	return all.written + len(all.moves), err
@@ -97,9 +97,9 @@ const sigIndexSQL = "CREATE INDEX IF NOT EXISTS folders_sig ON folders (tree_sig
 
 // startFold drops folders_sig when most folders wait to be folded in (a
 // first index), and builds it again if a fold that dropped it was killed.
-func (db *DB) startFold(ctx context.Context) (bulk bool, err error) {
+func (db *DB) startFold(ctx context.Context) (bulk bool, all int64, err error) {
 	err = db.Write(ctx, func(tx *Tx) error {
-		var dirty, all int64
+		var dirty int64
 		err := tx.queryRowP("SELECT (SELECT count(*) FROM folder_dirty), (SELECT count(*) FROM folders)").Scan(&dirty, &all)
 		if err != nil {
 			return classify("count changed folders", err)
@@ -112,7 +112,7 @@ func (db *DB) startFold(ctx context.Context) (bulk bool, err error) {
 		_, err = tx.exec("prepare the fold", q)
 		return err
 	})
-	return bulk, err
+	return bulk, all, err
 }
 
 // maxGroupMoves: past this many folders with new sums, the folder groups

@@ -56,20 +56,23 @@ func searchLines(t *testing.T, db *DB) []string {
 // (by its contents, by the file counts of folders), step after step of
 // files added and folders lost, in two roots.
 func TestKeptPairsEqualASearch(t *testing.T) {
-	defer func(c int64, m, b, p int) {
-		scopeCostPerContent, maxPairMoves, scopeBudget, sharedPage = c, m, b, p
-	}(scopeCostPerContent, maxPairMoves, scopeBudget, sharedPage)
+	defer func(c, s int64, m, b, p int) {
+		scopeCostPerContent, pairMovesShare, maxPairMoves, scopeBudget, sharedPage = c, s, m, b, p
+	}(scopeCostPerContent, pairMovesShare, maxPairMoves, scopeBudget, sharedPage)
 	ctx := context.Background()
 	for seed := int64(1); seed <= 8; seed++ {
 		for _, way := range []struct {
 			cost   int64
 			moves  int
-			budget int // rows a scope may hold: 0, none (SQLite counts, contents read in pages)
-		}{{0, 1 << 30, 1 << 16}, {1 << 40, 1 << 30, 1 << 16}, {20, 0, 1 << 16}, {0, 1 << 30, 0}, {1 << 40, 1 << 30, 0}, {0, 1 << 30, 6}} {
+			budget int   // rows a scope may hold: 0, none (SQLite counts, contents read in pages)
+			share  int64 // pairMovesShare: 0, around however many moved
+		}{{0, 1 << 30, 1 << 16, 0}, {1 << 40, 1 << 30, 1 << 16, 0}, {20, 0, 1 << 16, 0}, {0, 1 << 30, 0, 0},
+			{1 << 40, 1 << 30, 0, 0}, {0, 1 << 30, 6, 0}, {20, 1 << 30, 1 << 16, 4}} {
 			if way.budget < 1<<16 && seed > 3 {
 				continue // the same code as above, with SQLite counting: fewer seeds
 			}
 			scopeCostPerContent, maxPairMoves, scopeBudget, sharedPage = way.cost, way.moves, way.budget, 2
+			pairMovesShare = way.share
 			rng := rand.New(rand.NewSource(seed))
 			db := openTest(t)
 			var roots []int64
@@ -146,11 +149,11 @@ func TestPairListNamesEnd(t *testing.T) {
 // measured and found from its contents with a budget of 50 rows, and the
 // pairs kept are those a search of every folder keeps.
 func TestScopeHoldsBoundedRows(t *testing.T) {
-	defer func(c int64, b, p int) {
-		scopeCostPerContent, scopeBudget, sharedPage = c, b, p
+	defer func(c, s int64, b, p int) {
+		scopeCostPerContent, pairMovesShare, scopeBudget, sharedPage = c, s, b, p
 		scopeHook = nil
-	}(scopeCostPerContent, scopeBudget, sharedPage)
-	scopeBudget, sharedPage = 50, 7
+	}(scopeCostPerContent, pairMovesShare, scopeBudget, sharedPage)
+	scopeBudget, sharedPage, pairMovesShare = 50, 7, 0
 	peak, scopes := 0, 0
 	scopeHook = func(s *pairScope) { peak, scopes = max(peak, s.peak), scopes+1 }
 	ctx := context.Background()

@@ -122,11 +122,25 @@ func (w *Watcher) pathOf(id int64) string {
 // the next while changes keep coming. (A variable: tests make it long.)
 var foldGap = time.Second
 
+// foldShare: while changes keep coming, folds take at most one part in
+// this many of the time, the rest left to the scans: a fold's cost grows
+// with the index (the sums of the folders above the changed ones, the
+// groups and pairs they are in), and during an untar of /usr/share beside
+// a copy of it folds of 1-4 s every second left the scans ever further
+// behind the disk.
+const foldShare = 4
+
+// foldDue reports whether, at now, enough time has passed since the last
+// fold began for another while changes keep coming.
+func (w *Watcher) foldDue(now time.Time) bool {
+	return now.Sub(w.folded) >= max(foldGap, foldShare*w.foldTook)
+}
+
 // foldIfDue folds what the flushes changed into the folders' signatures,
-// groups and pairs (Indexer.FoldFolders), unless the last fold started
-// less than foldGap ago and changes keep coming (quiet: none waits, and
-// none came for Settle): then the fold is owed, and a later flush or
-// tick (foldOwed) makes it, taking in what every flush since changed.
+// groups and pairs (Indexer.FoldFolders), unless changes keep coming
+// (quiet: none waits, and none came for Settle) and the last fold is too
+// recent (foldDue): then the fold is owed, and a later flush or tick
+// (foldOwed) makes it, taking in what every flush since changed.
 // Under churn a fold after every flush cost twice the CPU (most of a
 // fold's cost is per folder, and the same folders change again), and the
 // scans of the next flush waited for each (a tenth of a second, at times
@@ -137,11 +151,14 @@ var foldGap = time.Second
 // owed fold is made at once, so the index is up to date as soon as it
 // can be.
 func (w *Watcher) foldIfDue(ctx context.Context, now time.Time, quiet bool) error {
-	if !w.foldOwed || (!quiet && now.Sub(w.folded) < foldGap) {
+	if !w.foldOwed || (!quiet && !w.foldDue(now)) {
 		return nil
 	}
 	w.folded, w.foldOwed = now, false
-	if _, err := w.ix.FoldFolders(ctx); err != nil {
+	began := time.Now()
+	_, err := w.ix.FoldFolders(ctx)
+	w.foldTook = time.Since(began)
+	if err != nil {
 		w.foldOwed = true
 		return err
 	}

@@ -96,6 +96,7 @@ type Watcher struct {
 	backoff  time.Duration
 	retryAt  time.Time
 	folded   time.Time
+	foldTook time.Duration // how long the last fold took
 	foldOwed bool
 	changed  time.Time // when the last change came
 }
