@@ -168,3 +168,23 @@ func TestOwedFoldMadeOnceQuiet(t *testing.T) {
 	write(t, filepath.Join(tree, "c/y"), photo(2))
 	f.eventually(10*time.Second, "c in the group (a fold owed, made once quiet)", folders("a", "b", "c"))
 }
+
+// While changes keep coming, a fold waits foldGap after the last began,
+// or foldShare times as long as the last took when that is longer.
+func TestFoldWaitsForItsShare(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		took, after time.Duration
+		due         bool
+	}{
+		{10 * time.Millisecond, foldGap - time.Millisecond, false},
+		{10 * time.Millisecond, foldGap, true},
+		{2 * time.Second, foldShare*2*time.Second - time.Millisecond, false},
+		{2 * time.Second, foldShare * 2 * time.Second, true},
+	} {
+		w := &Watcher{folded: t0, foldTook: c.took}
+		if got := w.foldDue(t0.Add(c.after)); got != c.due {
+			t.Errorf("last fold took %v, %v after it began: due %v, want %v", c.took, c.after, got, c.due)
+		}
+	}
+}
