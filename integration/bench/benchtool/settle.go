@@ -20,7 +20,8 @@ import (
 //	unix-time files folders groups group-files bytes state-word rss-kb cpu-s
 //
 // (rss-kb and cpu-s, user and system seconds so far, of -pid; 0 without). It returns once the index has been up to
-// date with the same totals for -quiet, or after -timeout (an error).
+// date with the same totals for -quiet while -pid was idle (idleShare), or
+// after -timeout (an error).
 //
 //	benchtool settle -db INDEX -out LOG [-pid P] [-every 250ms] [-quiet 10s] [-timeout 15m]
 func settle(args []string) error {
@@ -56,6 +57,7 @@ func settle(args []string) error {
 	start := time.Now()
 	var last string
 	var since time.Time
+	var sinceCPU float64
 	var t store.Totals
 	for i := 0; ; i++ {
 		changed, err := w.Changed(ctx)
@@ -67,10 +69,16 @@ func settle(args []string) error {
 			return fmt.Errorf("settle: %w", err)
 		}
 		key := totalsKey(t)
-		fmt.Fprintf(f, "%.3f %s %s %d %.2f\n", float64(now.UnixNano())/1e9, key, stateWord(t.State), rssKB(*pid), cpuSecs(*pid))
-		if key != last || t.State != store.StateUpToDate {
-			last, since = key, now
-		} else if now.Sub(since) >= *quiet {
+		cpu := cpuSecs(*pid)
+		fmt.Fprintf(f, "%.3f %s %s %d %.2f\n", float64(now.UnixNano())/1e9, key, stateWord(t.State), rssKB(*pid), cpu)
+		switch {
+		case key != last || t.State != store.StateUpToDate:
+			last, since, sinceCPU = key, now, cpu
+		case cpu-sinceCPU > idleShare*now.Sub(since).Seconds():
+			// Busy still, though the totals stand (a long fold of the
+			// folders changes none of them): not quiet yet.
+			since, sinceCPU = now, cpu
+		case now.Sub(since) >= *quiet:
 			return nil
 		}
 		if now.Sub(start) > *timeout {
@@ -79,6 +87,11 @@ func settle(args []string) error {
 		time.Sleep(*every)
 	}
 }
+
+// idleShare: a process (-pid) that used more than this share of a CPU
+// since the totals last changed is still at work, and the index not
+// settled, however long the totals stand.
+const idleShare = 0.1
 
 // totalsKey is what two indexes of the same tree agree on.
 func totalsKey(t store.Totals) string {
