@@ -26,6 +26,8 @@ func edit(content string, off int, x byte) string {
 func (e *env) wantTrueHashes(algo string) {
 	e.tb.Helper()
 	n := 0
+	var stamps []store.Stamp
+	one := map[store.Stamp]*store.FileHash{}
 	filepath.Walk(e.dir, func(p string, fi os.FileInfo, err error) error {
 		if err != nil || !fi.Mode().IsRegular() {
 			return err
@@ -38,6 +40,9 @@ func (e *env) wantTrueHashes(algo string) {
 		if err != nil {
 			e.tb.Fatal(err)
 		}
+		stamp := store.Stamp{Size: st.Size, MtimeNS: st.Mtim.Nano(), Dev: st.Dev, Ino: st.Ino}
+		stamps = append(stamps, stamp)
+		one[stamp] = got
 		if got == nil || got.Content == nil {
 			return nil
 		}
@@ -55,6 +60,17 @@ func (e *env) wantTrueHashes(algo string) {
 	})
 	if n == 0 {
 		e.tb.Fatal("no file has a content hash")
+	}
+	// Looked up at once, the same hashes as one at a time.
+	many, err := e.db.Files().ReusableHashes(context.Background(), stamps)
+	if err != nil {
+		e.tb.Fatal(err)
+	}
+	for _, st := range stamps {
+		if got, want := many[st], one[st]; (got == nil) != (want == nil) || got != nil && (got.Status != want.Status ||
+			!bytes.Equal(got.Content, want.Content) || got.Prefix != want.Prefix) {
+			e.tb.Errorf("%+v: looked up at once %+v, alone %+v", st, got, want)
+		}
 	}
 }
 

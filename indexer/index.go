@@ -48,6 +48,7 @@ type FileRows interface {
 	FolderByPath(ctx context.Context, path string) (store.FolderRow, error)
 	FolderListing(ctx context.Context, folderID int64, filesToo bool) ([]store.FileRow, []store.FolderRow, error)
 	ReusableHash(ctx context.Context, size, mtimeNS int64, dev, ino uint64) (*store.FileHash, error)
+	ReusableHashes(ctx context.Context, stamps []store.Stamp) (map[store.Stamp]*store.FileHash, error)
 	Root(ctx context.Context, id int64) (store.Root, error)
 	Roots(ctx context.Context) ([]store.Root, error)
 	SubfoldersOfRoot(ctx context.Context, rootID int64) (map[int64][]store.FolderRow, error)

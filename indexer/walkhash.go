@@ -67,6 +67,7 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 	if len(reads) == 0 {
 		return
 	}
+	reuse := w.reusable(res.files, reads)
 	ra := &readAhead{w: w, dirfd: dirfd, files: res.files, order: order, unchanged: unchanged, open: map[int]*rawFile{}}
 	defer ra.close()
 	var mu sync.Mutex // ra and res.late, when readers share the folder
@@ -83,11 +84,11 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 		mu.Unlock()
 		if r.i >= 0 {
 			f := &res.files[r.i]
-			f.Hash = w.hashOf(dirfd, n.abs, f, pre)
+			f.Hash = w.hashOf(dirfd, n.abs, f, pre, reuse)
 			return
 		}
 		lf := r.late.f
-		if lf.Hash = w.hashOf(-1, r.late.dir, &lf, nil); lf.Hash != nil {
+		if lf.Hash = w.hashOf(-1, r.late.dir, &lf, nil, nil); lf.Hash != nil {
 			mu.Lock()
 			res.late = append(res.late, lateHash{dir: r.late.dir, dirID: r.late.dirID, pos: r.late.pos, f: lf})
 			mu.Unlock()
@@ -139,12 +140,42 @@ type lateHash struct {
 	f          store.FileStat
 }
 
+// reusable looks up at once the hashes the index holds for the inodes of
+// the folder's files about to be read (hashOf): nil when it is a bulk
+// load's (nothing to reuse) or the read failed (then each is looked up
+// alone).
+func (w *walker) reusable(files []store.FileStat, reads []walkRead) map[store.Stamp]*store.FileHash {
+	if w.bulk {
+		return nil
+	}
+	var stamps []store.Stamp
+	for _, r := range reads {
+		if r.i >= 0 {
+			stamps = append(stamps, stampOf(&files[r.i]))
+		}
+	}
+	if len(stamps) == 0 {
+		return nil
+	}
+	m, err := w.db.ReusableHashes(w.dbctx, stamps)
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+func stampOf(f *store.FileStat) store.Stamp {
+	return store.Stamp{Size: f.Size, MtimeNS: f.MtimeNS, Dev: f.Dev, Ino: f.Ino}
+}
+
 // hashOf reads a file once per inode: other links of an inode read already
 // reuse its hash, and so does a file whose inode the index knows with the
 // same size and mtime (it moved, or it is a hard link of a hashed file).
 // dirfd is dir open, or -1.
 // pre, when set, is the file opened already (read ahead); hashOf closes it.
-func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat, pre *rawFile) *store.FileHash {
+// reuse, when set, is what the index holds for the folder's inodes
+// (reusable); else the index is asked for this file's.
+func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat, pre *rawFile, reuse map[store.Stamp]*store.FileHash) *store.FileHash {
 	if pre != nil {
 		defer func() {
 			if pre != nil {
@@ -159,7 +190,10 @@ func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat, pre *rawFile) 
 	}
 	if !w.bulk {
 		// (A bulk load began with no files: nothing to reuse.)
-		h, err := w.db.ReusableHash(w.dbctx, f.Size, f.MtimeNS, f.Dev, f.Ino)
+		h, err := reuse[stampOf(f)], error(nil)
+		if reuse == nil {
+			h, err = w.db.ReusableHash(w.dbctx, f.Size, f.MtimeNS, f.Dev, f.Ino)
+		}
 		if err == nil && h != nil && (h.Status == store.HashDone || f.Size > SmallFile) {
 			return h
 		}
