@@ -68,6 +68,7 @@ type JobQueue interface {
 // Sigs brings folder signatures up to date (*store.Folders has it).
 type Sigs interface {
 	UpdateFolderSigs(ctx context.Context) (int, error)
+	UpdateFolderSums(ctx context.Context) (int, error)
 }
 
 // ThumbIndex is what the Thumbnailer uses: the thumbnail queue, the I/O

@@ -146,6 +146,17 @@ func (ix *Indexer) FoldFolders(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// FoldSums is FoldFolders but for the pairs of folders that overlap in
+// part, left to the next FoldFolders (store.UpdateFolderSums).
+func (ix *Indexer) FoldSums(ctx context.Context) (int, error) {
+	n, err := ix.db.UpdateFolderSums(ctx)
+	if err != nil {
+		return n, fmt.Errorf("update folder sums: %w", err)
+	}
+	ix.cfg.Progress.FolderSums.Store(int64(n))
+	return n, nil
+}
+
 // drainFiles is Drain up to the folders; jobErr joins the errors of jobs
 // that failed (a root not there), err is a failure of the index.
 func (ix *Indexer) drainFiles(ctx context.Context) (jobErr, err error) {

@@ -18,6 +18,20 @@ const folderChunk = 2000
 // stored them (foldowed.go), then the pairs of folders that overlap in
 // part (foldpairkeep.go), and returns how many folders' sums it wrote.
 func (fo *Folders) UpdateFolderSigs(ctx context.Context) (int, error) {
+	return fo.update(ctx, true)
+}
+
+// UpdateFolderSums is UpdateFolderSigs but for the pairs of folders that
+// overlap in part: they are left owed (the kept pairs cover no fold after
+// it), and the next UpdateFolderSigs finds them by a search of every
+// folder. A watcher folds so while changes keep coming: the pairs of the
+// largest folders, above every change, are measured again whole at each
+// fold, and that was two thirds of the folds' cost following an untar.
+func (fo *Folders) UpdateFolderSums(ctx context.Context) (int, error) {
+	return fo.update(ctx, false)
+}
+
+func (fo *Folders) update(ctx context.Context, pairs bool) (int, error) {
 	folds, covered, err := fo.db.foldCounts(ctx)
 	if err != nil {
 		return 0, err
@@ -82,7 +96,7 @@ func (fo *Folders) UpdateFolderSigs(ctx context.Context) (int, error) {
 	default:
 		err = fo.db.updateFolderGroups(ctx, all.moves, now)
 	}
-	if err == nil && (all.folded > 0 || pairsAt < now) {
+	if err == nil && pairs && (all.folded > 0 || pairsAt < now) {
 		full := pairsAt < folds || now != folds+all.noted || all.deleted || searchAllPairs(len(all.moves), folders)
 		err = fo.db.keepFolderPairs(ctx, all.moves, all.touched, now, full)
 	}

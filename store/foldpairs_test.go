@@ -258,3 +258,48 @@ func TestScopeSeedsLikeASearch(t *testing.T) {
 		}
 	}
 }
+
+// A fold of the sums alone leaves the kept pairs as they were, and the
+// next whole fold keeps those a search of every folder keeps, however
+// many folds of the sums came between.
+func TestPairsLeftOwedBySums(t *testing.T) {
+	ctx := context.Background()
+	for seed := int64(1); seed <= 4; seed++ {
+		rng := rand.New(rand.NewSource(seed))
+		db := openTest(t)
+		var roots []int64
+		for _, p := range []string{"/r", "/s"} {
+			r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: p}, false)
+			if err != nil {
+				t.Fatal(err)
+			}
+			roots = append(roots, r.ID)
+		}
+		for step := 0; step < 8; step++ {
+			for k := range roots {
+				var fs []fakeFile
+				for i := 0; i < 12; i++ {
+					dir := fmt.Sprintf("/%c/d%d/s%d", "rs"[k], rng.Intn(4), rng.Intn(3))
+					fs = append(fs, fakeFile{dir, fmt.Sprintf("f%d-%d", step, i), 1 + rng.Intn(10)})
+				}
+				addFakeFilesUnder(t, db, roots[k], "/"+string("rs"[k]), fs)
+			}
+			if step%3 != 2 {
+				before := keptLines(t, db)
+				if _, err := db.Folders().UpdateFolderSums(ctx); err != nil {
+					t.Fatal(err)
+				}
+				if got := keptLines(t, db); !slices.Equal(got, before) {
+					t.Fatalf("seed %d step %d: a fold of the sums moved the pairs\n%q\nto\n%q", seed, step, before, got)
+				}
+				continue
+			}
+			if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if got, want := keptLines(t, db), searchLines(t, db); !slices.Equal(got, want) {
+				t.Fatalf("seed %d step %d: kept\n%q\nsearch\n%q", seed, step, got, want)
+			}
+		}
+	}
+}

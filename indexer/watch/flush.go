@@ -130,6 +130,14 @@ var foldGap = time.Second
 // behind the disk.
 const foldShare = 4
 
+// pairsGap is the longest the pairs of folders that overlap in part wait
+// for a fold to keep them while changes keep coming. Keeping them
+// measures again the largest folders above the changes (two thirds of
+// the folds' cost following an untar of /usr/share beside a copy of it);
+// a fold between keeps the folders' sums and groups alone. (A variable:
+// tests change it.)
+var pairsGap = 30 * time.Second
+
 // foldDue reports whether, at now, enough time has passed since the last
 // fold began for another while changes keep coming.
 func (w *Watcher) foldDue(now time.Time) bool {
@@ -150,17 +158,34 @@ func (w *Watcher) foldDue(now time.Time) bool {
 // an rm -rf of two copies of /usr/share). Once the changes stop, the
 // owed fold is made at once, so the index is up to date as soon as it
 // can be.
+// While changes keep coming, a fold leaves the pairs of folders that
+// overlap in part (Indexer.FoldSums) unless pairsGap has passed since they
+// were last kept; the fold made once the changes stop keeps them.
 func (w *Watcher) foldIfDue(ctx context.Context, now time.Time, quiet bool) error {
-	if !w.foldOwed || (!quiet && !w.foldDue(now)) {
+	switch {
+	case w.foldOwed && (quiet || w.foldDue(now)):
+	case quiet && w.pairsOwed:
+	default:
 		return nil
 	}
 	w.folded, w.foldOwed = now, false
+	pairs := quiet || now.Sub(w.pairsKept) >= pairsGap
 	began := time.Now()
-	_, err := w.ix.FoldFolders(ctx)
+	var err error
+	if pairs {
+		_, err = w.ix.FoldFolders(ctx)
+	} else {
+		_, err = w.ix.FoldSums(ctx)
+	}
 	w.foldTook = time.Since(began)
 	if err != nil {
 		w.foldOwed = true
 		return err
+	}
+	if pairs {
+		w.pairsKept, w.pairsOwed = now, false
+	} else {
+		w.pairsOwed = true
 	}
 	return nil
 }

@@ -2,6 +2,7 @@ package watch
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -187,4 +188,24 @@ func TestFoldWaitsForItsShare(t *testing.T) {
 			t.Errorf("last fold took %v, %v after it began: due %v, want %v", c.took, c.after, got, c.due)
 		}
 	}
+}
+
+// While changes keep coming, the folds leave the pairs of folders that
+// overlap in part (pairsGap an hour here, every flush folding): the fold
+// made once the changes stop keeps them.
+func TestPairsKeptOnceQuiet(t *testing.T) {
+	defer func(g, p time.Duration) { foldGap, pairsGap = g, p }(foldGap, pairsGap)
+	foldGap, pairsGap = 0, time.Hour
+	tree := filepath.Join(t.TempDir(), "tree")
+	for i := 1; i <= 6; i++ {
+		write(t, filepath.Join(tree, "a", fmt.Sprint(i)), photo(i))
+	}
+	f := newFixture(t, "inotify", Config{}, tree)
+	for i := 2; i <= 7; i++ {
+		write(t, filepath.Join(tree, "b", fmt.Sprint(i)), photo(i))
+	}
+	f.eventually(10*time.Second, "the pair of a and b (5 of 7 alike)", func() bool {
+		ps, ok, err := f.db.Folders().KeptPairs(context.Background())
+		return err == nil && ok && len(ps) == 1 && ps[0].Shared == 5 && ps[0].Union == 7
+	})
 }

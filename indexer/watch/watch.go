@@ -98,7 +98,11 @@ type Watcher struct {
 	folded   time.Time
 	foldTook time.Duration // how long the last fold took
 	foldOwed bool
-	changed  time.Time // when the last change came
+	// pairsKept: when a fold last kept the pairs of folders that overlap
+	// in part; pairsOwed: a fold since left them (flush.go).
+	pairsKept time.Time
+	pairsOwed bool
+	changed   time.Time // when the last change came
 }
 
 // Roots lists the index's roots, and records which are followed in part
@@ -118,8 +122,11 @@ var ErrBackend = errors.New("cannot watch")
 
 // New returns a Watcher that queues its scans through ix.
 func New(roots Roots, jobs Queue, ix *indexer.Indexer, cfg Config) *Watcher {
+	// (The pairs are taken as kept when it starts: the index's own run,
+	// before it, kept them.)
 	return &Watcher{rootsOf: roots, jobs: jobs, ix: ix, cfg: cfg.withDefaults(), changes: make(chan change, 4096),
-		roots: map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{},
+		pairsKept: time.Now(),
+		roots:     map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{},
 		limits: map[string]*limitHit{}, gone: map[string]string{}, noted: map[string]bool{}}
 }
 
