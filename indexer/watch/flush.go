@@ -130,13 +130,17 @@ var foldGap = time.Second
 // behind the disk.
 const foldShare = 4
 
-// pairsGap is the longest the pairs of folders that overlap in part wait
-// for a fold to keep them while changes keep coming. Keeping them
-// measures again the largest folders above the changes (two thirds of
-// the folds' cost following an untar of /usr/share beside a copy of it);
-// a fold between keeps the folders' sums and groups alone. (A variable:
-// tests change it.)
-var pairsGap = 30 * time.Second
+// The pairs of folders that overlap in part are kept by a fold made once
+// the changes stopped pairsQuiet ago, or pairsGap after they were last
+// kept however the changes keep coming; a fold between keeps the folders'
+// sums and groups alone. Keeping the pairs measures again the largest
+// folders above the changes: two thirds of the folds' cost following an
+// untar of /usr/share beside a copy of it, whose changes stop for more
+// than Settle many times. (Variables: tests change them.)
+var (
+	pairsQuiet = 2 * time.Second
+	pairsGap   = 30 * time.Second
+)
 
 // foldDue reports whether, at now, enough time has passed since the last
 // fold began for another while changes keep coming.
@@ -158,18 +162,19 @@ func (w *Watcher) foldDue(now time.Time) bool {
 // an rm -rf of two copies of /usr/share). Once the changes stop, the
 // owed fold is made at once, so the index is up to date as soon as it
 // can be.
-// While changes keep coming, a fold leaves the pairs of folders that
-// overlap in part (Indexer.FoldSums) unless pairsGap has passed since they
-// were last kept; the fold made once the changes stop keeps them.
+// A fold leaves the pairs of folders that overlap in part
+// (Indexer.FoldSums) unless the changes stopped pairsQuiet ago, or
+// pairsGap has passed since they were last kept.
 func (w *Watcher) foldIfDue(ctx context.Context, now time.Time, quiet bool) error {
+	still := quiet && now.Sub(w.changed) >= pairsQuiet
 	switch {
 	case w.foldOwed && (quiet || w.foldDue(now)):
-	case quiet && w.pairsOwed:
+	case still && w.pairsOwed:
 	default:
 		return nil
 	}
 	w.folded, w.foldOwed = now, false
-	pairs := quiet || now.Sub(w.pairsKept) >= pairsGap
+	pairs := still || now.Sub(w.pairsKept) >= pairsGap
 	began := time.Now()
 	var err error
 	if pairs {
