@@ -36,15 +36,16 @@ func (in *inotify) do(o inotifyOp) {
 	case opWatch:
 		in.mu.Lock()
 		root := in.rootOf(o.path)
-		_, known := in.paths[o.path]
+		old, known := in.paths[o.path]
 		partial := in.part[root] != nil
 		in.mu.Unlock()
-		if root == "" || known && !partial {
+		if root == "" {
+			return
+		}
+		if known && !partial && in.same(o.path, old) {
 			// Watched already (a create raced the walk that found it):
 			// still name it, its listing may be older than its watch.
-			if root != "" {
-				in.namer.name(o.path)
-			}
+			in.namer.name(o.path)
 			return
 		}
 		if hit := in.watchTree(o.path, true, nil); hit != nil && !partial {
@@ -114,4 +115,27 @@ func (in *inotify) do(o inotifyOp) {
 			in.note(change{root: o.path, whole: true})
 		}
 	}
+}
+
+// same reports whether the folder at p is the one watched as wd. A path
+// is not a folder: one removed and made again under its name (or another
+// moved over it) is new, while the kernel may not yet have said that the
+// old one's watch is gone (it says so only once the old folder is closed
+// by every program). Adding a watch to a folder watched already returns
+// its watch and costs one call; a new folder gets a watch of its own.
+func (in *inotify) same(p string, wd int32) bool {
+	got, err := addWatch(in.fd, p, inotifyMask)
+	if err == unix.ENOSPC {
+		return false // a new folder past the limit: the walk says so
+	}
+	if err != nil {
+		return true // gone, or unreadable: its parent's events cover it
+	}
+	if int32(got) == wd {
+		return true
+	}
+	in.mu.Lock()
+	in.bind(int32(got), p)
+	in.mu.Unlock()
+	return false
 }

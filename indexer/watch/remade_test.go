@@ -1,0 +1,65 @@
+package watch
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// watchedAs is the watch of p (-1: none).
+func (f *fixture) watchedAs(p string) int32 {
+	f.w.ino.mu.Lock()
+	defer f.w.ino.mu.Unlock()
+	if wd, ok := f.w.ino.paths[p]; ok {
+		return wd
+	}
+	return -1
+}
+
+// adderIdle: the adder has nothing left to do.
+func (f *fixture) adderIdle() bool {
+	f.w.ino.mu.Lock()
+	defer f.w.ino.mu.Unlock()
+	return len(f.w.ino.todo) == 0
+}
+
+// A folder removed while a program holds it open (a shell in it, a file
+// manager showing it) and made again under the same name is a new folder:
+// it gets a watch of its own, and what is made in it later is followed.
+// (The kernel says the old folder's watch is gone only once it is closed,
+// after the new one came; the new one was taken for the old, watched
+// already, and never watched.)
+func TestInotifyFolderRemadeWhileOpen(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	rep := filepath.Join(tree, "rep")
+	write(t, filepath.Join(rep, "old"), "old")
+	f := newFixture(t, "inotify", Config{}, tree)
+	old := f.watchedAs(rep)
+	if old < 0 {
+		t.Fatal("rep not watched")
+	}
+	held, err := os.Open(rep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := os.RemoveAll(rep); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(rep, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(tree, "marker"), "marker")
+	want, groups := fresh(t, tree)
+	f.eventually(10*time.Second, "the folder made again indexed", f.equalsFresh(want, groups))
+	f.eventually(5*time.Second, "the adder idle", f.adderIdle)
+	held.Close() // the old folder's watch goes now
+	write(t, filepath.Join(rep, "new"), photo(1))
+	write(t, filepath.Join(tree, "twin"), photo(1))
+	f.eventually(10*time.Second, "a copy made in the folder made again followed",
+		f.hasGroup(filepath.Join(rep, "new"), filepath.Join(tree, "twin")))
+	if wd := f.watchedAs(rep); wd < 0 || wd == old {
+		t.Errorf("rep watched as %d (the old folder's watch was %d)", wd, old)
+	}
+}
