@@ -73,13 +73,7 @@ func (in *inotify) do(o inotifyOp) {
 		seen := map[int32]bool{}
 		for _, r := range roots {
 			if hit := in.watchTree(r, false, seen); hit != nil {
-				in.mu.Lock()
-				had := in.part[r] != nil
-				in.part[r] = hit
-				in.mu.Unlock()
-				if !had {
-					in.note(change{lost: true, root: r, limit: hit})
-				}
+				in.counted(r, hit)
 			}
 		}
 		in.mu.Lock()
@@ -103,17 +97,14 @@ func (in *inotify) do(o inotifyOp) {
 		if !partial {
 			return
 		}
-		hit := in.watchTree(o.path, false, nil)
+		if hit := in.watchTree(o.path, false, nil); hit != nil {
+			in.counted(o.path, hit)
+			return
+		}
 		in.mu.Lock()
-		if hit != nil {
-			in.part[o.path] = hit
-		} else {
-			delete(in.part, o.path)
-		}
+		delete(in.part, o.path)
 		in.mu.Unlock()
-		if hit == nil {
-			in.note(change{root: o.path, whole: true})
-		}
+		in.note(change{root: o.path, whole: true})
 	}
 }
 

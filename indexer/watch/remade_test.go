@@ -1,8 +1,11 @@
 package watch
 
 import (
+	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -62,4 +65,31 @@ func TestInotifyFolderRemadeWhileOpen(t *testing.T) {
 	if wd := f.watchedAs(rep); wd < 0 || wd == old {
 		t.Errorf("rep watched as %d (the old folder's watch was %d)", wd, old)
 	}
+}
+
+// A root that keeps growing past the limit: status gives the numbers of
+// the last rescan, not those of the moment the limit was reached (they
+// said how far to raise it, and were too low by all that came after).
+func TestInotifyLimitNumbersFollowTheRoot(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	mkdirs := func(from, to int) {
+		for i := from; i < to; i++ {
+			if err := os.MkdirAll(filepath.Join(tree, fmt.Sprintf("d%02d", i)), 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	mkdirs(0, 5)
+	limitWatches(t, 10)
+	f := newFixture(t, "inotify", Config{Fallback: 300 * time.Millisecond}, tree)
+	mkdirs(5, 25)
+	note := func(want string) func() bool {
+		return func() bool {
+			roots, err := f.db.Files().Roots(context.Background())
+			return err == nil && len(roots) == 1 && strings.Contains(roots[0].WatchNote, want)
+		}
+	}
+	f.eventually(10*time.Second, "status says the root is watched in part", note("watched in part"))
+	mkdirs(25, 55)
+	f.eventually(10*time.Second, "status gives the folders of the root now", note("10 of 56 folders"))
 }

@@ -367,7 +367,9 @@ func (w *Watcher) gather(ctx context.Context, b *batch, c change, lostSaid map[s
 	switch {
 	case c.limit != nil:
 		w.limited(ctx, c.limit)
-		w.loseRoot(b, c.root)
+		if !c.counted {
+			w.loseRoot(b, c.root)
+		}
 	case c.whole:
 		w.wholeAgain(ctx, c.root)
 		w.loseRoot(b, c.root)
