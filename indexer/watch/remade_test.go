@@ -93,3 +93,28 @@ func TestInotifyLimitNumbersFollowTheRoot(t *testing.T) {
 	mkdirs(25, 55)
 	f.eventually(10*time.Second, "status gives the folders of the root now", note("10 of 56 folders"))
 }
+
+// A root removed while a program holds it open (a shell in it) and made
+// again: the new folder is watched, not only once the old one is closed.
+// (Nothing is said of the old root's watch until then, and the root was
+// there each time it was looked at.)
+func TestInotifyRootRemadeWhileOpen(t *testing.T) {
+	tree := filepath.Join(t.TempDir(), "tree")
+	write(t, filepath.Join(tree, "sub/old"), "old")
+	f := newFixture(t, "inotify", Config{Check: 100 * time.Millisecond}, tree)
+	held, err := os.Open(tree)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer held.Close()
+	if err := os.RemoveAll(tree); err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(tree, "x"), photo(2))
+	write(t, filepath.Join(tree, "new/y"), photo(2))
+	f.eventually(10*time.Second, "copies in the root made again followed",
+		f.hasGroup(filepath.Join(tree, "x"), filepath.Join(tree, "new/y")))
+	write(t, filepath.Join(tree, "new/z"), photo(2))
+	f.eventually(5*time.Second, "a later copy followed by its event",
+		f.hasGroup(filepath.Join(tree, "x"), filepath.Join(tree, "new/y"), filepath.Join(tree, "new/z")))
+}
