@@ -93,7 +93,11 @@ type Maintainer struct {
 	scheduled time.Time
 	purgedAt  time.Time       // when rows due for a purge were last looked for
 	purge     *store.PurgeJob // the purge job held, if any
-	trimmedAt time.Time       // when finished jobs were last trimmed
+	// held: at the last look, rows were due but a scan of their root
+	// waited or ran; they are looked for again every Poll, not every
+	// PurgeEvery, so steady churn does not keep them for good.
+	held      bool
+	trimmedAt time.Time // when finished jobs were last trimmed
 }
 
 // NewMaintainer returns a Maintainer of db.
@@ -172,11 +176,21 @@ func (m *Maintainer) stepPurge(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	if m.purge == nil {
-		if time.Since(m.purgedAt) >= m.cfg.PurgeEvery {
-			if _, err := m.db.EnqueuePurge(ctx, m.cfg.KeepMissing); err != nil {
+		every := m.cfg.PurgeEvery
+		if m.held {
+			every = m.cfg.Poll
+		}
+		if time.Since(m.purgedAt) >= every {
+			queued, err := m.db.EnqueuePurge(ctx, m.cfg.KeepMissing)
+			if err != nil {
 				return false, err
 			}
 			m.purgedAt = time.Now()
+			if m.held = false; !queued {
+				if m.held, err = m.db.PurgeHeld(ctx, m.cfg.KeepMissing); err != nil {
+					return false, err
+				}
+			}
 		}
 		j, err := m.db.ClaimPurge(ctx, m.owner, m.cfg.LeaseTTL)
 		if errors.Is(err, store.ErrNotFound) {
@@ -206,6 +220,11 @@ func (m *Maintainer) stepPurge(ctx context.Context) (bool, error) {
 	err = m.db.FinishPurge(ctx, j, nil)
 	if errors.Is(err, store.ErrLeaseLost) {
 		err = nil
+	}
+	if err == nil {
+		// A scan that began between two batches left the rest of the
+		// job's rows: they are looked for again at the next Poll.
+		m.held, err = m.db.PurgeHeld(ctx, j.KeepMissing)
 	}
 	return true, err
 }

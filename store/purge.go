@@ -61,17 +61,27 @@ type PurgeJob struct {
 	Lease        Lease
 }
 
-// purgeCutoff is true of a missing row (m) past the grace ?1 (ms).
-const purgeCutoff = `m.missing = 1 AND m.missing_since <= ` + nowSQL + ` - ?1
-	AND m.root_id NOT IN (SELECT root_id FROM jobs WHERE kind = 'scan' AND root_id IS NOT NULL
+// purgeDue is true of a missing row (m) past the grace ?1 (ms);
+// purgeCutoff of one that a purge may delete now, its root not scanned.
+const (
+	purgeDue     = `m.missing = 1 AND m.missing_since <= ` + nowSQL + ` - ?1`
+	scannedRoots = `(SELECT root_id FROM jobs WHERE kind = 'scan' AND root_id IS NOT NULL
 		AND status IN ('pending', 'running', 'retryable'))`
+	purgeCutoff   = purgeDue + ` AND m.root_id NOT IN ` + scannedRoots
+	purgeUnpinned = `m.id NOT IN (SELECT copy_file_id FROM actions WHERE ` + pinsFileSQL + `
+		UNION ALL SELECT keep_file_id FROM actions WHERE ` + pinsFileSQL + `)`
+)
 
 // purgeFilesSQL selects the file rows (m) a purge may delete, oldest
 // first: ?1 the grace (ms), ?2 at most how many.
-const purgeFilesSQL = `SELECT m.id FROM files m WHERE ` + purgeCutoff + `
-	AND m.id NOT IN (SELECT copy_file_id FROM actions WHERE ` + pinsFileSQL + `
-		UNION ALL SELECT keep_file_id FROM actions WHERE ` + pinsFileSQL + `)
+const purgeFilesSQL = `SELECT m.id FROM files m WHERE ` + purgeCutoff + ` AND ` + purgeUnpinned + `
 	ORDER BY m.missing_since LIMIT ?2`
+
+// purgeHeldSQL is true when rows past the grace ?1 wait only for the
+// scans of their roots to end.
+const purgeHeldSQL = `SELECT EXISTS (SELECT 1 FROM files m WHERE ` + purgeDue + ` AND m.root_id IN ` + scannedRoots +
+	` AND ` + purgeUnpinned + `)
+	OR EXISTS (SELECT 1 FROM folders m WHERE ` + purgeDue + ` AND m.parent_id IS NOT NULL AND m.root_id IN ` + scannedRoots + `)`
 
 // purgeFoldersSQL selects the folder rows (m) a purge may delete: empty
 // of rows, below the top of their root.
@@ -102,6 +112,16 @@ func (mt *Maint) EnqueuePurge(ctx context.Context, keep time.Duration) (bool, er
 		return nil
 	})
 	return ok, err
+}
+
+// PurgeHeld reports whether rows missing for longer than keep wait only
+// for the scans of their roots to end (a watcher under steady churn
+// queues one every few hundred milliseconds): a purge is worth trying
+// again soon.
+func (mt *Maint) PurgeHeld(ctx context.Context, keep time.Duration) (bool, error) {
+	var held bool
+	err := mt.db.queryRow(ctx, purgeHeldSQL, keep.Milliseconds()).Scan(&held)
+	return held, classify("look for rows held by scans", err)
 }
 
 // ClaimPurge claims the pending purge job (a running one whose lease
