@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/dupefs/dupefs/store"
@@ -94,8 +95,9 @@ type Maintainer struct {
 	purgedAt  time.Time       // when rows due for a purge were last looked for
 	purge     *store.PurgeJob // the purge job held, if any
 	// held: at the last look, rows were due but a scan of their root
-	// waited or ran; they are looked for again every Poll, not every
-	// PurgeEvery, so steady churn does not keep them for good.
+	// waited or ran; they are looked for again at the next step (Serve
+	// spaces them by a random part of Poll), not a PurgeEvery later, so
+	// steady churn does not keep them for good.
 	held      bool
 	trimmedAt time.Time // when finished jobs were last trimmed
 }
@@ -105,9 +107,12 @@ func NewMaintainer(db MaintIndex, cfg MaintainConfig) *Maintainer {
 	return &Maintainer{db: db, cfg: cfg.withDefaults(), owner: NewWorkerID(), scheduled: time.Now()}
 }
 
-// Serve runs Step every Poll until ctx ends, then returns nil.
+// Serve runs Step every Poll until ctx ends, then returns nil. While
+// rows due for a purge wait for scans, it steps again after a random part
+// of Poll instead: a watcher's flushes come at a steady beat, and looks
+// at a steady beat could find a scan under way each time.
 func (m *Maintainer) Serve(ctx context.Context) error {
-	t := time.NewTicker(m.cfg.Poll)
+	t := time.NewTimer(m.cfg.Poll)
 	defer t.Stop()
 	for {
 		for {
@@ -119,6 +124,11 @@ func (m *Maintainer) Serve(ctx context.Context) error {
 				break
 			}
 		}
+		wait := m.cfg.Poll
+		if m.held {
+			wait = m.cfg.Poll/10 + rand.N(m.cfg.Poll*9/10+1)
+		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -178,7 +188,7 @@ func (m *Maintainer) stepPurge(ctx context.Context) (bool, error) {
 	if m.purge == nil {
 		every := m.cfg.PurgeEvery
 		if m.held {
-			every = m.cfg.Poll
+			every = 0 // Serve spaces the looks
 		}
 		if time.Since(m.purgedAt) >= every {
 			queued, err := m.db.EnqueuePurge(ctx, m.cfg.KeepMissing)
@@ -223,7 +233,7 @@ func (m *Maintainer) stepPurge(ctx context.Context) (bool, error) {
 	}
 	if err == nil {
 		// A scan that began between two batches left the rest of the
-		// job's rows: they are looked for again at the next Poll.
+		// job's rows: they are looked for again at the next step.
 		m.held, err = m.db.PurgeHeld(ctx, j.KeepMissing)
 	}
 	return true, err
