@@ -129,6 +129,7 @@ type MaintIndex interface {
 	RunCheckpoint(ctx context.Context, mode string) (store.Checkpoint, error)
 	WALSize() (int64, error)
 	EnqueuePurge(ctx context.Context, keep time.Duration) (bool, error)
+	PurgeHeld(ctx context.Context, keep time.Duration) (bool, error)
 	ClaimPurge(ctx context.Context, owner string, ttl time.Duration) (store.PurgeJob, error)
 	PurgeBatch(ctx context.Context, j store.PurgeJob, limit int) (files, folders int64, err error)
 	FinishPurge(ctx context.Context, j store.PurgeJob, runErr error) error

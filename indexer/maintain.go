@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"github.com/dupefs/dupefs/store"
@@ -93,7 +94,12 @@ type Maintainer struct {
 	scheduled time.Time
 	purgedAt  time.Time       // when rows due for a purge were last looked for
 	purge     *store.PurgeJob // the purge job held, if any
-	trimmedAt time.Time       // when finished jobs were last trimmed
+	// held: at the last look, rows were due but a scan of their root
+	// waited or ran; they are looked for again at the next step (Serve
+	// spaces them by a random part of Poll), not a PurgeEvery later, so
+	// steady churn does not keep them for good.
+	held      bool
+	trimmedAt time.Time // when finished jobs were last trimmed
 }
 
 // NewMaintainer returns a Maintainer of db.
@@ -101,9 +107,12 @@ func NewMaintainer(db MaintIndex, cfg MaintainConfig) *Maintainer {
 	return &Maintainer{db: db, cfg: cfg.withDefaults(), owner: NewWorkerID(), scheduled: time.Now()}
 }
 
-// Serve runs Step every Poll until ctx ends, then returns nil.
+// Serve runs Step every Poll until ctx ends, then returns nil. While
+// rows due for a purge wait for scans, it steps again after a random part
+// of Poll instead: a watcher's flushes come at a steady beat, and looks
+// at a steady beat could find a scan under way each time.
 func (m *Maintainer) Serve(ctx context.Context) error {
-	t := time.NewTicker(m.cfg.Poll)
+	t := time.NewTimer(m.cfg.Poll)
 	defer t.Stop()
 	for {
 		for {
@@ -115,6 +124,11 @@ func (m *Maintainer) Serve(ctx context.Context) error {
 				break
 			}
 		}
+		wait := m.cfg.Poll
+		if m.held {
+			wait = m.cfg.Poll/10 + rand.N(m.cfg.Poll*9/10+1)
+		}
+		t.Reset(wait)
 		select {
 		case <-ctx.Done():
 			return nil
@@ -172,11 +186,21 @@ func (m *Maintainer) stepPurge(ctx context.Context) (bool, error) {
 		return false, nil
 	}
 	if m.purge == nil {
-		if time.Since(m.purgedAt) >= m.cfg.PurgeEvery {
-			if _, err := m.db.EnqueuePurge(ctx, m.cfg.KeepMissing); err != nil {
+		every := m.cfg.PurgeEvery
+		if m.held {
+			every = 0 // Serve spaces the looks
+		}
+		if time.Since(m.purgedAt) >= every {
+			queued, err := m.db.EnqueuePurge(ctx, m.cfg.KeepMissing)
+			if err != nil {
 				return false, err
 			}
 			m.purgedAt = time.Now()
+			if m.held = false; !queued {
+				if m.held, err = m.db.PurgeHeld(ctx, m.cfg.KeepMissing); err != nil {
+					return false, err
+				}
+			}
 		}
 		j, err := m.db.ClaimPurge(ctx, m.owner, m.cfg.LeaseTTL)
 		if errors.Is(err, store.ErrNotFound) {
@@ -206,6 +230,11 @@ func (m *Maintainer) stepPurge(ctx context.Context) (bool, error) {
 	err = m.db.FinishPurge(ctx, j, nil)
 	if errors.Is(err, store.ErrLeaseLost) {
 		err = nil
+	}
+	if err == nil {
+		// A scan that began between two batches left the rest of the
+		// job's rows: they are looked for again at the next step.
+		m.held, err = m.db.PurgeHeld(ctx, j.KeepMissing)
 	}
 	return true, err
 }

@@ -149,3 +149,57 @@ func TestMaintainerTrimsFinishedJobs(t *testing.T) {
 		t.Errorf("%d jobs left, want the newest 3", n)
 	}
 }
+
+// Rows due while a scan of their root waits or runs (a watcher under
+// steady churn queues one every few hundred milliseconds) are purged as
+// soon as it ends, not at the next look a PurgeEvery later, which found
+// a scan under way again as often as not: the rows of deleted files grew
+// for as long as the churn went on.
+func TestMaintainerPurgesBetweenScans(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"a/1": "same one", "b/1": "same one", "gone/2": "two", "gone/3": "three"})
+	e.addRoot(store.RootSpec{})
+	e.run()
+	if err := os.RemoveAll(filepath.Join(e.dir, "gone")); err != nil {
+		t.Fatal(err)
+	}
+	e.run()
+	clk := store.NewFakeClock(time.Now())
+	t.Cleanup(store.SetClock(clk.Now))
+	clk.Advance(time.Hour + time.Minute)
+	roots, err := e.db.Files().Roots(ctx)
+	if err != nil || len(roots) != 1 {
+		t.Fatalf("roots: %v %v", roots, err)
+	}
+	if _, _, err := e.db.Jobs().Enqueue(ctx, store.KindScan, roots[0].ID); err != nil {
+		t.Fatal(err)
+	}
+	m := NewMaintainer(e.db.Maint(), MaintainConfig{PurgeEvery: time.Hour, Poll: time.Nanosecond, Warn: e.warned})
+	for ran := true; ran; {
+		if ran, err = m.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	missing := func() int64 {
+		t.Helper()
+		tot, err := e.db.Totals(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tot.Missing
+	}
+	if n := missing(); n != 2 {
+		t.Fatalf("%d missing rows while the scan waits, want 2 (kept)", n)
+	}
+	e.run() // the scan runs and ends
+	for ran := true; ran; {
+		if ran, err = m.Step(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := missing(); n != 0 {
+		t.Fatalf("%d missing rows once the scan ended, want 0", n)
+	}
+	e.wantGroups([]string{"a/1", "b/1"})
+}

@@ -61,24 +61,38 @@ type PurgeJob struct {
 	Lease        Lease
 }
 
-// purgeCutoff is true of a missing row (m) past the grace ?1 (ms).
-const purgeCutoff = `m.missing = 1 AND m.missing_since <= ` + nowSQL + ` - ?1
-	AND m.root_id NOT IN (SELECT root_id FROM jobs WHERE kind = 'scan' AND root_id IS NOT NULL
+// purgeDue is true of a missing row (m) past the grace ?1 (ms);
+// purgeCutoff of one that a purge may delete now, its root not scanned.
+const (
+	purgeDue     = `m.missing = 1 AND m.missing_since <= ` + nowSQL + ` - ?1`
+	scannedRoots = `(SELECT root_id FROM jobs WHERE kind = 'scan' AND root_id IS NOT NULL
 		AND status IN ('pending', 'running', 'retryable'))`
+	purgeCutoff   = purgeDue + ` AND m.root_id NOT IN ` + scannedRoots
+	purgeUnpinned = `m.id NOT IN (SELECT copy_file_id FROM actions WHERE ` + pinsFileSQL + `
+		UNION ALL SELECT keep_file_id FROM actions WHERE ` + pinsFileSQL + `)`
+)
 
 // purgeFilesSQL selects the file rows (m) a purge may delete, oldest
 // first: ?1 the grace (ms), ?2 at most how many.
-const purgeFilesSQL = `SELECT m.id FROM files m WHERE ` + purgeCutoff + `
-	AND m.id NOT IN (SELECT copy_file_id FROM actions WHERE ` + pinsFileSQL + `
-		UNION ALL SELECT keep_file_id FROM actions WHERE ` + pinsFileSQL + `)
+const purgeFilesSQL = `SELECT m.id FROM files m WHERE ` + purgeCutoff + ` AND ` + purgeUnpinned + `
 	ORDER BY m.missing_since LIMIT ?2`
+
+// purgeHeldSQL is true when rows past the grace ?1 are left that a purge
+// may delete once no scan of their root waits or runs: those a purge may
+// delete, whatever the scans.
+const purgeHeldSQL = `SELECT EXISTS (SELECT 1 FROM files m WHERE ` + purgeDue + ` AND ` + purgeUnpinned + `)
+	OR EXISTS (SELECT 1 FROM folders m WHERE ` + purgeDue + ` AND ` + purgeEmptyFolder + `)`
 
 // purgeFoldersSQL selects the folder rows (m) a purge may delete: empty
 // of rows, below the top of their root.
-const purgeFoldersSQL = `SELECT m.id FROM folders m WHERE ` + purgeCutoff + ` AND m.parent_id IS NOT NULL
-	AND NOT EXISTS (SELECT 1 FROM files f WHERE f.folder_id = m.id)
-	AND NOT EXISTS (SELECT 1 FROM folders c WHERE c.parent_id = m.id)
+const purgeFoldersSQL = `SELECT m.id FROM folders m WHERE ` + purgeCutoff + ` AND ` + purgeEmptyFolder + `
 	ORDER BY m.missing_since LIMIT ?2`
+
+// purgeEmptyFolder is true of a folder (m) empty of rows, below the top of
+// its root.
+const purgeEmptyFolder = `m.parent_id IS NOT NULL
+	AND NOT EXISTS (SELECT 1 FROM files f WHERE f.folder_id = m.id)
+	AND NOT EXISTS (SELECT 1 FROM folders c WHERE c.parent_id = m.id)`
 
 // pinsFileSQL is true of an action that still needs the rows of its files:
 // under way, or done and so still undoable.
@@ -102,6 +116,18 @@ func (mt *Maint) EnqueuePurge(ctx context.Context, keep time.Duration) (bool, er
 		return nil
 	})
 	return ok, err
+}
+
+// PurgeHeld reports whether rows missing for longer than keep are left
+// that a purge may delete once no scan of their root waits or runs (a
+// watcher under steady churn queues one every few hundred milliseconds):
+// a purge is worth trying again soon. Asked when a purge found nothing
+// to delete or could not be queued, it means scans held those rows back
+// (a scan may have ended since).
+func (mt *Maint) PurgeHeld(ctx context.Context, keep time.Duration) (bool, error) {
+	var held bool
+	err := mt.db.queryRow(ctx, purgeHeldSQL, keep.Milliseconds()).Scan(&held)
+	return held, classify("look for rows held by scans", err)
 }
 
 // ClaimPurge claims the pending purge job (a running one whose lease

@@ -20,10 +20,12 @@ type change struct {
 	// whose events they were, "" for every root.
 	lost bool
 	root string
-	// limit: root is watched in part, as far as the limit allowed; whole:
-	// root is watched whole again.
-	limit *limitHit
-	whole bool
+	// limit: root is watched in part, as far as the limit allowed (with
+	// counted, these are only new numbers of a root known to be, found
+	// by a rescan's walk); whole: root is watched whole again.
+	limit   *limitHit
+	counted bool
+	whole   bool
 	// moved: root itself was removed or moved away (its watch went with
 	// it); the watcher looks at it at once.
 	moved bool

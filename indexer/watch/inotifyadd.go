@@ -36,15 +36,16 @@ func (in *inotify) do(o inotifyOp) {
 	case opWatch:
 		in.mu.Lock()
 		root := in.rootOf(o.path)
-		_, known := in.paths[o.path]
+		old, known := in.paths[o.path]
 		partial := in.part[root] != nil
 		in.mu.Unlock()
-		if root == "" || known && !partial {
+		if root == "" {
+			return
+		}
+		if known && !partial && in.same(o.path, old) {
 			// Watched already (a create raced the walk that found it):
 			// still name it, its listing may be older than its watch.
-			if root != "" {
-				in.namer.name(o.path)
-			}
+			in.namer.name(o.path)
 			return
 		}
 		if hit := in.watchTree(o.path, true, nil); hit != nil && !partial {
@@ -72,13 +73,7 @@ func (in *inotify) do(o inotifyOp) {
 		seen := map[int32]bool{}
 		for _, r := range roots {
 			if hit := in.watchTree(r, false, seen); hit != nil {
-				in.mu.Lock()
-				had := in.part[r] != nil
-				in.part[r] = hit
-				in.mu.Unlock()
-				if !had {
-					in.note(change{lost: true, root: r, limit: hit})
-				}
+				in.counted(r, hit)
 			}
 		}
 		in.mu.Lock()
@@ -102,16 +97,36 @@ func (in *inotify) do(o inotifyOp) {
 		if !partial {
 			return
 		}
-		hit := in.watchTree(o.path, false, nil)
+		if hit := in.watchTree(o.path, false, nil); hit != nil {
+			in.counted(o.path, hit)
+			return
+		}
 		in.mu.Lock()
-		if hit != nil {
-			in.part[o.path] = hit
-		} else {
-			delete(in.part, o.path)
-		}
+		delete(in.part, o.path)
 		in.mu.Unlock()
-		if hit == nil {
-			in.note(change{root: o.path, whole: true})
-		}
+		in.note(change{root: o.path, whole: true})
 	}
+}
+
+// same reports whether the folder at p is the one watched as wd. A path
+// is not a folder: one removed and made again under its name (or another
+// moved over it) is new, while the kernel may not yet have said that the
+// old one's watch is gone (it says so only once the old folder is closed
+// by every program). Adding a watch to a folder watched already returns
+// its watch and costs one call; a new folder gets a watch of its own.
+func (in *inotify) same(p string, wd int32) bool {
+	got, err := addWatch(in.fd, p, inotifyMask)
+	if err == unix.ENOSPC {
+		return false // a new folder past the limit: the walk says so
+	}
+	if err != nil {
+		return true // gone, or unreadable: its parent's events cover it
+	}
+	if int32(got) == wd {
+		return true
+	}
+	in.mu.Lock()
+	in.bind(int32(got), p)
+	in.mu.Unlock()
+	return false
 }

@@ -74,10 +74,24 @@ func (in *inotify) limited(root string) {
 	if hit == nil {
 		return // watches were freed meanwhile
 	}
+	in.counted(root, hit)
+}
+
+// counted records how far a walk of a root past the limit got. The
+// watcher is told the first time, and again whenever the numbers change
+// (the root grew or shrank, the limit moved): status gives them, and they
+// say how far to raise the limit.
+func (in *inotify) counted(root string, hit *limitHit) {
 	in.mu.Lock()
+	old := in.part[root]
 	in.part[root] = hit
 	in.mu.Unlock()
-	in.note(change{lost: true, root: root, limit: hit})
+	switch {
+	case old == nil:
+		in.note(change{lost: true, root: root, limit: hit})
+	case old.folders != hit.folders || old.watched != hit.watched || old.limit != hit.limit:
+		in.note(change{root: root, limit: hit, counted: true})
+	}
 }
 
 // partial reports how far a root watched in part got (nil: whole).

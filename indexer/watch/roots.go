@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 	"time"
 
 	"github.com/dupefs/dupefs/store/naming"
@@ -64,10 +65,35 @@ func (w *Watcher) checkRoots(ctx context.Context, b *batch) {
 			}
 			w.renewNotes(ctx)
 			b.rescan(id, time.Now())
+		case there:
+			was, known := w.folder[p]
+			w.mu.Unlock()
+			if now, ok := identify(p); ok && known && now != was {
+				// Removed and made again while a program held it open:
+				// the kernel says its watch is gone only once it is
+				// closed, and the new folder has none.
+				w.rootMoved(ctx, b, p)
+			}
 		default:
 			w.mu.Unlock()
 		}
 	}
+}
+
+// folderID tells folders apart: a path is not a folder.
+type folderID struct{ dev, ino uint64 }
+
+// identify is the folder at p (false: none, or it cannot be told).
+func identify(p string) (folderID, bool) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return folderID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return folderID{}, false
+	}
+	return folderID{dev: uint64(st.Dev), ino: st.Ino}, true
 }
 
 // absent says why root cannot be followed: it is not a folder, or cannot

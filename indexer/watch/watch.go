@@ -87,6 +87,7 @@ type Watcher struct {
 	unwatched map[string]bool      // rescanned on a timer
 	limits    map[string]*limitHit // roots watched in part, how far
 	gone      map[string]string    // roots not followed: why
+	folder    map[string]folderID  // the folder each root was when watched
 	noted     map[string]bool      // limits and gone roots said to the index (status)
 
 	// Of Run's goroutine: the failure of the last flush ("": none), and
@@ -127,7 +128,7 @@ func New(roots Roots, jobs Queue, ix *indexer.Indexer, cfg Config) *Watcher {
 	return &Watcher{rootsOf: roots, jobs: jobs, ix: ix, cfg: cfg.withDefaults(), changes: make(chan change, 4096),
 		pairsKept: time.Now(),
 		roots:     map[string]int64{}, backends: map[string]backend{}, unwatched: map[string]bool{},
-		limits: map[string]*limitHit{}, gone: map[string]string{}, noted: map[string]bool{}}
+		limits: map[string]*limitHit{}, gone: map[string]string{}, folder: map[string]folderID{}, noted: map[string]bool{}}
 }
 
 // Start watches every root; changes are gathered from now on, for Run.
@@ -207,6 +208,7 @@ func (w *Watcher) syncRoots(ctx context.Context) error {
 			delete(w.unwatched, p)
 			delete(w.limits, p)
 			delete(w.gone, p)
+			delete(w.folder, p)
 		}
 	}
 	return nil
@@ -214,6 +216,9 @@ func (w *Watcher) syncRoots(ctx context.Context) error {
 
 // watchRoot watches one root with the first backend that can (mu held).
 func (w *Watcher) watchRoot(root string) {
+	// Which folder it is, before its watches are added: one made again at
+	// its path later is told apart (checkRoots).
+	w.folder[root], _ = identify(root)
 	var bs []backend
 	if w.fan != nil {
 		bs = append(bs, w.fan)
@@ -367,7 +372,9 @@ func (w *Watcher) gather(ctx context.Context, b *batch, c change, lostSaid map[s
 	switch {
 	case c.limit != nil:
 		w.limited(ctx, c.limit)
-		w.loseRoot(b, c.root)
+		if !c.counted {
+			w.loseRoot(b, c.root)
+		}
 	case c.whole:
 		w.wholeAgain(ctx, c.root)
 		w.loseRoot(b, c.root)
