@@ -245,6 +245,11 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 	if now != folds {
 		return nil
 	}
+	// Rows made by this write get ids past before.
+	var before int64
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT coalesce(max(id), 0) FROM folder_pairs").Scan(&before); err != nil {
+		return classify("read folder pairs", err)
+	}
 	var seq int64
 	bump := func() error {
 		if seq != 0 {
@@ -279,7 +284,9 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 			seqArg = seq
 		}
 		var id int64
-		err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files,
+		// Prepared once for every pair: a first index of /usr keeps 12k
+		// pairs, and preparing this statement for each was most of it.
+		err := tx.queryRowP(`INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files,
 			shared_bytes, only_a, only_b, label, changed_at, change_seq)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, `+nowSQL+`, coalesce(?10, 0))
 			ON CONFLICT (a_id, b_id) DO UPDATE SET state = ?3, shared_files = ?4, union_files = ?5,
@@ -291,7 +298,9 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 		if err != nil {
 			return classify("record folder pair", err)
 		}
-		if relisted || state != 2 {
+		// A row made now has no lists to forget: most pairs of a first
+		// index are not shown and get none.
+		if relisted || state != 2 && id <= before {
 			if err := tx.writePairFiles(id, list); err != nil {
 				return err
 			}
