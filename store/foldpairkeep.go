@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"slices"
 
 	"github.com/dupefs/dupefs/store/naming"
@@ -261,6 +263,11 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 	if now != folds {
 		return nil
 	}
+	// Rows made by this write get ids past before.
+	var before int64
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT coalesce(max(id), 0) FROM folder_pairs").Scan(&before); err != nil {
+		return classify("read folder pairs", err)
+	}
 	var seq int64
 	bump := func() error {
 		if seq != 0 {
@@ -270,6 +277,7 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 		return classify("bump pair sequence", err)
 	}
 	live := map[pairKey]bool{}
+	var fresh []storedPair
 	for _, r := range p.rows {
 		k := keyOf(r.a, r.b)
 		live[k] = true
@@ -277,6 +285,10 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 		state := 1
 		if r.shown {
 			state = 2
+		}
+		if !had && !r.shown {
+			fresh = append(fresh, r)
+			continue
 		}
 		list, relisted := p.lists[k]
 		if had && old.state == state && old.shared == r.shared && old.union == r.union && (r.label == "" || old.label == r.label) && !relisted {
@@ -295,7 +307,9 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 			seqArg = seq
 		}
 		var id int64
-		err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files,
+		// Prepared once for every pair: a first index of /usr keeps 12k
+		// pairs, and preparing this statement for each was most of it.
+		err := tx.queryRowP(`INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files,
 			shared_bytes, only_a, only_b, label, changed_at, change_seq)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, `+nowSQL+`, coalesce(?10, 0))
 			ON CONFLICT (a_id, b_id) DO UPDATE SET state = ?3, shared_files = ?4, union_files = ?5,
@@ -307,11 +321,16 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 		if err != nil {
 			return classify("record folder pair", err)
 		}
-		if relisted || state != 2 {
+		// A row made now has no lists to forget: most pairs of a first
+		// index are not shown and get none.
+		if relisted || state != 2 && id <= before {
 			if err := tx.writePairFiles(id, list); err != nil {
 				return err
 			}
 		}
+	}
+	if err := tx.storeHiddenPairs(fresh, before); err != nil {
+		return err
 	}
 	for k, old := range p.stored {
 		if live[k] {
@@ -335,4 +354,49 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 	_, err = tx.exec("record folds covered", `INSERT INTO counters (name, value) VALUES ('folder_pairs_at', ?1)
 		ON CONFLICT (name) DO UPDATE SET value = max(value, ?1)`, folds)
 	return err
+}
+
+// hiddenPairBatch is how many pairs storeHiddenPairs writes at once.
+var hiddenPairBatch = 500 // a variable for tests
+
+// storeHiddenPairs writes pairs the keep did not hold and does not show
+// (most pairs of a first index: 9k of 12k on /usr), a batch of them per
+// statement: nothing of them is shown, so they need no list, no label and
+// no place in the pair feed. A row of the pair left retired is made
+// hidden again, keeping its label and place, as storePairs would; rows
+// older than before lose any list.
+func (tx *Tx) storeHiddenPairs(ps []storedPair, before int64) error {
+	const q = `INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files, changed_at, change_seq)
+		SELECT value ->> 0, value ->> 1, 1, value ->> 2, value ->> 3, ` + nowSQL + `, 0 FROM json_each(?1) WHERE true
+		ON CONFLICT (a_id, b_id) DO UPDATE SET state = 1, shared_files = excluded.shared_files,
+		  union_files = excluded.union_files, changed_at = excluded.changed_at
+		RETURNING id`
+	for len(ps) > 0 {
+		n := min(len(ps), hiddenPairBatch)
+		batch := make([][4]int64, n)
+		for i, r := range ps[:n] {
+			batch[i] = [4]int64{r.a, r.b, r.shared, r.union}
+		}
+		js, err := json.Marshal(batch)
+		if err != nil {
+			return fmt.Errorf("record folder pairs: %w", err)
+		}
+		rows, err := tx.queryP(q, string(js))
+		ids, err := collect("record folder pairs", rows, err, func(r rowScanner) (id int64, err error) {
+			err = r.Scan(&id)
+			return id, err
+		})
+		if err != nil {
+			return err
+		}
+		for _, id := range ids {
+			if id <= before {
+				if err := tx.writePairFiles(id, nil); err != nil {
+					return err
+				}
+			}
+		}
+		ps = ps[n:]
+	}
+	return nil
 }

@@ -303,3 +303,92 @@ func TestPairsLeftOwedBySums(t *testing.T) {
 		}
 	}
 }
+
+// Pairs the keep did not hold and does not show are written in batches:
+// a new one hidden, with no list, label or place in the pair feed; a
+// retired row of the same folders hidden again, keeping its label and
+// place and losing any list left to it.
+func TestHiddenPairsBatched(t *testing.T) {
+	defer func(n int) { hiddenPairBatch = n }(hiddenPairBatch)
+	hiddenPairBatch = 2
+	ctx := context.Background()
+	db := openTest(t)
+	keep := func(rows []storedPair, lists map[pairKey]*pairDiff) {
+		t.Helper()
+		stored, err := db.readPairs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folds, _, err := db.foldCounts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := pairPlan{stored: stored, rows: rows, lists: lists}
+		if err := db.Write(ctx, func(tx *Tx) error { return tx.storePairs(&plan, folds) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pair := func(a, b int64, shown bool, label string) storedPair {
+		return storedPair{pairRow: pairRow{a: a, b: b, shared: a, union: b, shown: shown}, label: label}
+	}
+	list := &pairDiff{only: [2][]onlyFile{{{id: 1, name: "x"}}, {{id: 2, name: "y"}}}}
+	keep([]storedPair{pair(1, 2, true, "a ≈ b"), pair(3, 4, true, "c ≈ d")},
+		map[pairKey]*pairDiff{keyOf(1, 2): list, keyOf(3, 4): list})
+	keep([]storedPair{pair(5, 6, false, ""), pair(7, 8, false, ""), pair(9, 10, false, "")}, nil) // both retired
+	var id34 int64
+	if err := db.Write(ctx, func(tx *Tx) error {
+		// A list left to a retired row (another process's keep, say).
+		if err := tx.tx.QueryRowContext(tx.ctx, "SELECT id FROM folder_pairs WHERE a_id = 3").Scan(&id34); err != nil {
+			return err
+		}
+		_, err := tx.exec("test", "INSERT INTO folder_pair_files (pair_id, side, file_id, name) VALUES (?, 0, 1, 'x')", id34)
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	before := pairLines(t, db)
+	keep([]storedPair{pair(1, 2, false, ""), pair(3, 4, false, ""), pair(5, 6, false, ""), pair(11, 12, false, "")}, nil)
+	after := pairLines(t, db)
+	want := map[string]string{
+		"1-2":   strings.Replace(before["1-2"], "state 0", "state 1", 1),
+		"3-4":   strings.Replace(strings.Replace(before["3-4"], "state 0", "state 1", 1), "lists 1", "lists 0", 1),
+		"5-6":   before["5-6"],
+		"7-8":   before["7-8"],
+		"9-10":  before["9-10"],
+		"11-12": "state 1 11/12 label \"\" seq 0 lists 0",
+	}
+	want["7-8"] = strings.Replace(want["7-8"], "state 1", "state 0", 1)
+	want["9-10"] = strings.Replace(want["9-10"], "state 1", "state 0", 1)
+	for k, w := range want {
+		if after[k] != w {
+			t.Errorf("pair %s: %q, want %q (before %q)", k, after[k], w, before[k])
+		}
+	}
+	if len(after) != len(want) {
+		t.Errorf("%d pairs, want %d: %v", len(after), len(want), after)
+	}
+}
+
+// pairLines are the rows of folder_pairs by their folders' ids, with the
+// count of their lists' rows.
+func pairLines(t *testing.T, db *DB) map[string]string {
+	t.Helper()
+	rows, err := db.query(context.Background(), `SELECT a_id, b_id, state, shared_files, union_files, label, change_seq,
+		(SELECT count(*) FROM folder_pair_files o WHERE o.pair_id = p.id) FROM folder_pairs p`)
+	type line struct{ k, v string }
+	ls, err := collect("test", rows, err, func(r rowScanner) (line, error) {
+		var a, b, state, shared, union, seq, lists int64
+		var label string
+		err := r.Scan(&a, &b, &state, &shared, &union, &label, &seq, &lists)
+		return line{fmt.Sprintf("%d-%d", a, b), fmt.Sprintf("state %d %d/%d label %q seq %d lists %d",
+			state, shared, union, label, seq, lists)}, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, l := range ls {
+		out[l.k] = l.v
+	}
+	return out
+}
