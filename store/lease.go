@@ -139,7 +139,7 @@ func (tx *Tx) claimN(q *Queue, filter string, owner string, ttl time.Duration, n
 	}
 	rows, err := tx.queryP(`UPDATE `+q.Table+` SET `+onClaim+`worker_id = ?1, attempt = attempt + 1,
 		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2
-		WHERE id IN (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT ?3)
+		WHERE id IN (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT ?3`+tx.dialect.skipLocked+`)
 		RETURNING id, attempt`, args...)
 	return collect("claim "+q.Table, rows, err, func(r rowScanner) (Lease, error) {
 		l := Lease{Queue: q, Owner: owner, TTL: ttl}
@@ -184,8 +184,12 @@ func (tx *Tx) update(l Lease, set string, args ...any) error {
 // args) and the lease cleared, fenced. The row leaves the held state
 // through set.
 func (tx *Tx) end(l Lease, set string, args ...any) error {
+	stamp := ", updated_at = " + nowSQL
+	if strings.Contains(set, "updated_at =") {
+		stamp = "" // a column is set once (PostgreSQL refuses two)
+	}
 	res, err := tx.exec("end lease on "+l.Queue.Table, `UPDATE `+l.Queue.Table+` SET `+set+`,
-		lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`, updated_at = `+nowSQL+l.Queue.leaseFence(),
+		lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+stamp+l.Queue.leaseFence(),
 		append([]any{l.ID, l.Owner, l.Attempt}, args...)...)
 	return l.fenced(res, err)
 }

@@ -83,7 +83,7 @@ func oldIndex(t *testing.T, path string, upTo int, reshape ...string) {
 		if m.version > upTo {
 			break
 		}
-		if err := applyMigration(ctx, w, m); err != nil {
+		if err := applyMigration(ctx, w, sqliteDialect, m); err != nil {
 			t.Fatal(err)
 		}
 	}

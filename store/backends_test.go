@@ -1,0 +1,188 @@
+package store
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"reflect"
+	"runtime"
+	"strings"
+	"testing"
+
+	"github.com/dupefs/dupefs/store/internal/pgtest"
+)
+
+// The store's tests run on both engines: each runs on SQLite as itself,
+// and again on PostgreSQL as a subtest of TestPostgres, where openTest
+// opens a fresh database of the test's own on a private server (pgtest).
+// Every test is listed in onPostgres, with the reason it does not run
+// there yet, if it does not: a test that is not listed fails
+// TestEveryTestHasABackend rather than pass unseen.
+
+func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
+
+// postgresPrefix begins the names of the tests that run on PostgreSQL.
+const postgresPrefix = "TestPostgres/"
+
+// onPostgresTest reports whether tb runs on PostgreSQL.
+func onPostgresTest(tb testing.TB) bool { return strings.HasPrefix(tb.Name(), postgresPrefix) }
+
+// testIndex is where openTest opens tb's index: a new file, or a fresh
+// PostgreSQL database.
+func testIndex(tb testing.TB) string {
+	if onPostgresTest(tb) {
+		return pgtest.URL(tb)
+	}
+	return filepath.Join(tb.TempDir(), "index.db")
+}
+
+// onPostgres lists every test of the package, with why it does not run on
+// PostgreSQL ("" when it does): "SQLite only: …" for what PostgreSQL has
+// no counterpart of, "not yet on PostgreSQL: …" for a subsystem still to
+// port.
+var onPostgres = []struct {
+	test func(*testing.T)
+	skip string
+}{
+	{TestCrossedKeepersAreRefused, "not yet on PostgreSQL: the ledger (plans, actions, roles)"},
+	{TestDoneTrashPinsItsKeptFileUntilTheCopyIsBack, "not yet on PostgreSQL: the ledger (plans, actions, roles)"},
+	{TestActionStatesMoveOnlyForward, "not yet on PostgreSQL: the ledger (plans, actions, roles)"},
+	{TestActionLeasesAreFenced, "not yet on PostgreSQL: the ledger (plans, actions, roles)"},
+	{TestIndexFollowsActions, "not yet on PostgreSQL: the ledger (plans, actions, roles)"},
+	{TestNoBulkLoadOverFolders, "not yet on PostgreSQL: the bulk load of a first index"},
+	{TestCheckpointerCopiesCommitsBack, "SQLite only: WAL checkpoints"},
+	{TestCloseStopsTheCheckpointer, "SQLite only: WAL checkpoints"},
+	{TestFoldStreamSumsAsFromScratch, "not yet on PostgreSQL: folder signatures and folder groups"},
+	{TestFolderGroupsByClassEqualFromScratch, "not yet on PostgreSQL: folder signatures and folder groups"},
+	{TestFolderChangeUnhidesSubfolderGroups, "not yet on PostgreSQL: folder signatures and folder groups"},
+	{TestConfirmFoldersSplitsByWhatFoldersHold, "not yet on PostgreSQL: folder signatures and folder groups"},
+	{TestFolderGroupsOwedByAKilledFold, "not yet on PostgreSQL: folder signatures and folder groups"},
+	{TestDiffPairEqualsInMemory, "not yet on PostgreSQL: folder pairs"},
+	{TestKeptPairsEqualASearch, "not yet on PostgreSQL: folder pairs"},
+	{TestPairListNamesEnd, "not yet on PostgreSQL: folder pairs"},
+	{TestScopeHoldsBoundedRows, "not yet on PostgreSQL: folder pairs"},
+	{TestScopeSeedsLikeASearch, "not yet on PostgreSQL: folder pairs"},
+	{TestGroupsCountInodesNotPaths, ""},
+	{TestReportKeysetCursor, ""},
+	{TestParseKey, ""},
+	{TestBulkLoadCountsGroupsByInode, "not yet on PostgreSQL: the bulk load of a first index"},
+	{TestBulkLoadAndWritesCountGroupsAlike, "not yet on PostgreSQL: the bulk load of a first index"},
+	{TestBulkLoadSettlesUniqueSizesByInode, "not yet on PostgreSQL: the bulk load of a first index"},
+	{TestPlanHashLeavesOutSettledSmallBuckets, ""},
+	{TestPlanHashPicksSharedSizesOnly, ""},
+	{TestLoseFolderMarksSubtree, ""},
+	{TestHashWriteRefusesABadSumLoudly, ""},
+	{TestAllJobsPage, ""},
+	{TestEnqueueKeepsOneActiveJob, ""},
+	{TestClaimIsExclusive, ""},
+	{TestFenceRefusesALostLease, ""},
+	{TestHeartbeatKeepsTheLease, ""},
+	{TestKeepLeaseHoldsAndCancelsOnLoss, ""},
+	{TestRecoverDeadWorker, ""},
+	{TestRetryableWaitsAndRunsOutOfAttempts, ""},
+	{TestJobsPageKeyset, ""},
+	{TestLeaseWritesStampUpdatedAt, ""},
+	{TestMigrateRepairsIndexesOfEditedMigrations, "SQLite only: upgrades of SQLite indexes of older releases"},
+	{TestMigrateRepairsBulkLoadDefinition, "SQLite only: upgrades of SQLite indexes of older releases"},
+	{TestLandedMigrationsAreNeverEdited, "SQLite only: checks both sets of files at once"},
+	{TestOpenIndexOfRelease0006, "SQLite only: upgrades of SQLite indexes of older releases"},
+	{TestOpenIndexOfRelease0012RebuildsFiles, "SQLite only: upgrades of SQLite indexes of older releases"},
+	{TestMigrateLighterFilesDuringBulkLoad, "SQLite only: upgrades of SQLite indexes of older releases"},
+	{TestOpenIndexOfRelease0010KeepsPairsAfterItsNextFold, "SQLite only: upgrades of SQLite indexes of older releases"},
+	{TestReadOnlyOpenOnAReadOnlyFileSystem, "SQLite only: the index file, its folder and its modes"},
+	{TestReadOnlyOpenRefusesAWALItCannotRead, "SQLite only: the index file, its folder and its modes"},
+	{TestOpenRefusesFilesThatAreNoIndex, "SQLite only: the index file, its folder and its modes"},
+	{TestOpeningANewIndexAtOnce, "SQLite only: the index file, its folder and its modes"},
+	{TestReadOnlyOpenOfAnOlderIndex, "SQLite only: the index file, its folder and its modes"},
+	{TestCheckFindsDamage, "SQLite only: the index file, its folder and its modes"},
+	{TestCommitAfterCancelRollsBack, "SQLite only: the index file, its folder and its modes"},
+	{TestIndexIsPrivate, "SQLite only: the index file, its folder and its modes"},
+	{TestViewKeyIsMadeOnceAndKept, "SQLite only: the index file, its folder and its modes"},
+	{TestIndexRefusesAPlaceOthersHold, "SQLite only: the index file, its folder and its modes"},
+	{TestWastePageRanks, "not yet on PostgreSQL: the people's views (groups by waste)"},
+	{TestWastePageUsesItsIndex, "not yet on PostgreSQL: the people's views (groups by waste)"},
+	{TestPurgeMissingRows, "not yet on PostgreSQL: purges of deleted files' rows"},
+	{TestPurgeBatchIsFenced, "not yet on PostgreSQL: purges of deleted files' rows"},
+	{TestFailedReadWaitsWithBackoff, ""},
+	{TestMigrationGivesTheLedgerRoles, "not yet on PostgreSQL: the ledger (plans, actions, roles)"},
+	{TestAddRootCoveredAndAbsorbed, ""},
+	{TestRemoveRootForgetsItsRows, ""},
+	{TestLateHashesLandInAnyOrder, ""},
+	{TestNextFileIDIsTheRowsID, ""},
+	{TestMigrationsAreNumberedAndEmbedded, "SQLite only: the SQLite set of migrations (TestLandedMigrationsAreNeverEdited checks both)"},
+	{TestOpenTwiceIsIdempotent, "SQLite only: the index file and its journal mode"},
+	{TestOpenRefusesNewerSchema, ""},
+	{TestOpenErrors, "SQLite only: paths that are no index file"},
+	{TestHashAlgoFixedOnceHashed, ""},
+	{TestDiskFullIsReported, "SQLite only: a full disk under the index file"},
+	{TestSubtreeOfSlash, ""},
+	{TestAdmissionIsBoundedAndOncePerGroup, "not yet on PostgreSQL: thumbnails and their cleanups"},
+	{TestThumbLeaseExpiresAndFences, "not yet on PostgreSQL: thumbnails and their cleanups"},
+	{TestFailedThumbWaitsForRetryAfter, "not yet on PostgreSQL: thumbnails and their cleanups"},
+	{TestCleanupWaitsForJobsAndSparesGroups, "not yet on PostgreSQL: thumbnails and their cleanups"},
+	{TestCleanupLeaseExpiresAndFences, "not yet on PostgreSQL: thumbnails and their cleanups"},
+	{TestReserveIOSpacesReservations, "not yet on PostgreSQL: thumbnails and their cleanups"},
+	{TestCandidatesFollowTheChangeFeedInPages, "not yet on PostgreSQL: thumbnails and their cleanups"},
+	{TestTrimJobs, "not yet on PostgreSQL: trimming finished jobs"},
+	{TestWriterKeepsStatements, "SQLite only: the writer connection's kept statements"},
+	{TestCopiesPageFirstOfEachName, "not yet on PostgreSQL: the mounted view's reads"},
+	{TestCopiesAheadAsFirstPages, "not yet on PostgreSQL: the mounted view's reads"},
+	{TestToPostgres, "no database: checks the rewriting alone"},
+	{TestPostgresBindsAsSQLiteNumbers, "no database: checks the binding alone"},
+	{TestWALJobsUniqueClaimAndStaleRecovery, "SQLite only: the WAL and its checkpoint jobs"},
+	{TestTruncateWaitsForReaderWithoutStallingWriters, "SQLite only: the WAL and its checkpoint jobs"},
+	{TestWatcherSeesCommits, "not yet on PostgreSQL: the change feed (LISTEN/NOTIFY)"},
+}
+
+func TestPostgres(t *testing.T) {
+	for _, c := range onPostgres {
+		name := funcName(c.test)
+		t.Run(name, func(t *testing.T) {
+			if c.skip != "" {
+				t.Skip(c.skip)
+			}
+			c.test(t)
+		})
+	}
+}
+
+// TestEveryTestHasABackend checks that every test of the package is in
+// onPostgres.
+func TestEveryTestHasABackend(t *testing.T) {
+	listed := map[string]bool{}
+	for _, c := range onPostgres {
+		listed[funcName(c.test)] = true
+	}
+	fset := token.NewFileSet()
+	names, err := filepath.Glob("*_test.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range names {
+		f, err := parser.ParseFile(fset, n, nil, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range f.Decls {
+			fd, ok := d.(*ast.FuncDecl)
+			if !ok || fd.Recv != nil || !strings.HasPrefix(fd.Name.Name, "Test") {
+				continue
+			}
+			switch fd.Name.Name {
+			case "TestMain", "TestPostgres", "TestEveryTestHasABackend":
+				continue
+			}
+			if !listed[fd.Name.Name] {
+				t.Errorf("%s (%s) is not in onPostgres: list it, with the reason it does not run on PostgreSQL if it does not", fd.Name.Name, n)
+			}
+		}
+	}
+}
+
+// funcName is the name of a test function.
+func funcName(f func(*testing.T)) string {
+	name := runtime.FuncForPC(reflect.ValueOf(f).Pointer()).Name()
+	return name[strings.LastIndexByte(name, '.')+1:]
+}
