@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/dupefs/dupefs/store/internal/pgtest"
@@ -33,10 +34,15 @@ func onPostgresTest(tb testing.TB) bool { return strings.HasPrefix(tb.Name(), po
 // PostgreSQL database.
 func testIndex(tb testing.TB) string {
 	if onPostgresTest(tb) {
+		name, _, _ := strings.Cut(strings.TrimPrefix(tb.Name(), postgresPrefix), "/")
+		usedPostgres.Store(name, true)
 		return pgtest.URL(tb)
 	}
 	return filepath.Join(tb.TempDir(), "index.db")
 }
+
+// usedPostgres holds the tests that opened a PostgreSQL index.
+var usedPostgres sync.Map
 
 // onPostgres lists every test of the package, with why it does not run on
 // PostgreSQL ("" when it does): "SQLite only: …" for what PostgreSQL has
@@ -57,16 +63,16 @@ var onPostgres = []struct {
 	{TestFoldStreamSumsAsFromScratch, "not yet on PostgreSQL: folder signatures and folder groups"},
 	{TestFolderGroupsByClassEqualFromScratch, "not yet on PostgreSQL: folder signatures and folder groups"},
 	{TestFolderChangeUnhidesSubfolderGroups, "not yet on PostgreSQL: folder signatures and folder groups"},
-	{TestConfirmFoldersSplitsByWhatFoldersHold, "not yet on PostgreSQL: folder signatures and folder groups"},
+	{TestConfirmFoldersSplitsByWhatFoldersHold, ""},
 	{TestFolderGroupsOwedByAKilledFold, "not yet on PostgreSQL: folder signatures and folder groups"},
 	{TestDiffPairEqualsInMemory, "not yet on PostgreSQL: folder pairs"},
 	{TestKeptPairsEqualASearch, "not yet on PostgreSQL: folder pairs"},
-	{TestPairListNamesEnd, "not yet on PostgreSQL: folder pairs"},
+	{TestPairListNamesEnd, "no database: names in memory"},
 	{TestScopeHoldsBoundedRows, "not yet on PostgreSQL: folder pairs"},
 	{TestScopeSeedsLikeASearch, "not yet on PostgreSQL: folder pairs"},
 	{TestGroupsCountInodesNotPaths, ""},
 	{TestReportKeysetCursor, ""},
-	{TestParseKey, ""},
+	{TestParseKey, "no database: parses group keys"},
 	{TestBulkLoadCountsGroupsByInode, "not yet on PostgreSQL: the bulk load of a first index"},
 	{TestBulkLoadAndWritesCountGroupsAlike, "not yet on PostgreSQL: the bulk load of a first index"},
 	{TestBulkLoadSettlesUniqueSizesByInode, "not yet on PostgreSQL: the bulk load of a first index"},
@@ -77,6 +83,7 @@ var onPostgres = []struct {
 	{TestAllJobsPage, ""},
 	{TestEnqueueKeepsOneActiveJob, ""},
 	{TestClaimIsExclusive, ""},
+	{TestClaimsOfTwoOpensAreExclusive, ""},
 	{TestFenceRefusesALostLease, ""},
 	{TestHeartbeatKeepsTheLease, ""},
 	{TestKeepLeaseHoldsAndCancelsOnLoss, ""},
@@ -101,12 +108,12 @@ var onPostgres = []struct {
 	{TestIndexIsPrivate, "SQLite only: the index file, its folder and its modes"},
 	{TestViewKeyIsMadeOnceAndKept, "SQLite only: the index file, its folder and its modes"},
 	{TestIndexRefusesAPlaceOthersHold, "SQLite only: the index file, its folder and its modes"},
-	{TestWastePageRanks, "not yet on PostgreSQL: the people's views (groups by waste)"},
+	{TestWastePageRanks, ""},
 	{TestWastePageUsesItsIndex, "not yet on PostgreSQL: the people's views (groups by waste)"},
 	{TestPurgeMissingRows, "not yet on PostgreSQL: purges of deleted files' rows"},
 	{TestPurgeBatchIsFenced, "not yet on PostgreSQL: purges of deleted files' rows"},
 	{TestFailedReadWaitsWithBackoff, ""},
-	{TestMigrationGivesTheLedgerRoles, "not yet on PostgreSQL: the ledger (plans, actions, roles)"},
+	{TestMigrationGivesTheLedgerRoles, "SQLite only: upgrades of SQLite indexes of older releases"},
 	{TestAddRootCoveredAndAbsorbed, ""},
 	{TestRemoveRootForgetsItsRows, ""},
 	{TestLateHashesLandInAnyOrder, ""},
@@ -119,16 +126,16 @@ var onPostgres = []struct {
 	{TestDiskFullIsReported, "SQLite only: a full disk under the index file"},
 	{TestSubtreeOfSlash, ""},
 	{TestAdmissionIsBoundedAndOncePerGroup, "not yet on PostgreSQL: thumbnails and their cleanups"},
-	{TestThumbLeaseExpiresAndFences, "not yet on PostgreSQL: thumbnails and their cleanups"},
+	{TestThumbLeaseExpiresAndFences, ""},
 	{TestFailedThumbWaitsForRetryAfter, "not yet on PostgreSQL: thumbnails and their cleanups"},
 	{TestCleanupWaitsForJobsAndSparesGroups, "not yet on PostgreSQL: thumbnails and their cleanups"},
 	{TestCleanupLeaseExpiresAndFences, "not yet on PostgreSQL: thumbnails and their cleanups"},
-	{TestReserveIOSpacesReservations, "not yet on PostgreSQL: thumbnails and their cleanups"},
+	{TestReserveIOSpacesReservations, ""},
 	{TestCandidatesFollowTheChangeFeedInPages, "not yet on PostgreSQL: thumbnails and their cleanups"},
 	{TestTrimJobs, "not yet on PostgreSQL: trimming finished jobs"},
 	{TestWriterKeepsStatements, "SQLite only: the writer connection's kept statements"},
-	{TestCopiesPageFirstOfEachName, "not yet on PostgreSQL: the mounted view's reads"},
-	{TestCopiesAheadAsFirstPages, "not yet on PostgreSQL: the mounted view's reads"},
+	{TestCopiesPageFirstOfEachName, ""},
+	{TestCopiesAheadAsFirstPages, ""},
 	{TestToPostgres, "no database: checks the rewriting alone"},
 	{TestPostgresBindsAsSQLiteNumbers, "no database: checks the binding alone"},
 	{TestWALJobsUniqueClaimAndStaleRecovery, "SQLite only: the WAL and its checkpoint jobs"},
@@ -136,14 +143,25 @@ var onPostgres = []struct {
 	{TestWatcherSeesCommits, "not yet on PostgreSQL: the change feed (LISTEN/NOTIFY)"},
 }
 
+// notYet begins the reason of a test whose subsystem is still to port;
+// with DUPEFS_TEST_PG_ALL=1 such tests run on PostgreSQL all the same (to
+// see what porting them takes).
+const (
+	notYet    = "not yet on PostgreSQL: "
+	envTryAll = "DUPEFS_TEST_PG_ALL"
+)
+
 func TestPostgres(t *testing.T) {
 	for _, c := range onPostgres {
 		name := funcName(c.test)
 		t.Run(name, func(t *testing.T) {
-			if c.skip != "" {
+			if c.skip != "" && !(strings.HasPrefix(c.skip, notYet) && os.Getenv(envTryAll) != "") {
 				t.Skip(c.skip)
 			}
 			c.test(t)
+			if _, used := usedPostgres.Load(name); !used && !t.Skipped() {
+				t.Errorf("%s opened no PostgreSQL index: list it as SQLite only, or open its index with openTest", name)
+			}
 		})
 	}
 }

@@ -104,7 +104,7 @@ func TestOpenErrors(t *testing.T) {
 
 func TestHashAlgoFixedOnceHashed(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "index.db")
+	path := testIndex(t)
 	db, err := Open(ctx, Options{Path: path, HashAlgo: "blake3"})
 	if err != nil {
 		t.Fatal(err)
