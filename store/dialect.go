@@ -36,9 +36,22 @@ type dialect struct {
 	// lastFileID, when set, reads the id of the last row of files this
 	// transaction inserted (where the driver's LastInsertId cannot).
 	lastFileID string
+	// pairFiles are the rows of a pair's files from a JSON array of
+	// [file id, name] (?3), for pair ?1 and side ?2.
+	pairFiles string
 }
 
 func (d *dialect) postgres() bool { return d == pgDialect }
+
+// texts is a query of the strings of a JSON array bound to the parameter
+// p, as rows of value (json_each on SQLite gives each element its own
+// type; the rewrite of json_each on PostgreSQL is for integers).
+func (d *dialect) texts(p string) string {
+	if d.postgres() {
+		return "SELECT value FROM json_array_elements_text(CAST(" + p + " AS json))"
+	}
+	return "SELECT value FROM json_each(" + p + ")"
+}
 
 var sqliteDialect = &dialect{
 	name:       "sqlite",
@@ -51,6 +64,7 @@ var sqliteDialect = &dialect{
 	// Row ids of files are AUTOINCREMENT: one past the largest there
 	// ever was.
 	nextFileID: `max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'files'), 0), coalesce((SELECT max(id) FROM files), 0)) + 1`,
+	pairFiles:  `SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) ORDER BY key`,
 }
 
 // pgWriteLock is the advisory lock every writer of a PostgreSQL index
@@ -72,4 +86,6 @@ var pgDialect = &dialect{
 	nextFileID: `greatest((SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM files_id_seq),
 		coalesce((SELECT max(id) FROM files), 0) + 1)`,
 	lastFileID: "SELECT currval('files_id_seq')",
+	pairFiles: `SELECT ?1, ?2, CAST(e ->> 0 AS bigint), e ->> 1
+		FROM json_array_elements(CAST(?3 AS json)) WITH ORDINALITY AS j (e, k) ORDER BY k`,
 }

@@ -114,7 +114,7 @@ func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats
 		var st GroupStats
 		err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(file_count), 0),
 			coalesce(sum(size * file_count), 0), coalesce(sum(file_count - 1), 0),
-			coalesce(sum(size * (inode_count - 1)), 0) FROM `+selected+` s`, args...).Scan(
+			coalesce(sum(size * (inode_count - 1)), 0) FROM `+selected, args...).Scan(
 			&st.Groups, &st.Files, &st.Bytes, &st.RedundantFiles, &st.RedundantBytes)
 		if err != nil {
 			return classify("count groups", err)

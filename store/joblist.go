@@ -69,8 +69,8 @@ func (jq *Jobs) AllJobsPage(ctx context.Context, after *JobCursor, limit int) ([
 				where = " WHERE created_at <= ?2"
 			}
 		}
-		arms[i] = fmt.Sprintf("SELECT *, %d AS queue FROM (SELECT * FROM (%s) q%s ORDER BY created_at DESC, id DESC LIMIT ?1) p", i, a, where)
+		arms[i] = fmt.Sprintf("SELECT *, %d AS queue FROM (SELECT * FROM (%s)%s ORDER BY created_at DESC, id DESC LIMIT ?1)", i, a, where)
 	}
 	return jq.db.queryJobs(ctx, "SELECT "+jobCols+" FROM ("+strings.Join(arms, " UNION ALL ")+
-		") a ORDER BY created_at DESC, queue, id DESC LIMIT ?1", args...)
+		") ORDER BY created_at DESC, queue, id DESC LIMIT ?1", args...)
 }
