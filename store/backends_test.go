@@ -69,7 +69,7 @@ var onPostgres = []struct {
 	{TestKeptPairsEqualASearch, "not yet on PostgreSQL: folder pairs (their keys and sums take SQLite's booleans for integers)"},
 	{TestPairListNamesEnd, "no database: names in memory"},
 	{TestScopeHoldsBoundedRows, "not yet on PostgreSQL: folder pairs (their keys and sums take SQLite's booleans for integers)"},
-	{TestScopeSeedsLikeASearch, "not yet on PostgreSQL: folder pairs (their keys and sums take SQLite's booleans for integers)"},
+	{TestScopeSeedsLikeASearch, ""},
 	{TestGroupsCountInodesNotPaths, ""},
 	{TestReportKeysetCursor, ""},
 	{TestParseKey, "no database: parses group keys"},

