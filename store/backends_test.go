@@ -1,6 +1,7 @@
 package store
 
 import (
+	"context"
 	"go/ast"
 	"go/parser"
 	"go/token"
@@ -36,7 +37,14 @@ func testIndex(tb testing.TB) string {
 	if onPostgresTest(tb) {
 		name, _, _ := strings.Cut(strings.TrimPrefix(tb.Name(), postgresPrefix), "/")
 		usedPostgres.Store(name, true)
-		return pgtest.URL(tb)
+		// Every test's database starts as a copy of one migrated once.
+		return pgtest.URLFrom(tb, "store", func(url string) error {
+			db, err := Open(context.Background(), Options{Path: url})
+			if err != nil {
+				return err
+			}
+			return db.Close()
+		})
 	}
 	return filepath.Join(tb.TempDir(), "index.db")
 }

@@ -5,6 +5,8 @@ import (
 	"database/sql/driver"
 	"strconv"
 	"sync"
+
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // pgConnector wraps pgx's database/sql connector so the store's SQLite
@@ -14,6 +16,13 @@ import (
 // replaced it (SetClock), which dupefs_now_ms() then reads.
 type pgConnector struct {
 	inner driver.Connector
+	pool  *pgxpool.Pool // closed with the sql.DB (which calls Close)
+}
+
+// Close closes the pool's connections.
+func (c *pgConnector) Close() error {
+	c.pool.Close()
+	return nil
 }
 
 // pgStatement is a statement of the store as PostgreSQL runs it.

@@ -72,12 +72,11 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open index: %w: %w", ErrCantOpen, err)
 		}
-		c := sql.OpenDB(&pgConnector{inner: stdlib.GetPoolConnector(p)})
+		c := sql.OpenDB(&pgConnector{inner: stdlib.GetPoolConnector(p), pool: p})
 		c.SetMaxOpenConns(conns)
 		c.SetMaxIdleConns(conns)
 		if err := c.PingContext(ctx); err != nil {
 			c.Close()
-			p.Close()
 			return nil, fmt.Errorf("open index: %w: cannot reach the PostgreSQL server: %w", ErrCantOpen, err)
 		}
 		return c, nil

@@ -48,6 +48,11 @@ var (
 // it from TestMain: os.Exit(pgtest.Main(m)).
 func Main(m *testing.M) int {
 	code := m.Run()
+	if started && why == nil {
+		for _, t := range templates {
+			_ = drop(admin, t.db) // on a server of the tests' own, stop removes it anyway
+		}
+	}
 	stop()
 	return code
 }
@@ -57,36 +62,92 @@ func Main(m *testing.M) int {
 // here, saying why.
 func URL(tb testing.TB) string {
 	tb.Helper()
+	return fresh(tb, "template0")
+}
+
+// URLFrom is URL of a database that starts as a copy of one prepare made
+// once per test binary (by name): for what every test would otherwise
+// make again, a schema say.
+func URLFrom(tb testing.TB, name string, prepare func(url string) error) string {
+	tb.Helper()
 	base, err := server()
 	if err != nil {
 		tb.Skipf("no PostgreSQL server for the tests: %v", err)
 	}
-	c, err := sql.Open("pgx", base)
+	mu.Lock()
+	t, ok := templates[name]
+	if !ok {
+		t = &template{db: fmt.Sprintf("dupefs_template_%d_%s", os.Getpid(), name)}
+		templates[name] = t
+		if t.err = create(base, t.db, "template0"); t.err == nil {
+			t.err = prepare(withDatabase(base, t.db))
+		}
+	}
+	mu.Unlock()
+	if t.err != nil {
+		tb.Fatalf("pgtest: prepare template %s: %v", name, t.err)
+	}
+	return fresh(tb, t.db)
+}
+
+// A template is a database prepared once, which tests' databases copy.
+type template struct {
+	db  string
+	err error
+}
+
+var templates = map[string]*template{}
+
+// fresh creates a database for tb from template and drops it when tb ends.
+func fresh(tb testing.TB, template string) string {
+	tb.Helper()
+	base, err := server()
 	if err != nil {
+		tb.Skipf("no PostgreSQL server for the tests: %v", err)
+	}
+	name := fmt.Sprintf("dupefs_test_%d_%d", os.Getpid(), serial.Add(1))
+	if err := create(base, name, template); err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}
-	defer c.Close()
-	name := fmt.Sprintf("dupefs_test_%d_%d", os.Getpid(), serial.Add(1))
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	// A copy of template0's files is the quicker way to a small new
-	// database (a server before 15 knows no STRATEGY).
-	if _, err := c.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE template0 STRATEGY FILE_COPY"); err != nil {
-		if _, err := c.ExecContext(ctx, "CREATE DATABASE "+name+" TEMPLATE template0"); err != nil {
-			tb.Fatalf("pgtest: create database: %v", err)
-		}
-	}
 	tb.Cleanup(func() {
-		c, err := sql.Open("pgx", base)
-		if err != nil {
-			return
-		}
-		defer c.Close()
-		if _, err := c.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
-			tb.Errorf("pgtest: drop database %s: %v", name, err)
+		if err := drop(base, name); err != nil {
+			tb.Errorf("pgtest: %v", err)
 		}
 	})
 	return withDatabase(base, name)
+}
+
+// create makes database name as a copy of template. A copy of the
+// template's files is the quicker way to a small database (a server
+// before 15 knows no STRATEGY).
+func create(base, name, template string) error {
+	c, err := sql.Open("pgx", base)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	q := "CREATE DATABASE " + name + " TEMPLATE " + template
+	if _, err := c.ExecContext(ctx, q+" STRATEGY FILE_COPY"); err != nil {
+		if _, err := c.ExecContext(ctx, q); err != nil {
+			return fmt.Errorf("create database %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// drop drops database name, ending its sessions.
+func drop(base, name string) error {
+	c, err := sql.Open("pgx", base)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if _, err := c.Exec("DROP DATABASE IF EXISTS " + name + " WITH (FORCE)"); err != nil {
+		return fmt.Errorf("drop database %s: %w", name, err)
+	}
+	return nil
 }
 
 // withDatabase returns the URL (or key=value string) base naming database
