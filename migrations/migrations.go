@@ -1,8 +1,24 @@
 package migrations
 
-import "embed"
+import (
+	"embed"
+	"io/fs"
+)
 
-// FS holds every migration file, named NNNN_name.sql.
-//
-//go:embed *.sql
-var FS embed.FS
+//go:embed sqlite/*.sql postgres/*.sql
+var all embed.FS
+
+// FS holds the migrations of a SQLite index, named NNNN_name.sql.
+var FS = sub("sqlite")
+
+// Postgres holds the migrations of a PostgreSQL index, numbered on their
+// own.
+var Postgres = sub("postgres")
+
+func sub(dir string) fs.FS {
+	f, err := fs.Sub(all, dir)
+	if err != nil {
+		panic(err) // a folder named in the embed pattern above
+	}
+	return f
+}

@@ -40,6 +40,9 @@ const bulkKey = "bulk_indexes"
 // next scan reads folders by parent, and without the index it would read
 // the whole table for each folder.
 func (tx *Tx) StartBulkLoad() (bool, error) {
+	if tx.dialect.postgres() {
+		return false, nil // no bulk load there yet: a first index writes as any other
+	}
 	on, err := tx.bulkOn()
 	if err != nil || on {
 		return on, err

@@ -5,6 +5,13 @@
 // or the environment, and reports SQLite failures as errors wrapping
 // ErrDiskFull, ErrCorrupt, ErrReadOnly or ErrBusy where they apply.
 //
+// The index may instead live in a PostgreSQL database (Options.Path a
+// postgres:// URL): the same statements run there through pgx, rewritten
+// once each by the driver (placeholders and the few constructs PostgreSQL
+// spells otherwise), with what cannot be rewritten chosen per engine in
+// one table (dialect.go). Writers take turns there too, by an advisory
+// lock per write transaction.
+//
 // The API is split by subsystem. *DB keeps what is common — opening,
 // writing, the one lease mechanism every queue shares (Renew, RecoverDead,
 // Tx.Fence), counters, totals and checks — and hands out one small type per
@@ -40,7 +47,9 @@
 //	            Begin, Tx), txstmts.go (the writer's statements, prepared
 //	            once), rows.go (collect), clock.go, lease.go (Lease,
 //	            Queue, KeepLease), checkpoint.go, status.go (Totals),
-//	            subsystems.go (the subsystem types)
+//	            subsystems.go (the subsystem types); PostgreSQL:
+//	            dialect.go (what differs between the engines), pgopen.go,
+//	            pgdriver.go (the driver's rewriting), pgsql.go (the rewrites)
 //	Files       roots.go, listing.go, scan.go, scanlate.go (ScanBatch),
 //	            bulk.go (first index), hash.go (hash plans, HashBatch),
 //	            groups.go (Report), eachrow.go

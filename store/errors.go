@@ -42,6 +42,9 @@ func classify(op string, err error) error {
 	if err == nil {
 		return nil
 	}
+	if pe := classifyPG(op, err); pe != nil {
+		return pe
+	}
 	var se *sqlite.Error
 	if errors.As(err, &se) {
 		if se.Code() == sqlite3.SQLITE_IOERR_SHMSIZE {
@@ -68,5 +71,5 @@ func classify(op string, err error) error {
 // index refused a row, say).
 func isConstraint(err error) bool {
 	var se *sqlite.Error
-	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT
+	return errors.As(err, &se) && se.Code()&0xff == sqlite3.SQLITE_CONSTRAINT || isPGConstraint(err)
 }

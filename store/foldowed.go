@@ -15,7 +15,7 @@ import "context"
 // noteFold counts a fold write that may move folder groups.
 func (tx *Tx) noteFold() error {
 	_, err := tx.exec("count fold", `INSERT INTO counters (name, value) VALUES ('folder_folds', 1)
-		ON CONFLICT (name) DO UPDATE SET value = value + 1`)
+		ON CONFLICT (name) DO UPDATE SET value = counters.value + 1`)
 	return err
 }
 
@@ -31,6 +31,6 @@ func (db *DB) foldCounts(ctx context.Context) (folds, covered int64, err error) 
 // cover the first folds fold writes.
 func (tx *Tx) coverFolds(folds int64) error {
 	_, err := tx.exec("record folds covered", `INSERT INTO counters (name, value) VALUES ('folder_groups_at', ?1)
-		ON CONFLICT (name) DO UPDATE SET value = max(value, ?1)`, folds)
+		ON CONFLICT (name) DO UPDATE SET value = max(counters.value, ?1)`, folds)
 	return err
 }

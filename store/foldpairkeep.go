@@ -313,9 +313,11 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 			shared_bytes, only_a, only_b, label, changed_at, change_seq)
 			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, `+nowSQL+`, coalesce(?10, 0))
 			ON CONFLICT (a_id, b_id) DO UPDATE SET state = ?3, shared_files = ?4, union_files = ?5,
-			  shared_bytes = CASE WHEN ?11 THEN ?6 ELSE shared_bytes END,
-			  only_a = CASE WHEN ?11 THEN ?7 ELSE only_a END, only_b = CASE WHEN ?11 THEN ?8 ELSE only_b END,
-			  label = CASE ?9 WHEN '' THEN label ELSE ?9 END, changed_at = `+nowSQL+`, change_seq = coalesce(?10, change_seq)
+			  shared_bytes = CASE WHEN CAST(?11 AS BIGINT) <> 0 THEN ?6 ELSE folder_pairs.shared_bytes END,
+			  only_a = CASE WHEN CAST(?11 AS BIGINT) <> 0 THEN ?7 ELSE folder_pairs.only_a END,
+			  only_b = CASE WHEN CAST(?11 AS BIGINT) <> 0 THEN ?8 ELSE folder_pairs.only_b END,
+			  label = CASE ?9 WHEN '' THEN folder_pairs.label ELSE ?9 END, changed_at = `+nowSQL+`,
+			  change_seq = coalesce(?10, folder_pairs.change_seq)
 			RETURNING id`, r.a, r.b, state, r.shared, r.union, sharedBytes, onlyA, onlyB, r.label, seqArg,
 			relisted).Scan(&id)
 		if err != nil {
@@ -352,7 +354,7 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 		}
 	}
 	_, err = tx.exec("record folds covered", `INSERT INTO counters (name, value) VALUES ('folder_pairs_at', ?1)
-		ON CONFLICT (name) DO UPDATE SET value = max(value, ?1)`, folds)
+		ON CONFLICT (name) DO UPDATE SET value = max(counters.value, ?1)`, folds)
 	return err
 }
 

@@ -145,8 +145,7 @@ func (tx *Tx) writePairFiles(pairID int64, d *pairDiff) error {
 			if err != nil {
 				return fmt.Errorf("record a pair's files: %w", err)
 			}
-			if _, err := tx.exec("record a pair's files", `INSERT INTO folder_pair_files (pair_id, side, file_id, name)
-				SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) ORDER BY key`,
+			if _, err := tx.exec("record a pair's files", `INSERT INTO folder_pair_files (pair_id, side, file_id, name) `+tx.dialect.pairFiles,
 				pairID, side, string(js)); err != nil {
 				return err
 			}

@@ -219,7 +219,7 @@ func eachCommon(a, b []termRef, fn func(*contentRef) bool) {
 // whether it has its full hash, the hash, its algorithm and the size; or
 // else its inode (dev, ino). contentKeys names them.
 const (
-	contentKeySQL = `f.content_hash IS NOT NULL AS k0, coalesce(f.content_hash, x'00') AS k1,
+	contentKeySQL = `CASE WHEN f.content_hash IS NULL THEN 0 ELSE 1 END AS k0, coalesce(f.content_hash, x'00') AS k1,
 		iif(f.content_hash IS NULL, '', (SELECT value FROM settings WHERE key = 'hash_algo')) AS k2, iif(f.content_hash IS NULL, 0, f.size) AS k3,
 		iif(f.content_hash IS NULL, f.dev, 0) AS k4, iif(f.content_hash IS NULL, f.ino, 0) AS k5`
 	contentKeys = "k0, k1, k2, k3, k4, k5"
@@ -253,7 +253,7 @@ var (
 		GROUP BY ` + contentKeys + `)`
 	seedsSQL = `SELECT EXISTS (SELECT 1 FROM (SELECT k0, k1, k2, k4, k5, max(sz) AS sz FROM (` + bothSQL + `)
 			GROUP BY ` + contentKeys + ` HAVING min(side) = 0 AND max(side) = 1) c
-		WHERE CASE WHEN c.k0 THEN (SELECT count(*) FROM (` + holdersByHashSQL("c.k1") + `))
+		WHERE CASE WHEN c.k0 <> 0 THEN (SELECT count(*) FROM (` + holdersByHashSQL("c.k1") + `))
 			ELSE (SELECT count(*) FROM (` + holdersByInodeSQL("c.sz", "c.k5", "c.k4") + `)) END <= ` +
 		strconv.Itoa(MaxSeedFolders) + `)`
 )
@@ -311,7 +311,7 @@ func (s *pairScope) sharedContents(x *scopeNode, fn func(contentRef) error) erro
 	for {
 		rows, err := s.db.query(s.ctx, `SELECT k0, k1, k2, k3, k4, k5, sz FROM (SELECT f.size AS sz, f.nlink AS nl, `+
 			contentKeySQL+` FROM `+subtreeFilesSQL+`)
-			WHERE (k0 OR nl > 1) AND (`+contentKeys+`) > (?4, ?5, ?6, ?7, ?8, ?9)
+			WHERE (k0 <> 0 OR nl > 1) AND (`+contentKeys+`) > (?4, ?5, ?6, ?7, ?8, ?9)
 			ORDER BY `+contentKeys+` LIMIT ?10`, append(subtreeArgs(x.Path), k0, k1, k2, k3, k4, k5, sharedPage)...)
 		page, err := collect("read a folder's contents", rows, err, func(r rowScanner) (keyed, error) {
 			var p keyed

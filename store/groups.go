@@ -105,7 +105,7 @@ func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats
 	selected := `(SELECT * FROM contents WHERE ` + where + `
 		ORDER BY file_count DESC, size * file_count DESC, hash_algo, content_hash LIMIT :limit)`
 
-	tx, err := fl.db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := fl.db.r.BeginTx(ctx, fl.db.dialect.readTx)
 	if err != nil {
 		return classify("read groups", err)
 	}

@@ -15,21 +15,21 @@ const (
 )
 
 // queueArms select the rows of every queue as rows of jobs (jobCols, in
-// order): columns a queue lacks are NULL or 0. A thumbnail cleanup's
+// order): columns a queue lacks are NULL (of the column's type) or 0. A thumbnail cleanup's
 // execute_after is its retry_after (it waits until then); a purge job's
 // rows deleted are its processed items. A listing orders the queues as
 // here where jobs share a created_at.
 var queueArms = []string{
 	`SELECT ` + jobCols + ` FROM jobs`,
-	`SELECT id, '` + KindCheckpoint + `', status, NULL, attempt, 0, worker_id, worker_heartbeat_at,
-		lease_expires_at, retry_after, error_code, error_message, 0, 0, NULL,
+	`SELECT id, '` + KindCheckpoint + `', status, CAST(NULL AS BIGINT), attempt, 0, worker_id, worker_heartbeat_at,
+		lease_expires_at, retry_after, error_code, error_message, 0, 0, CAST(NULL AS TEXT),
 		created_at, updated_at, started_at, finished_at FROM wal_maintenance_jobs`,
-	`SELECT id, '` + KindPurge + `', status, NULL, attempt, 0, worker_id, worker_heartbeat_at,
-		lease_expires_at, NULL, error_code, error_message, 0, files_purged + folders_purged, NULL,
+	`SELECT id, '` + KindPurge + `', status, CAST(NULL AS BIGINT), attempt, 0, worker_id, worker_heartbeat_at,
+		lease_expires_at, CAST(NULL AS BIGINT), error_code, error_message, 0, files_purged + folders_purged, CAST(NULL AS TEXT),
 		created_at, updated_at, started_at, finished_at FROM purge_jobs`,
-	`SELECT id, '` + KindThumbnailCleanup + `', status, NULL, attempt, 0, worker_id, worker_heartbeat_at,
-		lease_expires_at, execute_after, error_code, error_message, 0, 0, NULL,
-		created_at, updated_at, NULL, finished_at FROM thumbnail_cleanup_jobs`,
+	`SELECT id, '` + KindThumbnailCleanup + `', status, CAST(NULL AS BIGINT), attempt, 0, worker_id, worker_heartbeat_at,
+		lease_expires_at, execute_after, error_code, error_message, 0, 0, CAST(NULL AS TEXT),
+		created_at, updated_at, CAST(NULL AS BIGINT), finished_at FROM thumbnail_cleanup_jobs`,
 }
 
 // queueRank is the place in queueArms of the queue holding a kind.

@@ -100,7 +100,7 @@ func (tx *Tx) recoverStale(q *Queue, filter string, args []any) error {
 	} else {
 		// The claim's arguments, ?1 to ?3 among them, bound as they are
 		// to the claim: each must be named for the statement to take them.
-		where += ` AND (` + filter + `) AND ?1 IS NOT NULL AND ?2 IS NOT NULL AND ?3 IS NOT NULL`
+		where += ` AND (` + filter + `) AND CAST(?1 AS TEXT) IS NOT NULL AND CAST(?2 AS BIGINT) IS NOT NULL AND CAST(?3 AS BIGINT) IS NOT NULL`
 	}
 	_, err := tx.exec("recover expired leases of "+q.Table, `UPDATE `+q.Table+` SET `+q.onStale(CodeLeaseExpired)+`,
 		worker_id = NULL, worker_heartbeat_at = NULL, lease_expires_at = NULL
@@ -139,7 +139,7 @@ func (tx *Tx) claimN(q *Queue, filter string, owner string, ttl time.Duration, n
 	}
 	rows, err := tx.queryP(`UPDATE `+q.Table+` SET `+onClaim+`worker_id = ?1, attempt = attempt + 1,
 		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?2
-		WHERE id IN (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT ?3)
+		WHERE id IN (SELECT id FROM `+q.Table+` WHERE `+where+` ORDER BY `+q.Order+` LIMIT ?3`+tx.dialect.skipLocked+`)
 		RETURNING id, attempt`, args...)
 	return collect("claim "+q.Table, rows, err, func(r rowScanner) (Lease, error) {
 		l := Lease{Queue: q, Owner: owner, TTL: ttl}
@@ -175,9 +175,18 @@ func (l Lease) fenced(res sql.Result, err error) error {
 // for args), and the lease extended by its TTL (?4).
 func (tx *Tx) update(l Lease, set string, args ...any) error {
 	res, err := tx.exec("update "+l.Queue.Table, `UPDATE `+l.Queue.Table+` SET `+set+`,
-		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?4, updated_at = `+nowSQL+
+		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?4`+stampOnce(set)+
 		l.Queue.leaseFence(), append([]any{l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds()}, args...)...)
 	return l.fenced(res, err)
+}
+
+// stampOnce is the stamp of updated_at a fenced write adds to set, unless
+// set stamps it itself: a column is assigned once (PostgreSQL refuses two).
+func stampOnce(set string) string {
+	if strings.Contains(set, "updated_at =") {
+		return ""
+	}
+	return ", updated_at = " + nowSQL
 }
 
 // end makes the holder's last write on its row: set (SQL with ?4 … for
@@ -185,7 +194,7 @@ func (tx *Tx) update(l Lease, set string, args ...any) error {
 // through set.
 func (tx *Tx) end(l Lease, set string, args ...any) error {
 	res, err := tx.exec("end lease on "+l.Queue.Table, `UPDATE `+l.Queue.Table+` SET `+set+`,
-		lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+`, updated_at = `+nowSQL+l.Queue.leaseFence(),
+		lease_expires_at = NULL, worker_heartbeat_at = `+nowSQL+stampOnce(set)+l.Queue.leaseFence(),
 		append([]any{l.ID, l.Owner, l.Attempt}, args...)...)
 	return l.fenced(res, err)
 }

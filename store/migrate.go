@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/dupefs/dupefs/migrations"
 )
 
 // migration is one embedded NNNN_name.sql file.
@@ -54,16 +52,13 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 // schema_migrations, so a crash leaves each either applied and recorded or
 // not at all. Running it again is a no-op. Several processes may race: the
 // loser of the write lock re-reads the versions inside its transaction.
-func migrate(ctx context.Context, w *sql.DB) error {
-	ms, err := loadMigrations(migrations.FS)
+func migrate(ctx context.Context, w *sql.DB, d *dialect) error {
+	ms, err := loadMigrations(d.migrations)
 	if err != nil {
 		return err
 	}
-	if _, err := w.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
-		version    INTEGER PRIMARY KEY,
-		name       TEXT    NOT NULL,
-		applied_at INTEGER NOT NULL)`); err != nil {
-		return classify("create schema_migrations", err)
+	if err := createMigrationsTable(ctx, w, d); err != nil {
+		return err
 	}
 	applied, err := appliedVersions(ctx, w)
 	if err != nil {
@@ -85,7 +80,7 @@ func migrate(ctx context.Context, w *sql.DB) error {
 		if applied[m.version] {
 			continue
 		}
-		if err := applyMigration(ctx, w, m); err != nil {
+		if err := applyMigration(ctx, w, d, m); err != nil {
 			return err
 		}
 	}
@@ -110,12 +105,17 @@ func appliedVersions(ctx context.Context, w *sql.DB) (map[int]bool, error) {
 	return out, classify("read schema version", rows.Err())
 }
 
-func applyMigration(ctx context.Context, w *sql.DB, m migration) error {
+func applyMigration(ctx context.Context, w *sql.DB, d *dialect, m migration) error {
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return classify("begin migration", err)
 	}
 	defer tx.Rollback()
+	if d.writeLock != "" {
+		if _, err := tx.ExecContext(ctx, d.writeLock); err != nil {
+			return classify("begin migration", err)
+		}
+	}
 	var done int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&done); err != nil {
 		return classify("read schema version", err)
@@ -123,7 +123,7 @@ func applyMigration(ctx context.Context, w *sql.DB, m migration) error {
 	if done > 0 {
 		return nil // another process applied it while we waited for the lock
 	}
-	if repair := repairs[m.version]; repair != nil {
+	if repair := repairs[m.version]; repair != nil && d == sqliteDialect {
 		if err := repair(ctx, tx); err != nil {
 			return err
 		}
@@ -135,4 +135,24 @@ func applyMigration(ctx context.Context, w *sql.DB, m migration) error {
 		return classify("record migration", err)
 	}
 	return classify("commit migration", tx.Commit())
+}
+
+// createMigrationsTable creates schema_migrations when it is missing. On
+// PostgreSQL it takes the writers' lock first: processes that race to
+// create it would otherwise collide in the catalog.
+func createMigrationsTable(ctx context.Context, w *sql.DB, d *dialect) error {
+	tx, err := w.BeginTx(ctx, nil)
+	if err != nil {
+		return classify("create schema_migrations", err)
+	}
+	defer tx.Rollback()
+	if d.writeLock != "" {
+		if _, err := tx.ExecContext(ctx, d.writeLock); err != nil {
+			return classify("create schema_migrations", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, d.migrationsTable); err != nil {
+		return classify("create schema_migrations", err)
+	}
+	return classify("create schema_migrations", tx.Commit())
 }

@@ -83,7 +83,7 @@ func oldIndex(t *testing.T, path string, upTo int, reshape ...string) {
 		if m.version > upTo {
 			break
 		}
-		if err := applyMigration(ctx, w, m); err != nil {
+		if err := applyMigration(ctx, w, sqliteDialect, m); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -188,31 +188,42 @@ var landed = map[string]string{
 	"0013_lighter_files.sql":          "a7369b074887d62b7273ba1ede9450015b3d1bfd13a395f00e23650d11195967",
 }
 
+// landedPostgres pins the PostgreSQL migrations the same way.
+var landedPostgres = map[string]string{
+	"0001_init.sql": "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
+}
+
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {
-	names, err := fs.Glob(migrations.FS, "*.sql")
+	checkPinned(t, "sqlite", migrations.FS, landed, "landed")
+	checkPinned(t, "postgres", migrations.Postgres, landedPostgres, "landedPostgres")
+}
+
+// checkPinned checks the files of one set of migrations against their pins.
+func checkPinned(t *testing.T, set string, fsys fs.FS, pins map[string]string, mapName string) {
+	names, err := fs.Glob(fsys, "*.sql")
 	if err != nil {
 		t.Fatal(err)
 	}
 	seen := map[string]bool{}
 	for _, n := range names {
 		seen[n] = true
-		b, err := fs.ReadFile(migrations.FS, n)
+		b, err := fs.ReadFile(fsys, n)
 		if err != nil {
 			t.Fatal(err)
 		}
 		sum := sha256.Sum256(b)
 		got := hex.EncodeToString(sum[:])
-		want, ok := landed[n]
+		want, ok := pins[n]
 		switch {
 		case !ok:
-			t.Errorf("%s is not pinned: once it lands, add \"%s\": \"%s\" to landed", n, n, got)
+			t.Errorf("%s/%s is not pinned: once it lands, add \"%s\": \"%s\" to %s", set, n, n, got, mapName)
 		case got != want:
-			t.Errorf("%s has sha256 %s, pinned %s: migrations are never edited once landed: add a new one", n, got, want)
+			t.Errorf("%s/%s has sha256 %s, pinned %s: migrations are never edited once landed: add a new one", set, n, got, want)
 		}
 	}
-	for n := range landed {
+	for n := range pins {
 		if !seen[n] {
-			t.Errorf("%s landed and is gone: migrations are never edited once landed: add a new one", n)
+			t.Errorf("%s/%s landed and is gone: migrations are never edited once landed: add a new one", set, n)
 		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"golang.org/x/sys/unix"
 	"modernc.org/sqlite"
 
-	"github.com/dupefs/dupefs/migrations"
 	"github.com/dupefs/dupefs/store/naming"
 )
 
@@ -33,6 +32,9 @@ var sqliteHeader = []byte("SQLite format 3\x00")
 func Open(ctx context.Context, opts Options) (*DB, error) {
 	if opts.Path == "" {
 		return nil, errors.New("open index: no path given")
+	}
+	if IsPostgresURL(opts.Path) {
+		return openPostgres(ctx, opts)
 	}
 	if opts.ReadConns <= 0 {
 		opts.ReadConns = 4
@@ -84,7 +86,7 @@ func Open(ctx context.Context, opts Options) (*DB, error) {
 }
 
 func openReadWrite(ctx context.Context, abs string, opts Options) (*DB, error) {
-	db := &DB{path: abs}
+	db := &DB{path: abs, dialect: sqliteDialect}
 	busy := opts.BusyTimeout.Milliseconds()
 	base := "file:" + escapePath(abs) + fmt.Sprintf("?_pragma=busy_timeout(%d)&_pragma=foreign_keys(1)", busy)
 	db.dsn = "file:" + escapePath(abs) + "?_pragma=foreign_keys(1)"
@@ -109,7 +111,7 @@ func openReadWrite(ctx context.Context, abs string, opts Options) (*DB, error) {
 	if err := db.checkVersion(ctx, db.w); err != nil {
 		return fail(err)
 	}
-	if err := migrate(ctx, db.w); err != nil {
+	if err := migrate(ctx, db.w, sqliteDialect); err != nil {
 		return fail(err)
 	}
 	if err := db.initHashAlgo(ctx, opts.HashAlgo); err != nil {
@@ -137,7 +139,7 @@ func openReadWrite(ctx context.Context, abs string, opts Options) (*DB, error) {
 // folder of another user) and no WAL holds changes, the file is read as
 // immutable; where a WAL holds changes no -shm can index, it says so.
 func openReadOnly(ctx context.Context, abs string, opts Options) (*DB, error) {
-	db := &DB{path: abs, readOnly: true}
+	db := &DB{path: abs, readOnly: true, dialect: sqliteDialect}
 	ro := "file:" + escapePath(abs) + fmt.Sprintf("?mode=ro&_pragma=busy_timeout(%d)&_pragma=query_only(1)&_pragma=cache_size(-%d)",
 		opts.BusyTimeout.Milliseconds(), opts.ReadCacheKiB)
 	open := func(dsn string) error {
@@ -187,7 +189,7 @@ func openReadOnly(ctx context.Context, abs string, opts Options) (*DB, error) {
 // checkSchemaReadOnly refuses an index whose schema this build does not
 // match: it cannot be migrated without writing.
 func (db *DB) checkSchemaReadOnly(ctx context.Context) error {
-	ms, err := loadMigrations(migrations.FS)
+	ms, err := loadMigrations(db.dialect.migrations)
 	if err != nil {
 		return err
 	}
@@ -284,7 +286,7 @@ func createIndex(path string) error {
 	if err != nil {
 		return classify("create index", err)
 	}
-	err = migrate(context.Background(), w)
+	err = migrate(context.Background(), w, sqliteDialect)
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = classify("create index", cerr)
 	}

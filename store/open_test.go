@@ -198,7 +198,7 @@ func olderIndex(t *testing.T, path string) {
 		if m.version >= 6 {
 			break
 		}
-		if err := applyMigration(ctx, w, m); err != nil {
+		if err := applyMigration(ctx, w, sqliteDialect, m); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -60,7 +60,7 @@ const (
 // path is a live copy.
 func (tx *Tx) takeKeep(path string) error {
 	res, err := tx.exec("take a keep role", `INSERT INTO file_roles (path, role, holders) VALUES (?1, 'keep', 1)
-		ON CONFLICT (path) DO UPDATE SET holders = holders + 1 WHERE role = 'keep'`, path)
+		ON CONFLICT (path) DO UPDATE SET holders = file_roles.holders + 1 WHERE file_roles.role = 'keep'`, path)
 	if err != nil {
 		return err
 	}

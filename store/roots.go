@@ -173,7 +173,7 @@ func (tx *Tx) roots() ([]Root, error) {
 func (tx *Tx) absorbRoot(old, new int64) error {
 	steps := []struct{ op, q string }{
 		{"cancel jobs", `UPDATE jobs SET status = 'cancelled', error_code = 'root_absorbed',
-			error_message = 'root became part of root ' || ?2, lease_expires_at = NULL,
+			error_message = 'root became part of root ' || CAST(?2 AS BIGINT), lease_expires_at = NULL,
 			finished_at = ` + nowSQL + `, updated_at = ` + nowSQL + `
 			WHERE root_id = ?1 AND status IN ('pending', 'running', 'retryable')`},
 		{"move folders", "UPDATE folders SET root_id = ?2 WHERE root_id = ?1"},

@@ -101,10 +101,9 @@ const insFileHead = `INSERT INTO files (root_id, folder_id, name, size, mtime_ns
 // folders, the scan_epoch the files; algo is the index's hash algorithm.
 func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 	b := &ScanBatch{tx: tx, now: now, algo: algo}
-	// Row ids of files are AUTOINCREMENT: one past the largest there
-	// ever was, and this transaction is the only writer of new files.
-	if err := tx.tx.QueryRowContext(tx.ctx, `SELECT (SELECT value FROM counters WHERE name = 'scan_epoch'),
-		max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'files'), 0), coalesce((SELECT max(id) FROM files), 0)) + 1`).
+	// Row ids of files are never reused (dialect nextFileID), and this
+	// transaction is the only writer of new files.
+	if err := tx.tx.QueryRowContext(tx.ctx, `SELECT (SELECT value FROM counters WHERE name = 'scan_epoch'), `+tx.dialect.nextFileID).
 		Scan(&b.epoch, &b.nextID); err != nil {
 		return nil, classify("read scan epoch", err)
 	}
@@ -219,7 +218,7 @@ func (b *ScanBatch) writeFiles(all bool) error {
 // checkIDs checks that the rows just written got the ids NextFileID told
 // (waiting values of rows still wait), as a late hash may name them by it.
 func (b *ScanBatch) checkIDs(res sql.Result, waiting int) error {
-	last, err := res.LastInsertId()
+	last, err := b.lastID(res)
 	if err != nil {
 		return classify("add files", err)
 	}
@@ -227,6 +226,16 @@ func (b *ScanBatch) checkIDs(res sql.Result, waiting int) error {
 		return fmt.Errorf("add files: row id %d, want %d", last, want)
 	}
 	return nil
+}
+
+// lastID is the id of the last row of files the batch inserted.
+func (b *ScanBatch) lastID(res sql.Result) (int64, error) {
+	if q := b.tx.dialect.lastFileID; q != "" {
+		var id int64
+		err := b.tx.tx.QueryRowContext(b.tx.ctx, q).Scan(&id)
+		return id, err
+	}
+	return res.LastInsertId()
 }
 
 // NextFileID is the id AddFile gives the next new file's row.

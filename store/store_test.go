@@ -13,10 +13,11 @@ import (
 	"github.com/dupefs/dupefs/migrations"
 )
 
-// openTest opens a fresh index in a temporary directory.
+// openTest opens a fresh index in a temporary directory (on PostgreSQL, a
+// fresh database: backends_test.go).
 func openTest(tb testing.TB) *DB {
 	tb.Helper()
-	db, err := Open(context.Background(), Options{Path: filepath.Join(tb.TempDir(), "index.db")})
+	db, err := Open(context.Background(), Options{Path: testIndex(tb)})
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -103,7 +104,7 @@ func TestOpenErrors(t *testing.T) {
 
 func TestHashAlgoFixedOnceHashed(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "index.db")
+	path := testIndex(t)
 	db, err := Open(ctx, Options{Path: path, HashAlgo: "blake3"})
 	if err != nil {
 		t.Fatal(err)

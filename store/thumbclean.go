@@ -83,7 +83,7 @@ func (th *Thumbs) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func
 		}
 		var group, busy bool
 		err = tx.tx.QueryRowContext(tx.ctx, `SELECT
-			coalesce((SELECT `+isGroup+` FROM contents WHERE id = ?1), 0),
+			EXISTS (SELECT 1 FROM contents WHERE id = ?1 AND `+isGroup+`),
 			EXISTS (SELECT 1 FROM thumbnails WHERE content_id = ?1 AND status IN ('pending', 'running'))`,
 			c.ContentID).Scan(&group, &busy)
 		if err != nil {

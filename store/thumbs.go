@@ -77,7 +77,7 @@ func (th *Thumbs) ThumbCandidates(ctx context.Context, cur CandidateCursor, limi
 	if cur.BySeq {
 		where, order = "(c.change_seq, c.id) > (?1, ?2)", "c.change_seq, c.id"
 	}
-	rows, err := th.db.query(ctx, `SELECT c.id, c.change_seq, (SELECT group_concat(name, char(0)) FROM
+	rows, err := th.db.query(ctx, `SELECT c.id, c.change_seq, (SELECT group_concat(name, '/') FROM
 			(SELECT f.name FROM files f WHERE f.content_hash = c.content_hash AND f.missing = 0 LIMIT 8))
 		FROM contents c
 		WHERE c.`+isGroup+` AND `+where+` AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id)
@@ -86,7 +86,7 @@ func (th *Thumbs) ThumbCandidates(ctx context.Context, cur CandidateCursor, limi
 		var names sql.NullString
 		err = r.Scan(&c.ContentID, &c.Seq, &names)
 		if names.String != "" {
-			c.Names = strings.Split(names.String, "\x00")
+			c.Names = strings.Split(names.String, "/") // no name holds a slash
 		}
 		return c, err
 	})
@@ -222,8 +222,8 @@ func (th *Thumbs) RequeueFailedThumbs(ctx context.Context, all bool, keep ...str
 	err := th.db.Write(ctx, func(tx *Tx) error {
 		res, err := tx.exec("requeue failed thumbnails", `UPDATE thumbnails SET status = 'pending',
 			retry_after = NULL, updated_at = `+nowSQL+`
-			WHERE status = 'failed' AND (?1 OR (retry_after <= `+nowSQL+`
-			  AND error_code NOT IN (SELECT value FROM json_each(?2))))`, all, jsonStrings(keep))
+			WHERE status = 'failed' AND (CAST(?1 AS BIGINT) <> 0 OR (retry_after <= `+nowSQL+`
+			  AND error_code NOT IN (`+tx.dialect.texts("?2")+`)))`, all, jsonStrings(keep))
 		if err != nil {
 			return err
 		}

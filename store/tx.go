@@ -50,6 +50,8 @@ type Tx struct {
 	kept  *writeStmts
 	// algo is the index's hash algorithm.
 	algo string
+	// dialect is the engine's (dialect.go).
+	dialect *dialect
 }
 
 // noteSize marks a size bucket changed: the hash job will plan it.
@@ -89,12 +91,12 @@ func (db *DB) Write(ctx context.Context, fn func(tx *Tx) error) error {
 // read runs fn in one read transaction (one snapshot) on a reader
 // connection; fn must not write.
 func (db *DB) read(ctx context.Context, fn func(tx *Tx) error) error {
-	t, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	t, err := db.r.BeginTx(ctx, db.dialect.readTx)
 	if err != nil {
 		return classify("begin read", err)
 	}
 	defer t.Rollback()
-	return fn(&Tx{ctx: ctx, parent: ctx, tx: t, algo: db.hashAlgo})
+	return fn(&Tx{ctx: ctx, parent: ctx, tx: t, algo: db.hashAlgo, dialect: db.dialect})
 }
 
 // Begin opens a write transaction that the caller ends with Commit or
@@ -114,7 +116,13 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo}, nil
+	if db.dialect.writeLock != "" {
+		if _, err := sqltx.ExecContext(bg, db.dialect.writeLock); err != nil {
+			sqltx.Rollback()
+			return nil, classify("begin write", err)
+		}
+	}
+	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect}, nil
 }
 
 // busyRetry bounds how long Begin keeps trying when another process held
@@ -211,7 +219,7 @@ func (tx *Tx) bumpEpoch() error {
 	}
 	buf = append(buf, ']')
 	if _, err := tx.exec("note changed sizes", `INSERT INTO dirty_sizes (size, epoch)
-		SELECT value, ?2 FROM json_each(?1) WHERE true
+		SELECT value, CAST(?2 AS BIGINT) FROM json_each(?1) WHERE true
 		ON CONFLICT (size) DO UPDATE SET epoch = excluded.epoch`, string(buf), epoch); err != nil {
 		return err
 	}

@@ -14,7 +14,7 @@ import (
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	DB       string    // --db: the index file
+	DB       string    // --db: the index file, or a postgres:// URL
 	CacheDir string    // --cache-dir: the thumbnail cache
 	Stderr   io.Writer // notices of what opening the index changed (nil: none)
 }
@@ -80,7 +80,11 @@ func openIndex(ctx context.Context, g globalOptions, o openOpts) (*store.DB, err
 	}
 	db, err := store.Open(ctx, so)
 	if err != nil {
-		return nil, fmt.Errorf("index %s: %w", g.DB, err)
+		shown := g.DB
+		if store.IsPostgresURL(shown) {
+			shown = store.RedactURL(shown) // never a password on the screen
+		}
+		return nil, fmt.Errorf("index %s: %w", shown, err)
 	}
 	return db, nil
 }

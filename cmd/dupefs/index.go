@@ -171,7 +171,7 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 	if err != nil {
 		return err
 	}
-	if len(dirs) == 0 {
+	if len(dirs) == 0 && !store.IsPostgresURL(g.DB) {
 		if _, err := os.Stat(g.DB); errors.Is(err, fs.ErrNotExist) {
 			return usageErrorf("no roots to index: give PATHs (dupefs index ~/Pictures), or add them with 'dupefs root add'")
 		}

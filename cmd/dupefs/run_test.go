@@ -153,6 +153,10 @@ func TestRunExitCodesAndFlagNames(t *testing.T) {
 		{"no index", []string{"dupefs", "--db", g.DB, "status"}, ExitBadIndex, "no index"},
 		{"bad hash", []string{"dupefs", "--db", g.DB, "index", "--hash", "md5", "/"}, ExitUsage, "--hash"},
 		{"mount has --hash", []string{"dupefs", "--db", g.DB, "mount", "--hash", "md5", "/nonexistent"}, ExitUsage, "--hash"},
+		{"unreachable server", []string{"dupefs", "--db", "postgres://dupefs:s3cret@/dupefs?host=/nonexistent&connect_timeout=2", "status"},
+			ExitBadIndex, "cannot reach the PostgreSQL server"},
+		{"unreachable server, writing", []string{"dupefs", "--db", "postgresql://dupefs:s3cret@/dupefs?host=/nonexistent", "root", "add", "/"},
+			ExitBadIndex, "cannot reach the PostgreSQL server"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -160,6 +164,9 @@ func TestRunExitCodesAndFlagNames(t *testing.T) {
 			code := run(context.Background(), tc.args, &out, &errb)
 			if code != tc.code || !strings.Contains(errb.String(), tc.msg) {
 				t.Errorf("exit %d, stderr %q; want exit %d and %q", code, errb.String(), tc.code, tc.msg)
+			}
+			if strings.Contains(errb.String(), "s3cret") {
+				t.Errorf("stderr shows the password: %q", errb.String())
 			}
 		})
 	}

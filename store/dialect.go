@@ -1,0 +1,91 @@
+package store
+
+import (
+	"database/sql"
+	"io/fs"
+	"strconv"
+
+	"github.com/dupefs/dupefs/migrations"
+)
+
+// The store's statements are written once, in SQLite's dialect, and run
+// on both engines: on PostgreSQL the driver (pgdriver.go) rewrites each
+// statement once, when it is first prepared (pgsql.go: placeholders and
+// the few constructs PostgreSQL spells otherwise). What cannot be
+// rewritten in place — a statement or a step that differs between the
+// engines — is chosen here, in one table.
+
+// dialect is what differs between the engines.
+type dialect struct {
+	name string
+	// migrations are the engine's numbered schema files.
+	migrations fs.FS
+	// migrationsTable creates schema_migrations when it is missing.
+	migrationsTable string
+	// writeLock, when set, is the first statement of every write
+	// transaction: it makes writers of every process take turns, as
+	// SQLite's one write lock does (an IMMEDIATE transaction).
+	writeLock string
+	// skipLocked ends a claim's choice of rows: rows another transaction
+	// has locked are passed over, not waited for.
+	skipLocked string
+	// readTx begins a read: one snapshot for the whole of it.
+	readTx *sql.TxOptions
+	// nextFileID is the id the next new row of files gets.
+	nextFileID string
+	// lastFileID, when set, reads the id of the last row of files this
+	// transaction inserted (where the driver's LastInsertId cannot).
+	lastFileID string
+	// pairFiles are the rows of a pair's files from a JSON array of
+	// [file id, name] (?3), for pair ?1 and side ?2.
+	pairFiles string
+}
+
+func (d *dialect) postgres() bool { return d == pgDialect }
+
+// texts is a query of the strings of a JSON array bound to the parameter
+// p, as rows of value (json_each on SQLite gives each element its own
+// type; the rewrite of json_each on PostgreSQL is for integers).
+func (d *dialect) texts(p string) string {
+	if d.postgres() {
+		return "SELECT value FROM json_array_elements_text(CAST(" + p + " AS json))"
+	}
+	return "SELECT value FROM json_each(" + p + ")"
+}
+
+var sqliteDialect = &dialect{
+	name:       "sqlite",
+	migrations: migrations.FS,
+	migrationsTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    INTEGER PRIMARY KEY,
+		name       TEXT    NOT NULL,
+		applied_at INTEGER NOT NULL)`,
+	readTx: &sql.TxOptions{ReadOnly: true},
+	// Row ids of files are AUTOINCREMENT: one past the largest there
+	// ever was.
+	nextFileID: `max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'files'), 0), coalesce((SELECT max(id) FROM files), 0)) + 1`,
+	pairFiles:  `SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) ORDER BY key`,
+}
+
+// pgWriteLock is the advisory lock every writer of a PostgreSQL index
+// takes for its transaction ("dupefs" in ASCII).
+const pgWriteLock = 0x647570656673
+
+var pgDialect = &dialect{
+	name:       "postgres",
+	migrations: migrations.Postgres,
+	migrationsTable: `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version    bigint PRIMARY KEY,
+		name       text   NOT NULL,
+		applied_at bigint NOT NULL)`,
+	writeLock:  "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(pgWriteLock, 10) + ")",
+	skipLocked: " FOR UPDATE SKIP LOCKED",
+	readTx:     &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead},
+	// The identity's sequence: its next value unless nothing was drawn
+	// yet, and past any id written by hand.
+	nextFileID: `greatest((SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM files_id_seq),
+		coalesce((SELECT max(id) FROM files), 0) + 1)`,
+	lastFileID: "SELECT currval('files_id_seq')",
+	pairFiles: `SELECT ?1, ?2, CAST(e ->> 0 AS bigint), e ->> 1
+		FROM json_array_elements(CAST(?3 AS json)) WITH ORDINALITY AS j (e, k) ORDER BY k`,
+}
