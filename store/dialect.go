@@ -39,6 +39,9 @@ type dialect struct {
 	// pairFiles are the rows of a pair's files from a JSON array of
 	// [file id, name] (?3), for pair ?1 and side ?2.
 	pairFiles string
+	// quads are the rows of a JSON array of arrays of four integers (?1),
+	// as columns c0, c1, c2 and c3.
+	quads string
 }
 
 func (d *dialect) postgres() bool { return d == pgDialect }
@@ -65,6 +68,7 @@ var sqliteDialect = &dialect{
 	// ever was.
 	nextFileID: `max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'files'), 0), coalesce((SELECT max(id) FROM files), 0)) + 1`,
 	pairFiles:  `SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) ORDER BY key`,
+	quads:      `SELECT value ->> 0 AS c0, value ->> 1 AS c1, value ->> 2 AS c2, value ->> 3 AS c3 FROM json_each(?1)`,
 }
 
 // pgWriteLock is the advisory lock every writer of a PostgreSQL index
@@ -88,4 +92,6 @@ var pgDialect = &dialect{
 	lastFileID: "SELECT currval('files_id_seq')",
 	pairFiles: `SELECT ?1, ?2, CAST(e ->> 0 AS bigint), e ->> 1
 		FROM json_array_elements(CAST(?3 AS json)) WITH ORDINALITY AS j (e, k) ORDER BY k`,
+	quads: `SELECT CAST(e ->> 0 AS bigint) AS c0, CAST(e ->> 1 AS bigint) AS c1, CAST(e ->> 2 AS bigint) AS c2,
+		CAST(e ->> 3 AS bigint) AS c3 FROM json_array_elements(CAST(?1 AS json)) AS j (e)`,
 }

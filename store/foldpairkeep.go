@@ -368,8 +368,8 @@ var hiddenPairBatch = 500 // a variable for tests
 // hidden again, keeping its label and place, as storePairs would; rows
 // older than before lose any list.
 func (tx *Tx) storeHiddenPairs(ps []storedPair, before int64) error {
-	const q = `INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files, changed_at, change_seq)
-		SELECT value ->> 0, value ->> 1, 1, value ->> 2, value ->> 3, ` + nowSQL + `, 0 FROM json_each(?1) WHERE true
+	q := `INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files, changed_at, change_seq)
+		SELECT c0, c1, 1, c2, c3, ` + nowSQL + `, 0 FROM (` + tx.dialect.quads + `) q WHERE true
 		ON CONFLICT (a_id, b_id) DO UPDATE SET state = 1, shared_files = excluded.shared_files,
 		  union_files = excluded.union_files, changed_at = excluded.changed_at
 		RETURNING id`

@@ -223,8 +223,9 @@ type Stamp struct {
 	Dev, Ino      uint64
 }
 
-// reuseChunk is how many stamps one read of ReusableHashes looks up.
-const reuseChunk = 512
+// reuseChunk is how many stamps one read of ReusableHashes looks up. (A
+// variable: tests make it small.)
+var reuseChunk = 512
 
 // ReusableHashes is ReusableHash for many files in one read each
 // reuseChunk (a folder's new files): the hashes found, by stamp; a stamp
@@ -244,8 +245,8 @@ func (fl *Files) ReusableHashes(ctx context.Context, stamps []Stamp) (map[Stamp]
 			return nil, fmt.Errorf("find reusable hashes: %w", err)
 		}
 		rows, err := fl.db.query(ctx, `SELECT f.size, f.mtime_ns, f.dev, f.ino, f.prefix_hash, f.content_hash
-			FROM json_each(?) j JOIN files f ON f.size = j.value->>0 AND f.ino = j.value->>1
-			 AND f.dev = j.value->>2 AND f.mtime_ns = j.value->>3
+			FROM (`+fl.db.dialect.quads+`) q JOIN files f ON f.size = q.c0 AND f.ino = q.c1 AND f.dev = q.c2
+			 AND f.mtime_ns = q.c3
 			WHERE f.content_hash IS NOT NULL OR f.prefix_hash IS NOT NULL`, string(b))
 		type found struct {
 			st      Stamp
