@@ -209,3 +209,22 @@ func TestPairsKeptOnceQuiet(t *testing.T) {
 		return err == nil && ok && len(ps) == 1 && ps[0].Shared == 5 && ps[0].Union == 7
 	})
 }
+
+// However the changes keep coming (pairsQuiet an hour here), the pairs
+// are kept once pairsGap has passed since they last were.
+func TestPairsKeptEveryGap(t *testing.T) {
+	defer func(q, p time.Duration) { pairsQuiet, pairsGap = q, p }(pairsQuiet, pairsGap)
+	pairsQuiet, pairsGap = time.Hour, 0
+	tree := filepath.Join(t.TempDir(), "tree")
+	for i := 1; i <= 6; i++ {
+		write(t, filepath.Join(tree, "a", fmt.Sprint(i)), photo(i))
+	}
+	f := newFixture(t, "inotify", Config{}, tree)
+	for i := 2; i <= 7; i++ {
+		write(t, filepath.Join(tree, "b", fmt.Sprint(i)), photo(i))
+	}
+	f.eventually(10*time.Second, "the pair of a and b (5 of 7 alike)", func() bool {
+		ps, ok, err := f.db.Folders().KeptPairs(context.Background())
+		return err == nil && ok && len(ps) == 1 && ps[0].Shared == 5 && ps[0].Union == 7
+	})
+}
