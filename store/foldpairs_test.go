@@ -75,14 +75,7 @@ func TestKeptPairsEqualASearch(t *testing.T) {
 			pairMovesShare = way.share
 			rng := rand.New(rand.NewSource(seed))
 			db := openTest(t)
-			var roots []int64
-			for _, p := range []string{"/r", "/s"} {
-				r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: p}, false)
-				if err != nil {
-					t.Fatal(err)
-				}
-				roots = append(roots, r.ID)
-			}
+			roots := twoRoots(t, db)
 			for step := 0; step < 5; step++ {
 				var fs [2][]fakeFile
 				for i := 0; i < 25; i++ {
@@ -160,14 +153,7 @@ func TestScopeHoldsBoundedRows(t *testing.T) {
 	for _, cost := range []int64{0, 1 << 40} { // found from contents, from file counts
 		scopeCostPerContent = cost
 		db := openTest(t)
-		var roots []int64
-		for _, p := range []string{"/r", "/s"} {
-			r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: p}, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			roots = append(roots, r.ID)
-		}
+		roots := twoRoots(t, db)
 		var a, b []fakeFile
 		for i := 1; i <= 400; i++ {
 			c := i
@@ -267,14 +253,7 @@ func TestPairsLeftOwedBySums(t *testing.T) {
 	for seed := int64(1); seed <= 4; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		db := openTest(t)
-		var roots []int64
-		for _, p := range []string{"/r", "/s"} {
-			r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: p}, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			roots = append(roots, r.ID)
-		}
+		roots := twoRoots(t, db)
 		for step := 0; step < 8; step++ {
 			for k := range roots {
 				var fs []fakeFile
@@ -391,4 +370,18 @@ func pairLines(t *testing.T, db *DB) map[string]string {
 		out[l.k] = l.v
 	}
 	return out
+}
+
+// twoRoots adds the roots /r and /s and returns their ids.
+func twoRoots(t *testing.T, db *DB) []int64 {
+	t.Helper()
+	var roots []int64
+	for _, p := range []string{"/r", "/s"} {
+		r, _, err := db.Files().AddRoot(context.Background(), RootSpec{Path: p}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots = append(roots, r.ID)
+	}
+	return roots
 }

@@ -198,22 +198,9 @@ func (fl *Files) Buckets(ctx context.Context, sizes []int64, want string) ([]Has
 // and mtime (a hard link, or the row of a file that moved), so the file
 // need not be read. It returns nil when there is none.
 func (fl *Files) ReusableHash(ctx context.Context, size, mtimeNS int64, dev, ino uint64) (*FileHash, error) {
-	var prefix sql.NullInt64
-	var content []byte
-	err := fl.db.queryRow(ctx, `SELECT prefix_hash, content_hash FROM files
-		WHERE size = ? AND ino = ? AND dev = ? AND mtime_ns = ?
-		  AND (content_hash IS NOT NULL OR prefix_hash IS NOT NULL)
-		ORDER BY content_hash IS NULL LIMIT 1`, size, int64(ino), int64(dev), mtimeNS).Scan(&prefix, &content)
-	if errors.Is(err, sql.ErrNoRows) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, classify("find a reusable hash", err)
-	}
-	if content != nil {
-		return &FileHash{Status: HashDone, Prefix: prefix, Content: content}, nil
-	}
-	return &FileHash{Status: HashPartial, Prefix: prefix}, nil
+	st := Stamp{Size: size, MtimeNS: mtimeNS, Dev: dev, Ino: ino}
+	hs, err := fl.ReusableHashes(ctx, []Stamp{st})
+	return hs[st], err
 }
 
 // Stamp is a file's inode as a walk saw it: a hash recorded for the same

@@ -7,9 +7,9 @@ import (
 	"testing"
 )
 
-// ReusableHashes finds for many stamps at once what ReusableHash finds for
-// each: the hash of a row of the same inode, size and mtime, the whole
-// content's first, and nothing for a stamp no row has.
+// ReusableHashes finds for each stamp the hash of a row of the same inode,
+// size and mtime, the whole content's first, and nothing for a stamp no
+// row has (or whose rows hold no hash); ReusableHash the same for one.
 func TestReusableHashes(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
@@ -26,11 +26,16 @@ func TestReusableHashes(t *testing.T) {
 		fs = append(fs, fakeFile{fmt.Sprintf("/r/d%d", i%4), fmt.Sprint("f", i), c})
 	}
 	addFakeFilesUnder(t, db, r.ID, "/r", fs)
-	rows, err := db.query(ctx, "SELECT size, mtime_ns, dev, ino FROM files")
+	rows, err := db.query(ctx, "SELECT size, mtime_ns, dev, ino, content_hash FROM files")
+	want := map[Stamp][]byte{} // the content hash a stamp's rows hold, if any
 	stamps, err := collect("test", rows, err, func(r rowScanner) (s Stamp, err error) {
 		var dev, ino int64
-		err = r.Scan(&s.Size, &s.MtimeNS, &dev, &ino)
+		var content []byte
+		err = r.Scan(&s.Size, &s.MtimeNS, &dev, &ino, &content)
 		s.Dev, s.Ino = uint64(dev), uint64(ino)
+		if content != nil {
+			want[s] = content
+		}
 		return s, err
 	})
 	if err != nil {
@@ -59,6 +64,9 @@ func TestReusableHashes(t *testing.T) {
 		if (got == nil) != (one == nil) || got != nil && (got.Status != one.Status || got.Prefix != one.Prefix ||
 			!bytes.Equal(got.Content, one.Content)) {
 			t.Errorf("%+v: at once %+v, alone %+v", s, got, one)
+		}
+		if w, ok := want[s]; ok != (got != nil && got.Status == HashDone) || ok && !bytes.Equal(got.Content, w) {
+			t.Errorf("%+v: found %+v, the rows hold %x", s, got, w)
 		}
 		if got != nil {
 			found++

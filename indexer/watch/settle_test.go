@@ -196,18 +196,7 @@ func TestFoldWaitsForItsShare(t *testing.T) {
 func TestPairsKeptOnceQuiet(t *testing.T) {
 	defer func(g, p time.Duration) { foldGap, pairsGap = g, p }(foldGap, pairsGap)
 	foldGap, pairsGap = 0, time.Hour
-	tree := filepath.Join(t.TempDir(), "tree")
-	for i := 1; i <= 6; i++ {
-		write(t, filepath.Join(tree, "a", fmt.Sprint(i)), photo(i))
-	}
-	f := newFixture(t, "inotify", Config{}, tree)
-	for i := 2; i <= 7; i++ {
-		write(t, filepath.Join(tree, "b", fmt.Sprint(i)), photo(i))
-	}
-	f.eventually(10*time.Second, "the pair of a and b (5 of 7 alike)", func() bool {
-		ps, ok, err := f.db.Folders().KeptPairs(context.Background())
-		return err == nil && ok && len(ps) == 1 && ps[0].Shared == 5 && ps[0].Union == 7
-	})
+	wantPairKept(t)
 }
 
 // However the changes keep coming (pairsQuiet an hour here), the pairs
@@ -215,6 +204,13 @@ func TestPairsKeptOnceQuiet(t *testing.T) {
 func TestPairsKeptEveryGap(t *testing.T) {
 	defer func(q, p time.Duration) { pairsQuiet, pairsGap = q, p }(pairsQuiet, pairsGap)
 	pairsQuiet, pairsGap = time.Hour, 0
+	wantPairKept(t)
+}
+
+// wantPairKept watches a folder a, makes b, 5 of whose 6 files a holds too
+// (a pair of 5 of 7 alike), and waits for the pair to be kept.
+func wantPairKept(t *testing.T) {
+	t.Helper()
 	tree := filepath.Join(t.TempDir(), "tree")
 	for i := 1; i <= 6; i++ {
 		write(t, filepath.Join(tree, "a", fmt.Sprint(i)), photo(i))
