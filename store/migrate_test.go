@@ -193,6 +193,7 @@ var landed = map[string]string{
 var landedPostgres = map[string]string{
 	"0001_init.sql":         "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
 	"0002_root_network.sql": "7a0d47297fb3be263238e41f1bbfe9cb80e84d7aeb998b6f2eb86244074692a7",
+	"0003_text_bytes.sql":   "9adb165ded6255f7a9edbd32f162685990b52208ed73a82a832cf4caf30d2bde",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {
