@@ -77,6 +77,9 @@ func TestClassify(t *testing.T) {
 		{fuseMagic, unix.Mkdev(0, 52), FS{"fuse.sshfs", true}, "sshfs"},
 		{fuseMagic, unix.Mkdev(0, 98), FS{"fuse", true}, "a FUSE mount the table does not show"},
 		{int64(int32(-0x1acb2be)), unix.Mkdev(0, 99), FS{"smb2", true}, "smb2's magic as a signed 32-bit f_type"},
+		{0x786f4256, unix.Mkdev(0, 99), FS{"vboxsf", true}, "a VirtualBox shared folder"},
+		{int64(int32(-0x45345344)), unix.Mkdev(0, 99), FS{"vmhgfs", true}, "a VMware shared folder (kernel module)"},
+		{0x7c7c6673, unix.Mkdev(0, 99), FS{"prl_fs", true}, "a Parallels shared folder"},
 	} {
 		got, err := classify(c.magic, c.dev, tbl)
 		if err != nil || got != c.want {
@@ -89,6 +92,7 @@ func TestNetworkType(t *testing.T) {
 	for fstype, want := range map[string]bool{
 		"nfs": true, "nfs4": true, "cifs": true, "smb3": true, "9p": true, "ceph": true, "virtiofs": true,
 		"fuse": true, "fuse.sshfs": true, "fuse.rclone": true, "fuse.mergerfs": true, "fuse.gvfsd-fuse": true,
+		"vboxsf": true, "fuse.vmhgfs-fuse": true, "prl_fs": true,
 		"fuseblk": false, "ext4": false, "btrfs": false, "xfs": false, "tmpfs": false, "overlay": false, "zfs": false,
 	} {
 		if got := NetworkType(fstype); got != want {

@@ -36,6 +36,11 @@ var networkMagic = map[int64]string{
 	0x47504653: "gpfs",
 	0x20030528: "orangefs",
 	0x19830326: "beegfs",
+	// A virtual machine's shared folders: the host's own folders, and two
+	// mounts of one show its files twice.
+	0x786f4256: "vboxsf",
+	0xbacbacbc: "vmhgfs",
+	0x7c7c6673: "prl_fs",
 }
 
 // fuseMagic is FUSE's statfs magic number, whatever the file system.
