@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -52,5 +53,31 @@ func TestWalkLeavesNetworkFileSystems(t *testing.T) {
 	inner.run()
 	if n := len(inner.groups()); n != 1 {
 		t.Errorf("the root taken in: %d groups, want 1", n)
+	}
+}
+
+// A folder that became a network mount since it was indexed, rescanned by
+// a targeted scan (the watcher names it): the scan starts there, so no
+// parent sees the mount; it still leaves the network files out.
+func TestTargetedScanLeavesANewNetworkMountOut(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"local/a": "same", "local/b": "same", "x/c": "same"})
+	e.addRoot(store.RootSpec{})
+	e.run()
+	e.wantGroups([]string{"local/a", "local/b", "x/c"})
+
+	passfs.Mount(t, filepath.Join(e.dir, "local"), filepath.Join(e.dir, "x"))
+	roots, _ := e.db.Files().Roots(ctx)
+	ix := New(IndexOf(e.db), e.config())
+	if _, err := ix.Rescan(ctx, roots[0].ID, []string{filepath.Join(e.dir, "x")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := ix.Drain(ctx); err != nil {
+		t.Fatal(err)
+	}
+	e.wantGroups([]string{"local/a", "local/b"})
+	if !slices.ContainsFunc(e.warn, func(w string) bool { return strings.Contains(w, "network file system ("+passfs.FSType+")") }) {
+		t.Errorf("no warning says x is left out: %q", e.warn)
 	}
 }
