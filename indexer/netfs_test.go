@@ -81,3 +81,40 @@ func TestTargetedScanLeavesANewNetworkMountOut(t *testing.T) {
 		t.Errorf("no warning says x is left out: %q", e.warn)
 	}
 }
+
+// check's answer to "may I drop this file?" counts no copy on a network
+// file system, which may be the very file under another path: checking
+// local/a, share/a (which is local/a) is no copy; checking share/a, no
+// copy counts at all.
+func TestCheckCountsNoNetworkCopy(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"local/a": "only", "local/b": "twice", "c": "twice"})
+	passfs.Mount(t, filepath.Join(e.dir, "local"), filepath.Join(e.dir, "share"))
+	e.addRoot(store.RootSpec{Network: true})
+	e.run()
+	for _, c := range []struct {
+		rel, matches, unsure string
+	}{
+		{"local/a", "", "share/a"},
+		{"share/a", "", "local/a"},
+		{"local/b", "c", "share/b"},
+		{"share/b", "", "c local/b"},
+	} {
+		res, err := Check(ctx, e.db.Files(), filepath.Join(e.dir, c.rel))
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel := func(ps []string) string {
+			out := make([]string, len(ps))
+			for i, p := range ps {
+				out[i], _ = filepath.Rel(e.dir, p)
+			}
+			slices.Sort(out)
+			return strings.Join(out, " ")
+		}
+		if rel(res.Matches) != c.matches || rel(res.Unsure) != c.unsure {
+			t.Errorf("check %s: copies %q, unsure %q; want %q, %q", c.rel, rel(res.Matches), rel(res.Unsure), c.matches, c.unsure)
+		}
+	}
+}
