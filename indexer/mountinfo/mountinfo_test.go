@@ -236,3 +236,47 @@ func TestClassifyOverlay(t *testing.T) {
 		}
 	}
 }
+
+// An overlay mounted over its own lower layer hides it: with its upper
+// layer hidden too (detached), no other path shows a file of it, and the
+// overlay is local.
+func TestClassifyOverlayOverItsLowerLayer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: mounts an overlay and a tmpfs")
+	}
+	base := t.TempDir()
+	lower, tm := filepath.Join(base, "data"), filepath.Join(base, "tm")
+	for _, d := range []string{lower, tm} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := unix.Mount("tmpfs", tm, "tmpfs", 0, ""); err != nil {
+		t.Skipf("tmpfs: %v", err)
+	}
+	t.Cleanup(func() { unix.Unmount(tm, unix.MNT_DETACH) })
+	for _, d := range []string{"u", "w"} {
+		if err := os.Mkdir(filepath.Join(tm, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	opts := "lowerdir=" + lower + ",upperdir=" + filepath.Join(tm, "u") + ",workdir=" + filepath.Join(tm, "w")
+	if err := unix.Mount("overlay", lower, "overlay", 0, opts); err != nil {
+		t.Skipf("overlay: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := unix.Unmount(lower, 0); err != nil {
+			t.Errorf("unmount %s: %v", lower, err)
+			unix.Unmount(lower, unix.MNT_DETACH)
+		}
+	})
+	if fs, err := ClassifyPath(lower); err != nil || fs != (FS{"overlay", true}) {
+		t.Errorf("its upper layer shown: ClassifyPath = %+v, %v; want network", fs, err)
+	}
+	if err := unix.Unmount(tm, unix.MNT_DETACH); err != nil {
+		t.Fatal(err)
+	}
+	if fs, err := ClassifyPath(lower); err != nil || fs != (FS{"overlay", false}) {
+		t.Errorf("its layers hidden: ClassifyPath = %+v, %v; want local", fs, err)
+	}
+}

@@ -6,6 +6,8 @@ import (
 	"os"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 )
 
 // An overlay passes the folders it stacks (its layers) through, as a
@@ -42,7 +44,7 @@ func classifyOverlay(fd int, dev uint64, table string) (fs FS, byDev bool, err e
 func overlayFS(ms []Mount, id int, dev uint64) (FS, bool) {
 	for _, m := range ms {
 		if m.ID == id {
-			return FS{Type: m.FSType, Network: layersShown(m.Super)}, m.Dev == dev
+			return FS{Type: m.FSType, Network: layersShown(m.Super, m.Dev)}, m.Dev == dev
 		}
 	}
 	return FS{Type: "overlay", Network: true}, false // a mount the table does not show
@@ -68,9 +70,11 @@ func mountID(fd int) (int, error) {
 }
 
 // layersShown reports whether a layer an overlay's options (as the mount
-// table escapes them) name is a folder at that path here. A path that
-// holds ':' may be cut in two: each part, and the whole, is tried.
-func layersShown(super string) bool {
+// table escapes them) name is a folder at that path here, other than the
+// overlay (of device self) itself: one mounted over its own lower layer
+// hides it. A path that holds ':' may be cut in two: each part, and the
+// whole, is tried.
+func layersShown(super string, self uint64) bool {
 	for _, opt := range strings.Split(super, ",") {
 		key, val, ok := strings.Cut(opt, "=")
 		switch key {
@@ -83,7 +87,8 @@ func layersShown(super string) bool {
 		}
 		val = unescape(val)
 		for _, p := range append(splitLayers(val), val) {
-			if fi, err := os.Stat(p); strings.HasPrefix(p, "/") && err == nil && fi.IsDir() {
+			var st unix.Stat_t
+			if strings.HasPrefix(p, "/") && unix.Stat(p, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && st.Dev != self {
 				return true
 			}
 		}
