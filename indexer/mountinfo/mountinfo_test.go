@@ -162,7 +162,8 @@ func TestOverlay(t *testing.T) {
 		comment string
 	}{
 		{50, unix.Mkdev(0, 60), FS{"overlay", true}, true, "a lower layer shown"},
-		{50, unix.Mkdev(0, 64), FS{"overlay", true}, false, "a file showing a layer's device"},
+		{50, unix.Mkdev(0, 64), FS{"overlay", true}, true, "a file showing the overlay's number for a layer"},
+		{50, unix.Mkdev(254, 0), FS{"overlay", true}, false, "a file showing its layer's own device"},
 		{51, unix.Mkdev(0, 61), FS{"overlay", false}, true, "a container's root: no layer shown"},
 		{52, unix.Mkdev(0, 62), FS{"overlay", true}, true, "the upper layer shown, escaped"},
 		{53, unix.Mkdev(0, 63), FS{"overlay", true}, true, "a layer whose path holds ':'"},

@@ -40,11 +40,17 @@ func classifyOverlay(fd int, dev uint64, table string) (fs FS, byDev bool, err e
 }
 
 // overlayFS classifies the overlay mount id of ms, a file of it showing
-// device dev.
+// device dev. The answer holds for dev when dev is the overlay's own or
+// one no mount has (the overlay's number for a layer); not when it is
+// another mount's (a layer's own, which holds other files too).
 func overlayFS(ms []Mount, id int, dev uint64) (FS, bool) {
 	for _, m := range ms {
 		if m.ID == id {
-			return FS{Type: m.FSType, Network: layersShown(m.Super, m.Dev)}, m.Dev == dev
+			byDev := true
+			for _, o := range ms {
+				byDev = byDev && (o.Dev != dev || o.ID == id)
+			}
+			return FS{Type: m.FSType, Network: layersShown(m.Super, m.Dev)}, byDev
 		}
 	}
 	return FS{Type: "overlay", Network: true}, false // a mount the table does not show
