@@ -86,6 +86,14 @@ func TestClassify(t *testing.T) {
 			t.Errorf("%s: classify = %+v, %v; want %+v", c.comment, got, err, c.want)
 		}
 	}
+	// No mount table (a chroot without /proc): what the magic says, and
+	// FUSE counts as network.
+	gone := filepath.Join(t.TempDir(), "mountinfo")
+	for magic, want := range map[int64]FS{0x6969: {"nfs", true}, fuseMagic: {"fuse", true}, 0xef53: {}} {
+		if got, err := classify(magic, unix.Mkdev(0, 50), gone); err != nil || got != want {
+			t.Errorf("magic %#x without a table: classify = %+v, %v; want %+v", magic, got, err, want)
+		}
+	}
 }
 
 func TestNetworkType(t *testing.T) {
