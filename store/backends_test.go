@@ -154,7 +154,8 @@ var onPostgres = []struct {
 	{TestTextSortsByBytes, ""},
 	{TestWALJobsUniqueClaimAndStaleRecovery, "SQLite only: the WAL and its checkpoint jobs"},
 	{TestTruncateWaitsForReaderWithoutStallingWriters, "SQLite only: the WAL and its checkpoint jobs"},
-	{TestWatcherSeesCommits, "not yet on PostgreSQL: the change feed (PRAGMA data_version; LISTEN/NOTIFY to come)"},
+	{TestWatcherSeesCommits, ""},
+	{TestWatcherListensAgainAfterARestart, ""},
 }
 
 // notYet begins the reason of a test whose subsystem is still to port;

@@ -26,6 +26,10 @@ type dialect struct {
 	// transaction: it makes writers of every process take turns, as
 	// SQLite's one write lock does (an IMMEDIATE transaction).
 	writeLock string
+	// commitNote, when set, is the last statement of every write
+	// transaction: it tells watchers of the index (Watcher) that a
+	// commit changed something.
+	commitNote string
 	// skipLocked ends a claim's choice of rows: rows another transaction
 	// has locked are passed over, not waited for.
 	skipLocked string
@@ -83,6 +87,9 @@ var pgDialect = &dialect{
 		name       text   NOT NULL,
 		applied_at bigint NOT NULL)`,
 	writeLock:  "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(pgWriteLock, 10) + ")",
+	// Only a transaction that wrote a row has an id: one that wrote
+	// nothing (a claim that found no job) tells no one.
+	commitNote: "SELECT pg_notify('" + pgChannel + "', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL",
 	skipLocked: " FOR UPDATE SKIP LOCKED",
 	readTx:     &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead},
 	// The identity's sequence: its next value unless nothing was drawn

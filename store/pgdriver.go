@@ -3,9 +3,12 @@ package store
 import (
 	"context"
 	"database/sql/driver"
+	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -92,10 +95,12 @@ func (s *pgStmt) Query([]driver.Value) (driver.Rows, error) {
 	return nil, driver.ErrSkip
 }
 func (s *pgStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (driver.Result, error) {
-	return s.inner.(driver.StmtExecContext).ExecContext(ctx, s.st.bind(args))
+	r, err := s.inner.(driver.StmtExecContext).ExecContext(ctx, s.st.bind(args))
+	return r, badConn(err)
 }
 func (s *pgStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return unescaped(s.inner.(driver.StmtQueryContext).QueryContext(ctx, s.st.bind(args)))
+	r, err := unescaped(s.inner.(driver.StmtQueryContext).QueryContext(ctx, s.st.bind(args)))
+	return r, badConn(err)
 }
 
 func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -159,7 +164,7 @@ func (c *pgConn) PrepareContext(ctx context.Context, q string) (driver.Stmt, err
 	st := pgText(q)
 	s, err := c.in().PrepareContext(ctx, st.text)
 	if err != nil {
-		return s, err
+		return s, badConn(err)
 	}
 	return &pgStmt{inner: s, st: st}, nil
 }
@@ -172,22 +177,36 @@ func (c *pgConn) Begin() (driver.Tx, error) {
 
 func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx, error) {
 	if err := c.syncClock(ctx); err != nil {
-		return nil, err
+		return nil, badConn(err)
 	}
-	return c.in().BeginTx(ctx, opts)
+	tx, err := c.in().BeginTx(ctx, opts)
+	return tx, badConn(err)
 }
 
 func (c *pgConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
 	st := pgText(q)
-	return c.in().ExecContext(ctx, st.text, st.bind(args))
+	r, err := c.in().ExecContext(ctx, st.text, st.bind(args))
+	return r, badConn(err)
 }
 
 func (c *pgConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
 	st := pgText(q)
-	return unescaped(c.in().QueryContext(ctx, st.text, st.bind(args)))
+	r, err := unescaped(c.in().QueryContext(ctx, st.text, st.bind(args)))
+	return r, badConn(err)
 }
 
-func (c *pgConn) Ping(ctx context.Context) error { return c.in().Ping(ctx) }
+func (c *pgConn) Ping(ctx context.Context) error { return badConn(c.in().Ping(ctx)) }
+
+// badConn marks an error that left a session unusable before the server
+// saw the request (a session the server ended when it restarted, say) as
+// driver.ErrBadConn: database/sql then drops the session and sends the
+// request again on a new one, which it may since nothing of it ran.
+func badConn(err error) error {
+	if err != nil && pgconn.SafeToRetry(err) && !errors.Is(err, driver.ErrBadConn) {
+		return fmt.Errorf("%w: %w", driver.ErrBadConn, err)
+	}
+	return err
+}
 
 func (c *pgConn) ResetSession(ctx context.Context) error {
 	if err := c.in().ResetSession(ctx); err != nil {

@@ -51,7 +51,7 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 		opts.ReadConns = 4
 	}
 	shown := RedactURL(opts.Path)
-	db := &DB{path: shown, dialect: pgDialect, readOnly: opts.ReadOnly}
+	db := &DB{path: shown, dsn: opts.Path, dialect: pgDialect, readOnly: opts.ReadOnly}
 	fail := func(err error) (*DB, error) {
 		db.Close()
 		return nil, err

@@ -57,7 +57,7 @@ type DB struct {
 
 	readOnly  bool   // opened with Options.ReadOnly: no writer
 	immutable bool   // read as immutable: no -shm could be made and no WAL is there
-	dsn       string // file URI with the common pragmas
+	dsn       string // file URI with the common pragmas; a PostgreSQL index's URL (it may hold a password: never shown)
 	maintOnce sync.Once
 	maint     *sql.DB // WAL checkpoints: one connection, short busy timeout
 	maintErr  error

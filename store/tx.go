@@ -188,6 +188,12 @@ func (tx *Tx) Commit() error {
 			return err
 		}
 	}
+	if tx.dialect.commitNote != "" {
+		if _, err := tx.tx.ExecContext(tx.ctx, tx.dialect.commitNote); err != nil {
+			tx.Rollback()
+			return classify("commit", err)
+		}
+	}
 	tx.closeStmts()
 	if err := tx.tx.Commit(); err != nil {
 		tx.Rollback()
