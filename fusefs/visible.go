@@ -345,6 +345,13 @@ func (a *accessCache) forgetGroup(contentID int64) {
 	a.mu.Unlock()
 }
 
+// forgetGroups drops the paths kept of every group.
+func (a *accessCache) forgetGroups() {
+	a.mu.Lock()
+	a.paths = nil
+	a.mu.Unlock()
+}
+
 // groupPaths is GroupPaths, kept until the group changes: a walk asks it
 // of each group for every reader and every request. (What the disk says
 // of those paths is asked again within accessTTL.)

@@ -9,9 +9,10 @@ import (
 	"github.com/dupefs/dupefs/store/naming"
 )
 
-// watch polls PRAGMA data_version, which moves with every commit by any
-// connection — the indexer of this process and `dupefs index` in another —
-// and tells the kernel what changed: the groups of the change feed
+// watch asks the watcher whether anyone committed — the indexer of this
+// process or `dupefs index` in another; on SQLite it polls PRAGMA
+// data_version, on PostgreSQL it hears the writers' notifications — and
+// tells the kernel what changed: the groups of the change feed
 // (contents.change_seq) and the thumbnails of theirs (thumbnails.change_seq)
 // lose their cached entries, attributes and listings. It runs in its own
 // goroutine: notifying from a FUSE handler deadlocks.
@@ -25,12 +26,17 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 			return
 		case <-t.C:
 		}
+		missed := w.Missed()
 		changed, err := w.Changed(ctx)
 		if err != nil {
 			if ctx.Err() == nil {
 				f.logf("dupefs: watch the index: %v", err)
 			}
 			continue
+		}
+		if missed {
+			s = f.dropAll(ctx)
+			changed = true
 		}
 		if !changed {
 			continue
@@ -56,6 +62,24 @@ func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
 		s.folders = f.applyFolderChanges(ctx, s.folders)
 		s.pairs = f.applyPairChanges(ctx, s.pairs)
 	}
+}
+
+// dropAll forgets everything read of the index, for when commits may have
+// gone untold (the listener of a PostgreSQL index lost its connection):
+// every cache of the view ends with the generation, the snapshots and the
+// roots' names are made again, and the feeds start over, so that the
+// kernel is told of every group, thumbnail, folder group and pair there
+// is, and forgets what it holds of them.
+func (f *FS) dropAll(ctx context.Context) feeds {
+	f.access.forgetGroups()
+	f.ends.changed()
+	f.statusChanged()
+	f.filesChanged()
+	f.pathNamesChanged(ctx)
+	for _, n := range []uint64{inoRoot, inoByHash, inoBySize, inoThumbs, inoStatus, inoByFolder, inoFiles, inoSummary, inoFolders, inoOverlap} {
+		f.notifyInode(n)
+	}
+	return feeds{}
 }
 
 // feeds are the last change the kernel was told of, per change feed.

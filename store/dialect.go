@@ -86,7 +86,7 @@ var pgDialect = &dialect{
 		version    bigint PRIMARY KEY,
 		name       text   NOT NULL,
 		applied_at bigint NOT NULL)`,
-	writeLock:  "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(pgWriteLock, 10) + ")",
+	writeLock: "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(pgWriteLock, 10) + ")",
 	// Only a transaction that wrote a row has an id: one that wrote
 	// nothing (a claim that found no job) tells no one.
 	commitNote: "SELECT pg_notify('" + pgChannel + "', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL",

@@ -164,9 +164,6 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 	if err := opts.Indexer.validate(); err != nil {
 		return err
 	}
-	if opts.Watch && store.IsPostgresURL(g.DB) {
-		return usageErrorf("--watch does not run on a PostgreSQL index yet; use an index file")
-	}
 	con := newConsole(stderr)
 	// Check the PATHs, and that there is something to index, before the
 	// index file is created.

@@ -81,9 +81,6 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 	if opts.Mountpoint == "" {
 		return usageErrorf("mount needs a MOUNTPOINT")
 	}
-	if store.IsPostgresURL(g.DB) {
-		return usageErrorf("mount does not run on a PostgreSQL index yet (it follows the index's commits through SQLite); use an index file")
-	}
 	if opts.RescanEvery < 0 {
 		return usageErrorf("--rescan-every must not be negative")
 	}

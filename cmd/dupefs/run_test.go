@@ -157,10 +157,10 @@ func TestRunExitCodesAndFlagNames(t *testing.T) {
 			ExitBadIndex, "cannot reach the PostgreSQL server"},
 		{"unreachable server, writing", []string{"dupefs", "--db", "postgresql://dupefs:s3cret@/dupefs?host=/nonexistent", "root", "add", "/"},
 			ExitBadIndex, "cannot reach the PostgreSQL server"},
-		{"mount on PostgreSQL", []string{"dupefs", "--db", "postgres://dupefs:s3cret@/dupefs?host=/nonexistent", "mount", "/nonexistent"},
-			ExitUsage, "mount does not run on a PostgreSQL index yet"},
-		{"index --watch on PostgreSQL", []string{"dupefs", "--db", "postgres://dupefs:s3cret@/dupefs?host=/nonexistent", "index", "--watch", "/"},
-			ExitUsage, "--watch does not run on a PostgreSQL index yet"},
+		{"mount, unreachable server", []string{"dupefs", "--db", "postgres://dupefs:s3cret@/dupefs?host=/nonexistent", "mount", t.TempDir()},
+			ExitBadIndex, "cannot reach the PostgreSQL server"},
+		{"index --watch, unreachable server", []string{"dupefs", "--db", "postgres://dupefs:s3cret@/dupefs?host=/nonexistent", "index", "--watch", "/"},
+			ExitBadIndex, "cannot reach the PostgreSQL server"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
