@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/dupefs/dupefs/internal/pgtest"
 )
 
 // viewWithin polls the mounted /by-hash (as a user's ls would) until it
@@ -79,20 +81,27 @@ func TestMountFollowsTheDisk(t *testing.T) {
 }
 
 // index --watch keeps the index up to date without a mount, and ends with
-// 130 on SIGINT.
+// 130 on SIGINT. On both engines.
 func TestIndexWatch(t *testing.T) {
-	base := t.TempDir()
-	tree := filepath.Join(base, "tree")
-	os.MkdirAll(tree, 0o755)
-	os.WriteFile(filepath.Join(tree, "a"), []byte(strings.Repeat("x", 9000)), 0o644)
-	db := filepath.Join(base, "index.db")
-	p := startBackground(t, db, "index", "--watch", tree)
-	waitFor(t, 30*time.Second, "the first index", func() bool { return strings.Contains(p.stderr.String(), "watching the roots") })
-	os.WriteFile(filepath.Join(tree, "b"), []byte(strings.Repeat("x", 9000)), 0o644)
-	waitFor(t, 3*time.Second, "the copy in the index", func() bool {
-		return equalGroups(groups(t, db, tree), [][]string{{"a", "b"}})
-	})
-	if code := p.interrupt(t); code != 130 {
-		t.Errorf("index --watch ended by SIGINT: exit %d, want 130\n%s", code, p.stderr.String())
+	for _, engine := range []string{"sqlite", "postgres"} {
+		t.Run(engine, func(t *testing.T) {
+			base := t.TempDir()
+			tree := filepath.Join(base, "tree")
+			os.MkdirAll(tree, 0o755)
+			os.WriteFile(filepath.Join(tree, "a"), []byte(strings.Repeat("x", 9000)), 0o644)
+			db := filepath.Join(base, "index.db")
+			if engine == "postgres" {
+				db = pgtest.URL(t)
+			}
+			p := startBackground(t, db, "index", "--watch", tree)
+			waitFor(t, 30*time.Second, "the first index", func() bool { return strings.Contains(p.stderr.String(), "watching the roots") })
+			os.WriteFile(filepath.Join(tree, "b"), []byte(strings.Repeat("x", 9000)), 0o644)
+			waitFor(t, 3*time.Second, "the copy in the index", func() bool {
+				return equalGroups(groups(t, db, tree), [][]string{{"a", "b"}})
+			})
+			if code := p.interrupt(t); code != 130 {
+				t.Errorf("index --watch ended by SIGINT: exit %d, want 130\n%s", code, p.stderr.String())
+			}
+		})
 	}
 }
