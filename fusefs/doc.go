@@ -24,8 +24,9 @@
 // OPENDIR (it answers ENOSYS, and the kernel stops asking and keeps
 // listings in its page cache), listings stream from SQLite in keyset pages
 // with the row id as the directory offset, so seekdir works and nothing is
-// held between kernel calls. A watcher polls PRAGMA data_version and tells
-// the kernel what changed, from its own goroutine, never from a handler.
+// held between kernel calls. A watcher (PRAGMA data_version on SQLite, the
+// writers' notifications on PostgreSQL) tells the kernel what changed, from
+// its own goroutine, never from a handler.
 //
 // An FS (New) is the view over one Index, the interface of everything it
 // reads (keyset pages, single rows by id or name, the change feeds and a

@@ -49,7 +49,8 @@
 //	            Queue, KeepLease), checkpoint.go, status.go (Totals),
 //	            subsystems.go (the subsystem types); PostgreSQL:
 //	            dialect.go (what differs between the engines), pgopen.go,
-//	            pgdriver.go (the driver's rewriting), pgsql.go (the rewrites)
+//	            pgdriver.go (the driver's rewriting), pgsql.go (the rewrites),
+//	            pgfeed.go (a Watcher's listener of the writers' notifications)
 //	Files       roots.go, listing.go, scan.go, scanlate.go (ScanBatch),
 //	            bulk.go (first index), hash.go (hash plans, HashBatch),
 //	            groups.go (Report), eachrow.go
