@@ -50,37 +50,33 @@ func (tx *Tx) foldAll() (fold, error) {
 // files added to a folder after others were added): what this wrote is
 // then written again.
 func (tx *Tx) foldStream() (written int, ok bool, err error) {
-	folders, err := tx.tx.QueryContext(tx.ctx, "SELECT id, coalesce(parent_id, 0), missing FROM folders ORDER BY id DESC")
+	rows, err := tx.openFoldRows()
 	if err != nil {
-		return 0, false, classify("read folders", err)
+		return 0, false, err
 	}
-	defer folders.Close()
-	files, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, `+termCols("")+`
-		FROM files NOT INDEXED WHERE missing = 0 AND size > 0 ORDER BY rowid DESC`)
-	if err != nil {
-		return 0, false, classify("read folder files", err)
-	}
-	defer files.Close()
+	defer rows.close()
 	var (
 		r      termRow
 		fileOf int64 // the folder of r
 	)
 	r.algo = tx.algo
-	dst := append([]any{&fileOf}, r.dest()...)
-	more, err := nextRow(files, dst)
+	more, err := rows.nextFile(&fileOf, &r)
 	// below holds the summed trees of the subfolders of folders not
 	// reached yet, by the parent's id.
 	below := map[int64]*folderSums{}
-	for folders.Next() {
+	for {
 		f := folderSums{}
-		if err := folders.Scan(&f.id, &f.parent, &f.missing); err != nil {
-			return written, false, classify("read folders", err)
+		if next, err := rows.nextFolder(&f); err != nil || !next {
+			if err != nil {
+				return written, false, err
+			}
+			break
 		}
-		for ; err == nil && more && fileOf == f.id; more, err = nextRow(files, dst) {
+		for ; err == nil && more && fileOf == f.id; more, err = rows.nextFile(&fileOf, &r) {
 			f.addFile(&r)
 		}
 		if err != nil {
-			return written, false, classify("read folder files", err)
+			return written, false, err
 		}
 		if more && fileOf > f.id {
 			return written, false, nil // a file of a folder already summed
@@ -107,9 +103,6 @@ func (tx *Tx) foldStream() (written int, ok bool, err error) {
 			below[f.parent] = s
 		}
 		s.addTree(&f)
-	}
-	if err := folders.Err(); err != nil {
-		return written, false, classify("read folders", err)
 	}
 	// Files left are of no folder (which the foreign key rules out): let
 	// the sums from scratch decide.
