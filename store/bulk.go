@@ -40,9 +40,6 @@ const bulkKey = "bulk_indexes"
 // next scan reads folders by parent, and without the index it would read
 // the whole table for each folder.
 func (tx *Tx) StartBulkLoad() (bool, error) {
-	if tx.dialect.postgres() {
-		return false, nil // no bulk load there yet: a first index writes as any other
-	}
 	on, err := tx.bulkOn()
 	if err != nil || on {
 		return on, err
@@ -57,7 +54,7 @@ func (tx *Tx) StartBulkLoad() (bool, error) {
 	defs := map[string]string{}
 	for _, name := range bulkIndexes {
 		var def string
-		err := tx.tx.QueryRowContext(tx.ctx, "SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND name = ?", name).Scan(&def)
+		err := tx.tx.QueryRowContext(tx.ctx, tx.dialect.schemaDef, name).Scan(&def)
 		if err != nil {
 			return false, classify("read index "+name, err)
 		}
@@ -68,11 +65,11 @@ func (tx *Tx) StartBulkLoad() (bool, error) {
 		return false, err
 	}
 	for _, name := range bulkIndexes {
-		kind := "INDEX"
+		q := "DROP INDEX " + name
 		if strings.HasPrefix(defs[name], "CREATE TRIGGER") {
-			kind = "TRIGGER"
+			q = "DROP TRIGGER " + name + tx.dialect.triggerOfFiles
 		}
-		if _, err := tx.exec("drop "+name, "DROP "+kind+" "+name); err != nil {
+		if _, err := tx.exec("drop "+name, q); err != nil {
 			return false, err
 		}
 	}
@@ -106,11 +103,10 @@ func (tx *Tx) EndBulkLoad() error {
 			return nil // not dropped by the load that started
 		}
 		// IF NOT EXISTS: an earlier attempt may have built some.
-		kind := "CREATE INDEX"
-		if strings.HasPrefix(def, "CREATE TRIGGER") {
-			kind = "CREATE TRIGGER"
+		q := "CREATE INDEX IF NOT EXISTS" + strings.TrimPrefix(def, "CREATE INDEX")
+		if t, ok := strings.CutPrefix(def, "CREATE TRIGGER"); ok {
+			q = tx.dialect.triggerAgain + t
 		}
-		q := kind + " IF NOT EXISTS" + def[len(kind):]
 		_, err := tx.exec("build "+name, q)
 		return err
 	}

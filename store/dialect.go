@@ -35,6 +35,13 @@ type dialect struct {
 	skipLocked string
 	// readTx begins a read: one snapshot for the whole of it.
 	readTx *sql.TxOptions
+	// schemaDef is the statement that made the index or trigger ?1 (no
+	// row: there is none).
+	schemaDef string
+	// triggerOfFiles follows the name of a trigger of files in DROP
+	// TRIGGER; triggerAgain begins its definition made again, when it
+	// may be there already.
+	triggerOfFiles, triggerAgain string
 	// nextFileID is the id the next new row of files gets.
 	nextFileID string
 	// lastFileID, when set, reads the id of the last row of files this
@@ -67,7 +74,9 @@ var sqliteDialect = &dialect{
 		version    INTEGER PRIMARY KEY,
 		name       TEXT    NOT NULL,
 		applied_at INTEGER NOT NULL)`,
-	readTx: &sql.TxOptions{ReadOnly: true},
+	readTx:       &sql.TxOptions{ReadOnly: true},
+	schemaDef:    "SELECT sql FROM sqlite_master WHERE type IN ('index', 'trigger') AND name = ?1",
+	triggerAgain: "CREATE TRIGGER IF NOT EXISTS",
 	// Row ids of files are AUTOINCREMENT: one past the largest there
 	// ever was.
 	nextFileID: `max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'files'), 0), coalesce((SELECT max(id) FROM files), 0)) + 1`,
@@ -92,6 +101,10 @@ var pgDialect = &dialect{
 	commitNote: "SELECT pg_notify('" + pgChannel + "', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL",
 	skipLocked: " FOR UPDATE SKIP LOCKED",
 	readTx:     &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead},
+	schemaDef: `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?1
+		UNION ALL SELECT pg_get_triggerdef(oid) FROM pg_trigger WHERE tgname = ?1 AND tgrelid = CAST('files' AS regclass)`,
+	triggerOfFiles: " ON files",
+	triggerAgain:   "CREATE OR REPLACE TRIGGER",
 	// The identity's sequence: its next value unless nothing was drawn
 	// yet, and past any id written by hand.
 	nextFileID: `greatest((SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM files_id_seq),

@@ -70,6 +70,7 @@ type ScanBatch struct {
 	nextID                                      int64 // the id the next new file gets
 	algo                                        string
 	bulk                                        bool // a bulk load was under way when the batch began
+	copy                                        bool // new files go in by COPY (a bulk load on PostgreSQL)
 	insFolder, updFolder, insFile, updChanged   *sql.Stmt
 	newFolder                                   *sql.Stmt // bulk load: plain insert
 	updSeen, missFile, missFolders, missFilesIn *sql.Stmt
@@ -94,8 +95,11 @@ const (
 	fileCols  = 12
 )
 
-const insFileHead = `INSERT INTO files (root_id, folder_id, name, size, mtime_ns, dev, ino, nlink,
-	hash_status, prefix_hash, content_hash, seen_epoch) VALUES `
+// fileColNames are the columns of files the fileCols values go in.
+var fileColNames = []string{"root_id", "folder_id", "name", "size", "mtime_ns", "dev", "ino", "nlink",
+	"hash_status", "prefix_hash", "content_hash", "seen_epoch"}
+
+var insFileHead = "INSERT INTO files (" + strings.Join(fileColNames, ", ") + ") VALUES "
 
 // ScanBatch prepares the scanner's statements; now (unix ms) stamps the
 // folders, the scan_epoch the files; algo is the index's hash algorithm.
@@ -136,8 +140,10 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.bulk = bulk
-	if bulk {
+	b.bulk, b.copy = bulk, bulk && tx.dialect.postgres()
+	// A failed statement ends a PostgreSQL transaction: there folders go
+	// in by the upsert alone.
+	if bulk && !b.copy {
 		stmts = append(stmts, struct {
 			dst **sql.Stmt
 			q   string
@@ -180,6 +186,9 @@ func (b *ScanBatch) flush() error {
 // writeFiles writes the new files that wait: whole chunks with one
 // statement, and with all the rest one by one.
 func (b *ScanBatch) writeFiles(all bool) error {
+	if b.copy {
+		return b.copyFiles(all)
+	}
 	rows := b.pending
 	defer func() {
 		n := copy(b.pending, rows)
@@ -285,6 +294,9 @@ func (b *ScanBatch) AddFile(rootID, folderID int64, f FileStat) error {
 	b.pending = append(b.pending, rootID, folderID, f.Name, f.Size, f.MtimeNS,
 		int64(f.Dev), int64(f.Ino), int64(f.Nlink), st, prefix, content, b.epoch)
 	b.nextID++
+	if b.copy {
+		return b.copyFiles(false)
+	}
 	if len(b.pending) >= fileChunk*fileCols {
 		return b.writeFiles(false)
 	}

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
 	"strconv"
@@ -25,6 +26,7 @@ type Tx struct {
 	ctx    context.Context // statements: never cancelled
 	parent context.Context // the caller's, checked at Commit
 	tx     *sql.Tx
+	conn   *sql.Conn     // the session tx runs in, on PostgreSQL (nil: SQLite)
 	ckpt   *checkpointer // told of a commit (nil: none)
 	// groups is set by writes that may change duplicate groups; Write then
 	// recounts the touched contents before it commits.
@@ -112,17 +114,18 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	}
 	bg := context.WithoutCancel(ctx)
 	db.kept.prepareWanted(bg, db.w)
-	sqltx, err := db.beginRetry(ctx, bg)
+	sqltx, conn, err := db.beginRetry(ctx, bg)
 	if err != nil {
 		return nil, err
 	}
+	tx := &Tx{ctx: bg, parent: ctx, tx: sqltx, conn: conn, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect}
 	if db.dialect.writeLock != "" {
 		if _, err := sqltx.ExecContext(bg, db.dialect.writeLock); err != nil {
-			sqltx.Rollback()
+			tx.Rollback()
 			return nil, classify("begin write", err)
 		}
 	}
-	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect}, nil
+	return tx, nil
 }
 
 // busyRetry bounds how long Begin keeps trying when another process held
@@ -133,29 +136,63 @@ const busyRetry = 2 * time.Minute
 // beginRetry begins an IMMEDIATE transaction (the writer's _txlock),
 // trying again while another process holds the lock, until ctx ends or
 // busyRetry has passed.
-func (db *DB) beginRetry(ctx, bg context.Context) (*sql.Tx, error) {
+//
+// On PostgreSQL the transaction holds its session (conn) for a bulk load's
+// COPY (pgcopy.go); a session the server ended is dropped and another
+// taken.
+func (db *DB) beginRetry(ctx, bg context.Context) (*sql.Tx, *sql.Conn, error) {
 	deadline := time.Now().Add(busyRetry)
-	for {
-		sqltx, err := db.w.BeginTx(bg, nil)
+	for bad := 0; ; {
+		sqltx, conn, err := db.beginOnce(bg)
 		if err == nil {
-			return sqltx, nil
+			return sqltx, conn, nil
+		}
+		if errors.Is(err, driver.ErrBadConn) && bad < 3 {
+			bad++
+			continue
 		}
 		err = classify("begin write", err)
 		if !errors.Is(err, ErrBusy) || time.Now().After(deadline) {
-			return nil, err
+			return nil, nil, err
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("begin write: %w", ctx.Err())
+			return nil, nil, fmt.Errorf("begin write: %w", ctx.Err())
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+func (db *DB) beginOnce(bg context.Context) (*sql.Tx, *sql.Conn, error) {
+	if !db.dialect.postgres() {
+		sqltx, err := db.w.BeginTx(bg, nil)
+		return sqltx, nil, err
+	}
+	conn, err := db.w.Conn(bg)
+	if err != nil {
+		return nil, nil, err
+	}
+	sqltx, err := conn.BeginTx(bg, nil)
+	if err != nil {
+		conn.Close()
+		return nil, nil, err
+	}
+	return sqltx, conn, nil
 }
 
 // Rollback abandons the transaction.
 func (tx *Tx) Rollback() {
 	tx.closeStmts()
 	_ = tx.tx.Rollback()
+	tx.release()
+}
+
+// release gives the transaction's session back to the pool.
+func (tx *Tx) release() {
+	if tx.conn != nil {
+		tx.conn.Close()
+		tx.conn = nil
+	}
 }
 
 func (tx *Tx) closeStmts() {
@@ -199,6 +236,7 @@ func (tx *Tx) Commit() error {
 		tx.Rollback()
 		return classify("commit", err)
 	}
+	tx.release()
 	tx.ckpt.kicked()
 	return nil
 }

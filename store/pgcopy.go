@@ -1,0 +1,52 @@
+package store
+
+import (
+	"fmt"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// A bulk load on PostgreSQL sends the new files with COPY (pgx's
+// CopyFrom), in the scan's own transaction on its own session (Tx.conn):
+// the rows are logged as any others (no UNLOGGED table), so a load killed
+// midway leaves what it committed, and the next scan goes on from there.
+
+// copyRows is how many new files one COPY of a bulk load sends.
+var copyRows = 4096 // a variable for tests
+
+// copyFiles writes the new files that wait with one COPY: all of them, or
+// (all false) once copyRows wait.
+func (b *ScanBatch) copyFiles(all bool) error {
+	n := len(b.pending) / fileCols
+	if n == 0 || !all && n < copyRows {
+		return nil
+	}
+	rows := make([][]any, n)
+	for i := range rows {
+		rows[i] = b.pending[i*fileCols : (i+1)*fileCols]
+	}
+	if err := b.tx.copyFrom("files", fileColNames, rows); err != nil {
+		return classify("add files", err)
+	}
+	b.pending = b.pending[:0]
+	return b.checkIDs(nil, 0)
+}
+
+// copyFrom sends rows of cols into table with COPY, in the transaction.
+func (tx *Tx) copyFrom(table string, cols []string, rows [][]any) error {
+	if tx.conn == nil {
+		return fmt.Errorf("copy into %s: no PostgreSQL session", table)
+	}
+	return tx.conn.Raw(func(dc any) error {
+		pc, ok := dc.(*pgConn)
+		if !ok {
+			return fmt.Errorf("copy into %s: a session of %T", table, dc)
+		}
+		c, ok := pc.inner.(interface{ Conn() *pgx.Conn })
+		if !ok {
+			return fmt.Errorf("copy into %s: a session of %T", table, pc.inner)
+		}
+		_, err := c.Conn().CopyFrom(tx.ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
+		return err
+	})
+}
