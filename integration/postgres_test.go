@@ -3,12 +3,16 @@ package integration
 import (
 	"errors"
 	"io/fs"
+	"math/rand"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/internal/pgtest"
 )
 
@@ -65,4 +69,46 @@ func TestMountFollowsAPostgresIndexAcrossARestart(t *testing.T) {
 		_, err := os.Stat(photos)
 		return errors.Is(err, fs.ErrNotExist)
 	})
+}
+
+// A first index into PostgreSQL (a bulk load: COPY, its indexes built at
+// its end) killed with SIGKILL at random moments leaves a state the next
+// run finishes, with the groups SQLite finds in one run.
+func TestPostgresFirstIndexKilledThenFinished(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	dupTree(t, dir, 4000, 11)
+	ref := filepath.Join(base, "ref.db")
+	mustRun(t, ref, "index", dir)
+	want := groups(t, ref, dir)
+	if len(want) < 50 {
+		t.Fatalf("the tree has only %d groups", len(want))
+	}
+	whole := pgtest.URL(t)
+	start := time.Now()
+	mustRun(t, whole, "index", dir)
+	full := time.Since(start)
+	if got := groups(t, whole, dir); !equalGroups(got, want) {
+		t.Fatalf("one run into PostgreSQL: %d groups, want %d", len(got), len(want))
+	}
+
+	db := pgtest.URL(t)
+	rnd := rand.New(rand.NewSource(time.Now().UnixNano()))
+	for i := 0; i < 8; i++ {
+		cmd := exec.Command(bin, "--db", db, "index", dir)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(time.Duration(rnd.Int63n(int64(full))))
+		cmd.Process.Signal(syscall.SIGKILL)
+		testenv.WaitCmd(t, cmd, time.Minute)
+	}
+	mustRun(t, db, "index", dir)
+	if got := groups(t, db, dir); !equalGroups(got, want) {
+		t.Fatalf("after 8 kills: %d groups, want %d", len(got), len(want))
+	}
+	if r := runningJobs(t, db); len(r) != 0 {
+		t.Fatalf("jobs left running: %v", r)
+	}
+	t.Logf("8 kills over a %v index into PostgreSQL", full.Round(time.Millisecond))
 }
