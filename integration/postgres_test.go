@@ -1,9 +1,11 @@
 package integration
 
 import (
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"math/rand"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -111,4 +113,53 @@ func TestPostgresFirstIndexKilledThenFinished(t *testing.T) {
 		t.Fatalf("jobs left running: %v", r)
 	}
 	t.Logf("8 kills over a %v index into PostgreSQL", full.Round(time.Millisecond))
+}
+
+// The server restarting under a first index: the run stops with
+// ExitServer and says why (or, restarted early enough, finishes), and the
+// next run finishes the index, with the groups of one SQLite run.
+func TestPostgresRestartDuringAnIndex(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	dupTree(t, dir, 4000, 12)
+	ref := filepath.Join(base, "ref.db")
+	mustRun(t, ref, "index", dir)
+	want := groups(t, ref, dir)
+	// The server trusts the tests' sessions: a password is taken, and
+	// must never be shown.
+	db := withPassword(t, pgtest.URL(t), "s3cret")
+	p := startBackground(t, db, "index", dir)
+	// Once the first files are in.
+	waitFor(t, time.Minute, "the first files in the index", func() bool {
+		r := dupefs(t, db, "status", "--json")
+		var s struct {
+			Totals struct{ Files int } `json:"totals"`
+		}
+		return r.code == 0 && json.Unmarshal([]byte(r.stdout), &s) == nil && s.Totals.Files > 0
+	})
+	pgtest.Restart(t)
+	<-p.done
+	code, said := p.cmd.ProcessState.ExitCode(), p.stderr.String()
+	t.Logf("exit %d:\n%s", code, said)
+	if code != 0 && (code != 9 || !strings.Contains(said, "the PostgreSQL server went away") || !strings.Contains(said, "run the command again")) {
+		t.Errorf("a run under a restart: exit %d, want 0 or 9 (ExitServer) and why:\n%s", code, said)
+	}
+	if strings.Contains(said, "s3cret") {
+		t.Errorf("the password is shown:\n%s", said)
+	}
+	mustRun(t, db, "index", dir)
+	if got := groups(t, db, dir); !equalGroups(got, want) {
+		t.Fatalf("after the restart and a second run: %d groups, want %d", len(got), len(want))
+	}
+}
+
+// withPassword is the URL u with password pw.
+func withPassword(tb testing.TB, u, pw string) string {
+	tb.Helper()
+	p, err := url.Parse(u)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p.User = url.UserPassword(p.User.Username(), pw)
+	return p.String()
 }

@@ -32,6 +32,14 @@ var (
 	// ErrLeaseLost: the job's lease is no longer held by this worker; the
 	// write was not made.
 	ErrLeaseLost = errors.New("lease lost")
+	// ErrServer: the PostgreSQL server of the index cannot be reached,
+	// refused the login, is older than the oldest supported
+	// (PGMinVersion), or went away during the run (it stopped or
+	// restarted). Nothing half-written stays: a run again finishes.
+	ErrServer = errors.New("the PostgreSQL server")
+	// ErrServerGone: the PostgreSQL server went away during the run
+	// (it wraps ErrServer).
+	ErrServerGone = fmt.Errorf("%w went away (it stopped or restarted)", ErrServer)
 	// ErrNotFound: the row asked for does not exist.
 	ErrNotFound = errors.New("not found")
 )

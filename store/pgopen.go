@@ -3,10 +3,14 @@ package store
 import (
 	"context"
 	"database/sql"
+	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/url"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -77,7 +81,7 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 		c.SetMaxIdleConns(conns)
 		if err := c.PingContext(ctx); err != nil {
 			c.Close()
-			return nil, fmt.Errorf("open index: %w: cannot reach the PostgreSQL server: %w", ErrCantOpen, err)
+			return nil, pgOpenError(err)
 		}
 		return c, nil
 	}
@@ -125,13 +129,46 @@ func pgMustExist(ctx context.Context, dsn string) error {
 	c := stdlib.OpenDB(*cfg.ConnConfig)
 	defer c.Close()
 	var has bool
-	if err := c.QueryRowContext(ctx, "SELECT to_regclass('schema_migrations') IS NOT NULL").Scan(&has); err != nil {
-		return fmt.Errorf("open index: %w: cannot reach the PostgreSQL server: %w", ErrCantOpen, err)
+	var version int
+	if err := c.QueryRowContext(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL,
+		CAST(current_setting('server_version_num') AS integer)`).Scan(&has, &version); err != nil {
+		return pgOpenError(err)
+	}
+	if err := checkPGVersion(version); err != nil {
+		return err
 	}
 	if !has {
 		return fmt.Errorf("%w in this database (run 'dupefs index PATH' with this --db first)", ErrNoIndex)
 	}
 	return nil
+}
+
+// PGMinVersion is the oldest PostgreSQL server an index may live on, as
+// server_version_num counts (15: Debian 12's, the oldest the tests run
+// on).
+const PGMinVersion = 150000
+
+// pgMinVersion is PGMinVersion, a variable for tests.
+var pgMinVersion = PGMinVersion
+
+// checkPGVersion refuses a server older than pgMinVersion.
+func checkPGVersion(version int) error {
+	if version < pgMinVersion {
+		return fmt.Errorf("open index: %w is version %d.%d; dupefs needs %d or later", ErrServer,
+			version/10000, version%10000, pgMinVersion/10000)
+	}
+	return nil
+}
+
+// pgOpenError is the error of a failed first contact with the server: the
+// login refused, or the server not reached.
+func pgOpenError(err error) error {
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && (pe.Code == "28P01" || pe.Code == "28000") { // invalid_password, invalid_authorization_specification
+		return fmt.Errorf("open index: %w refused the login (%s): check the user and the password (PGPASSWORD, ~/.pgpass or DUPEFS_DB)",
+			ErrServer, pe.Message)
+	}
+	return fmt.Errorf("open index: cannot reach %w: %w", ErrServer, err)
 }
 
 // classifyPG wraps a PostgreSQL error with the sentinel that describes
@@ -141,11 +178,17 @@ func classifyPG(op string, err error) error {
 	if !errors.As(err, &pe) {
 		var ce *pgconn.ConnectError
 		if errors.As(err, &ce) {
-			return fmt.Errorf("%s: %w: %w", op, ErrCantOpen, err)
+			return fmt.Errorf("%s: cannot reach %w: %w", op, ErrServer, err)
+		}
+		if pgLost(err) {
+			return fmt.Errorf("%s: %w: %w", op, ErrServerGone, err)
 		}
 		return nil
 	}
 	switch {
+	case strings.HasPrefix(pe.Code, "08"), pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03":
+		// connection_exception; admin_shutdown, crash_shutdown, cannot_connect_now
+		return fmt.Errorf("%s: %w: %w", op, ErrServerGone, err)
 	case pe.Code == "53100": // disk_full
 		return fmt.Errorf("%s: %w: %w", op, ErrDiskFull, err)
 	case pe.Code == "25006", pe.Code == "42501": // read_only_sql_transaction, insufficient_privilege
@@ -156,6 +199,23 @@ func classifyPG(op string, err error) error {
 		return fmt.Errorf("%s: %w: %w", op, ErrCorrupt, err)
 	}
 	return nil
+}
+
+// pgLost reports whether err is a session's connection lost: closed by
+// the server, or broken. Only errors of pgx's count (they tell whether a
+// request may be sent again): an end of file of SQLite's path is no news
+// of a server.
+func pgLost(err error) bool {
+	if errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, driver.ErrBadConn) {
+		return true
+	}
+	var ofPgx interface{ SafeToRetry() bool }
+	if !errors.As(err, &ofPgx) {
+		return false
+	}
+	var ne net.Error
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
 // isPGConstraint reports whether err is PostgreSQL's integrity constraint

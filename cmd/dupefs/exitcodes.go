@@ -23,6 +23,7 @@ const (
 	ExitDiskFull    = 6   // a disk is full: the one holding the index, or one a command writes to
 	ExitMount       = 7   // the mount point is unusable, or mounting or unmounting failed
 	ExitNotReady    = 8   // folders: the index is still being built (no complete scan yet)
+	ExitServer      = 9   // the index's PostgreSQL server: not reached, login refused, too old, or gone during the run
 	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM
 )
 
@@ -79,6 +80,8 @@ func exitCode(err error) int {
 		return ExitInterrupted
 	case errors.Is(err, store.ErrDiskFull), errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		return ExitDiskFull
+	case errors.Is(err, store.ErrServer):
+		return ExitServer
 	case errors.Is(err, store.ErrNoIndex), errors.Is(err, store.ErrCorrupt), errors.Is(err, store.ErrNewerSchema),
 		errors.Is(err, store.ErrOldSchema),
 		errors.Is(err, store.ErrCantOpen), errors.Is(err, store.ErrReadOnly):
@@ -103,6 +106,8 @@ func report(w io.Writer, err error) {
 		msg += "\n(the disk holding the index is full: free some space and run the command again; nothing recorded so far is lost)"
 	case errors.Is(err, syscall.ENOSPC), errors.Is(err, syscall.EDQUOT):
 		msg += "\n(a disk or quota is full: free some space and run the command again; nothing recorded so far is lost)"
+	case errors.Is(err, store.ErrServerGone):
+		msg += "\n(run the command again once the server is back: what the run recorded is kept, and it goes on from there)"
 	case errors.Is(err, store.ErrCorrupt):
 		msg += "\n(the index file is damaged or is not a dupefs index; move it away and index again, or pass another --db)"
 	}

@@ -154,13 +154,13 @@ func TestRunExitCodesAndFlagNames(t *testing.T) {
 		{"bad hash", []string{"dupefs", "--db", g.DB, "index", "--hash", "md5", "/"}, ExitUsage, "--hash"},
 		{"mount has --hash", []string{"dupefs", "--db", g.DB, "mount", "--hash", "md5", "/nonexistent"}, ExitUsage, "--hash"},
 		{"unreachable server", []string{"dupefs", "--db", "postgres://dupefs:s3cret@/dupefs?host=/nonexistent&connect_timeout=2", "status"},
-			ExitBadIndex, "cannot reach the PostgreSQL server"},
+			ExitServer, "cannot reach the PostgreSQL server"},
 		{"unreachable server, writing", []string{"dupefs", "--db", "postgresql://dupefs:s3cret@/dupefs?host=/nonexistent", "root", "add", "/"},
-			ExitBadIndex, "cannot reach the PostgreSQL server"},
+			ExitServer, "cannot reach the PostgreSQL server"},
 		{"mount, unreachable server", []string{"dupefs", "--db", "postgres://dupefs:s3cret@/dupefs?host=/nonexistent", "mount", t.TempDir()},
-			ExitBadIndex, "cannot reach the PostgreSQL server"},
+			ExitServer, "cannot reach the PostgreSQL server"},
 		{"index --watch, unreachable server", []string{"dupefs", "--db", "postgres://dupefs:s3cret@/dupefs?host=/nonexistent", "index", "--watch", "/"},
-			ExitBadIndex, "cannot reach the PostgreSQL server"},
+			ExitServer, "cannot reach the PostgreSQL server"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
