@@ -163,3 +163,19 @@ func withPassword(tb testing.TB, u, pw string) string {
 	p.User = url.UserPassword(p.User.Username(), pw)
 	return p.String()
 }
+
+// A login the server refuses ends a command with ExitServer and says so,
+// without the password, and writes nothing.
+func TestPostgresRefusedLogin(t *testing.T) {
+	p, err := url.Parse(pgtest.URL(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.User = url.UserPassword("nobody", "s3cret")
+	for _, args := range [][]string{{"index", t.TempDir()}, {"status"}, {"mount", t.TempDir()}} {
+		r := dupefs(t, p.String(), args...)
+		if r.code != 9 || !strings.Contains(r.stderr, "refused the login") || strings.Contains(r.stderr+r.stdout, "s3cret") {
+			t.Errorf("%s with a refused login: exit %d, stderr %q; want 9 and the login refused, without the password", args[0], r.code, r.stderr)
+		}
+	}
+}

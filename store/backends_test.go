@@ -156,6 +156,8 @@ var onPostgres = []struct {
 	{TestTruncateWaitsForReaderWithoutStallingWriters, "SQLite only: the WAL and its checkpoint jobs"},
 	{TestWatcherSeesCommits, ""},
 	{TestWatcherListensAgainAfterARestart, ""},
+	{TestPostgresRefusesAnOldServer, ""},
+	{TestPostgresRefusedLoginSaysSo, ""},
 }
 
 // notYet begins the reason of a test whose subsystem is still to port;

@@ -10,7 +10,7 @@
 // once each by the driver (placeholders and the few constructs PostgreSQL
 // spells otherwise), with what cannot be rewritten chosen per engine in
 // one table (dialect.go). Writers take turns there too, by an advisory
-// lock per write transaction.
+// lock per write transaction; the server's faults wrap ErrServer.
 //
 // The API is split by subsystem. *DB keeps what is common — opening,
 // writing, the one lease mechanism every queue shares (Renew, RecoverDead,
@@ -50,13 +50,15 @@
 //	            subsystems.go (the subsystem types); PostgreSQL:
 //	            dialect.go (what differs between the engines), pgopen.go,
 //	            pgdriver.go (the driver's rewriting), pgsql.go (the rewrites),
-//	            pgfeed.go (a Watcher's listener of the writers' notifications)
+//	            pgfeed.go (a Watcher's listener of the writers' notifications),
+//	            pgcopy.go (a bulk load's COPY)
 //	Files       roots.go, listing.go, scan.go, scanlate.go (ScanBatch),
-//	            bulk.go (first index), hash.go (hash plans, HashBatch),
+//	            bulk.go, bulkgroups.go (first index), hash.go (hash plans, HashBatch),
 //	            groups.go (Report), eachrow.go
 //	View        view.go (groups, copies, changes, Watcher), thumbview.go,
 //	            folderview.go, peopleview.go (groups by waste, places)
-//	Folders     foldersig.go (Sig), foldersigs.go, foldall.go, foldowed.go,
+//	Folders     foldersig.go (Sig), foldersigs.go, foldall.go, foldrows.go,
+//	            foldowed.go,
 //	            foldertree.go, foldergroups.go, folderclasses.go,
 //	            folderconfirm.go, foldersync.go, foldercheck.go; the pairs
 //	            that overlap in part: foldpairtree.go and foldpairsearch.go

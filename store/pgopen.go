@@ -79,9 +79,14 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 		c := sql.OpenDB(&pgConnector{inner: stdlib.GetPoolConnector(p), pool: p})
 		c.SetMaxOpenConns(conns)
 		c.SetMaxIdleConns(conns)
-		if err := c.PingContext(ctx); err != nil {
+		var version int
+		if err := c.QueryRowContext(ctx, "SELECT "+pgVersionSQL).Scan(&version); err != nil {
 			c.Close()
 			return nil, pgOpenError(err)
+		}
+		if err := checkPGVersion(version); err != nil {
+			c.Close()
+			return nil, err
 		}
 		return c, nil
 	}
@@ -130,8 +135,7 @@ func pgMustExist(ctx context.Context, dsn string) error {
 	defer c.Close()
 	var has bool
 	var version int
-	if err := c.QueryRowContext(ctx, `SELECT to_regclass('schema_migrations') IS NOT NULL,
-		CAST(current_setting('server_version_num') AS integer)`).Scan(&has, &version); err != nil {
+	if err := c.QueryRowContext(ctx, "SELECT to_regclass('schema_migrations') IS NOT NULL, "+pgVersionSQL).Scan(&has, &version); err != nil {
 		return pgOpenError(err)
 	}
 	if err := checkPGVersion(version); err != nil {
@@ -147,6 +151,9 @@ func pgMustExist(ctx context.Context, dsn string) error {
 // server_version_num counts (15: Debian 12's, the oldest the tests run
 // on).
 const PGMinVersion = 150000
+
+// pgVersionSQL reads the server's version, as server_version_num counts.
+const pgVersionSQL = "CAST(current_setting('server_version_num') AS integer)"
 
 // pgMinVersion is PGMinVersion, a variable for tests.
 var pgMinVersion = PGMinVersion

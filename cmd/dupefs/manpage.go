@@ -663,6 +663,11 @@ the mount point is unusable, or mounting or unmounting failed
 folders: the index is still being built (a root was never scanned to the
 end)
 .TP
+9
+a PostgreSQL index's server could not be reached, refused the login, is
+older than 15, or went away during the run (nothing is lost: run again once
+it is back)
+.TP
 130
 stopped by SIGINT or SIGTERM (the next run resumes where this one stopped)
 .SH ENVIRONMENT
