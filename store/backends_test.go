@@ -158,6 +158,7 @@ var onPostgres = []struct {
 	{TestWatcherListensAgainAfterARestart, ""},
 	{TestPostgresRefusesAnOldServer, ""},
 	{TestPostgresRefusedLoginSaysSo, ""},
+	{TestPostgresWriterCommitsAsSQLiteNormal, ""},
 }
 
 // notYet begins the reason of a test whose subsystem is still to port;

@@ -53,3 +53,24 @@ func TestPostgresRefusedLoginSaysSo(t *testing.T) {
 		}
 	}
 }
+
+// The writer's commits are not waited on to reach the disk, as SQLite's
+// synchronous=NORMAL: unless the URL says otherwise.
+func TestPostgresWriterCommitsAsSQLiteNormal(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: the server's settings")
+	}
+	u := testIndex(t)
+	for _, c := range []struct{ url, want string }{{u, "off"}, {u + "&synchronous_commit=on", "on"}} {
+		db, err := Open(context.Background(), Options{Path: c.url})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got string
+		err = db.w.QueryRow("SELECT current_setting('synchronous_commit')").Scan(&got)
+		db.Close()
+		if err != nil || got != c.want {
+			t.Errorf("%s: synchronous_commit %q (%v), want %q", RedactURL(c.url), got, err, c.want)
+		}
+	}
+}

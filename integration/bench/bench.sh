@@ -39,7 +39,7 @@
 #                       for how long
 #   ONLY=mount          run only the named part (index, cold, photos, scale,
 #                       or a bench-NAME.sh: act, churn, folders, live, mount,
-#                       thumbs)
+#                       pg, thumbs)
 #   BEFORE=path         also the first index by another build of dupefs
 #                       (dupefs-before), run in turn with the others, to
 #                       measure a change in the same run
