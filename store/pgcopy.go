@@ -21,9 +21,15 @@ func (b *ScanBatch) copyFiles(all bool) error {
 	if n == 0 || !all && n < copyRows {
 		return nil
 	}
+	// The strings as the driver binds them (pgEscape): COPY passes it by.
 	rows := make([][]any, n)
 	for i := range rows {
 		rows[i] = b.pending[i*fileCols : (i+1)*fileCols]
+		for j, v := range rows[i] {
+			if s, ok := v.(string); ok {
+				rows[i][j] = pgEscape(s)
+			}
+		}
 	}
 	if err := b.tx.copyFrom("files", fileColNames, rows); err != nil {
 		return classify("add files", err)

@@ -46,12 +46,25 @@ func TestPgEscapeRoundTrips(t *testing.T) {
 // Names of any bytes — invalid UTF-8, a newline, a code point of the
 // escapes' own block — are kept and found as they are, on both engines.
 func TestOddNamesKeptAsTheyAre(t *testing.T) {
+	// Written row by row, and by a first index's bulk load (COPY on
+	// PostgreSQL).
+	for _, bulk := range []bool{false, true} {
+		testOddNamesKeptAsTheyAre(t, bulk)
+	}
+}
+
+func testOddNamesKeptAsTheyAre(t *testing.T, bulk bool) {
 	ctx := context.Background()
 	db := openTest(t)
 	root := "/data/bad\xffroot"
 	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: root}, false)
 	if err != nil {
 		t.Fatalf("add root: %v", err)
+	}
+	if bulk {
+		if err := db.Write(ctx, func(tx *Tx) error { _, err := tx.StartBulkLoad(); return err }); err != nil {
+			t.Fatal(err)
+		}
 	}
 	names := []string{"a\xff\nb", "\xf4\x8f\xbc\x80", "é", "plain", string(rune(pgByteBase + 0xff))}
 	var files []FileStat
@@ -62,7 +75,7 @@ func TestOddNamesKeptAsTheyAre(t *testing.T) {
 	for _, n := range names {
 		p := root + "/sub\xfe/" + n
 		if f, err := db.Files().FileByPath(ctx, p); err != nil || f.Path != p {
-			t.Errorf("%q read back as %+v, %v", p, f, err)
+			t.Errorf("bulk %v: %q read back as %+v, %v", bulk, p, f, err)
 		}
 	}
 	roots, err := db.Files().Roots(ctx)
