@@ -53,13 +53,13 @@
 //	            pgfeed.go (a Watcher's listener of the writers' notifications),
 //	            pgcopy.go (a bulk load's COPY)
 //	Files       roots.go, listing.go, scan.go, scanlate.go (ScanBatch),
-//	            bulk.go, bulkgroups.go (first index), hash.go (hash plans, HashBatch),
-//	            groups.go (Report), eachrow.go
-//	View        view.go (groups, copies, changes, Watcher), thumbview.go,
-//	            folderview.go, peopleview.go (groups by waste, places)
+//	            bulk.go, bulkgroups.go (first index), hash.go (hash plans,
+//	            HashBatch), groups.go (Report), eachrow.go
+//	View        view.go (groups, copies, changes), watcher.go (Watcher),
+//	            thumbview.go, folderview.go, peopleview.go (groups by waste,
+//	            places)
 //	Folders     foldersig.go (Sig), foldersigs.go, foldall.go, foldrows.go,
-//	            foldowed.go,
-//	            foldertree.go, foldergroups.go, folderclasses.go,
+//	            foldowed.go, foldertree.go, foldergroups.go, folderclasses.go,
 //	            folderconfirm.go, foldersync.go, foldercheck.go; the pairs
 //	            that overlap in part: foldpairtree.go and foldpairsearch.go
 //	            (the search of every folder), foldpairrule.go (the rule on
