@@ -16,7 +16,7 @@ import (
 // (contents.change_seq) and the thumbnails of theirs (thumbnails.change_seq)
 // lose their cached entries, attributes and listings. It runs in its own
 // goroutine: notifying from a FUSE handler deadlocks.
-func (f *FS) watch(ctx context.Context, w *store.Watcher, s feeds) {
+func (f *FS) watch(ctx context.Context, w commits, s feeds) {
 	defer w.Close()
 	t := time.NewTicker(f.cfg.PollInterval)
 	defer t.Stop()
@@ -80,6 +80,13 @@ func (f *FS) dropAll(ctx context.Context) feeds {
 		f.notifyInode(n)
 	}
 	return feeds{}
+}
+
+// commits is what watch asks of a store.Watcher.
+type commits interface {
+	Changed(ctx context.Context) (bool, error)
+	Missed() bool
+	Close() error
 }
 
 // feeds are the last change the kernel was told of, per change feed.
