@@ -179,3 +179,25 @@ func TestPostgresRefusedLogin(t *testing.T) {
 		}
 	}
 }
+
+// dupefs mount TREE indexes the tree into a PostgreSQL index and serves
+// it, as with an index file.
+func TestMountIndexesIntoPostgres(t *testing.T) {
+	db := pgtest.URL(t)
+	base := t.TempDir()
+	tree, mnt := filepath.Join(base, "tree"), filepath.Join(base, "mnt")
+	for _, d := range []string{tree, mnt} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	photo := strings.Repeat("a photo ", 4000)
+	for _, n := range []string{"a.jpg", "b.jpg"} {
+		if err := os.WriteFile(filepath.Join(tree, n), []byte(photo), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	startMount(t, db, mnt, tree)
+	waitIndexed(t, mnt)
+	viewWithin(t, mnt, base, 30*time.Second, "the mount's own index", [][]string{{"tree/a.jpg", "tree/b.jpg"}})
+}
