@@ -97,7 +97,7 @@ func (f *pgFeed) run(ctx context.Context, conn *pgx.Conn) {
 			return
 		}
 		f.mu.Lock()
-		f.lost = fmt.Errorf("watch the index: the connection to the server was lost, connecting again: %w", err)
+		f.lost = fmt.Errorf("the listener lost its connection to the server, connecting again: %w", err)
 		f.mu.Unlock()
 		if conn = f.reconnect(ctx); conn == nil {
 			return
