@@ -61,6 +61,11 @@ var onPostgres = []struct {
 	skip string
 }{
 	{TestCrossedKeepersAreRefused, ""},
+	{TestHostNameOfAnotherMachineIsRefused, ""},
+	{TestRootsBelongToTheirHost, ""},
+	{TestHostsClaimTheirOwnJobs, ""},
+	{TestForgetHost, ""},
+	{TestOpenIndexOfRelease0013GivesItsRootsToTheHost, "SQLite only: upgrades of SQLite indexes of older releases"},
 	{TestDoneTrashPinsItsKeptFileUntilTheCopyIsBack, ""},
 	{TestActionStatesMoveOnlyForward, ""},
 	{TestActionLeasesAreFenced, ""},

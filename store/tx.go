@@ -52,6 +52,8 @@ type Tx struct {
 	algo string
 	// dialect is the engine's (dialect.go).
 	dialect *dialect
+	// host is the row of the process's host (hosts.go).
+	host int64
 }
 
 // noteSize marks a size bucket changed: the hash job will plan it.
@@ -122,7 +124,7 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 			return nil, classify("begin write", err)
 		}
 	}
-	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect}, nil
+	return &Tx{ctx: bg, parent: ctx, tx: sqltx, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect, host: db.host.ID}, nil
 }
 
 // busyRetry bounds how long Begin keeps trying when another process held

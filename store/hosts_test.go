@@ -1,0 +1,225 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"testing"
+)
+
+// openAs opens the index of db again as host h.
+func openAs(tb testing.TB, db *DB, h Host) *DB {
+	tb.Helper()
+	o, err := Open(context.Background(), Options{Path: db.Path(), Host: h})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { o.Close() })
+	return o
+}
+
+// hostsByName lists the hosts of db's index (the one openTest registered
+// among them).
+func hostsByName(tb testing.TB, db *DB) map[string]HostInfo {
+	tb.Helper()
+	hs, err := db.Files().Hosts(context.Background())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	out := map[string]HostInfo{}
+	for _, h := range hs {
+		out[h.Name] = h
+	}
+	return out
+}
+
+// hostA and hostB are two machines.
+var (
+	hostA = Host{Name: "nas", MachineID: "m-nas"}
+	hostB = Host{Name: "laptop", MachineID: "m-laptop"}
+)
+
+// On PostgreSQL a host name registered by one machine is refused to
+// another until it is renamed; on SQLite the one host is whoever opens
+// the index, and its roots stay its own.
+func TestHostNameOfAnotherMachineIsRefused(t *testing.T) {
+	ctx := context.Background()
+	a := openAs(t, openTest(t), hostA)
+	if _, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv/photos"}, false); err != nil {
+		t.Fatal(err)
+	}
+	impostor := Host{Name: hostA.Name, MachineID: "m-other"}
+	o, err := Open(ctx, Options{Path: a.Path(), Host: impostor})
+	if !onPostgresTest(t) {
+		if err != nil {
+			t.Fatalf("SQLite: opening as another machine: %v, want the one host taken over", err)
+		}
+		defer o.Close()
+		roots, err := o.Files().Roots(ctx)
+		if err != nil || len(roots) != 1 {
+			t.Fatalf("SQLite: the one host's roots after a new machine opened it: %+v, %v", roots, err)
+		}
+		return
+	}
+	if !errors.Is(err, ErrHostClash) {
+		o.Close()
+		t.Fatalf("opening as %+v beside %+v: %v, want ErrHostClash", impostor, hostA, err)
+	}
+	if _, err := Open(ctx, Options{Path: a.Path(), Host: impostor, ReadOnly: true}); !errors.Is(err, ErrHostClash) {
+		t.Fatalf("reading as %+v: %v, want ErrHostClash", impostor, err)
+	}
+	// Resolved by renaming the registered one.
+	if err := a.Files().RenameHost(ctx, hostA.Name, "nas-old"); err != nil {
+		t.Fatal(err)
+	}
+	o = openAs(t, a, impostor)
+	hs := hostsByName(t, o)
+	if len(hs) != 3 || hs["nas"].MachineID != impostor.MachineID || hs["nas"].Roots != 0 ||
+		hs["nas-old"].MachineID != hostA.MachineID || hs["nas-old"].Roots != 1 {
+		t.Fatalf("hosts after the rename: %+v", hs)
+	}
+}
+
+// A root belongs to its host: each host lists its own, a path another
+// host holds is refused, and every host's roots are listed with their host.
+func TestRootsBelongToTheirHost(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("SQLite has one host")
+	}
+	ctx := context.Background()
+	base := openTest(t)
+	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
+	if _, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv/photos"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := b.Files().AddRoot(ctx, RootSpec{Path: "/home/u/Pictures"}, false); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/srv/photos", "/srv", "/srv/photos/2019"} {
+		if _, _, err := b.Files().AddRoot(ctx, RootSpec{Path: p}, false); !errors.Is(err, ErrRootOfOtherHost) {
+			t.Errorf("host b adds %s beside a's /srv/photos: %v, want ErrRootOfOtherHost", p, err)
+		}
+	}
+	mine, err := b.Files().Roots(ctx)
+	if err != nil || len(mine) != 1 || mine[0].Path != "/home/u/Pictures" || mine[0].Host != hostB.Name {
+		t.Fatalf("b's roots: %+v, %v", mine, err)
+	}
+	if _, err := b.Files().RootByPath(ctx, "/srv/photos"); !errors.Is(err, ErrNotFound) {
+		t.Errorf("b finds a's root by path: %v", err)
+	}
+	all, err := b.Files().AllRoots(ctx)
+	if err != nil || len(all) != 2 || all[0].Host != hostB.Name || all[1].Host != hostA.Name {
+		t.Fatalf("every root: %+v, %v", all, err)
+	}
+}
+
+// A host claims only its own jobs, and each host has its own active hash
+// job.
+func TestHostsClaimTheirOwnJobs(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("SQLite has one host")
+	}
+	ctx := context.Background()
+	base := openTest(t)
+	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
+	ra, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv/photos"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scan, _, err := a.Jobs().Enqueue(ctx, KindScan, ra.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ha, createdA, err := a.Jobs().Enqueue(ctx, KindHash, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hb, createdB, err := b.Jobs().Enqueue(ctx, KindHash, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !createdA || !createdB || ha == hb {
+		t.Fatalf("hash jobs of two hosts: %d (%v) and %d (%v), want one each", ha, createdA, hb, createdB)
+	}
+	if again, created, err := b.Jobs().Enqueue(ctx, KindHash, 0); err != nil || created || again != hb {
+		t.Fatalf("b's second hash job: %d %v %v, want its first, %d", again, created, err, hb)
+	}
+	if _, _, err := b.Jobs().Claim(ctx, KindScan, "b", DefaultLeaseTTL); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("b claims a scan of a's root: %v", err)
+	}
+	j, _, err := b.Jobs().Claim(ctx, KindHash, "b", DefaultLeaseTTL)
+	if err != nil || j.ID != hb || j.HostID != b.Host().ID {
+		t.Fatalf("b claims %+v, %v; want its own hash job %d", j, err, hb)
+	}
+	j, _, err = a.Jobs().Claim(ctx, KindScan, "a", DefaultLeaseTTL)
+	if err != nil || j.ID != scan {
+		t.Fatalf("a claims %+v, %v; want its scan %d", j, err, scan)
+	}
+}
+
+// A host with roots is forgotten only with them; the host a process works
+// as is never forgotten by it.
+func TestForgetHost(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("SQLite has one host")
+	}
+	ctx := context.Background()
+	base := openTest(t)
+	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
+	if _, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv/photos"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Files().ForgetHost(ctx, hostB.Name, true); err == nil {
+		t.Fatal("b forgot itself")
+	}
+	if err := b.Files().ForgetHost(ctx, hostA.Name, false); !errors.Is(err, ErrHostHasRoots) {
+		t.Fatalf("forget a with its roots: %v, want ErrHostHasRoots", err)
+	}
+	if err := b.Files().ForgetHost(ctx, hostA.Name, true); err != nil {
+		t.Fatal(err)
+	}
+	all, err := b.Files().AllRoots(ctx)
+	hs := hostsByName(t, b)
+	if _, ok := hs[hostA.Name]; err != nil || len(all) != 0 || ok {
+		t.Fatalf("after forgetting a: roots %+v (%v), hosts %+v", all, err, hs)
+	}
+	if err := b.Files().ForgetHost(ctx, hostA.Name, true); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("forget a again: %v, want ErrNotFound", err)
+	}
+}
+
+// An index of the release before hosts: its roots, jobs and plans belong
+// to the one host, which the first process to open it names; the schema
+// is a fresh one's.
+func TestOpenIndexOfRelease0013GivesItsRootsToTheHost(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "index.db")
+	oldIndex(t, path, 13,
+		"INSERT INTO roots (path, created_at) VALUES ('/home/u', 1), ('/srv/backup', 2)",
+		"INSERT INTO jobs (kind, status, created_at, updated_at) VALUES ('hash', 'pending', 1, 1)",
+		"INSERT INTO jobs (kind, root_id, status, created_at, updated_at) VALUES ('scan', 1, 'pending', 1, 1)")
+	db, err := Open(ctx, Options{Path: path, Host: hostA})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if h := db.Host(); h.ID != 1 || h.Name != hostA.Name {
+		t.Fatalf("host %+v, want row 1 named %s", h, hostA.Name)
+	}
+	roots, err := db.Files().Roots(ctx)
+	if err != nil || len(roots) != 2 || roots[0].Host != hostA.Name || roots[1].Host != hostA.Name {
+		t.Fatalf("roots: %+v, %v", roots, err)
+	}
+	for _, kind := range []string{KindHash, KindScan} {
+		if _, _, err := db.Jobs().Claim(ctx, kind, "w", DefaultLeaseTTL); err != nil {
+			t.Errorf("claim the old %s job: %v", kind, err)
+		}
+	}
+	if _, created, err := db.Jobs().Enqueue(ctx, KindHash, 0); err != nil || created {
+		t.Errorf("a second hash job beside the old one: created %v, %v", created, err)
+	}
+	db.Close()
+	if got, want := schemaOf(t, path), freshSchema(t); got != want {
+		t.Errorf("schema after the upgrade:\n%s\nwant:\n%s", got, want)
+	}
+}
