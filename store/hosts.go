@@ -82,7 +82,10 @@ func (db *DB) Host() Host { return db.host }
 // host takes h's name and machine id (written only when they differ); in PostgreSQL h's row is found by
 // name, or the placeholder an older index left is taken over, or a row
 // is added. A name another machine registered is refused.
-func (db *DB) registerHost(ctx context.Context, h Host) error {
+func (db *DB) registerHost(ctx context.Context, h Host, none bool) error {
+	if none {
+		return nil
+	}
 	h = hostDefaults(h)
 	if err := CheckHostName(h.Name); err != nil {
 		return err
@@ -138,7 +141,10 @@ func (db *DB) registerHost(ctx context.Context, h Host) error {
 // lookupHost finds h's row for a reader, which registers nothing: a host
 // not registered yet has no roots (ID 0). A name another machine
 // registered is refused as for a writer.
-func (db *DB) lookupHost(ctx context.Context, h Host) error {
+func (db *DB) lookupHost(ctx context.Context, h Host, none bool) error {
+	if none {
+		return nil
+	}
 	h = hostDefaults(h)
 	if err := CheckHostName(h.Name); err != nil {
 		return err

@@ -66,21 +66,21 @@ type Job struct {
 
 const jobCols = `id, kind, status, root_id, attempt, max_attempts, worker_id, worker_heartbeat_at,
 	lease_expires_at, retry_after, error_code, error_message, progress, processed_items, checkpoint,
-	created_at, updated_at, started_at, finished_at, coalesce(host_id, 0)`
+	created_at, updated_at, started_at, finished_at, host_id`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanJob(r rowScanner) (Job, error) {
 	var j Job
-	var root, hb, lease, retry, started, finished, created, updated sql.NullInt64
+	var root, hb, lease, retry, started, finished, created, updated, host sql.NullInt64
 	var worker, code, msg, cp sql.NullString
 	err := r.Scan(&j.ID, &j.Kind, &j.Status, &root, &j.Attempt, &j.MaxAttempts, &worker, &hb,
 		&lease, &retry, &code, &msg, &j.Progress, &j.ProcessedItems, &cp,
-		&created, &updated, &started, &finished, &j.HostID)
+		&created, &updated, &started, &finished, &host)
 	if err != nil {
 		return j, err
 	}
-	j.RootID = root.Int64
+	j.RootID, j.HostID = root.Int64, host.Int64
 	j.WorkerID, j.ErrorCode, j.ErrorMessage, j.Checkpoint = worker.String, code.String, msg.String, cp.String
 	j.HeartbeatAt, j.LeaseExpiresAt, j.RetryAfter = fromMS(hb), fromMS(lease), fromMS(retry)
 	j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt = fromMS(created), fromMS(updated), fromMS(started), fromMS(finished)

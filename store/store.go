@@ -42,6 +42,9 @@ type Options struct {
 	// Host is who the process works as (hosts.go); an empty Name is the
 	// machine's host name, an empty MachineID the machine's id.
 	Host Host
+	// NoHost opens the index as no host: nothing registered, no roots or
+	// jobs of its own (the commands that list, rename and forget hosts).
+	NoHost bool
 	// Notice hears what Open changed on its own: an index of this user's
 	// that others could read, made private. May be nil.
 	Notice func(string)

@@ -23,6 +23,7 @@ const (
 	ExitDiskFull    = 6   // a disk is full: the one holding the index, or one a command writes to
 	ExitMount       = 7   // the mount point is unusable, or mounting or unmounting failed
 	ExitNotReady    = 8   // folders: the index is still being built (no complete scan yet)
+	ExitHostClash   = 9   // --host names a host another machine registered in the index
 	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM
 )
 
@@ -85,6 +86,8 @@ func exitCode(err error) int {
 		return ExitBadIndex
 	case errors.Is(err, indexer.ErrRootUnavailable):
 		return ExitNoRoot
+	case errors.Is(err, store.ErrHostClash):
+		return ExitHostClash
 	}
 	return ExitError
 }
