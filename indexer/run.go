@@ -334,9 +334,11 @@ func (ix *Indexer) hashNeeded(ctx context.Context, queued bool) (bool, error) {
 
 // activeIndexJobs lists the scan and hash jobs of this host still
 // pending, running or waiting to be retried, and those of other hosts
-// while their workers hold them: what they find may queue files of this
-// host again, and a scan may be loading a first index. A job of another
-// host that waits for its host is no reason to wait here.
+// while their workers hold them or were queued or left within a lease's
+// time: what they find may queue files of this host again (a file of a
+// size only another host's scan makes shared), and a scan may be loading a
+// first index. A job another host left waiting longer ago is no reason to
+// wait here: that host may be gone.
 func (ix *Indexer) activeIndexJobs(ctx context.Context) ([]store.Job, error) {
 	all, err := ix.db.ActiveJobs(ctx)
 	if err != nil {
@@ -348,7 +350,7 @@ func (ix *Indexer) activeIndexJobs(ctx context.Context) ([]store.Job, error) {
 		if j.Kind != store.KindScan && j.Kind != store.KindHash {
 			continue
 		}
-		if j.HostID == host || j.Status == store.StatusRunning {
+		if j.HostID == host || j.Status == store.StatusRunning || time.Since(j.UpdatedAt) < ix.cfg.LeaseTTL {
 			out = append(out, j)
 		}
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/dupefs/dupefs/integration/testenv"
+	"github.com/dupefs/dupefs/internal/pgtest"
 )
 
 // bin is the dupefs binary built for the tests.
@@ -45,7 +46,7 @@ func TestMain(m *testing.M) {
 	os.Setenv("HOME", dir)
 	os.Setenv("XDG_STATE_HOME", filepath.Join(dir, "state"))
 	os.Setenv("XDG_CACHE_HOME", filepath.Join(dir, "cache"))
-	code := m.Run()
+	code := pgtest.Main(m) // stops the PostgreSQL server a test started
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

@@ -13,7 +13,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/dupefs/dupefs/store/internal/pgtest"
+	"github.com/dupefs/dupefs/internal/pgtest"
 )
 
 // The store's tests run on both engines: each runs on SQLite as itself,

@@ -9,9 +9,11 @@
 package pgtest
 
 import (
+	"bufio"
 	"context"
 	"database/sql"
 	"fmt"
+	"io"
 	"net/url"
 	"os"
 	"os/exec"
@@ -35,13 +37,15 @@ const EnvURL = "DUPEFS_TEST_PG"
 const port = "5432"
 
 var (
-	mu      sync.Mutex
-	started bool
-	admin   string // URL of the server's postgres database
-	why     error  // why there is no server (the tests skip with it)
-	dog     *exec.Cmd
-	dogPipe *os.File // its stdin: closing it stops the server
-	serial  atomic.Int64
+	mu         sync.Mutex
+	started    bool
+	admin      string // URL of the server's postgres database
+	why        error  // why there is no server (the tests skip with it)
+	dog        *exec.Cmd
+	dogPipe    *os.File      // its stdin: closing it stops the server
+	dogAck     *bufio.Reader // what it says back (Restart)
+	dogAckFile *os.File
+	serial     atomic.Int64
 )
 
 // Main runs the tests of m and stops the server they started, if any. Call
@@ -288,22 +292,63 @@ func startWatchdog(dir string, cred *syscall.Credential, server ...string) error
 		return err
 	}
 	defer log.Close()
+	ackR, ackW, err := os.Pipe()
+	if err != nil {
+		w.Close()
+		return err
+	}
+	defer ackW.Close()
+	// A line "restart" on stdin stops the server (SIGINT: a fast
+	// shutdown, which ends every session) and starts it again, and says
+	// "down" on fd 3 once the old one has gone.
 	script := `dir=$1; shift
 "$@" </dev/null &
 pid=$!
-cat >/dev/null
+while read -r line; do
+	kill -INT $pid 2>/dev/null
+	wait $pid
+	echo down >&3
+	"$@" </dev/null &
+	pid=$!
+done
 kill -QUIT $pid 2>/dev/null
 wait $pid
 rm -rf "$dir"`
 	c := exec.Command("/bin/sh", append([]string{"-c", script, "pgtest-watchdog", dir}, server...)...)
 	c.Stdin, c.Stdout, c.Stderr = r, log, log
+	c.ExtraFiles = []*os.File{ackW}
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: cred}
 	if err := c.Start(); err != nil {
 		w.Close()
+		ackR.Close()
 		return fmt.Errorf("start the server's watchdog: %w", err)
 	}
-	dog, dogPipe = c, w
+	dog, dogPipe, dogAck, dogAckFile = c, w, bufio.NewReader(ackR), ackR
 	return nil
+}
+
+// Restart stops the tests' server, which ends every session, and starts it
+// again; it returns once the server accepts connections. It skips tb when
+// the tests use a server of someone else's (EnvURL).
+func Restart(tb testing.TB) {
+	tb.Helper()
+	if _, err := server(); err != nil {
+		tb.Skipf("no PostgreSQL server for the tests: %v", err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if dogPipe == nil {
+		tb.Skipf("the tests use a server of their own (%s): it is not theirs to restart", EnvURL)
+	}
+	if _, err := io.WriteString(dogPipe, "restart\n"); err != nil {
+		tb.Fatalf("pgtest: restart the server: %v", err)
+	}
+	if line, err := dogAck.ReadString('\n'); err != nil || line != "down\n" {
+		tb.Fatalf("pgtest: restart the server: the watchdog said %q: %v", line, err)
+	}
+	if err := ready(admin); err != nil {
+		tb.Fatalf("pgtest: the server did not start again: %v", err)
+	}
 }
 
 // stop stops the server and waits until its folder is gone.
@@ -313,7 +358,8 @@ func stop() {
 	}
 	dogPipe.Close()
 	err := dog.Wait()
-	dog, dogPipe = nil, nil
+	dogAckFile.Close()
+	dog, dogPipe, dogAck, dogAckFile = nil, nil, nil, nil
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pgtest: stopping the test server: %v\n", err)
 	}
