@@ -111,6 +111,10 @@ func twoHostTrees(t *testing.T, base string) {
 		"laptop/notes/n.txt":  "a note of the laptop\n",
 		"laptop/notes/n2.txt": "a note of the laptop\n",
 		"laptop/mine.txt":     "only on the laptop\n",
+		"nas/album/1.jpg":     "first photo of the album\n",
+		"nas/album/2.jpg":     "second photo of the album\n",
+		"laptop/album/1.jpg":  "first photo of the album\n",
+		"laptop/album/2.jpg":  "second photo of the album\n",
 		"outside/new.txt":     "report of 2019\n",
 		"outside/unknown.txt": "indexed nowhere\n",
 	}
@@ -129,7 +133,7 @@ func twoHostTrees(t *testing.T, base string) {
 // groups are those one SQLite index of both trees has, each host printing
 // the other's copies as HOST:/path; check on one host finds a file only
 // the other holds; --local keeps this host's copies; status shows both
-// hosts; link on one host leaves the other's files alone and acts on no
+// hosts, folder groups span them; link on one host leaves the other's files alone and acts on no
 // group with one copy here.
 func TestTwoHostsShareOnePostgresIndex(t *testing.T) {
 	db := pgtest.URL(t)
@@ -192,6 +196,13 @@ func TestTwoHostsShareOnePostgresIndex(t *testing.T) {
 	sortGroups(wantLocal)
 	if !equalGroups(local, wantLocal) {
 		t.Errorf("groups --local on the laptop: %q, want %q", local, wantLocal)
+	}
+
+	// Folder groups span the hosts too.
+	fr := mustAsHost(t, db, "laptop", "folders", "--format", "json")
+	if !strings.Contains(fr.stdout, `"nas:`+filepath.Join(nas, "album")+`"`) ||
+		!strings.Contains(fr.stdout, `"`+filepath.Join(laptop, "album")+`"`) {
+		t.Errorf("folders on the laptop lacks the album of both hosts:\n%s", fr.stdout)
 	}
 
 	st := mustAsHost(t, db, "laptop", "status")

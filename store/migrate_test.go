@@ -186,11 +186,13 @@ var landed = map[string]string{
 	"0011_folder_pairs.sql":           "fd1cbf4dd9c89591ff2a617d618e845097465dea70dcdbbef120fa86ac29e3b8",
 	"0012_group_waste.sql":            "c247c270225356dbaf2fbf548c376d82fa4f13b86fcd219eb2d7b3d54fd3e5af",
 	"0013_lighter_files.sql":          "a7369b074887d62b7273ba1ede9450015b3d1bfd13a395f00e23650d11195967",
+	"0014_hosts.sql":                  "d97abf13833be06fb46b7ede2b55072b4da0a96bfa4ad256357e28f820d3e712",
 }
 
 // landedPostgres pins the PostgreSQL migrations the same way.
 var landedPostgres = map[string]string{
-	"0001_init.sql": "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
+	"0001_init.sql":  "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
+	"0002_hosts.sql": "69b37d043ffff256279fafd0024ebc3c476826e0fbc4fbede3fb228d914c8b9a",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {
