@@ -65,6 +65,7 @@ var onPostgres = []struct {
 	{TestRootsBelongToTheirHost, ""},
 	{TestHostsClaimTheirOwnJobs, ""},
 	{TestForgetHost, ""},
+	{TestKeepersHoldAcrossHosts, ""},
 	{TestOpenIndexOfRelease0013GivesItsRootsToTheHost, "SQLite only: upgrades of SQLite indexes of older releases"},
 	{TestDoneTrashPinsItsKeptFileUntilTheCopyIsBack, ""},
 	{TestActionStatesMoveOnlyForward, ""},

@@ -3,8 +3,11 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 )
 
 // openAs opens the index of db again as host h.
@@ -221,5 +224,44 @@ func TestOpenIndexOfRelease0013GivesItsRootsToTheHost(t *testing.T) {
 	db.Close()
 	if got, want := schemaOf(t, path), freshSchema(t); got != want {
 		t.Errorf("schema after the upgrade:\n%s\nwant:\n%s", got, want)
+	}
+}
+
+// The rule that no content loses its last copy holds across hosts: a
+// file one host's live plan keeps is never acted on by another's plan,
+// and each host lists its own plans.
+func TestKeepersHoldAcrossHosts(t *testing.T) {
+	ctx := context.Background()
+	base := openTest(t)
+	a := openAs(t, base, hostA)
+	spec := ledgerFixture(t, a)
+	b := openAs(t, base, hostB)
+	first := plan(t, a, spec)
+	crossed := spec
+	crossed.Copy, crossed.Keep = spec.Keep, spec.Copy
+	res, err := b.Ledger().CreatePlan(ctx, PlanSpec{Op: OpLink, Worker: "wb", LeaseTTL: time.Minute}, []ActionSpec{crossed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if first.Actions != 1 || res.Actions != 0 || len(res.Refused) != 1 ||
+		!strings.Contains(res.Refused[0].Reason, fmt.Sprintf("plan %d", first.ID)) {
+		t.Fatalf("a's plan %+v, then b's crossed plan %+v: want b's refused, naming a's", first, res)
+	}
+	want := 1 // each host's own (b's recorded nothing)
+	if !onPostgresTest(t) {
+		want = 2 // SQLite: one host, whoever opens it
+	}
+	mine, err := a.Ledger().Plans(ctx, 0, 0)
+	if err != nil || len(mine) != want {
+		t.Fatalf("a's plans: %+v, %v; want %d", mine, err, want)
+	}
+	theirs, err := b.Ledger().Plans(ctx, 0, 0)
+	if err != nil || len(theirs) != want {
+		t.Fatalf("b's plans: %+v, %v; want %d", theirs, err, want)
+	}
+	if onPostgresTest(t) {
+		if got, err := b.Ledger().Plans(ctx, first.ID, 1); err != nil || len(got) != 0 {
+			t.Fatalf("b reads a's plan %d: %+v, %v", first.ID, got, err)
+		}
 	}
 }
