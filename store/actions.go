@@ -242,9 +242,3 @@ func (lg *Ledger) HomeTrashes(ctx context.Context) ([]string, error) {
 	rows, err := lg.db.query(ctx, `SELECT DISTINCT home_trash FROM plans WHERE home_trash IS NOT NULL AND host_id = ?`, lg.db.host.ID)
 	return collect("list home trashes", rows, err, scanValue[string])
 }
-
-// hostPlans is the set of the plans of the host whose id is bound to p, for
-// "plan_id IN ...".
-func hostPlans(p string) string {
-	return "(SELECT id FROM plans WHERE host_id = " + p + ")"
-}

@@ -506,9 +506,3 @@ func (fl *Files) LastScan(ctx context.Context, rootID int64) (Scan, error) {
 	}
 	return s, classify("read scan", err)
 }
-
-// hostRoots is the set of the roots of the host whose id is bound to p, for
-// "root_id IN ...".
-func hostRoots(p string) string {
-	return "(SELECT id FROM roots WHERE host_id = " + p + ")"
-}

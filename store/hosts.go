@@ -274,3 +274,15 @@ func (fl *Files) ForgetHost(ctx context.Context, name string, withRoots bool) er
 		return nil
 	})
 }
+
+// hostRoots is the set of the roots of the host whose id is bound to p, for
+// "root_id IN ...".
+func hostRoots(p string) string {
+	return "(SELECT id FROM roots WHERE host_id = " + p + ")"
+}
+
+// hostPlans is the set of the plans of the host whose id is bound to p, for
+// "plan_id IN ...".
+func hostPlans(p string) string {
+	return "(SELECT id FROM plans WHERE host_id = " + p + ")"
+}

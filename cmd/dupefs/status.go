@@ -435,21 +435,3 @@ func runJobs(ctx context.Context, g globalOptions, opts jobsOptions, stdout, std
 		return tw.Flush()
 	})
 }
-
-// describeHost says what status shows of a host: its roots and files, its
-// last scan, whether its indexer runs.
-func describeHost(h hostJSON) string {
-	name := h.Name
-	if h.This {
-		name += " (this host)"
-	}
-	last := "never scanned"
-	if h.LastScanAt != nil {
-		last = "last scan " + *h.LastScanAt
-	}
-	alive := "no indexer running"
-	if h.Alive {
-		alive = "indexing"
-	}
-	return fmt.Sprintf("%s: %d roots, %s files, %s, %s", name, h.Roots, count(h.Files), last, alive)
-}
