@@ -66,6 +66,7 @@ var onPostgres = []struct {
 	{TestHostsClaimTheirOwnJobs, ""},
 	{TestForgetHost, ""},
 	{TestKeepersHoldAcrossHosts, ""},
+	{TestInodeNumbersOfTwoHostsAreTwoInodes, ""},
 	{TestOpenIndexOfRelease0013GivesItsRootsToTheHost, "SQLite only: upgrades of SQLite indexes of older releases"},
 	{TestDoneTrashPinsItsKeptFileUntilTheCopyIsBack, ""},
 	{TestActionStatesMoveOnlyForward, ""},

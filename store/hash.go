@@ -94,7 +94,7 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 			 WHERE (c.n > 0 OR c.size > ?1)
 			   AND EXISTS (SELECT 1 FROM files a WHERE a.size = c.size AND a.missing = 0
 			         AND EXISTS (SELECT 1 FROM files b WHERE b.size = c.size AND b.missing = 0
-			                       AND (b.ino <> a.ino OR b.dev <> a.dev)))`, []any{wholeUpTo}},
+			                       AND (b.ino <> a.ino OR b.dev <> a.dev` + tx.dialect.apartRows + `)))`, []any{wholeUpTo}},
 		// OR IGNORE as in HashBatch: constant values break no CHECK.
 		{"requeue bucket members", `UPDATE OR IGNORE files SET hash_status = 'pending', error = NULL
 			WHERE ` + unsettled + ` AND hash_status IN ('unique', 'failed') AND missing = 0
@@ -307,7 +307,7 @@ func (fl *Files) FullHashPlan(ctx context.Context, sizes []int64) ([]FullHashPai
 	rows, err := fl.db.query(ctx, `SELECT size, prefix_hash, sum(hash_status = 'partial') FROM files
 		WHERE size IN (SELECT value FROM json_each(?1)) AND missing = 0 AND prefix_hash IS NOT NULL
 		GROUP BY size, prefix_hash
-		HAVING (min(dev) <> max(dev) OR min(ino) <> max(ino)) AND max(hash_status = 'partial') = 1
+		HAVING (min(dev) <> max(dev) OR min(ino) <> max(ino)`+fl.db.dialect.apartGroup+`) AND max(hash_status = 'partial') = 1
 		ORDER BY size DESC`, jsonInts(sizes))
 	return collect("plan full hashes", rows, err, func(r rowScanner) (p FullHashPair, err error) {
 		err = r.Scan(&p.Size, &p.Prefix, &p.Partial)

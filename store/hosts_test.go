@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -263,5 +264,50 @@ func TestKeepersHoldAcrossHosts(t *testing.T) {
 		if got, err := b.Ledger().Plans(ctx, first.ID, 1); err != nil || len(got) != 0 {
 			t.Fatalf("b reads a's plan %d: %+v, %v", first.ID, got, err)
 		}
+	}
+}
+
+// Device and inode numbers are compared within one host only: a file of
+// one host and a file of another with the same numbers (two machines
+// cloned from one image) are two inodes, so a content they both hold is a
+// group and a size they share is read.
+func TestInodeNumbersOfTwoHostsAreTwoInodes(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("SQLite has one host")
+	}
+	ctx := context.Background()
+	base := openTest(t)
+	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
+	ra, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _, err := b.Files().AddRoot(ctx, RootSpec{Path: "/home"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	same := func(name string) FileStat {
+		return FileStat{Name: name, Size: 10, Dev: 1, Ino: 5, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(1)}}
+	}
+	addFiles(t, a, ra.ID, "/srv", same("x"))
+	addFiles(t, b, rb.ID, "/home", same("x"))
+	var links int
+	err = b.Files().Report(ctx, GroupQuery{MinSize: 1}, nil, func(g Group, files []GroupFile) error {
+		for _, f := range files {
+			if f.HardLink {
+				links++
+			}
+		}
+		return nil
+	})
+	if g := groupKeys(t, b, GroupQuery{MinSize: 1}); err != nil || len(g) != 1 || links != 0 {
+		t.Fatalf("one content on two hosts with the same device and inode numbers: groups %v (%v), %d called hard links; want one group of two copies", g, err, links)
+	}
+	pending := func(name string) FileStat { return FileStat{Name: name, Size: 77, Dev: 1, Ino: 9, Nlink: 1} }
+	addFiles(t, a, ra.ID, "/srv/p", pending("y"))
+	addFiles(t, b, rb.ID, "/home/p", pending("y"))
+	plan := planFenced(t, b)
+	if !slices.Contains(plan, SizeCount{Size: 77, Files: 2}) {
+		t.Fatalf("plan %+v, want the size two hosts' files share, with both files", plan)
 	}
 }
