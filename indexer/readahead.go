@@ -110,7 +110,7 @@ func (g *aheadGate) saw(cold bool) {
 	}
 }
 
-// noWaitBroken: this kernel or file system refused RWF_NOWAIT.
+// noWaitBroken: this kernel has no preadv2.
 var noWaitBroken atomic.Bool
 
 // readNoWait tries one read of b at off (-1: the file offset) that takes
@@ -136,8 +136,12 @@ func (f *rawFile) readNoWait(b []byte, off int64) (n int, ok bool) {
 	case errno == unix.EAGAIN:
 		f.cold = true
 		return 0, false
-	case errno == unix.EOPNOTSUPP || errno == unix.EINVAL || errno == unix.ENOSYS:
+	case errno == unix.ENOSYS:
 		noWaitBroken.Store(true)
+		return 0, false
+	case errno == unix.EOPNOTSUPP || errno == unix.EINVAL:
+		// This file's file system refuses it (FUSE, NFS): the files of
+		// every other one still probe.
 		return 0, false
 	case errno != 0 || r == 0:
 		return 0, false

@@ -11,6 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -63,6 +64,22 @@ var preloadFolders int64 = 1 << 15 // a variable for tests
 // maxBatchOps bounds the rows one scan transaction writes.
 const maxBatchOps = 20000
 
+// rootUnavailable says why a scan cannot walk root ("" when it can), with
+// the root's stat in st: it is not a folder, or it is on a network file
+// system the root does not take in.
+func rootUnavailable(root store.Root, st *unix.Stat_t) string {
+	if err := unix.Stat(root.Path, st); err != nil {
+		return fmt.Sprintf("%s: %v", root.Path, err)
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return fmt.Sprintf("%s: not a folder", root.Path)
+	}
+	if fs, err := mountinfo.ClassifyPath(root.Path); err == nil && fs.Network && !root.Network {
+		return networkNote(root.Path, fs.Type, root.Path)
+	}
+	return ""
+}
+
 func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease) error {
 	root, err := ix.db.Root(ctx, job.RootID)
 	if errors.Is(err, store.ErrNotFound) {
@@ -74,11 +91,7 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	ix.cfg.Progress.SetPhase("scan", root.Path)
 	ix.cfg.Progress.ScanExpected.Store(root.FileCount)
 	var st unix.Stat_t
-	if err := unix.Stat(root.Path, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		msg := fmt.Sprintf("%s: not a folder", root.Path)
-		if err != nil {
-			msg = fmt.Sprintf("%s: %v", root.Path, err)
-		}
+	if msg := rootUnavailable(root, &st); msg != "" {
 		_ = ix.finish(ctx, lease, store.StatusFailed, "root_unavailable", msg, nil)
 		return fmt.Errorf("%w: %s", ErrRootUnavailable, msg)
 	}

@@ -5,14 +5,12 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
-	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
-	"github.com/dupefs/dupefs/store/naming"
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 )
 
 // On a spinning disk two large files read at once make the head seek
@@ -143,49 +141,17 @@ func diskOf(dir string) string {
 }
 
 // mountSource returns the source of the innermost mount holding path in
-// the mountinfo file (proc(5): "ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS
-// [FIELDS...] - FSTYPE SOURCE SUPER-OPTIONS", with spaces and such in the
-// mount point written \ooo), or "".
-func mountSource(mountinfo, path string) string {
-	if mountinfo == "" || path == "" {
+// the mountinfo file, or "".
+func mountSource(table, path string) string {
+	if table == "" || path == "" {
 		return ""
 	}
-	b, err := os.ReadFile(mountinfo)
+	ms, err := mountinfo.ReadFile(table)
 	if err != nil {
 		return ""
 	}
-	best, src := "", ""
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		i := slices.Index(f, "-")
-		if len(f) < 5 || i < 5 || i+2 >= len(f) {
-			continue
-		}
-		// The later of two mounts on one point hides the earlier.
-		if mp := unescapeMount(f[4]); naming.Within(mp, path) && len(mp) >= len(best) {
-			best, src = mp, f[i+2]
-		}
-	}
-	return src
-}
-
-// unescapeMount undoes the kernel's \ooo escapes of a mount table field.
-func unescapeMount(s string) string {
-	if !strings.Contains(s, "\\") {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(n))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	m, _ := mountinfo.Holding(ms, path)
+	return m.Source
 }
 
 // diskRotates reads the rotational flag of the disk whose /sys folder is

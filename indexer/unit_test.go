@@ -112,20 +112,6 @@ func TestReturnWalkHeap(t *testing.T) {
 	}
 }
 
-func TestParseMountinfo(t *testing.T) {
-	line := `36 35 98:0 /mnt1 /mnt/with\040space rw,noatime master:1 - fuse.dupefs dupefs rw,user_id=0`
-	m, ok := parseMountinfo(line)
-	if !ok || m.Point != "/mnt/with space" || m.FSType != FSTypeDupefs || m.Source != "dupefs" {
-		t.Fatalf("parsed %+v %v", m, ok)
-	}
-	if _, ok := parseMountinfo("garbage"); ok {
-		t.Error("garbage parsed")
-	}
-	if got := unescapeOctal(`a\134b\012c\0`); got != "a\\b\nc\\0" {
-		t.Errorf("unescape: %q", got)
-	}
-}
-
 func TestSizeCache(t *testing.T) {
 	c := newSizeCache()
 	d := &folderRef{path: "/d"}

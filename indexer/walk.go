@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -75,6 +76,8 @@ type walker struct {
 
 	mountsMu sync.Mutex
 	dupefs   map[string]bool // mount points of dupefs mounts
+	netfs    mountinfo.Cache
+	netSaid  map[uint64]bool // network file systems the walk said it skips
 }
 
 func joinRel(rel, name string) string {
@@ -148,23 +151,6 @@ func (w *walker) childMode(rel string) (nodeMode, bool) {
 		return modeFull, true
 	}
 	return 0, false
-}
-
-// isDupefsMount reports whether abs is the mount point of a dupefs mount.
-// It re-reads mountinfo when it meets a mount point it does not know.
-func (w *walker) isDupefsMount(abs string) bool {
-	w.mountsMu.Lock()
-	defer w.mountsMu.Unlock()
-	if w.dupefs == nil || !w.dupefs[abs] {
-		pts, err := DupefsMounts()
-		if err == nil {
-			w.dupefs = map[string]bool{}
-			for _, p := range pts {
-				w.dupefs[p] = true
-			}
-		}
-	}
-	return w.dupefs[abs]
 }
 
 // read reads one folder: its entries from disk, and its rows from the index.
@@ -337,7 +323,8 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ u
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
-		if n.mode == modePass || w.skipIno[[2]uint64{st.Dev, st.Ino}] {
+		if n.mode == modePass || w.skipIno[[2]uint64{st.Dev, st.Ino}] ||
+			(st.Dev != res.dev && w.leavesNetwork(st.Dev, naming.JoinPath(n.abs, name))) {
 			res.skipped++
 			return
 		}
@@ -440,7 +427,7 @@ func (w *walker) skipDir(n *node, res *dirResult, here *ancestry, abs string, st
 	if w.root.OneFileSystem && st.Dev != w.rootDev {
 		return true
 	}
-	return w.isDupefsMount(abs)
+	return w.isDupefsMount(abs) || w.leavesNetwork(st.Dev, abs)
 }
 
 // listingSig is the signature of a folder's files as a scan saw them: a

@@ -186,13 +186,15 @@ var landed = map[string]string{
 	"0011_folder_pairs.sql":           "fd1cbf4dd9c89591ff2a617d618e845097465dea70dcdbbef120fa86ac29e3b8",
 	"0012_group_waste.sql":            "c247c270225356dbaf2fbf548c376d82fa4f13b86fcd219eb2d7b3d54fd3e5af",
 	"0013_lighter_files.sql":          "a7369b074887d62b7273ba1ede9450015b3d1bfd13a395f00e23650d11195967",
-	"0014_hosts.sql":                  "d97abf13833be06fb46b7ede2b55072b4da0a96bfa4ad256357e28f820d3e712",
+	"0014_root_network.sql":           "cf6ca70a3721cd6bc559eff61e29118479ab2d9ae221f6febd93579e5b5c334a",
+	"0015_hosts.sql":                  "4dd4f566ed68f36dad2a7dafab12641f9e18adcdf444177cc65d22a6b2c8c2da",
 }
 
 // landedPostgres pins the PostgreSQL migrations the same way.
 var landedPostgres = map[string]string{
-	"0001_init.sql":  "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
-	"0002_hosts.sql": "69b37d043ffff256279fafd0024ebc3c476826e0fbc4fbede3fb228d914c8b9a",
+	"0001_init.sql":         "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
+	"0002_root_network.sql": "7a0d47297fb3be263238e41f1bbfe9cb80e84d7aeb998b6f2eb86244074692a7",
+	"0003_hosts.sql":        "e3ec867d6fbb6e0ede59051ab5a174040b6f39d3573c63e08f4215bf0bb0aade",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

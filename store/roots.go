@@ -20,12 +20,15 @@ type Root struct {
 	Path           string
 	FollowSymlinks bool
 	OneFileSystem  bool
-	Excludes       []string
-	CreatedAt      time.Time
-	LastScanAt     time.Time // zero: never scanned to completion
-	FileCount      int64
-	FolderCount    int64
-	TotalBytes     int64
+	// Network: the walk enters network file systems (which it skips
+	// otherwise); what it finds there is indexed, never acted on.
+	Network     bool
+	Excludes    []string
+	CreatedAt   time.Time
+	LastScanAt  time.Time // zero: never scanned to completion
+	FileCount   int64
+	FolderCount int64
+	TotalBytes  int64
 	// WatchNote is what a running watcher says of a root it follows in
 	// part only ("" when it follows it whole, or none runs).
 	WatchNote string
@@ -39,6 +42,7 @@ type RootSpec struct {
 	Path           string
 	FollowSymlinks bool
 	OneFileSystem  bool
+	Network        bool
 	Excludes       []string
 }
 
@@ -52,7 +56,7 @@ const (
 	RootAbsorbing                   // a new root that took over the roots inside it
 )
 
-const rootCols = `id, path, follow_symlinks, one_file_system, excludes, created_at, last_scan_at,
+const rootCols = `id, path, follow_symlinks, one_file_system, network, excludes, created_at, last_scan_at,
 	file_count, folder_count, total_bytes,
 	CASE WHEN watch_note_until > ` + nowSQL + ` THEN coalesce(watch_note, '') ELSE '' END,
 	host_id, coalesce((SELECT h.name FROM hosts h WHERE h.id = roots.host_id), '')`
@@ -61,7 +65,7 @@ func scanRoot(r rowScanner) (Root, error) {
 	var rt Root
 	var ex string
 	var created, last sql.NullInt64
-	err := r.Scan(&rt.ID, &rt.Path, &rt.FollowSymlinks, &rt.OneFileSystem, &ex, &created, &last,
+	err := r.Scan(&rt.ID, &rt.Path, &rt.FollowSymlinks, &rt.OneFileSystem, &rt.Network, &ex, &created, &last,
 		&rt.FileCount, &rt.FolderCount, &rt.TotalBytes, &rt.WatchNote, &rt.HostID, &rt.Host)
 	if err != nil {
 		return rt, err
@@ -151,18 +155,21 @@ func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root,
 					return nil
 				}
 				_, err := tx.exec("update root", `UPDATE roots SET follow_symlinks = ?, one_file_system = ?,
-					excludes = ? WHERE id = ?`, spec.FollowSymlinks, spec.OneFileSystem, string(ex), r.ID)
+					network = ?, excludes = ? WHERE id = ?`, spec.FollowSymlinks, spec.OneFileSystem, spec.Network, string(ex), r.ID)
 				return err
 			case naming.Below(r.Path, spec.Path):
 				id, outcome = r.ID, RootCovered
 				return nil
 			case naming.Below(spec.Path, r.Path):
 				inner = append(inner, r)
+				// What a root inside took in, the root that takes it
+				// over takes in too.
+				spec.Network = spec.Network || r.Network
 			}
 		}
 		err = tx.tx.QueryRowContext(tx.ctx, `INSERT INTO roots (path, follow_symlinks, one_file_system,
-			excludes, created_at, host_id) VALUES (?, ?, ?, ?, `+nowSQL+`, ?) RETURNING id`,
-			spec.Path, spec.FollowSymlinks, spec.OneFileSystem, string(ex), fl.db.host.ID).Scan(&id)
+			network, excludes, created_at, host_id) VALUES (?, ?, ?, ?, ?, `+nowSQL+`, ?) RETURNING id`,
+			spec.Path, spec.FollowSymlinks, spec.OneFileSystem, spec.Network, string(ex), fl.db.host.ID).Scan(&id)
 		if err != nil {
 			return classify("add root", err)
 		}

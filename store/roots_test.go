@@ -8,8 +8,8 @@ import (
 func TestAddRootCoveredAndAbsorbed(t *testing.T) {
 	ctx := context.Background()
 	db := openTest(t)
-	inner, out, err := db.Files().AddRoot(ctx, RootSpec{Path: "/data/photos"}, false)
-	if err != nil || out != RootAdded {
+	inner, out, err := db.Files().AddRoot(ctx, RootSpec{Path: "/data/photos", Network: true}, false)
+	if err != nil || out != RootAdded || !inner.Network {
 		t.Fatalf("add: %v %v", out, err)
 	}
 	addFiles(t, db, inner.ID, "/data/photos", FileStat{Name: "a.jpg", Size: 5, Ino: 1,
@@ -32,8 +32,13 @@ func TestAddRootCoveredAndAbsorbed(t *testing.T) {
 		t.Fatalf("outer root: %v %v", out, err)
 	}
 	roots, _ := db.Files().Roots(ctx)
-	if len(roots) != 1 || roots[0].ID != outer.ID || roots[0].Excludes[0] != "*.tmp" {
+	// What the inner root took in (network file systems), the outer
+	// takes in too.
+	if len(roots) != 1 || roots[0].ID != outer.ID || roots[0].Excludes[0] != "*.tmp" || !roots[0].Network {
 		t.Fatalf("roots after absorbing: %+v", roots)
+	}
+	if r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/data"}, true); err != nil || r.Network || len(r.Excludes) != 0 {
+		t.Fatalf("options updated: %+v %v", r, err)
 	}
 	var n int
 	db.r.QueryRow("SELECT count(*) FROM files WHERE root_id = ? AND content_hash IS NOT NULL", outer.ID).Scan(&n)

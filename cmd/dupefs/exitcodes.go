@@ -18,7 +18,7 @@ const (
 	ExitNotFound    = 1   // check: the content of some FILE is not indexed at another path
 	ExitError       = 2   // any other error; check reports every error as 2
 	ExitUsage       = 3   // bad flags or arguments
-	ExitNoRoot      = 4   // a root or path is missing or not a folder
+	ExitNoRoot      = 4   // a root or path is missing or not a folder, or on a network file system without --network
 	ExitBadIndex    = 5   // the index is absent, unreadable, corrupt or from a newer dupefs
 	ExitDiskFull    = 6   // a disk is full: the one holding the index, or one a command writes to
 	ExitMount       = 7   // the mount point is unusable, or mounting or unmounting failed

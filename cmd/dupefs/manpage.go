@@ -121,7 +121,10 @@ var manNotes = map[string]string{
 is absorbed. --exclude may repeat; it takes a name (*.tmp, node_modules) or,
 when it holds '/', a path relative to the root. With --follow-symlinks the
 walk follows symbolic links to files and folders; with --one-file-system it
-does not cross into other file systems.
+does not cross into other file systems. Network file systems (NFS, SMB,
+sshfs and every FUSE file system but block-device ones, 9p, virtiofs, Ceph)
+are skipped, and a PATH on one is refused, unless --network takes them in:
+read-only, their files in the groups and the view, never kept nor acted on.
 `,
 	"root ls": `Each root with its files, folders, bytes and last scan.
 `,
@@ -670,7 +673,7 @@ not be restored
 bad flags or arguments
 .TP
 4
-a root or PATH is missing or not a folder
+a root or PATH is missing or not a folder, or on a network file system without --network
 .TP
 5
 the index is absent, unreadable, corrupt or from a newer dupefs

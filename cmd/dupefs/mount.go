@@ -18,6 +18,7 @@ import (
 
 	"github.com/dupefs/dupefs/fusefs"
 	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -356,7 +357,7 @@ func prepareMountpoint(arg string, con *console) (string, error) {
 
 // mounted reports whether a dupefs mount sits at dir.
 func mounted(dir string) bool {
-	ms, err := indexer.DupefsMounts()
+	ms, err := mountinfo.Dupefs()
 	if err != nil {
 		return false
 	}

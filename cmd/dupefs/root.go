@@ -14,7 +14,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 
-	"github.com/dupefs/dupefs/indexer"
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -24,6 +24,7 @@ type rootAddOptions struct {
 	Paths          []string
 	FollowSymlinks bool
 	OneFileSystem  bool
+	Network        bool
 	Excludes       []string
 }
 
@@ -42,11 +43,12 @@ func rootCommand() *cli.Command {
 				Flags: []cli.Flag{
 					&cli.BoolFlag{Name: "follow-symlinks", Usage: "follow symbolic links to files and folders"},
 					&cli.BoolFlag{Name: "one-file-system", Usage: "do not cross into other file systems"},
+					&cli.BoolFlag{Name: "network", Usage: "index network file systems (NFS, SMB, sshfs and other FUSE) under the root too, read-only: no action keeps or touches a file there"},
 					&cli.StringSliceFlag{Name: "exclude", Usage: "leave out entries matching `GLOB` (a name, or a path relative to the root when it holds '/')"},
 				},
 				Action: func(c *cli.Context) error {
 					opts := rootAddOptions{Paths: c.Args().Slice(), FollowSymlinks: c.Bool("follow-symlinks"),
-						OneFileSystem: c.Bool("one-file-system"), Excludes: c.StringSlice("exclude")}
+						OneFileSystem: c.Bool("one-file-system"), Network: c.Bool("network"), Excludes: c.StringSlice("exclude")}
 					return runRootAdd(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 				},
 			},
@@ -97,7 +99,7 @@ func resolveDir(p string) (string, error) {
 	if !fi.IsDir() {
 		return "", noRootErrorf("%s: not a folder", naming.EscapePath(p))
 	}
-	mounts, _ := indexer.DupefsMounts()
+	mounts, _ := mountinfo.Dupefs()
 	for _, m := range mounts {
 		if naming.Within(m, real) {
 			return "", usageErrorf("%s is inside the dupefs mount %s: index the original folders instead", naming.EscapePath(p), naming.EscapePath(m))
@@ -124,6 +126,9 @@ func resolveDirs(paths []string) ([]string, error) {
 // theirs.
 func addRoots(ctx context.Context, db *store.DB, con *console, dirs []string, spec store.RootSpec, update bool) error {
 	for _, dir := range dirs {
+		if err := networkRefused(ctx, db, dir, spec, update); err != nil {
+			return err
+		}
 		spec.Path = dir
 		r, outcome, err := db.Files().AddRoot(ctx, spec, update)
 		if err != nil {
@@ -145,6 +150,27 @@ func addRoots(ctx context.Context, db *store.DB, con *console, dirs []string, sp
 	return nil
 }
 
+// networkRefused refuses dir when it is on a network file system and
+// neither spec (when it applies) nor a root that holds dir takes those in.
+func networkRefused(ctx context.Context, db *store.DB, dir string, spec store.RootSpec, update bool) error {
+	fs, err := mountinfo.ClassifyPath(dir)
+	if err != nil || !fs.Network || spec.Network {
+		return nil
+	}
+	roots, err := db.Files().Roots(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range roots {
+		if r.Network && naming.Within(r.Path, dir) && !(update && r.Path == dir) {
+			return nil
+		}
+	}
+	return noRootErrorf("%s is on a network file system (%s): dupefs skips those, since a file there may be one of this "+
+		"machine's own under another name; dupefs root add --network %s indexes it read-only",
+		naming.EscapePath(dir), fs.Type, naming.EscapePath(dir))
+}
+
 func runRootAdd(ctx context.Context, g globalOptions, opts rootAddOptions, stdout, stderr io.Writer) error {
 	if len(opts.Paths) == 0 {
 		return usageErrorf("root add needs at least one PATH")
@@ -158,7 +184,7 @@ func runRootAdd(ctx context.Context, g globalOptions, opts rootAddOptions, stdou
 	if err != nil {
 		return err
 	}
-	spec := store.RootSpec{FollowSymlinks: opts.FollowSymlinks, OneFileSystem: opts.OneFileSystem, Excludes: opts.Excludes}
+	spec := store.RootSpec{FollowSymlinks: opts.FollowSymlinks, OneFileSystem: opts.OneFileSystem, Network: opts.Network, Excludes: opts.Excludes}
 	return withIndex(ctx, g, openOpts{}, func(db *store.DB) error {
 		return addRoots(ctx, db, newConsole(stderr), dirs, spec, true)
 	})
@@ -173,6 +199,7 @@ type rootJSON struct {
 	LastScan       *string  `json:"last_scan"` // RFC 3339, null when never scanned
 	FollowSymlinks bool     `json:"follow_symlinks"`
 	OneFileSystem  bool     `json:"one_file_system"`
+	Network        bool     `json:"network"`
 	Excludes       []string `json:"excludes"`
 	// Watch is what a running watcher says of a root it follows in part
 	// only (the inotify watch limit); absent when followed whole.
@@ -205,6 +232,9 @@ func runRootLs(ctx context.Context, g globalOptions, opts rootLsOptions, stdout,
 			}
 			if r.OneFileSystem {
 				opts = append(opts, "one-file-system")
+			}
+			if r.Network {
+				opts = append(opts, "network")
 			}
 			for _, e := range r.Excludes {
 				opts = append(opts, "exclude="+e)

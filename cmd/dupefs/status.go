@@ -342,7 +342,7 @@ func toJobJSON(j store.Job) jobJSON {
 
 func toRootJSON(r store.Root) rootJSON {
 	j := rootJSON{Path: naming.EscapePath(r.Path), Files: r.FileCount, Folders: r.FolderCount, Bytes: r.TotalBytes,
-		FollowSymlinks: r.FollowSymlinks, OneFileSystem: r.OneFileSystem, Excludes: r.Excludes}
+		FollowSymlinks: r.FollowSymlinks, OneFileSystem: r.OneFileSystem, Network: r.Network, Excludes: r.Excludes}
 	j.LastScan = jsonTime(r.LastScanAt)
 	j.Watch = r.WatchNote
 	return j

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -163,7 +164,7 @@ func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome,
 
 // openBoth opens both files of an action as check does first, into c:
 // under the indexed roots, in no Trash, on one file system when the op
-// needs it, through no symlink. ok is false when the action goes no
+// needs it, on no network file system, through no symlink. ok is false when the action goes no
 // further, with its outcome (or an error that stops the run).
 func (r *Runner) openBoth(a *store.Action, c *checked) (out outcome, ok bool, err error) {
 	if !r.underRoots(a.Copy.Path) || !r.underRoots(a.Keep.Path) {
@@ -191,7 +192,23 @@ func (r *Runner) openBoth(a *store.Action, c *checked) (out outcome, ok bool, er
 		out, err = openFailed(err)
 		return out, false, err
 	}
+	for _, f := range []*os.File{c.copyF, c.keepF} {
+		fs, err := mountinfo.Classify(int(f.Fd()))
+		if err != nil {
+			return failed("%s: %v", f.Name(), err), false, nil
+		}
+		if fs.Network {
+			return skipped("it or the kept file is %s", onNetwork(fs)), false, nil
+		}
+	}
 	return outcome{}, true, nil
+}
+
+// onNetwork is why a file on the network file system fs is neither kept
+// nor acted on: it may be the very file another path shows from a local
+// disk, and nothing here can tell.
+func onNetwork(fs mountinfo.FS) string {
+	return fmt.Sprintf("on a network file system (%s): dupefs neither keeps nor acts on a file there", fs.Type)
 }
 
 // openFailed is the outcome of an action whose file could not be opened.

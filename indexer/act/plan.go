@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -110,6 +111,7 @@ func Plan(ctx context.Context, db Groups, sel Selection, roots []store.Root) ([]
 type planner struct {
 	sel       Selection
 	rootOrder map[int64]int
+	netfs     mountinfo.Cache
 	specs     []store.ActionSpec
 	notes     []Note
 }
@@ -165,10 +167,11 @@ func (p *planner) fromReport(ctx context.Context, db Groups) error {
 }
 
 // group plans one group: the file kept, an action per file of another
-// inode. Files in a Trash folder are neither kept nor acted on, and
-// neither are the files of other hosts (of roots not among Plan's): a
-// host keeps and acts among its own files only, so a group with one copy
-// here has nothing to act on, whatever copies other hosts hold.
+// inode. Files in a Trash folder or on a network file system are neither
+// kept nor acted on, and neither are the files of other hosts (of roots
+// not among Plan's): a host keeps and acts among its own files only, so a
+// group with one copy here has nothing to act on, whatever copies other
+// hosts hold.
 func (p *planner) group(algo string, sum []byte, size int64, files []store.GroupFile) {
 	live := files[:0:0]
 	for _, f := range files {
@@ -177,6 +180,12 @@ func (p *planner) group(algo string, sum []byte, size int64, files []store.Group
 		}
 		if inTrash(f.Path, p.sel.Trashes) {
 			p.notes = append(p.notes, Note{f.Path, "in a Trash folder: dupefs neither keeps nor acts on it"})
+			continue
+		}
+		// A file the planner cannot classify (gone, unreadable) is
+		// planned: the run classifies it again before it acts.
+		if fs, err := p.netfs.Dev(f.Dev, f.Path); err == nil && fs.Network {
+			p.notes = append(p.notes, Note{f.Path, onNetwork(fs)})
 			continue
 		}
 		live = append(live, f)

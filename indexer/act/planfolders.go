@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -77,6 +78,10 @@ func (p *planner) folderGroup(ctx context.Context, db Groups, g store.FolderGrou
 		if !known {
 			return fmt.Errorf("folder %s: some files are not hashed yet (run dupefs index)", naming.EscapePath(m.Path))
 		}
+		if fs, on := p.onNetwork(files); on {
+			p.notes = append(p.notes, Note{m.Path, "holds files " + onNetwork(fs)})
+			continue
+		}
 		f := &folder{rank: rank{path: m.Path}, files: files}
 		for i, sf := range files {
 			if i == 0 || sf.MtimeNS < f.oldest {
@@ -141,4 +146,15 @@ func (p *planner) folderGroup(ctx context.Context, db Groups, g store.FolderGrou
 		}
 	}
 	return nil
+}
+
+// onNetwork reports whether a file of files is on a network file system,
+// and which.
+func (p *planner) onNetwork(files []store.SubtreeFile) (mountinfo.FS, bool) {
+	for _, f := range files {
+		if fs, err := p.netfs.Dev(f.Dev, f.Path); err == nil && fs.Network {
+			return fs, true
+		}
+	}
+	return mountinfo.FS{}, false
 }

@@ -1,4 +1,4 @@
--- 0002_hosts: hosts, as SQLite's 0014 adds them. Every process works as a
+-- 0003_hosts: hosts, as SQLite's 0015 adds them. Every process works as a
 -- host (a name, and the machine id that tells two machines of one name
 -- apart); a root, a scan or hash job and a plan of actions belong to one.
 -- A root's path is unique on its host. What an index held before belongs

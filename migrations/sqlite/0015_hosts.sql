@@ -1,4 +1,4 @@
--- 0014: hosts. Every process works as a host (a name, and the machine id
+-- 0015: hosts. Every process works as a host (a name, and the machine id
 -- that tells two machines of one name apart); a root, a scan or hash job
 -- and a plan of actions belong to one. An SQLite index has one host, the
 -- local one: row 1, which holds every root, job and plan there is, and
