@@ -53,6 +53,9 @@ type dialect struct {
 	// hosts (of two roots), apartGroup of the rows of a GROUP BY: their
 	// device and inode numbers do not tell one inode. "" on SQLite.
 	apartRows, apartGroup string
+	// manyHosts: the index may hold the files of many hosts (hosts.go),
+	// and a host's plan looks at what other hosts' runs left it to do.
+	manyHosts bool
 }
 
 func (d *dialect) postgres() bool { return d == pgDialect }
@@ -111,4 +114,5 @@ var pgDialect = &dialect{
 	fileHost:   `(SELECT r.host_id FROM roots r WHERE r.id = f.root_id)`,
 	apartRows:  ` OR b.root_id <> a.root_id`,
 	apartGroup: ` OR min(root_id) <> max(root_id)`,
+	manyHosts:  true,
 }

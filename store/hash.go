@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dupefs/dupefs/store/naming"
@@ -103,6 +104,14 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 			WHERE ` + unsettled + ` AND hash_status = 'pending' AND missing = 0
 			  AND size NOT IN (SELECT size FROM temp.plan_sizes)`, nil},
 	}
+	if tx.dialect.manyHosts {
+		// Before the sizes are planned.
+		steps = slices.Insert(steps, 3, struct {
+			op, q string
+			args  []any
+		}{"look at files another host's run left half hashed",
+			`INSERT OR IGNORE INTO temp.plan_look (size) ` + partialOwed, []any{tx.host}})
+	}
 	for _, s := range steps {
 		if _, err := tx.exec(s.op, s.q, s.args...); err != nil {
 			return p, err
@@ -116,12 +125,18 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 	return p, err
 }
 
-// AnyQueued reports whether a live file of this host waits for its hash job (pending:
-// new, changed, or queued again by a read that found it changed).
+// AnyQueued reports whether a live file of this host waits for its hash
+// job: pending (new, changed, or queued again by a read that found it
+// changed), or, in an index of many hosts, hashed in part with a prefix
+// another host's file shares (partialOwed).
 func (jq *Jobs) AnyQueued(ctx context.Context) (bool, error) {
 	var any bool
+	owed := ""
+	if jq.db.dialect.manyHosts {
+		owed = ` OR EXISTS (` + partialOwed + `)`
+	}
 	err := jq.db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE `+unsettled+`
-		AND hash_status = 'pending' AND missing = 0 AND root_id IN `+hostRoots("?")+`)`, jq.db.host.ID).Scan(&any)
+		AND hash_status = 'pending' AND missing = 0 AND root_id IN `+hostRoots("?1")+`)`+owed, jq.db.host.ID).Scan(&any)
 	return any, classify("look for queued files", err)
 }
 

