@@ -610,7 +610,9 @@ host at a time) and reads only its own files; a worker of a process that is
 gone is taken over at once only on the same machine (machine id, boot and
 pid namespace), otherwise when its lease expires. An indexer waits for the
 jobs other hosts hold, or queued within a lease's time, since what they find
-may make its own files candidates again.
+may make its own files candidates again; a file of a host that stopped
+before then is read at its next index. Device and inode numbers are
+compared within one host only.
 .PP
 groups, check and folders print a copy on another host as HOST:/path and
 one on this host as its path; groups --local keeps this host's copies, and
