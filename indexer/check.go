@@ -10,6 +10,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -23,6 +24,10 @@ type CheckResult struct {
 	// (naming.HostPath); it is trusted by its recorded hash, since it
 	// cannot be read from here.
 	Matches []string
+	// Unsure are paths of the same content on a network file system (all
+	// of them, when the file asked about is on one): such a path may show
+	// the very file asked about, so it is no copy to rely on.
+	Unsure []string
 	// Links are live indexed paths of the file's own inode: hard links
 	// of it, not copies.
 	Links []string
@@ -67,6 +72,8 @@ func Check(ctx context.Context, db Sizes, path string) (CheckResult, error) {
 	}
 	me := fileID{size: st.Size, mtimeNS: st.Mtim.Nano(), dev: st.Dev, ino: st.Ino}
 	c := &checker{algo: db.HashAlgo(), me: me, path: abs, buf: make([]byte, readChunk)}
+	var netfs mountinfo.Cache
+	unsure := !onLocalFS(&netfs, abs)
 	for i := range rows {
 		r := &rows[i]
 		if host, ok := remote[r.RootID]; ok {
@@ -93,12 +100,28 @@ func Check(ctx context.Context, db Sizes, path string) (CheckResult, error) {
 		if err != nil {
 			return res, err
 		}
-		if same {
-			res.Matches = append(res.Matches, r.Path)
+		if !same {
+			continue
 		}
+		if unsure || !onLocalFS(&netfs, r.Path) {
+			res.Unsure = append(res.Unsure, r.Path)
+			continue
+		}
+		res.Matches = append(res.Matches, r.Path)
 	}
 	res.Sum = c.sum
 	return res, nil
+}
+
+// onLocalFS reports whether the file at path is now on a file system known
+// to be no network one.
+func onLocalFS(netfs *mountinfo.Cache, path string) bool {
+	var st unix.Stat_t
+	if unix.Stat(path, &st) != nil {
+		return false
+	}
+	fs, err := netfs.Dev(st.Dev, path)
+	return err == nil && !fs.Network
 }
 
 // checker compares one file with candidates, computing its own hashes once.

@@ -253,6 +253,12 @@ func (w *walker) readDisk(n *node, res *dirResult) int {
 		return fd
 	}
 	res.dev, res.ino = st.Dev, st.Ino
+	if w.leavesNetwork(st.Dev, n.abs) {
+		// A network mount its parent did not see: a targeted scan starts
+		// here, or it was mounted since. Read as empty, it is left out as
+		// the walk from its parent leaves it.
+		return fd
+	}
 	ents, err := readDirents(fd)
 	if err != nil {
 		// A partial listing would mark the rest missing: treat the

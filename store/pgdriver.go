@@ -95,7 +95,7 @@ func (s *pgStmt) ExecContext(ctx context.Context, args []driver.NamedValue) (dri
 	return s.inner.(driver.StmtExecContext).ExecContext(ctx, s.st.bind(args))
 }
 func (s *pgStmt) QueryContext(ctx context.Context, args []driver.NamedValue) (driver.Rows, error) {
-	return s.inner.(driver.StmtQueryContext).QueryContext(ctx, s.st.bind(args))
+	return unescaped(s.inner.(driver.StmtQueryContext).QueryContext(ctx, s.st.bind(args)))
 }
 
 func (c *pgConnector) Connect(ctx context.Context) (driver.Conn, error) {
@@ -184,7 +184,7 @@ func (c *pgConn) ExecContext(ctx context.Context, q string, args []driver.NamedV
 
 func (c *pgConn) QueryContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Rows, error) {
 	st := pgText(q)
-	return c.in().QueryContext(ctx, st.text, st.bind(args))
+	return unescaped(c.in().QueryContext(ctx, st.text, st.bind(args)))
 }
 
 func (c *pgConn) Ping(ctx context.Context) error { return c.in().Ping(ctx) }
@@ -196,8 +196,13 @@ func (c *pgConn) ResetSession(ctx context.Context) error {
 	return c.syncClock(ctx)
 }
 
-// CheckNamedValue binds a bool as 0 or 1 and leaves the rest to pgx.
+// CheckNamedValue binds a bool as 0 or 1, a string as pgEscape keeps it,
+// and leaves the rest to pgx.
 func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if s, ok := nv.Value.(string); ok {
+		nv.Value = pgEscape(s)
+		return nil
+	}
 	if b, ok := nv.Value.(bool); ok {
 		nv.Value = int64(0)
 		if b {

@@ -28,7 +28,8 @@ func checkCommand() *cli.Command {
 		Description: "Prints the indexed paths holding each FILE's content. With several FILEs, each FILE\n" +
 			"that has copies is printed first, its copies indented below it. A hard link of FILE\n" +
 			"(the same inode under another name) is no copy: it is named on stderr, and a FILE\n" +
-			"that has only hard links counts as new.\n" +
+			"that has only hard links counts as new. Nor is a path on a network file system (or any path,\n" +
+			"for a FILE on one): it may show FILE itself; it is named on stderr.\n" +
 			"For a DIR, every non-empty file under it must have a copy at an indexed path outside\n" +
 			"DIR: the files that have none are printed; when none is new, the indexed folders whose\n" +
 			"content equals DIR's are printed (names and layout ignored), if there are any.\n" +
@@ -72,6 +73,10 @@ func runCheck(ctx context.Context, g globalOptions, opts checkOptions, stdout, s
 				}
 				fmt.Fprintf(stderr, "%s: indexed as %s (a hard link of the same file, not a copy)\n",
 					naming.EscapePath(p), strings.Join(links, ", "))
+			}
+			for _, u := range res.Unsure {
+				fmt.Fprintf(stderr, "%s: same content at %s, not counted: one of them is on a network file system, "+
+					"where a path may show the very same file\n", naming.EscapePath(p), naming.EscapePath(u))
 			}
 			if len(res.Matches) == 0 {
 				allKnown = false

@@ -122,7 +122,8 @@ is absorbed. --exclude may repeat; it takes a name (*.tmp, node_modules) or,
 when it holds '/', a path relative to the root. With --follow-symlinks the
 walk follows symbolic links to files and folders; with --one-file-system it
 does not cross into other file systems. Network file systems (NFS, SMB,
-sshfs and every FUSE file system but block-device ones, 9p, virtiofs, Ceph)
+sshfs and every FUSE file system but block-device ones, 9p, virtiofs, Ceph,
+shared folders of a virtual machine, an overlay whose layers are shown here)
 are skipped, and a PATH on one is refused, unless --network takes them in:
 read-only, their files in the groups and the view, never kept nor acted on.
 `,

@@ -44,3 +44,31 @@ func TestRootAddRefusesANetworkFileSystem(t *testing.T) {
 		t.Errorf("groups: exit %d, %q; want the four paths", code, out)
 	}
 }
+
+// check counts no copy on a network file system: share/a may be (here is)
+// local/a itself, so local/a is new, with share/a named on stderr; a DIR
+// whose files have copies only there is new too.
+func TestCheckCountsNoNetworkCopy(t *testing.T) {
+	tree := testTree(t, map[string]string{"local/a": "only"})
+	share := filepath.Join(tree, "share")
+	passfs.Mount(t, filepath.Join(tree, "local"), share)
+	g := testGlobals(t)
+	dupefs := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"dupefs", "--db", g.DB}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	if code, _, errs := dupefs("root", "add", "--network", tree); code != ExitOK {
+		t.Fatalf("root add: exit %d, %q", code, errs)
+	}
+	if code, _, errs := dupefs("index"); code != ExitOK {
+		t.Fatalf("index: exit %d, %q", code, errs)
+	}
+	code, out, errs := dupefs("check", filepath.Join(tree, "local/a"))
+	if code != ExitNotFound || out != "" || !strings.Contains(errs, filepath.Join(share, "a")+", not counted") {
+		t.Errorf("check local/a: exit %d, %q %q", code, out, errs)
+	}
+	if code, out, errs := dupefs("check", filepath.Join(tree, "local")); code != ExitNotFound {
+		t.Errorf("check local: exit %d, %q %q", code, out, errs)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/integration/passfs"
 	"github.com/dupefs/dupefs/store"
@@ -136,5 +138,59 @@ func TestNeverTheLastCopyThroughAPassThroughMount(t *testing.T) {
 			}
 			checkRoles(t, fx.db)
 		})
+	}
+}
+
+// An action a run left prepared, its copy renamed aside, with its kept
+// file on a network file system (a plan of an older build, whose run died
+// there): the next command's reconcile puts the copy back rather than
+// removing it, however the mount's cache shows the kept file as it was.
+func TestReconcileNeverEndsOnANetworkKeep(t *testing.T) {
+	fx, data := passedThrough(t)
+	ctx := context.Background()
+	copyF, err := fx.db.Files().FileByPath(ctx, filepath.Join(fx.root, "local/a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	keepF, err := fx.db.Files().FileByPath(ctx, filepath.Join(fx.root, "share/a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var keepSt unix.Stat_t
+	if err := unix.Stat(keepF.Path, &keepSt); err != nil {
+		t.Fatal(err)
+	}
+	spec := store.ActionSpec{Unit: naming.GroupKey(copyF.Algo, copyF.Hash), Op: store.OpUnlink, Algo: copyF.Algo,
+		Hash: copyF.Hash, Size: copyF.Size, Copy: ref(copyF.GroupFile), Keep: ref(keepF.GroupFile)}
+	res, err := fx.db.Ledger().CreatePlan(ctx, store.PlanSpec{Op: store.OpUnlink, Worker: "dead/1",
+		LeaseTTL: store.DefaultLeaseTTL, UID: os.Getuid()}, []store.ActionSpec{spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What the dead run did: claimed and armed the action, renamed the
+	// copy aside; then it died before its last check.
+	as, err := fx.db.Ledger().ClaimActions(ctx, res.ID, "dead/1", store.DefaultLeaseTTL, 1)
+	if err != nil || len(as) != 1 {
+		t.Fatalf("claimed %d: %v", len(as), err)
+	}
+	a := as[0]
+	if err := fx.db.Write(ctx, func(tx *store.Tx) error {
+		return tx.ArmAction(a.Lease, store.UndoInfo{Mode: 0o644, KeepCtimeNS: keepSt.Ctim.Nano()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(copyF.Path, filepath.Join(filepath.Dir(copyF.Path), tmpName(&a))); err != nil {
+		t.Fatal(err)
+	}
+	next := fx.runner(Config{HomeTrash: filepath.Join(t.TempDir(), "Trash"), Dead: func(w string) bool { return w == "dead/1" }})
+	if _, err := next.Reconcile(ctx, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	if b, err := os.ReadFile(copyF.Path); err != nil || !bytes.Equal(b, data) {
+		t.Errorf("the copy is not back at its path: %v", err)
+	}
+	all, _ := fx.db.Ledger().Actions(ctx, store.ActionQuery{PlanID: res.ID})
+	if len(all) != 1 || all[0].State == store.ActDone {
+		t.Errorf("the action: %+v", all)
 	}
 }

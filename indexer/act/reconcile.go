@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -34,16 +35,29 @@ func (r *Runner) settle(a *store.Action, dry bool) (outcome, bool, error) {
 }
 
 // keepIntact reports whether the kept file is at its path as the action's
-// compare saw it: its inode, size and mtime, and the ctime recorded then.
+// compare saw it: its inode, size and mtime, and the ctime recorded then;
+// and on no network file system, whose cache may show it so when it is
+// gone (an action prepared by a build that did not check).
 func keepIntact(a *store.Action, ctime bool) bool {
 	d, err := openParent(a.Keep.Path)
 	if err != nil {
 		return false
 	}
 	defer d.close()
-	st, err := d.stat(d.name)
-	return err == nil && matches(&st, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) && st.Nlink >= 1 &&
-		(!ctime || a.Undo.KeepCtimeNS == 0 || st.Ctim.Nano() == a.Undo.KeepCtimeNS)
+	f, err := d.open(d.name, unix.O_RDONLY)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var st unix.Stat_t
+	return unix.Fstat(int(f.Fd()), &st) == nil && local(f) && matches(&st, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) &&
+		st.Nlink >= 1 && (!ctime || a.Undo.KeepCtimeNS == 0 || st.Ctim.Nano() == a.Undo.KeepCtimeNS)
+}
+
+// local reports whether f is on a file system known to be no network one.
+func local(f *os.File) bool {
+	fs, err := mountinfo.Classify(int(f.Fd()))
+	return err == nil && !fs.Network
 }
 
 func (r *Runner) settleTrash(a *store.Action, dry bool) (outcome, bool, error) {
@@ -204,7 +218,8 @@ func (r *Runner) settleLink(a *store.Action, dry bool) (outcome, bool, error) {
 // keepStillHolds reports whether the kept file is at its path, the inode
 // linked, and holds the bytes of the copy left at tmp in d: a link's
 // reconcile cannot tell the kept file's ctime as its own link left it, so
-// it compares the bytes.
+// it compares the bytes. A kept file on a network file system holds
+// nothing for sure.
 func (r *Runner) keepStillHolds(a *store.Action, d *dirOf, tmp string) (unix.Stat_t, bool) {
 	var st unix.Stat_t
 	kd, err := openParent(a.Keep.Path)
@@ -222,7 +237,7 @@ func (r *Runner) keepStillHolds(a *store.Action, d *dirOf, tmp string) (unix.Sta
 		return st, false
 	}
 	defer cf.Close()
-	if unix.Fstat(int(kf.Fd()), &st) != nil || !matches(&st, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) {
+	if unix.Fstat(int(kf.Fd()), &st) != nil || !local(kf) || !matches(&st, a.Keep.Dev, a.Keep.Ino, a.Size, a.Keep.MtimeNS) {
 		return st, false
 	}
 	same, err := sameBytes(kf, cf)

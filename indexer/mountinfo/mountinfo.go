@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -18,10 +19,12 @@ import (
 // Mount is one line of a mountinfo file (proc(5): "ID PARENT MAJ:MIN ROOT
 // MOUNTPOINT OPTIONS [FIELDS...] - FSTYPE SOURCE SUPER-OPTIONS").
 type Mount struct {
+	ID     int    // the mount's ID, as a file's fdinfo names it (mnt_id)
 	Dev    uint64 // MAJ:MIN, as a file's st_dev on it reads (btrfs subvolumes aside)
 	Point  string
 	FSType string
 	Source string
+	Super  string // the super block's options, as the table escapes them
 }
 
 // Self is the mount table of this process.
@@ -69,7 +72,15 @@ func Parse(line string) (Mount, bool) {
 	if _, err := fmt.Sscanf(lf[2], "%d:%d", &maj, &min); err != nil {
 		return Mount{}, false
 	}
-	return Mount{Dev: unix.Mkdev(maj, min), Point: unescape(lf[4]), FSType: rf[0], Source: unescape(rf[1])}, true
+	id, err := strconv.Atoi(lf[0])
+	if err != nil {
+		return Mount{}, false
+	}
+	m := Mount{ID: id, Dev: unix.Mkdev(maj, min), Point: unescape(lf[4]), FSType: rf[0], Source: unescape(rf[1])}
+	if len(rf) > 2 {
+		m.Super = rf[2]
+	}
+	return m, true
 }
 
 // unescape undoes the \ooo escapes the kernel writes for space, tab,

@@ -1,6 +1,7 @@
 package mountinfo
 
 import (
+	"os"
 	"strings"
 	"sync"
 
@@ -35,6 +36,11 @@ var networkMagic = map[int64]string{
 	0x47504653: "gpfs",
 	0x20030528: "orangefs",
 	0x19830326: "beegfs",
+	// A virtual machine's shared folders: the host's own folders, and two
+	// mounts of one show its files twice.
+	0x786f4256: "vboxsf",
+	0xbacbacbc: "vmhgfs",
+	0x7c7c6673: "prl_fs",
 }
 
 // fuseMagic is FUSE's statfs magic number, whatever the file system.
@@ -67,35 +73,59 @@ func NetworkType(fstype string) bool {
 
 // Classify says what file system the file open as fd is on.
 func Classify(fd int) (FS, error) {
-	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(fd, &sfs); err != nil {
-		return FS{}, err
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return FS{}, err
-	}
-	return classify(int64(sfs.Type), st.Dev, Self)
+	fs, _, _, err := classifyFD(fd)
+	return fs, err
 }
 
 // ClassifyPath says what file system the file at path is on (a symlink's
 // target's).
 func ClassifyPath(path string) (FS, error) {
-	fs, _, err := classifyPath(path)
+	fs, _, _, err := classifyPath(path)
 	return fs, err
 }
 
-func classifyPath(path string) (FS, uint64, error) {
+// classifyPath classifies the file at path as classifyFD does. It stats
+// the path first, as the walk does: that mounts what an automount point
+// stands for (an open with O_PATH would not).
+func classifyPath(path string) (FS, uint64, bool, error) {
 	var sfs unix.Statfs_t
 	if err := unix.Statfs(path, &sfs); err != nil {
-		return FS{}, 0, err
+		return FS{}, 0, false, err
 	}
 	var st unix.Stat_t
 	if err := unix.Stat(path, &st); err != nil {
-		return FS{}, 0, err
+		return FS{}, 0, false, err
 	}
-	fs, err := classify(int64(sfs.Type), st.Dev, Self)
-	return fs, st.Dev, err
+	if int64(sfs.Type)&0xffffffff != overlayMagic {
+		fs, err := classify(int64(sfs.Type), st.Dev, Self)
+		return fs, st.Dev, true, err
+	}
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return FS{}, 0, false, &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd)
+	return classifyFD(fd)
+}
+
+// classifyFD classifies the file open as fd, with its device; byDev is
+// false when that device does not name the file system (an overlay's file
+// may show its layer's): the answer then holds for this file alone.
+func classifyFD(fd int) (fs FS, dev uint64, byDev bool, err error) {
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &sfs); err != nil {
+		return FS{}, 0, false, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return FS{}, 0, false, err
+	}
+	if int64(sfs.Type)&0xffffffff == overlayMagic {
+		fs, byDev, err := classifyOverlay(fd, st.Dev, Self)
+		return fs, st.Dev, byDev, err
+	}
+	fs, err = classify(int64(sfs.Type), st.Dev, Self)
+	return fs, st.Dev, true, err
 }
 
 // classify names a file system by its statfs magic and, where the magic
@@ -107,7 +137,7 @@ func classify(magic int64, dev uint64, table string) (FS, error) {
 	}
 	ms, err := ReadFile(table)
 	if err != nil {
-		return FS{}, err
+		ms = nil // no table (no /proc): the magic says network, and nothing vouches for a FUSE mount
 	}
 	for i := len(ms) - 1; i >= 0; i-- {
 		if ms[i].Dev == dev {
@@ -137,8 +167,8 @@ func (c *Cache) Dev(dev uint64, path string) (FS, error) {
 	if ok {
 		return fs, nil
 	}
-	fs, on, err := classifyPath(path)
-	if err != nil || on != dev {
+	fs, on, byDev, err := classifyPath(path)
+	if err != nil || on != dev || !byDev {
 		return fs, err
 	}
 	c.mu.Lock()

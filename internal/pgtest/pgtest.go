@@ -133,6 +133,13 @@ func create(base, name, template string) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	q := "CREATE DATABASE " + name + " TEMPLATE " + template
+	if template == "template0" {
+		// A user's server sorts text by its locale unless told
+		// otherwise (Debian's clusters take the system's, en_US.UTF-8
+		// say): the tests' databases sort so too, so that nothing of
+		// the index rests on a byte order the server does not keep.
+		q += " LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LOCALE 'C'"
+	}
 	if _, err := c.ExecContext(ctx, q+" STRATEGY FILE_COPY"); err != nil {
 		if _, err := c.ExecContext(ctx, q); err != nil {
 			return fmt.Errorf("create database %s: %w", name, err)
