@@ -12,6 +12,7 @@ import (
 
 	"github.com/dupefs/dupefs/indexer/mountinfo"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // CheckResult says where the index already holds a file's content.
@@ -19,7 +20,9 @@ type CheckResult struct {
 	Path string // the file asked about, absolute
 	Size int64
 	// Matches are live indexed paths of other inodes with the same
-	// content: copies.
+	// content: copies. A copy on another host is named HOST:/path
+	// (naming.HostPath); it is trusted by its recorded hash, since it
+	// cannot be read from here.
 	Matches []string
 	// Unsure are paths of the same content on a network file system (all
 	// of them, when the file asked about is on one): such a path may show
@@ -63,12 +66,29 @@ func Check(ctx context.Context, db Sizes, path string) (CheckResult, error) {
 	if err != nil {
 		return res, err
 	}
+	remote, err := remoteRoots(ctx, db)
+	if err != nil {
+		return res, err
+	}
 	me := fileID{size: st.Size, mtimeNS: st.Mtim.Nano(), dev: st.Dev, ino: st.Ino}
 	c := &checker{algo: db.HashAlgo(), me: me, path: abs, buf: make([]byte, readChunk)}
 	var netfs mountinfo.Cache
 	unsure := !onLocalFS(&netfs, abs)
 	for i := range rows {
 		r := &rows[i]
+		if host, ok := remote[r.RootID]; ok {
+			if r.Missing || r.Content == nil {
+				continue
+			}
+			mine, err := c.fullSum(ctx)
+			if err != nil {
+				return res, err
+			}
+			if bytes.Equal(mine, r.Content) {
+				res.Matches = append(res.Matches, naming.HostPath(host, r.Path))
+			}
+			continue
+		}
 		if r.Missing || r.Path == abs {
 			continue
 		}
@@ -196,8 +216,31 @@ func hashPath(ctx context.Context, path string, id fileID, algo string, buf []by
 }
 
 // Sizes is what Check reads of the index (*store.Files has it): the
-// indexed files of one size, and the hash algorithm their sums are in.
+// indexed files of one size, the hash algorithm their sums are in, and
+// the roots of this host and of every host.
 type Sizes interface {
 	SizeRows(ctx context.Context, size int64) ([]store.HashRow, error)
 	HashAlgo() string
+	Roots(ctx context.Context) ([]store.Root, error)
+	AllRoots(ctx context.Context) ([]store.Root, error)
+}
+
+// remoteRoots maps the roots of other hosts to their host's name.
+func remoteRoots(ctx context.Context, db Sizes) (map[int64]string, error) {
+	mine, err := db.Roots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	all, err := db.AllRoots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := map[int64]string{}
+	for _, r := range all {
+		out[r.ID] = r.Host
+	}
+	for _, r := range mine {
+		delete(out, r.ID)
+	}
+	return out, nil
 }

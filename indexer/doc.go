@@ -26,10 +26,12 @@
 // processes hold, until every root is scanned and every candidate hashed;
 // then it folds what changed into the folder signatures. Rescan queues a
 // targeted scan of a few folders for the watcher (package indexer/watch).
-// A worker id (NewWorkerID) names the process, its boot and its pid
-// namespace, so a claim recovers at once the jobs of a process that
-// provably died (WorkerDead); any other worker's jobs wait for their
-// leases to expire.
+// A worker id (NewWorkerID) names the process, its host, machine, boot
+// and pid namespace, so a claim recovers at once the jobs of a process of
+// this machine that provably died (DeadOn); any other worker's jobs wait
+// for their leases to expire. A host claims only the jobs of its own roots
+// and hashes only its own files; it waits for the jobs other hosts hold,
+// since what they find may make its files candidates again.
 //
 // A job's lease is renewed every third of Config.LeaseTTL; a renewal that
 // finds the lease lost cancels the job's work with store.ErrLeaseLost, and

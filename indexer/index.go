@@ -35,6 +35,7 @@ type Core interface {
 	Write(ctx context.Context, fn func(tx *store.Tx) error) error
 	Path() string
 	HashAlgo() string
+	Host() store.Host
 }
 
 // FileRows reads roots, folders and file rows, and plans the hash runs
@@ -134,4 +135,5 @@ type MaintIndex interface {
 	PurgeBatch(ctx context.Context, j store.PurgeJob, limit int) (files, folders int64, err error)
 	FinishPurge(ctx context.Context, j store.PurgeJob, runErr error) error
 	TrimJobs(ctx context.Context, keep int) (int64, error)
+	Host() store.Host
 }

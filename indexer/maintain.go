@@ -104,7 +104,7 @@ type Maintainer struct {
 
 // NewMaintainer returns a Maintainer of db.
 func NewMaintainer(db MaintIndex, cfg MaintainConfig) *Maintainer {
-	return &Maintainer{db: db, cfg: cfg.withDefaults(), owner: NewWorkerID(), scheduled: time.Now()}
+	return &Maintainer{db: db, cfg: cfg.withDefaults(), owner: NewWorkerID(db.Host()), scheduled: time.Now()}
 }
 
 // Serve runs Step every Poll until ctx ends, then returns nil. While

@@ -57,7 +57,7 @@ type unfinished struct {
 // New returns an Indexer working on db.
 func New(db Index, cfg Config) *Indexer {
 	cfg = cfg.withDefaults()
-	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID(), notes: &readNotes{every: cfg.SayEvery, warn: cfg.Warn}}
+	ix := &Indexer{db: db, cfg: cfg, owner: NewWorkerID(db.Host()), notes: &readNotes{every: cfg.SayEvery, warn: cfg.Warn}}
 	ix.spindles = &spindles{mode: cfg.Rotational, sysfs: cfg.sysfs, mountinfo: cfg.mountinfo, notice: func(_ uint64, name string) {
 		cfg.Notice(fmt.Sprintf("%s rotates: its large files are read one at a time (--rotational no reads several)", name))
 	}}
@@ -175,7 +175,7 @@ func (ix *Indexer) drainFiles(ctx context.Context) (jobErr, err error) {
 		if err := ix.finishUnfinished(ctx); err != nil {
 			return jobErr, err
 		}
-		if _, err := ix.db.RecoverDead(ctx, WorkerDead); err != nil {
+		if _, err := ix.db.RecoverDead(ctx, DeadOn(ix.db.Host())); err != nil {
 			return jobErr, err
 		}
 		worked, err := ix.runClaimable(ctx, store.KindScan)
@@ -193,6 +193,11 @@ func (ix *Indexer) drainFiles(ctx context.Context) (jobErr, err error) {
 		active, err := ix.activeIndexJobs(ctx)
 		if err != nil {
 			return jobErr, err
+		}
+		if ix.othersAmong(active) {
+			// Another host's hash run may queue files of this one again:
+			// look at the queue once its jobs are done.
+			hashed = false
 		}
 		// Hash runs wait for every scan: a scan of another process may be
 		// loading a first index, without the indexes a plan needs, and
@@ -252,7 +257,7 @@ func (ix *Indexer) forgetSizes(ctx context.Context, done int64) {
 		return // kept: Drain drops it when the scans are over
 	}
 	for _, j := range active {
-		if j.Kind == store.KindScan && j.ID != done {
+		if j.Kind == store.KindScan && j.ID != done && j.HostID == ix.db.Host().ID {
 			return
 		}
 	}
@@ -327,20 +332,39 @@ func (ix *Indexer) hashNeeded(ctx context.Context, queued bool) (bool, error) {
 	return ix.db.AnyQueued(ctx)
 }
 
-// activeIndexJobs lists the scan and hash jobs still pending, running or
-// waiting to be retried.
+// activeIndexJobs lists the scan and hash jobs of this host still
+// pending, running or waiting to be retried, and those of other hosts
+// while their workers hold them or were queued or left within a lease's
+// time: what they find may queue files of this host again (a file of a
+// size only another host's scan makes shared), and a scan may be loading a
+// first index. A job another host left waiting longer ago is no reason to
+// wait here: that host may be gone.
 func (ix *Indexer) activeIndexJobs(ctx context.Context) ([]store.Job, error) {
 	all, err := ix.db.ActiveJobs(ctx)
 	if err != nil {
 		return nil, err
 	}
+	host := ix.db.Host().ID
 	var out []store.Job
 	for _, j := range all {
-		if j.Kind == store.KindScan || j.Kind == store.KindHash {
+		if j.Kind != store.KindScan && j.Kind != store.KindHash {
+			continue
+		}
+		if j.HostID == host || j.Status == store.StatusRunning || time.Since(j.UpdatedAt) < ix.cfg.LeaseTTL {
 			out = append(out, j)
 		}
 	}
 	return out, nil
+}
+
+// othersAmong reports whether a job of another host is among active.
+func (ix *Indexer) othersAmong(active []store.Job) bool {
+	for _, j := range active {
+		if j.HostID != ix.db.Host().ID {
+			return true
+		}
+	}
+	return false
 }
 
 func describeWait(j store.Job) string {

@@ -140,7 +140,7 @@ func NewThumbnailer(db ThumbIndex, cfg ThumbConfig) (*Thumbnailer, error) {
 		cfg.Warn(msg)
 	}
 	cfg.Dir = dir
-	return &Thumbnailer{db: db, cfg: cfg, owner: NewWorkerID(), budget: thumb.NewBudget(cfg.MemoryBudget)}, nil
+	return &Thumbnailer{db: db, cfg: cfg, owner: NewWorkerID(db.Host()), budget: thumb.NewBudget(cfg.MemoryBudget)}, nil
 }
 
 // ownCache refuses a thumbnail cache that is not this user's folder (one
@@ -254,7 +254,7 @@ func (t *Thumbnailer) pass(ctx context.Context, force bool) (bool, error) {
 		return false, err
 	}
 	t.roots = roots
-	if _, err := t.db.RecoverDead(ctx, WorkerDead); err != nil {
+	if _, err := t.db.RecoverDead(ctx, DeadOn(t.db.Host())); err != nil {
 		return false, err
 	}
 	var keep []string

@@ -176,12 +176,16 @@ func TestStaleThumbLeaseIsRequeued(t *testing.T) {
 	}
 }
 
-// deadWorkerID is the worker id of a process of this host, boot and pid
+// testHost is the host the tests' processes work as: the machine's name
+// and id, as a store opened with no Host registers.
+var testHost = store.Host{Name: func() string { h, _ := os.Hostname(); return h }(), MachineID: store.ReadMachineID()}
+
+// deadWorkerID is the worker id of a process of this machine, boot and pid
 // namespace that has ended.
 func deadWorkerID(tb testing.TB) string {
 	tb.Helper()
-	f := strings.Split(NewWorkerID(), "/")
-	f[3], f[4], f[5] = deadPid(tb), "12345", "dead"
+	f := strings.Split(NewWorkerID(testHost), "/")
+	f[4], f[5], f[6] = deadPid(tb), "12345", "dead"
 	return strings.Join(f, "/")
 }
 

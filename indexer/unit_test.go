@@ -224,15 +224,17 @@ func TestLinkCacheForgetsAnInodeAllOfWhoseLinksWereSeen(t *testing.T) {
 }
 
 func TestWorkerDead(t *testing.T) {
-	me := NewWorkerID()
+	self := store.Host{Name: "here", MachineID: "m1"}
+	dead := DeadOn(self)
+	me := NewWorkerID(self)
 	f := strings.Split(me, "/")
-	if len(f) != 6 || f[1] == unknown || f[2] == unknown {
-		t.Fatalf("worker id %q: want host/boot id/pid namespace/pid/start time/random, all known", me)
+	if len(f) != 7 || f[0] != "here" || f[1] != "m1" || f[2] == unknown || f[3] == unknown {
+		t.Fatalf("worker id %q: want host/machine id/boot id/pid namespace/pid/start time/random, all known", me)
 	}
-	if WorkerDead(me) {
+	if dead(me) {
 		t.Fatalf("this process (%s) reported dead", me)
 	}
-	host, boot, ns, pid := f[0], f[1], f[2], f[3]
+	host, machine, boot, ns, pid := f[0], f[1], f[2], f[3], f[4]
 	const otherBoot, otherNS = "0123456789abcdef0123456789abcdef", "4026531999"
 	gone := deadPid(t)
 	id := func(fields ...string) string { return strings.Join(fields, "/") }
@@ -241,24 +243,26 @@ func TestWorkerDead(t *testing.T) {
 		id   string
 		dead bool
 	}{
-		{"another start time: a later process with this pid", id(host, boot, ns, pid, "1", "x"), true},
-		{"a pid that is gone", id(host, boot, ns, gone, "2", "x"), true},
-		{"another boot of this host", id(host, otherBoot, ns, pid, f[4], "x"), true},
-		{"another boot, another pid namespace", id(host, otherBoot, otherNS, gone, "2", "x"), true},
-		{"another pid namespace, its pid gone here", id(host, boot, otherNS, gone, "2", "x"), false},
-		{"another pid namespace, another start time", id(host, boot, otherNS, pid, "1", "x"), false},
-		{"an unknown pid namespace", id(host, boot, unknown, gone, "2", "x"), false},
-		{"an unknown boot id", id(host, unknown, ns, gone, "2", "x"), false},
-		{"another host", id("otherhost", boot, ns, gone, "2", "x"), false},
-		{"another host, another boot", id("otherhost", otherBoot, ns, gone, "2", "x"), false},
-		{"an old id of this host", id(host, gone, "2", "x"), false},
-		{"an unparsable pid", id(host, boot, ns, "x", "2", "x"), false},
-		{"no start time", id(host, boot, ns, gone, "0", "x"), false},
+		{"another start time: a later process with this pid", id(host, machine, boot, ns, pid, "1", "x"), true},
+		{"a pid that is gone", id(host, machine, boot, ns, gone, "2", "x"), true},
+		{"another host name on this machine, its pid gone", id("other", machine, boot, ns, gone, "2", "x"), true},
+		{"another boot of this machine", id(host, machine, otherBoot, ns, pid, f[5], "x"), true},
+		{"another boot, another pid namespace", id(host, machine, otherBoot, otherNS, gone, "2", "x"), true},
+		{"another pid namespace, its pid gone here", id(host, machine, boot, otherNS, gone, "2", "x"), false},
+		{"another pid namespace, another start time", id(host, machine, boot, otherNS, pid, "1", "x"), false},
+		{"an unknown pid namespace", id(host, machine, boot, unknown, gone, "2", "x"), false},
+		{"an unknown boot id", id(host, machine, unknown, ns, gone, "2", "x"), false},
+		{"another machine of the same name", id(host, "m2", boot, ns, gone, "2", "x"), false},
+		{"another machine, another boot", id(host, "m2", otherBoot, ns, gone, "2", "x"), false},
+		{"an unknown machine", id(host, unknown, boot, ns, gone, "2", "x"), false},
+		{"an id of an older build", id(host, boot, ns, gone, "2", "x"), false},
+		{"an unparsable pid", id(host, machine, boot, ns, "x", "2", "x"), false},
+		{"no start time", id(host, machine, boot, ns, gone, "0", "x"), false},
 		{"nonsense", "nonsense", false},
 		{"empty", "", false},
 		{"too many fields", me + "/x", false},
 	} {
-		if got := WorkerDead(c.id); got != c.dead {
+		if got := dead(c.id); got != c.dead {
 			t.Errorf("%s (%q): dead %v, want %v", c.what, c.id, got, c.dead)
 		}
 	}

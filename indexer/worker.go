@@ -11,20 +11,23 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store"
 )
 
 // A worker id names the process that holds a lease:
-// "<host>/<boot id>/<pid namespace>/<pid>/<start time>/<random>". The boot
-// id (/proc/sys/kernel/random/boot_id, without dashes) names one run of
-// the kernel; the pid namespace is the inode of /proc/self/ns/pid ("0"
-// when unknown), since a pid means nothing outside its namespace: a
-// container may share the host's name and kernel and reuse its pids. The
-// start time (field 22 of /proc/<pid>/stat) tells a live process from a
-// later one that reused its pid. With them a claim recovers at once the
-// jobs of a process that provably died: one of this host, boot and pid
-// namespace whose pid is gone or started at another time, or one of an
-// earlier boot of this host. Any other worker may live: its leases expire
-// instead.
+// "<host>/<machine id>/<boot id>/<pid namespace>/<pid>/<start time>/<random>".
+// The host is the name the process works as (store.Host), the machine id
+// the one it registered with; the boot id (/proc/sys/kernel/random/boot_id,
+// without dashes) names one run of the kernel; the pid namespace is the
+// inode of /proc/self/ns/pid ("0" when unknown), since a pid means nothing
+// outside its namespace: a container may share the machine's kernel and
+// reuse its pids. The start time (field 22 of /proc/<pid>/stat) tells a
+// live process from a later one that reused its pid. With them a claim
+// recovers at once the jobs of a process that provably died: one of this
+// machine, boot and pid namespace whose pid is gone or started at another
+// time, or one of an earlier boot of this machine. Any other worker may
+// live (on another machine above all): its leases expire instead.
 
 // unknown stands for a boot id or pid namespace that could not be read.
 const unknown = "0"
@@ -61,17 +64,21 @@ var pidNS = sync.OnceValue(func() string {
 	return ino
 })
 
-func hostname() string {
-	host, _ := os.Hostname()
-	return idField(host)
-}
-
-// NewWorkerID returns a fresh id for this process.
-func NewWorkerID() string {
+// NewWorkerID returns a fresh id for this process, working as host h.
+func NewWorkerID(h store.Host) string {
 	pid := os.Getpid()
 	b := make([]byte, 4)
 	_, _ = rand.Read(b)
-	return fmt.Sprintf("%s/%s/%s/%d/%d/%s", hostname(), bootID(), pidNS(), pid, procStart(pid), hex.EncodeToString(b))
+	return fmt.Sprintf("%s/%s/%s/%s/%d/%d/%s", idField(h.Name), machineField(h), bootID(), pidNS(), pid, procStart(pid),
+		hex.EncodeToString(b))
+}
+
+// machineField is h's machine id as a field of a worker id.
+func machineField(h store.Host) string {
+	if m := idField(h.MachineID); m != "" {
+		return m
+	}
+	return unknown
 }
 
 // procStart returns the start time of a process in clock ticks since boot,
@@ -96,28 +103,34 @@ func procStart(pid int) uint64 {
 	return v
 }
 
-// WorkerDead reports whether a worker id names a process that provably no
-// longer runs: one of an earlier boot of this host, or one of this host,
-// boot and pid namespace whose pid is gone or started at another time.
-// Ids of other hosts or namespaces, old ids without a boot id, and ones it
+// DeadOn returns the test of a worker id that a process working as h
+// makes: whether the id names a process that provably no longer runs, one
+// of an earlier boot of h's machine, or one of h's machine, boot and pid
+// namespace whose pid is gone or started at another time. Ids of other
+// machines or namespaces, ids of a form of older builds, and ones it
 // cannot parse are never called dead: their leases expire instead.
-func WorkerDead(id string) bool {
+func DeadOn(h store.Host) func(id string) bool {
+	machine := machineField(h)
+	return func(id string) bool { return workerDead(machine, id) }
+}
+
+func workerDead(machine, id string) bool {
 	f := strings.Split(id, "/")
-	if len(f) != 6 {
+	if len(f) != 7 {
 		return false
 	}
-	host, boot, ns := f[0], f[1], f[2]
-	if host == "" || host != hostname() || boot == unknown || bootID() == unknown {
+	m, boot, ns := f[1], f[2], f[3]
+	if m == unknown || m != machine || boot == unknown || bootID() == unknown {
 		return false
 	}
 	if boot != bootID() {
-		return true // the host rebooted: no process of that boot runs
+		return true // the machine rebooted: no process of that boot runs
 	}
 	if ns == unknown || ns != pidNS() {
 		return false
 	}
-	pid, err1 := strconv.Atoi(f[3])
-	start, err2 := strconv.ParseUint(f[4], 10, 64)
+	pid, err1 := strconv.Atoi(f[4])
+	start, err2 := strconv.ParseUint(f[5], 10, 64)
 	if err1 != nil || err2 != nil || pid <= 0 || start == 0 {
 		return false
 	}

@@ -69,8 +69,8 @@ func (lg *Ledger) CreatePlan(ctx context.Context, ps PlanSpec, specs []ActionSpe
 	err = lg.db.Write(ctx, func(tx *Tx) error {
 		res = PlanResult{}
 		if err := tx.tx.QueryRowContext(tx.ctx, `INSERT INTO plans (op, options, created_at, worker_id, lease_expires_at,
-			uid, home_trash) VALUES (?, ?, `+nowSQL+`, ?, `+nowSQL+` + ?, ?, ?) RETURNING id`,
-			ps.Op, string(opts), nullStr(ps.Worker), ps.LeaseTTL.Milliseconds(), ps.UID, nullStr(ps.HomeTrash)).Scan(&res.ID); err != nil {
+			uid, home_trash, host_id) VALUES (?, ?, `+nowSQL+`, ?, `+nowSQL+` + ?, ?, ?, ?) RETURNING id`,
+			ps.Op, string(opts), nullStr(ps.Worker), ps.LeaseTTL.Milliseconds(), ps.UID, nullStr(ps.HomeTrash), tx.host).Scan(&res.ID); err != nil {
 			return classify("record plan", err)
 		}
 		p := &planner{tx: tx, res: &res, kept: map[string]string{}, acted: map[string]bool{}}

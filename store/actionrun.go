@@ -227,8 +227,8 @@ type OpenAction struct {
 	Now              time.Time // the index's clock, when it was read
 }
 
-// ReconcileCandidates lists the actions not ended yet (of plan, or of
-// every plan for 0), in id order, and the done ones an undo holds or left
+// ReconcileCandidates lists the actions of this host's plans not ended
+// yet (of plan, or of every plan for 0), in id order, and the done ones an undo holds or left
 // a step of, for reconcile and undo to judge whose run is gone.
 func (lg *Ledger) ReconcileCandidates(ctx context.Context, plan int64) ([]OpenAction, error) {
 	rows, err := lg.db.query(ctx, `SELECT `+actionCols+`,
@@ -238,7 +238,8 @@ func (lg *Ledger) ReconcileCandidates(ctx context.Context, plan int64) ([]OpenAc
 			SELECT id FROM actions WHERE state IN `+liveStates+` AND (?1 = 0 OR plan_id = ?1)
 			UNION ALL
 			SELECT id FROM actions WHERE `+undoingSQL+` AND (?1 = 0 OR plan_id = ?1))
-		ORDER BY id`, plan)
+		  AND plan_id IN `+hostPlans("?2")+`
+		ORDER BY id`, plan, lg.db.host.ID)
 	return collect("list open actions", rows, err, func(r rowScanner) (o OpenAction, err error) {
 		var expires sql.NullInt64
 		var now int64

@@ -185,18 +185,20 @@ type ActionQuery struct {
 	Limit  int
 }
 
-// Actions lists actions by id.
+// Actions lists the actions of this host's plans by id.
 func (lg *Ledger) Actions(ctx context.Context, q ActionQuery) ([]Action, error) {
 	if q.Limit <= 0 {
 		q.Limit = 1000
 	}
 	rows, err := lg.db.query(ctx, `SELECT `+actionCols+` FROM actions
-		WHERE (?1 = 0 OR plan_id = ?1) AND (?2 = '' OR state = ?2) AND id > ?3 ORDER BY id LIMIT ?4`,
-		q.PlanID, q.State, q.After, q.Limit)
+		WHERE (?1 = 0 OR plan_id = ?1) AND (?2 = '' OR state = ?2) AND id > ?3 AND plan_id IN `+hostPlans("?5")+`
+		ORDER BY id LIMIT ?4`, q.PlanID, q.State, q.After, q.Limit, lg.db.host.ID)
 	return collect("list actions", rows, err, scanAction)
 }
 
-// Plans lists plans, newest first (limit 0: all), or the one with id.
+// Plans lists this host's plans, newest first (limit 0: all), or the one
+// with id: the ledger is shared, and each host lists, runs and undoes its
+// own.
 func (lg *Ledger) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan, error) {
 	if limit <= 0 {
 		limit = -1
@@ -205,7 +207,7 @@ func (lg *Ledger) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan,
 		(SELECT json_group_object(state, n) FROM (SELECT state, count(*) AS n FROM actions WHERE plan_id = p.id GROUP BY state)),
 		(SELECT coalesce(sum(bytes_reclaimed), 0) FROM actions WHERE plan_id = p.id AND state = 'done'),
 		coalesce(p.worker_id, ''), p.lease_expires_at, coalesce(p.uid, -1), coalesce(p.home_trash, '')
-		FROM plans p WHERE (?1 = 0 OR p.id = ?1) ORDER BY p.id DESC LIMIT ?2`, id, limit)
+		FROM plans p WHERE (?1 = 0 OR p.id = ?1) AND p.host_id = ?3 ORDER BY p.id DESC LIMIT ?2`, id, limit, lg.db.host.ID)
 	if err != nil {
 		return nil, classify("list plans", err)
 	}
@@ -237,6 +239,6 @@ func (lg *Ledger) Plans(ctx context.Context, id int64, limit int) ([]ActionPlan,
 // another environment ($XDG_DATA_HOME set otherwise) must know them for
 // Trash folders too.
 func (lg *Ledger) HomeTrashes(ctx context.Context) ([]string, error) {
-	rows, err := lg.db.query(ctx, `SELECT DISTINCT home_trash FROM plans WHERE home_trash IS NOT NULL`)
+	rows, err := lg.db.query(ctx, `SELECT DISTINCT home_trash FROM plans WHERE home_trash IS NOT NULL AND host_id = ?`, lg.db.host.ID)
 	return collect("list home trashes", rows, err, scanValue[string])
 }

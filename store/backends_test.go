@@ -61,6 +61,14 @@ var onPostgres = []struct {
 	skip string
 }{
 	{TestCrossedKeepersAreRefused, ""},
+	{TestHostNameOfAnotherMachineIsRefused, ""},
+	{TestRootsBelongToTheirHost, ""},
+	{TestHostsClaimTheirOwnJobs, ""},
+	{TestForgetHost, ""},
+	{TestKeepersHoldAcrossHosts, ""},
+	{TestInodeNumbersOfTwoHostsAreTwoInodes, ""},
+	{TestHalfHashedFilesAnotherHostMatchedAreOwed, ""},
+	{TestOpenIndexOfRelease0013GivesItsRootsToTheHost, "SQLite only: upgrades of SQLite indexes of older releases"},
 	{TestDoneTrashPinsItsKeptFileUntilTheCopyIsBack, ""},
 	{TestActionStatesMoveOnlyForward, ""},
 	{TestActionLeasesAreFenced, ""},

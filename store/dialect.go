@@ -53,6 +53,20 @@ type dialect struct {
 	// quads are the rows of a JSON array of arrays of four integers (?1),
 	// as columns c0, c1, c2 and c3.
 	quads string
+	// inode names the inode of a row f of files where distinct inodes are
+	// counted: device and inode numbers mean something within one host
+	// only, and an SQLite index has one host.
+	inode string
+	// fileHost is the host of a row f of files, where a report tells
+	// hard links from copies ("0" on SQLite: one host).
+	fileHost string
+	// apartRows is true of two rows a and b of files that may lie on two
+	// hosts (of two roots), apartGroup of the rows of a GROUP BY: their
+	// device and inode numbers do not tell one inode. "" on SQLite.
+	apartRows, apartGroup string
+	// manyHosts: the index may hold the files of many hosts (hosts.go),
+	// and a host's plan looks at what other hosts' runs left it to do.
+	manyHosts bool
 }
 
 func (d *dialect) postgres() bool { return d == pgDialect }
@@ -82,6 +96,8 @@ var sqliteDialect = &dialect{
 	nextFileID: `max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'files'), 0), coalesce((SELECT max(id) FROM files), 0)) + 1`,
 	pairFiles:  `SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) ORDER BY key`,
 	quads:      `SELECT value ->> 0 AS c0, value ->> 1 AS c1, value ->> 2 AS c2, value ->> 3 AS c3 FROM json_each(?1)`,
+	inode:      `f.dev || ',' || f.ino`,
+	fileHost:   `0`,
 }
 
 // pgWriteLock is the advisory lock every writer of a PostgreSQL index
@@ -114,4 +130,9 @@ var pgDialect = &dialect{
 		FROM json_array_elements(CAST(?3 AS json)) WITH ORDINALITY AS j (e, k) ORDER BY k`,
 	quads: `SELECT CAST(e ->> 0 AS bigint) AS c0, CAST(e ->> 1 AS bigint) AS c1, CAST(e ->> 2 AS bigint) AS c2,
 		CAST(e ->> 3 AS bigint) AS c3 FROM json_array_elements(CAST(?1 AS json)) AS j (e)`,
+	inode:      `(SELECT r.host_id FROM roots r WHERE r.id = f.root_id) || ',' || f.dev || ',' || f.ino`,
+	fileHost:   `(SELECT r.host_id FROM roots r WHERE r.id = f.root_id)`,
+	apartRows:  ` OR b.root_id <> a.root_id`,
+	apartGroup: ` OR min(root_id) <> max(root_id)`,
+	manyHosts:  true,
 }

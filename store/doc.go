@@ -47,7 +47,9 @@
 //	            Begin, Tx), txstmts.go (the writer's statements, prepared
 //	            once), rows.go (collect), clock.go, lease.go (Lease,
 //	            Queue, KeepLease), checkpoint.go, status.go (Totals),
-//	            subsystems.go (the subsystem types); PostgreSQL:
+//	            subsystems.go (the subsystem types), hosts.go (who a
+//	            process works as: hosts, their roots, jobs and plans);
+//	            PostgreSQL:
 //	            dialect.go (what differs between the engines), pgopen.go,
 //	            pgdriver.go (the driver's rewriting), pgsql.go (the rewrites),
 //	            pgfeed.go (a Watcher's listener of the writers' notifications),

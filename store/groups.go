@@ -125,7 +125,7 @@ func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats
 	}
 	rows, err := tx.QueryContext(ctx, `
 		SELECT c.id, c.hash_algo, c.content_hash, c.size, c.file_count, c.inode_count, c.changed_at,
-		       f.id, f.root_id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns
+		       f.id, f.root_id, d.path, f.name, f.dev, f.ino, f.nlink, f.mtime_ns, `+fl.db.dialect.fileHost+`
 		  FROM `+selected+` c
 		  JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
 		  JOIN folders d ON d.id = f.folder_id
@@ -136,7 +136,7 @@ func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats
 	defer rows.Close()
 	var cur Group
 	var files []GroupFile
-	seen := map[[2]uint64]bool{}
+	seen := map[[3]uint64]bool{} // host, device, inode
 	flush := func() error {
 		if len(files) == 0 {
 			return nil
@@ -151,9 +151,9 @@ func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats
 		var f GroupFile
 		var changed int64
 		var dir, name string
-		var dev, ino, nlink int64
+		var dev, ino, nlink, host int64
 		if err := rows.Scan(&g.ContentID, &g.Algo, &g.Hash, &g.Size, &g.FileCount, &g.InodeCount, &changed,
-			&f.ID, &f.RootID, &dir, &name, &dev, &ino, &nlink, &f.MtimeNS); err != nil {
+			&f.ID, &f.RootID, &dir, &name, &dev, &ino, &nlink, &f.MtimeNS, &host); err != nil {
 			return classify("read groups", err)
 		}
 		if g.ContentID != cur.ContentID {
@@ -164,7 +164,7 @@ func (fl *Files) Report(ctx context.Context, q GroupQuery, stats func(GroupStats
 			cur = g
 		}
 		f.Path, f.Dev, f.Ino, f.Nlink = naming.JoinPath(dir, name), uint64(dev), uint64(ino), uint64(nlink)
-		k := [2]uint64{f.Dev, f.Ino}
+		k := [3]uint64{uint64(host), f.Dev, f.Ino}
 		f.HardLink = seen[k]
 		seen[k] = true
 		files = append(files, f)

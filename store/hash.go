@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/dupefs/dupefs/store/naming"
@@ -94,7 +95,7 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 			 WHERE (c.n > 0 OR c.size > ?1)
 			   AND EXISTS (SELECT 1 FROM files a WHERE a.size = c.size AND a.missing = 0
 			         AND EXISTS (SELECT 1 FROM files b WHERE b.size = c.size AND b.missing = 0
-			                       AND (b.ino <> a.ino OR b.dev <> a.dev)))`, []any{wholeUpTo}},
+			                       AND (b.ino <> a.ino OR b.dev <> a.dev` + tx.dialect.apartRows + `)))`, []any{wholeUpTo}},
 		// OR IGNORE as in HashBatch: constant values break no CHECK.
 		{"requeue bucket members", `UPDATE OR IGNORE files SET hash_status = 'pending', error = NULL
 			WHERE ` + unsettled + ` AND hash_status IN ('unique', 'failed') AND missing = 0
@@ -102,6 +103,14 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 		{"mark unique sizes", `UPDATE OR IGNORE files SET hash_status = 'unique'
 			WHERE ` + unsettled + ` AND hash_status = 'pending' AND missing = 0
 			  AND size NOT IN (SELECT size FROM temp.plan_sizes)`, nil},
+	}
+	if tx.dialect.manyHosts {
+		// Before the sizes are planned.
+		steps = slices.Insert(steps, 3, struct {
+			op, q string
+			args  []any
+		}{"look at files another host's run left half hashed",
+			`INSERT OR IGNORE INTO temp.plan_look (size) ` + partialOwed, []any{tx.host}})
 	}
 	for _, s := range steps {
 		if _, err := tx.exec(s.op, s.q, s.args...); err != nil {
@@ -116,12 +125,18 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 	return p, err
 }
 
-// AnyQueued reports whether a live file waits for the hash job (pending:
-// new, changed, or queued again by a read that found it changed).
+// AnyQueued reports whether a live file of this host waits for its hash
+// job: pending (new, changed, or queued again by a read that found it
+// changed), or, in an index of many hosts, hashed in part with a prefix
+// another host's file shares (partialOwed).
 func (jq *Jobs) AnyQueued(ctx context.Context) (bool, error) {
 	var any bool
+	owed := ""
+	if jq.db.dialect.manyHosts {
+		owed = ` OR EXISTS (` + partialOwed + `)`
+	}
 	err := jq.db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM files WHERE `+unsettled+`
-		AND hash_status = 'pending' AND missing = 0)`).Scan(&any)
+		AND hash_status = 'pending' AND missing = 0 AND root_id IN `+hostRoots("?1")+`)`+owed, jq.db.host.ID).Scan(&any)
 	return any, classify("look for queued files", err)
 }
 
@@ -172,8 +187,8 @@ func jsonInts(v []int64) string {
 	return string(b)
 }
 
-// Buckets loads the members of the given sizes that need work in a hash
-// pass, with every other row of their inodes (missing ones too, for their
+// Buckets loads the members of the given sizes, on this host, that need
+// work in a hash pass, with every other row of their inodes (missing ones too, for their
 // hashes), ordered by size (largest first), then inode, so hard links of one
 // inode are adjacent. The first pass wants the pending files (found through
 // files_unsettled), the second the partial ones.
@@ -184,19 +199,22 @@ func (fl *Files) Buckets(ctx context.Context, sizes []int64, want string) ([]Has
 	}
 	rows, err := fl.db.query(ctx, `WITH w AS (
 		SELECT id, size, ino, dev FROM files
-		 WHERE `+work+` AND missing = 0 AND size IN (SELECT value FROM json_each(?1)))
+		 WHERE `+work+` AND missing = 0 AND size IN (SELECT value FROM json_each(?1))
+		   AND root_id IN `+hostRoots("?3")+`)
 		SELECT `+hashRowCols+`
 		  FROM files f JOIN folders d ON d.id = f.folder_id
 		 WHERE f.id IN (SELECT id FROM w
 		                UNION
-		                SELECT s.id FROM w JOIN files s ON s.size = w.size AND s.ino = w.ino AND s.dev = w.dev)
-		 ORDER BY f.size DESC, f.ino, f.id`, jsonInts(sizes), want)
+		                SELECT s.id FROM w JOIN files s ON s.size = w.size AND s.ino = w.ino AND s.dev = w.dev
+		                 WHERE s.root_id IN `+hostRoots("?3")+`)
+		 ORDER BY f.size DESC, f.ino, f.id`, jsonInts(sizes), want, fl.db.host.ID)
 	return collect("read buckets", rows, err, scanHashRow)
 }
 
 // ReusableHash finds a hash recorded for the same inode with the same size
 // and mtime (a hard link, or the row of a file that moved), so the file
-// need not be read. It returns nil when there is none.
+// need not be read. It returns nil when there is none. Only files of this
+// host are looked at: device and inode numbers mean nothing on another.
 func (fl *Files) ReusableHash(ctx context.Context, size, mtimeNS int64, dev, ino uint64) (*FileHash, error) {
 	st := Stamp{Size: size, MtimeNS: mtimeNS, Dev: dev, Ino: ino}
 	hs, err := fl.ReusableHashes(ctx, []Stamp{st})
@@ -234,7 +252,8 @@ func (fl *Files) ReusableHashes(ctx context.Context, stamps []Stamp) (map[Stamp]
 		rows, err := fl.db.query(ctx, `SELECT f.size, f.mtime_ns, f.dev, f.ino, f.prefix_hash, f.content_hash
 			FROM (`+fl.db.dialect.quads+`) q JOIN files f ON f.size = q.c0 AND f.ino = q.c1 AND f.dev = q.c2
 			 AND f.mtime_ns = q.c3
-			WHERE f.content_hash IS NOT NULL OR f.prefix_hash IS NOT NULL`, string(b))
+			WHERE (f.content_hash IS NOT NULL OR f.prefix_hash IS NOT NULL) AND f.root_id IN `+hostRoots("?2"),
+			string(b), fl.db.host.ID)
 		type found struct {
 			st      Stamp
 			prefix  sql.NullInt64
@@ -263,7 +282,8 @@ func (fl *Files) ReusableHashes(ctx context.Context, stamps []Stamp) (map[Stamp]
 	return out, nil
 }
 
-// SizeRows loads every live member of one size bucket.
+// SizeRows loads every live member of one size bucket, on every host
+// (RootID tells whose).
 func (fl *Files) SizeRows(ctx context.Context, size int64) ([]HashRow, error) {
 	rows, err := fl.db.query(ctx, `SELECT `+hashRowCols+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
@@ -271,13 +291,14 @@ func (fl *Files) SizeRows(ctx context.Context, size int64) ([]HashRow, error) {
 	return collect("read bucket", rows, err, scanHashRow)
 }
 
-// BucketPage loads up to limit members of one (large) size bucket after the
+// BucketPage loads up to limit members on this host of one (large) size
+// bucket after the
 // keyset position (ino, id), ordered by (ino, id).
 func (fl *Files) BucketPage(ctx context.Context, size int64, afterIno uint64, afterID int64, limit int) ([]HashRow, error) {
 	rows, err := fl.db.query(ctx, `SELECT `+hashRowCols+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
-		WHERE f.size = ?1 AND (f.ino > ?2 OR (f.ino = ?2 AND f.id > ?3))
-		ORDER BY f.ino, f.id LIMIT ?4`, size, int64(afterIno), afterID, limit)
+		WHERE f.size = ?1 AND (f.ino > ?2 OR (f.ino = ?2 AND f.id > ?3)) AND f.root_id IN `+hostRoots("?5")+`
+		ORDER BY f.ino, f.id LIMIT ?4`, size, int64(afterIno), afterID, limit, fl.db.host.ID)
 	return collect("read bucket page", rows, err, scanHashRow)
 }
 
@@ -301,7 +322,7 @@ func (fl *Files) FullHashPlan(ctx context.Context, sizes []int64) ([]FullHashPai
 	rows, err := fl.db.query(ctx, `SELECT size, prefix_hash, sum(hash_status = 'partial') FROM files
 		WHERE size IN (SELECT value FROM json_each(?1)) AND missing = 0 AND prefix_hash IS NOT NULL
 		GROUP BY size, prefix_hash
-		HAVING (min(dev) <> max(dev) OR min(ino) <> max(ino)) AND max(hash_status = 'partial') = 1
+		HAVING (min(dev) <> max(dev) OR min(ino) <> max(ino)`+fl.db.dialect.apartGroup+`) AND max(hash_status = 'partial') = 1
 		ORDER BY size DESC`, jsonInts(sizes))
 	return collect("plan full hashes", rows, err, func(r rowScanner) (p FullHashPair, err error) {
 		err = r.Scan(&p.Size, &p.Prefix, &p.Partial)

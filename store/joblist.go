@@ -23,13 +23,13 @@ var queueArms = []string{
 	`SELECT ` + jobCols + ` FROM jobs`,
 	`SELECT id, '` + KindCheckpoint + `', status, CAST(NULL AS BIGINT), attempt, 0, worker_id, worker_heartbeat_at,
 		lease_expires_at, retry_after, error_code, error_message, 0, 0, CAST(NULL AS TEXT),
-		created_at, updated_at, started_at, finished_at FROM wal_maintenance_jobs`,
+		created_at, updated_at, started_at, finished_at, CAST(NULL AS BIGINT) FROM wal_maintenance_jobs`,
 	`SELECT id, '` + KindPurge + `', status, CAST(NULL AS BIGINT), attempt, 0, worker_id, worker_heartbeat_at,
 		lease_expires_at, CAST(NULL AS BIGINT), error_code, error_message, 0, files_purged + folders_purged, CAST(NULL AS TEXT),
-		created_at, updated_at, started_at, finished_at FROM purge_jobs`,
+		created_at, updated_at, started_at, finished_at, CAST(NULL AS BIGINT) FROM purge_jobs`,
 	`SELECT id, '` + KindThumbnailCleanup + `', status, CAST(NULL AS BIGINT), attempt, 0, worker_id, worker_heartbeat_at,
 		lease_expires_at, execute_after, error_code, error_message, 0, 0, CAST(NULL AS TEXT),
-		created_at, updated_at, CAST(NULL AS BIGINT), finished_at FROM thumbnail_cleanup_jobs`,
+		created_at, updated_at, CAST(NULL AS BIGINT), finished_at, CAST(NULL AS BIGINT) FROM thumbnail_cleanup_jobs`,
 }
 
 // queueRank is the place in queueArms of the queue holding a kind.

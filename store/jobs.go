@@ -46,6 +46,7 @@ type Job struct {
 	Kind           string
 	Status         string
 	RootID         int64 // 0 for jobs not tied to a root
+	HostID         int64 // the host whose worker may claim it (0: any)
 	Attempt        int64
 	MaxAttempts    int64
 	WorkerID       string
@@ -65,29 +66,30 @@ type Job struct {
 
 const jobCols = `id, kind, status, root_id, attempt, max_attempts, worker_id, worker_heartbeat_at,
 	lease_expires_at, retry_after, error_code, error_message, progress, processed_items, checkpoint,
-	created_at, updated_at, started_at, finished_at`
+	created_at, updated_at, started_at, finished_at, host_id`
 
 type rowScanner interface{ Scan(dest ...any) error }
 
 func scanJob(r rowScanner) (Job, error) {
 	var j Job
-	var root, hb, lease, retry, started, finished, created, updated sql.NullInt64
+	var root, hb, lease, retry, started, finished, created, updated, host sql.NullInt64
 	var worker, code, msg, cp sql.NullString
 	err := r.Scan(&j.ID, &j.Kind, &j.Status, &root, &j.Attempt, &j.MaxAttempts, &worker, &hb,
 		&lease, &retry, &code, &msg, &j.Progress, &j.ProcessedItems, &cp,
-		&created, &updated, &started, &finished)
+		&created, &updated, &started, &finished, &host)
 	if err != nil {
 		return j, err
 	}
-	j.RootID = root.Int64
+	j.RootID, j.HostID = root.Int64, host.Int64
 	j.WorkerID, j.ErrorCode, j.ErrorMessage, j.Checkpoint = worker.String, code.String, msg.String, cp.String
 	j.HeartbeatAt, j.LeaseExpiresAt, j.RetryAfter = fromMS(hb), fromMS(lease), fromMS(retry)
 	j.CreatedAt, j.UpdatedAt, j.StartedAt, j.FinishedAt = fromMS(created), fromMS(updated), fromMS(started), fromMS(finished)
 	return j, nil
 }
 
-// Enqueue adds a pending job of kind (for rootID, or none when 0) unless an
-// active one (pending, running or retryable) exists; the partial unique
+// Enqueue adds a pending job of kind (for rootID, or none when 0) for this
+// process's host unless an active one (pending, running or retryable)
+// exists: one scan per root, one hash job per host; the partial unique
 // indexes make that check atomic across processes. It returns the id of the
 // active job either way, and whether it was created now.
 func (jq *Jobs) Enqueue(ctx context.Context, kind string, rootID int64) (id int64, created bool, err error) {
@@ -102,27 +104,29 @@ func (jq *Jobs) Enqueue(ctx context.Context, kind string, rootID int64) (id int6
 func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
 	root := sql.NullInt64{Int64: rootID, Valid: rootID != 0}
 	var id int64
-	err := tx.queryRowP(`INSERT INTO jobs (kind, root_id, status, created_at, updated_at)
-		VALUES (?, ?, 'pending', `+nowSQL+`, `+nowSQL+`) ON CONFLICT DO NOTHING RETURNING id`, kind, root).Scan(&id)
+	host := tx.host
+	err := tx.queryRowP(`INSERT INTO jobs (kind, root_id, status, created_at, updated_at, host_id)
+		VALUES (?, ?, 'pending', `+nowSQL+`, `+nowSQL+`, ?) ON CONFLICT DO NOTHING RETURNING id`, kind, root, host).Scan(&id)
 	if err == nil {
 		return id, true, nil
 	}
 	if !errors.Is(err, sql.ErrNoRows) {
 		return 0, false, classify("enqueue "+kind, err)
 	}
-	err = tx.queryRowP(`SELECT id FROM jobs WHERE kind = ? AND root_id IS ?
-		AND status IN ('pending', 'running', 'retryable')`, kind, root).Scan(&id)
+	err = tx.queryRowP(`SELECT id FROM jobs WHERE kind = ?1 AND root_id IS ?2
+		AND (?2 IS NOT NULL OR host_id = ?3) AND status IN ('pending', 'running', 'retryable')`, kind, root, host).Scan(&id)
 	return id, false, classify("find active "+kind, err)
 }
 
 // Claim recovers expired leases and then claims the oldest claimable job of
-// kind (pending, or retryable past its retry_after) for owner, in one
-// UPDATE ... RETURNING. It returns ErrNotFound when there is none.
+// kind (pending, or retryable past its retry_after) of this process's host
+// for owner, in one UPDATE ... RETURNING. It returns ErrNotFound when there
+// is none.
 func (jq *Jobs) Claim(ctx context.Context, kind, owner string, ttl time.Duration) (Job, Lease, error) {
 	j, l, err := claimRow(ctx, jq.db, QueueJobs, owner, ttl, func(tx *Tx, id int64) (Job, error) {
 		j, err := scanJob(tx.queryRowP("SELECT "+jobCols+" FROM jobs WHERE id = ?", id))
 		return j, classify("read job", err)
-	}, "kind = ?4", kind)
+	}, "kind = ?4 AND host_id = ?5", kind, jq.db.host.ID)
 	if err != nil {
 		return Job{}, Lease{}, err
 	}
@@ -260,8 +264,8 @@ func (jq *Jobs) EnqueueScanWith(ctx context.Context, rootID int64, fn func(statu
 		case v != MergeWrite:
 			return nil
 		case errors.Is(err, sql.ErrNoRows):
-			_, err = tx.exec("enqueue scan", `INSERT INTO jobs (kind, root_id, status, checkpoint, created_at, updated_at)
-				VALUES ('scan', ?, 'pending', ?, `+nowSQL+`, `+nowSQL+`)`, rootID, next)
+			_, err = tx.exec("enqueue scan", `INSERT INTO jobs (kind, root_id, status, checkpoint, created_at, updated_at, host_id)
+				VALUES ('scan', ?, 'pending', ?, `+nowSQL+`, `+nowSQL+`, (SELECT host_id FROM roots WHERE id = ?))`, rootID, next, rootID)
 			return err
 		case status == StatusRunning:
 			verdict = MergeBusy

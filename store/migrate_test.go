@@ -187,6 +187,7 @@ var landed = map[string]string{
 	"0012_group_waste.sql":            "c247c270225356dbaf2fbf548c376d82fa4f13b86fcd219eb2d7b3d54fd3e5af",
 	"0013_lighter_files.sql":          "a7369b074887d62b7273ba1ede9450015b3d1bfd13a395f00e23650d11195967",
 	"0014_root_network.sql":           "cf6ca70a3721cd6bc559eff61e29118479ab2d9ae221f6febd93579e5b5c334a",
+	"0015_hosts.sql":                  "4dd4f566ed68f36dad2a7dafab12641f9e18adcdf444177cc65d22a6b2c8c2da",
 }
 
 // landedPostgres pins the PostgreSQL migrations the same way.
@@ -194,6 +195,7 @@ var landedPostgres = map[string]string{
 	"0001_init.sql":         "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
 	"0002_root_network.sql": "7a0d47297fb3be263238e41f1bbfe9cb80e84d7aeb998b6f2eb86244074692a7",
 	"0003_text_bytes.sql":   "9adb165ded6255f7a9edbd32f162685990b52208ed73a82a832cf4caf30d2bde",
+	"0004_hosts.sql":        "2d8bd7811d8a1ca342003e586745a68d0adbb399fd6cbf7342f70cb130ecb706",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

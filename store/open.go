@@ -120,6 +120,9 @@ func openReadWrite(ctx context.Context, abs string, opts Options) (*DB, error) {
 	if err := db.finishStrandedBulkLoad(ctx); err != nil {
 		return fail(err)
 	}
+	if err := db.registerHost(ctx, opts.Host, opts.NoHost); err != nil {
+		return fail(err)
+	}
 	db.r, err = sql.Open("sqlite", base+fmt.Sprintf("&mode=ro&_pragma=query_only(1)&_pragma=cache_size(-%d)", opts.ReadCacheKiB))
 	if err != nil {
 		return fail(classify("open index", err))
@@ -180,6 +183,10 @@ func openReadOnly(ctx context.Context, abs string, opts Options) (*DB, error) {
 		return nil, err
 	}
 	if err := db.readHashAlgo(ctx); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := db.lookupHost(ctx, opts.Host, opts.NoHost); err != nil {
 		db.Close()
 		return nil, err
 	}

@@ -123,6 +123,11 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 		if err := db.readHashAlgo(ctx); err != nil {
 			return fail(err)
 		}
+		if err := db.lookupHost(ctx, opts.Host, opts.NoHost); err != nil {
+			return fail(err)
+		}
+	} else if err := db.registerHost(ctx, opts.Host, opts.NoHost); err != nil {
+		return fail(err)
 	}
 	return db, nil
 }

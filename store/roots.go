@@ -32,6 +32,9 @@ type Root struct {
 	// WatchNote is what a running watcher says of a root it follows in
 	// part only ("" when it follows it whole, or none runs).
 	WatchNote string
+	// HostID and Host name the host the root belongs to.
+	HostID int64
+	Host   string
 }
 
 // RootSpec is what AddRoot is asked to add. Path must be absolute and clean.
@@ -55,14 +58,15 @@ const (
 
 const rootCols = `id, path, follow_symlinks, one_file_system, network, excludes, created_at, last_scan_at,
 	file_count, folder_count, total_bytes,
-	CASE WHEN watch_note_until > ` + nowSQL + ` THEN coalesce(watch_note, '') ELSE '' END`
+	CASE WHEN watch_note_until > ` + nowSQL + ` THEN coalesce(watch_note, '') ELSE '' END,
+	host_id, coalesce((SELECT h.name FROM hosts h WHERE h.id = roots.host_id), '')`
 
 func scanRoot(r rowScanner) (Root, error) {
 	var rt Root
 	var ex string
 	var created, last sql.NullInt64
 	err := r.Scan(&rt.ID, &rt.Path, &rt.FollowSymlinks, &rt.OneFileSystem, &rt.Network, &ex, &created, &last,
-		&rt.FileCount, &rt.FolderCount, &rt.TotalBytes, &rt.WatchNote)
+		&rt.FileCount, &rt.FolderCount, &rt.TotalBytes, &rt.WatchNote, &rt.HostID, &rt.Host)
 	if err != nil {
 		return rt, err
 	}
@@ -73,9 +77,15 @@ func scanRoot(r rowScanner) (Root, error) {
 	return rt, nil
 }
 
-// Roots lists every root, by path.
+// Roots lists the roots of this process's host, by path.
 func (fl *Files) Roots(ctx context.Context) ([]Root, error) {
-	return scanRoots(fl.db.query(ctx, "SELECT "+rootCols+" FROM roots ORDER BY path"))
+	return scanRoots(fl.db.query(ctx, "SELECT "+rootCols+" FROM roots WHERE host_id = ? ORDER BY path", fl.db.host.ID))
+}
+
+// AllRoots lists the roots of every host, by host name and path.
+func (fl *Files) AllRoots(ctx context.Context) ([]Root, error) {
+	return scanRoots(fl.db.query(ctx, `SELECT `+rootCols+` FROM roots
+		ORDER BY (SELECT h.name FROM hosts h WHERE h.id = roots.host_id), path`))
 }
 
 // scanRoots reads the rows of a query of rootCols.
@@ -92,9 +102,9 @@ func (fl *Files) Root(ctx context.Context, id int64) (Root, error) {
 	return r, classify("read root", err)
 }
 
-// RootByPath reads one root by its exact path.
+// RootByPath reads one root of this host by its exact path.
 func (fl *Files) RootByPath(ctx context.Context, path string) (Root, error) {
-	r, err := scanRoot(fl.db.queryRow(ctx, "SELECT "+rootCols+" FROM roots WHERE path = ?", path))
+	r, err := scanRoot(fl.db.queryRow(ctx, "SELECT "+rootCols+" FROM roots WHERE path = ? AND host_id = ?", path, fl.db.host.ID))
 	if errors.Is(err, sql.ErrNoRows) {
 		return r, fmt.Errorf("root %s: %w", path, ErrNotFound)
 	}
@@ -105,10 +115,15 @@ func (fl *Files) RootByPath(ctx context.Context, path string) (Root, error) {
 // and returns that root (RootCovered). A path that contains existing roots
 // absorbs them: their folders, files (with their hashes) and scan history
 // move to the new root, so nothing is read again. With update set, the
-// options of an existing root are replaced by spec's.
+// options of an existing root are replaced by spec's. The root belongs to
+// this process's host. A folder's path is one row fleet-wide, so a path
+// that is, holds or lies in a root of another host is refused.
 func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root, AddOutcome, error) {
 	if !strings.HasPrefix(spec.Path, "/") {
 		return Root{}, 0, fmt.Errorf("add root %q: path must be absolute", spec.Path)
+	}
+	if fl.db.host.ID == 0 {
+		return Root{}, 0, fmt.Errorf("add root %s: %w", spec.Path, ErrReadOnly)
 	}
 	if spec.Excludes == nil {
 		spec.Excludes = []string{}
@@ -126,6 +141,13 @@ func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root,
 		}
 		var inner []Root
 		for _, r := range existing {
+			if r.HostID != fl.db.host.ID {
+				if r.Path == spec.Path || naming.Below(r.Path, spec.Path) || naming.Below(spec.Path, r.Path) {
+					return fmt.Errorf("add root %s: %w: it overlaps root %s of host %s, and one index holds a path "+
+						"for one host only", spec.Path, ErrRootOfOtherHost, r.Path, r.Host)
+				}
+				continue
+			}
 			switch {
 			case r.Path == spec.Path:
 				id, outcome = r.ID, RootExists
@@ -146,8 +168,8 @@ func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root,
 			}
 		}
 		err = tx.tx.QueryRowContext(tx.ctx, `INSERT INTO roots (path, follow_symlinks, one_file_system,
-			network, excludes, created_at) VALUES (?, ?, ?, ?, ?, `+nowSQL+`) RETURNING id`,
-			spec.Path, spec.FollowSymlinks, spec.OneFileSystem, spec.Network, string(ex)).Scan(&id)
+			network, excludes, created_at, host_id) VALUES (?, ?, ?, ?, ?, `+nowSQL+`, ?) RETURNING id`,
+			spec.Path, spec.FollowSymlinks, spec.OneFileSystem, spec.Network, string(ex), fl.db.host.ID).Scan(&id)
 		if err != nil {
 			return classify("add root", err)
 		}

@@ -39,6 +39,12 @@ type Options struct {
 	// on a read-only file system, on an index owned by another user and
 	// on a full disk. Every write fails with ErrReadOnly.
 	ReadOnly bool
+	// Host is who the process works as (hosts.go); an empty Name is the
+	// machine's host name, an empty MachineID the machine's id.
+	Host Host
+	// NoHost opens the index as no host: nothing registered, no roots or
+	// jobs of its own (the commands that list, rename and forget hosts).
+	NoHost bool
 	// Notice hears what Open changed on its own: an index of this user's
 	// that others could read, made private. May be nil.
 	Notice func(string)
@@ -50,6 +56,7 @@ type DB struct {
 	w        *sql.DB // exactly one connection: every write of the process
 	r        *sql.DB // read-only pool
 	hashAlgo string
+	host     Host     // who this process works as (hosts.go)
 	dialect  *dialect // the engine's differences (dialect.go)
 
 	stmts sync.Map   // query text -> *sql.Stmt on the read pool

@@ -58,3 +58,7 @@ func (fo *Folders) HashAlgo() string { return fo.db.hashAlgo }
 func (fo *Folders) SubtreeContents(ctx context.Context, dir string) ([]SubtreeFile, bool, error) {
 	return fo.db.View().SubtreeContents(ctx, dir)
 }
+
+// Host is the host this process works as (the maintainer names its
+// workers by it).
+func (mt *Maint) Host() Host { return mt.db.host }

@@ -107,13 +107,13 @@ type ThumbSource struct {
 	MtimeNS int64
 }
 
-// ThumbSources lists up to 16 live copies of a group, oldest first: the
-// files a thumbnail may be made from.
+// ThumbSources lists up to 16 live copies of a group on this host, oldest
+// first: the files a thumbnail may be made from here.
 func (th *Thumbs) ThumbSources(ctx context.Context, contentID int64) ([]ThumbSource, error) {
 	rows, err := th.db.query(ctx, `SELECT d.path, f.name, f.size, f.mtime_ns FROM contents c
 		JOIN files f ON f.content_hash = c.content_hash AND f.missing = 0
 		JOIN folders d ON d.id = f.folder_id
-		WHERE c.id = ? ORDER BY f.id LIMIT 16`, contentID)
+		WHERE c.id = ? AND f.root_id IN `+hostRoots("?")+` ORDER BY f.id LIMIT 16`, contentID, th.db.host.ID)
 	return collect("read thumbnail sources", rows, err, func(r rowScanner) (s ThumbSource, err error) {
 		var dir, name string
 		err = r.Scan(&dir, &name, &s.Size, &s.MtimeNS)

@@ -54,6 +54,8 @@ type Tx struct {
 	algo string
 	// dialect is the engine's (dialect.go).
 	dialect *dialect
+	// host is the row of the process's host (hosts.go).
+	host int64
 }
 
 // noteSize marks a size bucket changed: the hash job will plan it.
@@ -118,7 +120,7 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx := &Tx{ctx: bg, parent: ctx, tx: sqltx, conn: conn, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect}
+	tx := &Tx{ctx: bg, parent: ctx, tx: sqltx, conn: conn, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect, host: db.host.ID}
 	if db.dialect.writeLock != "" {
 		if _, err := sqltx.ExecContext(bg, db.dialect.writeLock); err != nil {
 			tx.Rollback()
@@ -324,13 +326,15 @@ func (tx *Tx) exec(op, query string, args ...any) (sql.Result, error) {
 // hard links alone are no group. A content gets a row when it first becomes
 // a group and keeps it (and its id) from then on. changed_at and change_seq
 // move with every change of its files (a copy that moved keeps the counts
-// but changes the group's listing).
-const recountQuery = `
+// but changes the group's listing). inode is the dialect's name of an
+// inode (dialect.inode): on PostgreSQL, of its host's too.
+func recountQuery(inode string) string {
+	return `
 INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
 SELECT c.hash_algo, c.content_hash, c.size, c.files, c.inodes, ` + nowSQL + `,
        (SELECT value FROM counters WHERE name = 'change_seq')
   FROM (SELECT d.hash_algo, d.content_hash, coalesce(max(f.size), 0) AS size, count(f.id) AS files,
-               count(DISTINCT f.dev || ',' || f.ino) AS inodes
+               count(DISTINCT ` + inode + `) AS inodes
           FROM content_dirty d
           LEFT JOIN files f ON f.content_hash = d.content_hash AND f.missing = 0
          GROUP BY d.hash_algo, d.content_hash) c
@@ -341,6 +345,7 @@ ON CONFLICT (hash_algo, content_hash) DO UPDATE SET
        inode_count = excluded.inode_count,
        changed_at = excluded.changed_at,
        change_seq = excluded.change_seq`
+}
 
 func (tx *Tx) recountContents() error {
 	if bulk, err := tx.bulkOn(); err != nil || bulk {
@@ -371,7 +376,7 @@ func (tx *Tx) recountContents() error {
 	if _, err := tx.exec("bump change sequence", "UPDATE counters SET value = value + 1 WHERE name = 'change_seq'"); err != nil {
 		return err
 	}
-	if _, err := tx.exec("recount groups", recountQuery); err != nil {
+	if _, err := tx.exec("recount groups", recountQuery(tx.dialect.inode)); err != nil {
 		return err
 	}
 	_, err := tx.exec("clear touched groups", "DELETE FROM content_dirty")

@@ -187,7 +187,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		}
 		sel.Trashes = trashes
 		p := &act.Progress{}
-		cfg := runnerConfig(roots, opts.LeaseTTL, p, con)
+		cfg := runnerConfig(db.Host(), roots, opts.LeaseTTL, p, con)
 		cfg.Hook, cfg.Trashes = pauseAt(opts.PauseAt), trashes
 		run := act.NewRunner(act.IndexOf(db), cfg)
 		// What dead runs left comes first: this run acts on its own plan
@@ -251,7 +251,7 @@ func reconcileDead(ctx context.Context, db *store.DB, con *console) error {
 	if err != nil {
 		return err
 	}
-	rep, err := act.NewRunner(act.IndexOf(db), runnerConfig(roots, 0, nil, con)).Reconcile(ctx, 0, false)
+	rep, err := act.NewRunner(act.IndexOf(db), runnerConfig(db.Host(), roots, 0, nil, con)).Reconcile(ctx, 0, false)
 	printReconcile(con, rep, false)
 	return err
 }
@@ -279,13 +279,13 @@ func knownTrashes(ctx context.Context, ledger interface {
 }
 
 // runnerConfig is the configuration of this process's runner of actions.
-func runnerConfig(roots []store.Root, ttl time.Duration, p *act.Progress, con *console) act.Config {
+func runnerConfig(host store.Host, roots []store.Root, ttl time.Duration, p *act.Progress, con *console) act.Config {
 	var paths []string
 	for _, r := range roots {
 		paths = append(paths, r.Path)
 	}
-	return act.Config{Roots: paths, HomeTrash: homeTrash(), UID: os.Getuid(), Owner: indexer.NewWorkerID(),
-		Dead: indexer.WorkerDead, LeaseTTL: ttl, Progress: p, Warn: con.Warn}
+	return act.Config{Roots: paths, HomeTrash: homeTrash(), UID: os.Getuid(), Owner: indexer.NewWorkerID(host),
+		Dead: indexer.DeadOn(host), LeaseTTL: ttl, Progress: p, Warn: con.Warn}
 }
 
 // pauseAt is a hook that stops the process at step, once: a test then

@@ -15,7 +15,7 @@ import (
 
 // The exit codes the code returns, as the README and the man page list them.
 var exitCodes = []int{ExitOK, ExitNotFound, ExitError, ExitUsage, ExitNoRoot, ExitBadIndex, ExitDiskFull,
-	ExitMount, ExitNotReady, ExitServer, ExitInterrupted}
+	ExitMount, ExitNotReady, ExitServer, ExitHostClash, ExitInterrupted}
 
 // manSection is the text of the man page's section name, up to the next.
 func manSection(t *testing.T, page, name string) string {

@@ -14,13 +14,18 @@ import (
 
 // globalOptions are the flags every command shares.
 type globalOptions struct {
-	DB       string    // --db: the index file, or a postgres:// URL
-	CacheDir string    // --cache-dir: the thumbnail cache
-	Stderr   io.Writer // notices of what opening the index changed (nil: none)
+	DB   string // --db: the index file, or a postgres:// URL
+	Host string // --host (DUPEFS_HOST): "" is the machine's host name
+	// MachineID stands in for the machine's id (DUPEFS_MACHINE_ID, for
+	// tests that play two machines on one): "" is /etc/machine-id.
+	MachineID string
+	CacheDir  string    // --cache-dir: the thumbnail cache
+	Stderr    io.Writer // notices of what opening the index changed (nil: none)
 }
 
 func globalsFrom(c *cli.Context) globalOptions {
-	return globalOptions{DB: c.String("db"), CacheDir: c.String("cache-dir"), Stderr: c.App.ErrWriter}
+	return globalOptions{DB: c.String("db"), Host: c.String("host"), MachineID: os.Getenv("DUPEFS_MACHINE_ID"),
+		CacheDir: c.String("cache-dir"), Stderr: c.App.ErrWriter}
 }
 
 // defaultDB is $XDG_STATE_HOME/dupefs/index.db, ~/.local/state by default.
@@ -57,6 +62,7 @@ type openOpts struct {
 	readOnly  bool   // read commands: never write, never wait for a writer
 	hashAlgo  string // --hash of index
 	batch     bool   // `dupefs index`: small page caches (see openIndex)
+	anyHost   bool   // the host commands: work as no host (a clash of --host is what they resolve)
 }
 
 // openIndex opens the index named by --db.
@@ -64,7 +70,13 @@ func openIndex(ctx context.Context, g globalOptions, o openOpts) (*store.DB, err
 	if g.DB == "" {
 		return nil, usageErrorf("--db must not be empty")
 	}
-	so := store.Options{Path: g.DB, MustExist: o.mustExist, ReadOnly: o.readOnly, HashAlgo: o.hashAlgo}
+	if g.Host != "" {
+		if err := store.CheckHostName(g.Host); err != nil {
+			return nil, usageErrorf("--host: %v", err)
+		}
+	}
+	so := store.Options{Path: g.DB, MustExist: o.mustExist, ReadOnly: o.readOnly, HashAlgo: o.hashAlgo,
+		Host: store.Host{Name: g.Host, MachineID: g.MachineID}, NoHost: o.anyHost}
 	if g.Stderr != nil {
 		so.Notice = func(msg string) { fmt.Fprintln(g.Stderr, "dupefs: "+msg) }
 	}

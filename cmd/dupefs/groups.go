@@ -23,6 +23,7 @@ type groupsOptions struct {
 	MinCount string // "": any; else a number of paths, at least 2
 	Limit    int    // 0: all
 	After    string // a cursor printed by an earlier report
+	Local    bool   // --local: this host's copies only
 	Args     []string
 }
 
@@ -43,6 +44,7 @@ func groupsCommand() *cli.Command {
 			&cli.StringFlag{Name: "min-count", Usage: "only groups of at least `N` paths (N >= 2)"},
 			&cli.IntFlag{Name: "limit", Usage: "at most `N` groups (0: all)"},
 			&cli.StringFlag{Name: "after", Usage: "start after `CURSOR` (printed on stderr when --limit cut the report)"},
+			&cli.BoolFlag{Name: "local", Usage: "only this host's copies, and only groups of two or more here (an index many hosts share)"},
 		},
 		Action: func(c *cli.Context) error {
 			if err := noArgs(c); err != nil {
@@ -53,7 +55,7 @@ func groupsCommand() *cli.Command {
 			}
 			opts := groupsOptions{Format: c.String("format"), MinSize: c.Int64("min-size"),
 				MinCount: c.String("min-count"), Limit: c.Int("limit"),
-				After: c.String("after"), Args: os.Args}
+				After: c.String("after"), Local: c.Bool("local"), Args: os.Args}
 			return runGroups(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
 	}
@@ -115,6 +117,10 @@ func runGroups(ctx context.Context, g globalOptions, opts groupsOptions, stdout,
 		case "csv":
 			w = newCSVReport(out)
 		}
+		hp, err := newHostPaths(ctx, db, opts.Local)
+		if err != nil {
+			return err
+		}
 		var last store.Group
 		n := 0
 		err = db.Files().Report(ctx, q, w.header, func(g store.Group, files []store.GroupFile) error {
@@ -123,6 +129,10 @@ func runGroups(ctx context.Context, g globalOptions, opts groupsOptions, stdout,
 			}
 			last = g
 			n++
+			files, ok := hp.files(files)
+			if !ok {
+				return nil
+			}
 			return w.group(g, files)
 		})
 		if err == nil {

@@ -600,6 +600,35 @@ by its lease; a file an action refers to while it is under way or done (it
 can be undone) is kept, as is every row of a root a scan is working on.
 status counts the rows that wait. SIGINT or SIGTERM ends index with exit
 130 at any moment, with nothing half-written; mount exits 130 once it has unmounted.
+.SH MANY HOSTS
+Several machines may share one PostgreSQL index (--db postgres://...), each
+indexing its own disks. Every process works as a host: --host NAME
+(DUPEFS_HOST; the machine's host name by default), registered with the
+machine's /etc/machine-id (or /var/lib/dbus/machine-id). A root belongs to
+its host; a path that is, holds or lies in another host's root is refused.
+A host claims only the scan and hash jobs of its own roots (one hash run per
+host at a time) and reads only its own files; a worker of a process that is
+gone is taken over at once only on the same machine (machine id, boot and
+pid namespace), otherwise when its lease expires. An indexer waits for the
+jobs other hosts hold, or queued within a lease's time, since what they find
+may make its own files candidates again; a file of a host that stopped
+before then is read at its next index. Device and inode numbers are
+compared within one host only.
+.PP
+groups, check and folders print a copy on another host as HOST:/path and
+one on this host as its path; groups --local keeps this host's copies, and
+the groups of two or more here, for fclones or duperemove. status shows
+every host: its roots and files, its last scan and whether its indexer runs.
+dedupe, link and remove keep and act among this host's files only: a group
+with one copy here is left alone whatever the others hold. ops and undo see
+this host's plans; a file kept by a live action on one host is never acted
+on by another.
+.PP
+A second machine that takes a name another registered is refused (exit 10):
+give it another --host, or rename the registered one (host rename OLD NEW),
+or forget a host that is gone (host forget NAME; refused while it has roots,
+--roots forgets them too). An SQLite index has one host, the local one:
+--host only names it.
 .SH READING THE DISK
 --workers (default: the CPUs) folder readers and hashers. While their data
 is not in the page cache, the walk asks the kernel for the reads of the next
@@ -668,6 +697,10 @@ a PostgreSQL index's server could not be reached, refused the login, is
 older than 15, or went away during the run (nothing is lost: run again once
 it is back)
 .TP
+10
+--host names a host another machine registered in the shared index (see
+MANY HOSTS)
+.TP
 130
 stopped by SIGINT or SIGTERM (the next run resumes where this one stopped)
 .SH ENVIRONMENT
@@ -675,6 +708,10 @@ stopped by SIGINT or SIGTERM (the next run resumes where this one stopped)
 XDG_STATE_HOME
 where the index is by default: $XDG_STATE_HOME/dupefs/index.db
 (~/.local/state/dupefs/index.db when unset or not absolute)
+.TP
+DUPEFS_HOST
+the host this process works as in a shared index, unless --host (see MANY
+HOSTS)
 .TP
 XDG_CACHE_HOME
 where the thumbnails are by default: $XDG_CACHE_HOME/dupefs/thumbs

@@ -75,6 +75,7 @@ func runOps(ctx context.Context, g globalOptions, opts opsOptions, stdout, stder
 		return usageErrorf("--state %q: want one of %s", opts.State, strings.Join(store.ActionStates, ", "))
 	}
 	return withIndex(ctx, g, openOpts{mustExist: true, readOnly: true}, func(db *store.DB) error {
+		dead := indexer.DeadOn(db.Host())
 		plans, err := db.Ledger().Plans(ctx, opts.Plan, 0)
 		if err != nil {
 			return err
@@ -97,13 +98,13 @@ func runOps(ctx context.Context, g globalOptions, opts opsOptions, stdout, stder
 			}
 		}
 		if opts.JSON {
-			return printOpsJSON(stdout, plans, actions, opts.Plan != 0 || opts.State != "")
+			return printOpsJSON(stdout, plans, actions, opts.Plan != 0 || opts.State != "", dead)
 		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		if opts.Plan == 0 && opts.State == "" {
 			fmt.Fprintln(tw, "PLAN\tOP\tSTATE\tCREATED\tDONE\tSKIPPED\tFAILED\tABANDONED\tREVERTED\tRECLAIMED")
 			for _, p := range plans {
-				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.ID, p.Op, planState(p, time.Now(), indexer.WorkerDead),
+				fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\t%s\n", p.ID, p.Op, planState(p, time.Now(), dead),
 					p.CreatedAt.Local().Format("2006-01-02 15:04:05"), p.Counts[store.ActDone], p.Counts[store.ActSkipped],
 					p.Counts[store.ActFailed], p.Counts[store.ActAbandoned], p.Counts[store.ActReverted], humanBytes(p.Reclaimed))
 			}
@@ -118,7 +119,7 @@ func runOps(ctx context.Context, g globalOptions, opts opsOptions, stdout, stder
 	})
 }
 
-func printOpsJSON(stdout io.Writer, plans []store.ActionPlan, actions []store.Action, list bool) error {
+func printOpsJSON(stdout io.Writer, plans []store.ActionPlan, actions []store.Action, list bool, dead func(string) bool) error {
 	out := make([]planJSON, 0, len(plans))
 	byPlan := map[int64][]actionJSON{}
 	for _, a := range actions {
@@ -130,7 +131,7 @@ func printOpsJSON(stdout io.Writer, plans []store.ActionPlan, actions []store.Ac
 		if list && len(byPlan[p.ID]) == 0 {
 			continue
 		}
-		out = append(out, planJSON{ID: p.ID, Op: p.Op, State: planState(p, time.Now(), indexer.WorkerDead), CreatedAt: jsonTime(p.CreatedAt),
+		out = append(out, planJSON{ID: p.ID, Op: p.Op, State: planState(p, time.Now(), dead), CreatedAt: jsonTime(p.CreatedAt),
 			FinishedAt: jsonTime(p.FinishedAt), RevertedAt: jsonTime(p.RevertedAt), Actions: p.Counts,
 			Reclaimed: p.Reclaimed, Options: rawJSON(p.Options), List: byPlan[p.ID]})
 	}

@@ -63,10 +63,13 @@ type statusJSON struct {
 	Hash   string       `json:"hash_algorithm"`
 	Totals store.Totals `json:"totals"`
 	Roots  []rootJSON   `json:"roots"`
-	Jobs   []jobJSON    `json:"active_jobs"`
-	Thumbs thumbsJSON   `json:"thumbnails"`
-	WAL    walJSON      `json:"wal"`
-	Purge  purgeJSON    `json:"purge"`
+	// Hosts are the hosts of an index many hosts share (absent when the
+	// index has one host only).
+	Hosts  []hostJSON `json:"hosts,omitempty"`
+	Jobs   []jobJSON  `json:"active_jobs"`
+	Thumbs thumbsJSON `json:"thumbnails"`
+	WAL    walJSON    `json:"wal"`
+	Purge  purgeJSON  `json:"purge"`
 	active []store.Job
 }
 
@@ -150,6 +153,15 @@ func buildStatus(ctx context.Context, db *store.DB) (statusJSON, error) {
 	for _, r := range roots {
 		s.Roots = append(s.Roots, toRootJSON(r))
 	}
+	hosts, err := db.Files().Hosts(ctx)
+	if err != nil {
+		return s, err
+	}
+	if len(hosts) > 1 {
+		for _, h := range hosts {
+			s.Hosts = append(s.Hosts, toHostJSON(h, db.Host().Name))
+		}
+	}
 	if s.active, err = db.Jobs().ActiveJobs(ctx); err != nil {
 		return s, err
 	}
@@ -205,6 +217,9 @@ func runStatus(ctx context.Context, g globalOptions, opts statusOptions, stdout,
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintf(tw, "index:\t%s (%s)\n", db.Path(), db.HashAlgo())
 		fmt.Fprintf(tw, "roots:\t%d\n", t.Roots)
+		for _, h := range s.Hosts {
+			fmt.Fprintf(tw, "host:\t%s\n", describeHost(h))
+		}
 		fmt.Fprintf(tw, "files:\t%s in %s folders, %s\n", count(t.Files), count(t.Folders), humanBytes(t.Bytes))
 		fmt.Fprintf(tw, "hashed:\t%s whole, %s ruled out by their first and last 4 KiB, %s of a unique size\n",
 			count(t.Hashed), count(t.Partial), count(t.Unique))

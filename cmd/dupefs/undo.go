@@ -55,7 +55,7 @@ func runUndo(ctx context.Context, g globalOptions, opts undoOptions, stdout, std
 		if err != nil {
 			return err
 		}
-		run := act.NewRunner(act.IndexOf(db), runnerConfig(roots, 0, nil, con))
+		run := act.NewRunner(act.IndexOf(db), runnerConfig(db.Host(), roots, 0, nil, con))
 		rep, err := run.Undo(ctx, p.ID)
 		for _, n := range rep.Notes {
 			con.Printf("%s\n", n)

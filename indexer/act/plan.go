@@ -69,8 +69,9 @@ type Note struct {
 }
 
 // Plan decides the actions of sel: per group the file to keep, and an
-// action for every other file of another inode. roots gives the root order
-// for first-root.
+// action for every other file of another inode. roots are this host's, in
+// the order first-root follows; files of no root among them are never
+// planned.
 func Plan(ctx context.Context, db Groups, sel Selection, roots []store.Root) ([]store.ActionSpec, []Note, error) {
 	if sel.Keep == "" {
 		sel.Keep = KeepOldest
@@ -167,10 +168,16 @@ func (p *planner) fromReport(ctx context.Context, db Groups) error {
 
 // group plans one group: the file kept, an action per file of another
 // inode. Files in a Trash folder or on a network file system are neither
-// kept nor acted on.
+// kept nor acted on, and neither are the files of other hosts (of roots
+// not among Plan's): a host keeps and acts among its own files only, so a
+// group with one copy here has nothing to act on, whatever copies other
+// hosts hold.
 func (p *planner) group(algo string, sum []byte, size int64, files []store.GroupFile) {
 	live := files[:0:0]
 	for _, f := range files {
+		if _, mine := p.rootOrder[f.RootID]; !mine {
+			continue
+		}
 		if inTrash(f.Path, p.sel.Trashes) {
 			p.notes = append(p.notes, Note{f.Path, "in a Trash folder: dupefs neither keeps nor acts on it"})
 			continue

@@ -54,7 +54,8 @@ func (p *planner) planFolders(ctx context.Context, db Groups, keys []string) ([]
 }
 
 // folderGroup plans one folder group, key, as one unit: the store records
-// all its actions or none. A folder in a Trash is neither kept nor acted on.
+// all its actions or none. A folder in a Trash, or of another host, is
+// neither kept nor acted on.
 func (p *planner) folderGroup(ctx context.Context, db Groups, g store.FolderGroupInfo, key string) error {
 	ms, err := db.FolderMembersPage(ctx, g.ID, 0, 1<<20)
 	if err != nil {
@@ -90,6 +91,9 @@ func (p *planner) folderGroup(ctx context.Context, db Groups, g store.FolderGrou
 				f.newest = sf.MtimeNS
 			}
 			f.root = sf.RootID
+		}
+		if _, mine := p.rootOrder[f.root]; !mine {
+			continue // a folder of another host: neither kept nor acted on here
 		}
 		fs = append(fs, f)
 	}

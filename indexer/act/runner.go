@@ -33,7 +33,7 @@ type Config struct {
 	// Owner is the worker id actions are claimed with.
 	Owner string
 	// Dead reports whether a worker id names a process that is gone
-	// (indexer.WorkerDead): what it left is reconciled at once. nil: no
+	// (indexer.DeadOn): what it left is reconciled at once. nil: no
 	// worker is known dead; their leases expire.
 	Dead func(worker string) bool
 	// Progress, when set, counts what is done.

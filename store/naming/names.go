@@ -151,3 +151,7 @@ func JoinPath(dir, name string) string {
 	}
 	return dir + "/" + name
 }
+
+// HostPath is how a report names a copy on another host: HOST:/abs/path,
+// as scp writes it. A copy on the reporting host is its path alone.
+func HostPath(host, path string) string { return host + ":" + path }

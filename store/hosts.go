@@ -1,0 +1,297 @@
+package store
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"time"
+)
+
+// A host is who a process works as: a name (Options.Host.Name, the
+// machine's host name by default) and the machine id that tells two
+// machines of one name apart. Roots, scan and hash jobs and plans of
+// actions belong to a host; a process claims only its own host's jobs and
+// acts only on its own host's files. An SQLite index has one host, the
+// local one (row 1): whoever opens it for writing names it. A PostgreSQL
+// index holds many; a name registered by another machine is refused
+// (ErrHostClash) until the host is renamed or forgotten.
+
+// Host is a host as a process works as it.
+type Host struct {
+	ID        int64 // its row; 0 when it is not registered (a reader on a new host)
+	Name      string
+	MachineID string
+}
+
+// ErrHostClash: the host name is registered by another machine.
+var ErrHostClash = errors.New("host name taken by another machine")
+
+// ErrHostHasRoots: a host to forget still has roots.
+var ErrHostHasRoots = errors.New("host still has roots")
+
+// ErrRootOfOtherHost: a root to add overlaps a root of another host.
+var ErrRootOfOtherHost = errors.New("path is held by another host")
+
+// machineIDFiles are where a machine's id is read, in order.
+var machineIDFiles = []string{"/etc/machine-id", "/var/lib/dbus/machine-id"}
+
+// ReadMachineID reads this machine's id (/etc/machine-id, or D-Bus's copy
+// of it); "" when there is none.
+func ReadMachineID() string {
+	for _, p := range machineIDFiles {
+		if b, err := os.ReadFile(p); err == nil {
+			if s := strings.TrimSpace(string(b)); s != "" {
+				return s
+			}
+		}
+	}
+	return ""
+}
+
+// CheckHostName refuses a name no report could print as HOST:/path.
+func CheckHostName(name string) error {
+	switch {
+	case name == "":
+		return errors.New("host name must not be empty")
+	case strings.ContainsAny(name, ":/ \t\n"):
+		return fmt.Errorf("host name %q: must not hold ':', '/' or white space", name)
+	case len(name) > 255:
+		return fmt.Errorf("host name %.20q…: longer than 255 bytes", name)
+	}
+	return nil
+}
+
+// hostDefaults fills in the name and machine id of h left empty.
+func hostDefaults(h Host) Host {
+	if h.Name == "" {
+		h.Name, _ = os.Hostname()
+	}
+	if h.MachineID == "" {
+		h.MachineID = ReadMachineID()
+	}
+	return h
+}
+
+// Host is the host this process works as.
+func (db *DB) Host() Host { return db.host }
+
+// registerHost records h as the host of this process: in SQLite the one
+// host takes h's name and machine id (written only when they differ); in PostgreSQL h's row is found by
+// name, or the placeholder an older index left is taken over, or a row
+// is added. A name another machine registered is refused.
+func (db *DB) registerHost(ctx context.Context, h Host, none bool) error {
+	if none {
+		return nil
+	}
+	h = hostDefaults(h)
+	if err := CheckHostName(h.Name); err != nil {
+		return err
+	}
+	if db.dialect.postgres() && h.MachineID == "" {
+		return fmt.Errorf("register host %s: no machine id in %s: a shared index tells machines apart by it",
+			h.Name, strings.Join(machineIDFiles, " or "))
+	}
+	if !db.dialect.postgres() {
+		h.ID = 1
+		var name, machine string
+		err := db.w.QueryRowContext(ctx, "SELECT name, machine_id FROM hosts WHERE id = 1").Scan(&name, &machine)
+		if err != nil {
+			return classify("read host", err)
+		}
+		db.host = h
+		if name == h.Name && machine == h.MachineID {
+			return nil
+		}
+		return db.Write(ctx, func(tx *Tx) error {
+			_, err := tx.exec("name the host", `UPDATE hosts SET name = ?1, machine_id = ?2, last_seen_at = `+nowSQL+`
+				WHERE id = 1`, h.Name, h.MachineID)
+			return err
+		})
+	}
+	err := db.Write(ctx, func(tx *Tx) error {
+		var machine string
+		err := tx.queryRowP("SELECT id, machine_id FROM hosts WHERE name = ?", h.Name).Scan(&h.ID, &machine)
+		switch {
+		case errors.Is(err, sql.ErrNoRows):
+			err = tx.queryRowP(`UPDATE hosts SET name = ?1, machine_id = ?2, last_seen_at = `+nowSQL+`
+				WHERE name = '' RETURNING id`, h.Name, h.MachineID).Scan(&h.ID)
+			if errors.Is(err, sql.ErrNoRows) {
+				err = tx.queryRowP(`INSERT INTO hosts (name, machine_id, created_at, last_seen_at)
+					VALUES (?1, ?2, `+nowSQL+`, `+nowSQL+`) RETURNING id`, h.Name, h.MachineID).Scan(&h.ID)
+			}
+			return classify("register host", err)
+		case err != nil:
+			return classify("find host", err)
+		case machine != h.MachineID:
+			return hostClash(h, machine)
+		}
+		_, err = tx.exec("record host seen", "UPDATE hosts SET last_seen_at = "+nowSQL+" WHERE id = ?", h.ID)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	db.host = h
+	return nil
+}
+
+// lookupHost finds h's row for a reader, which registers nothing: a host
+// not registered yet has no roots (ID 0). A name another machine
+// registered is refused as for a writer.
+func (db *DB) lookupHost(ctx context.Context, h Host, none bool) error {
+	if none {
+		return nil
+	}
+	h = hostDefaults(h)
+	if err := CheckHostName(h.Name); err != nil {
+		return err
+	}
+	if !db.dialect.postgres() {
+		h.ID = 1
+		db.host = h
+		return nil
+	}
+	var machine string
+	err := db.queryRow(ctx, "SELECT id, machine_id FROM hosts WHERE name = ?", h.Name).Scan(&h.ID, &machine)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		h.ID = 0
+	case err != nil:
+		return classify("find host", err)
+	case machine != h.MachineID:
+		return hostClash(h, machine)
+	}
+	db.host = h
+	return nil
+}
+
+func hostClash(h Host, machine string) error {
+	return fmt.Errorf("%w: host %s is registered by machine %s, and this is machine %s: "+
+		"run with another --host, or rename the other one (dupefs host rename %s NEW) or forget it (dupefs host forget %s)",
+		ErrHostClash, h.Name, machine, h.MachineID, h.Name, h.Name)
+}
+
+// HostInfo is a host as `status` and `host list` show it.
+type HostInfo struct {
+	ID         int64
+	Name       string
+	MachineID  string
+	CreatedAt  time.Time
+	LastSeenAt time.Time
+	Roots      int64
+	Files      int64     // as the roots' last completed scans counted them
+	LastScanAt time.Time // the latest completed scan of its roots
+	// Alive: a worker of the host holds a scan or hash job under a lease
+	// that has not run out.
+	Alive bool
+}
+
+// Hosts lists every host of the index, by name.
+func (fl *Files) Hosts(ctx context.Context) ([]HostInfo, error) {
+	rows, err := fl.db.query(ctx, `SELECT h.id, h.name, h.machine_id, h.created_at, h.last_seen_at,
+		(SELECT count(*) FROM roots r WHERE r.host_id = h.id),
+		(SELECT coalesce(sum(r.file_count), 0) FROM roots r WHERE r.host_id = h.id),
+		(SELECT max(r.last_scan_at) FROM roots r WHERE r.host_id = h.id),
+		EXISTS (SELECT 1 FROM jobs j WHERE j.host_id = h.id AND j.status = 'running'
+		        AND j.lease_expires_at > `+nowSQL+`)
+		FROM hosts h WHERE h.name <> '' ORDER BY h.name`)
+	return collect("list hosts", rows, err, func(r rowScanner) (HostInfo, error) {
+		var h HostInfo
+		var created, seen, scan sql.NullInt64
+		err := r.Scan(&h.ID, &h.Name, &h.MachineID, &created, &seen, &h.Roots, &h.Files, &scan, &h.Alive)
+		h.CreatedAt, h.LastSeenAt, h.LastScanAt = fromMS(created), fromMS(seen), fromMS(scan)
+		return h, err
+	})
+}
+
+// RenameHost gives host old the name new (a machine that was renamed, or
+// one of two machines that shared a name).
+func (fl *Files) RenameHost(ctx context.Context, old, new string) error {
+	if err := CheckHostName(new); err != nil {
+		return err
+	}
+	return fl.db.Write(ctx, func(tx *Tx) error {
+		var taken int64
+		if err := tx.queryRowP("SELECT count(*) FROM hosts WHERE name = ?", new).Scan(&taken); err != nil {
+			return classify("rename host", err)
+		}
+		if taken > 0 {
+			return fmt.Errorf("rename host %s: a host named %s exists", old, new)
+		}
+		res, err := tx.exec("rename host", "UPDATE hosts SET name = ?2 WHERE name = ?1 AND name <> ''", old, new)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			return fmt.Errorf("rename host %s: %w", old, ErrNotFound)
+		}
+		return nil
+	})
+}
+
+// ForgetHost deletes a host other than this process's. While it has roots
+// it is refused (ErrHostHasRoots) unless withRoots, which removes them
+// first (their files and folders leave the index; nothing on any disk is
+// touched). Its plans stay in the ledger, as history.
+func (fl *Files) ForgetHost(ctx context.Context, name string, withRoots bool) error {
+	if name == fl.db.host.Name {
+		return fmt.Errorf("forget host %s: it is the host this process works as (run with another --host)", name)
+	}
+	var id int64
+	err := fl.db.queryRow(ctx, "SELECT id FROM hosts WHERE name = ? AND name <> ''", name).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) {
+		return fmt.Errorf("forget host %s: %w", name, ErrNotFound)
+	}
+	if err != nil {
+		return classify("find host", err)
+	}
+	rows, err := fl.db.query(ctx, "SELECT id FROM roots WHERE host_id = ? ORDER BY id", id)
+	roots, err := collect("list the host's roots", rows, err, scanValue[int64])
+	if err != nil {
+		return err
+	}
+	if len(roots) > 0 && !withRoots {
+		return fmt.Errorf("forget host %s: %w (%d): forget them too with --roots, or remove them on that host", name, ErrHostHasRoots, len(roots))
+	}
+	for _, r := range roots {
+		if err := fl.RemoveRoot(ctx, r); err != nil {
+			return err
+		}
+	}
+	return fl.db.Write(ctx, func(tx *Tx) error {
+		if _, err := tx.exec("cancel the host's jobs", `UPDATE jobs SET status = 'cancelled', error_code = 'host_forgotten',
+			error_message = 'its host was forgotten', worker_id = NULL, lease_expires_at = NULL,
+			finished_at = `+nowSQL+`, updated_at = `+nowSQL+`
+			WHERE host_id = ? AND status IN ('pending', 'running', 'retryable')`, id); err != nil {
+			return err
+		}
+		if _, err := tx.exec("forget host", "DELETE FROM hosts WHERE id = ?", id); err != nil {
+			return err
+		}
+		return nil
+	})
+}
+
+// hostRoots is the set of the roots of the host whose id is bound to p, for
+// "root_id IN ...".
+func hostRoots(p string) string {
+	return "(SELECT id FROM roots WHERE host_id = " + p + ")"
+}
+
+// hostPlans is the set of the plans of the host whose id is bound to p, for
+// "plan_id IN ...".
+func hostPlans(p string) string {
+	return "(SELECT id FROM plans WHERE host_id = " + p + ")"
+}
+
+// partialOwed selects the sizes of the files of the host bound to ?1
+// hashed in part whose prefix another inode shares: their whole hash is
+// this host's to make. Another host's hash run may have found the prefix
+// shared (its own file came later), and it reads only its own files.
+const partialOwed = `SELECT DISTINCT f.size FROM files f
+	WHERE f.hash_status = 'partial' AND f.missing = 0 AND f.root_id IN (SELECT id FROM roots WHERE host_id = ?1)
+	  AND EXISTS (SELECT 1 FROM files g WHERE g.size = f.size AND g.prefix_hash = f.prefix_hash AND g.missing = 0
+	              AND (g.dev <> f.dev OR g.ino <> f.ino OR g.root_id <> f.root_id))`
