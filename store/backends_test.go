@@ -82,6 +82,7 @@ var onPostgres = []struct {
 	{TestConfirmFoldersSplitsByWhatFoldersHold, ""},
 	{TestFolderGroupsOwedByAKilledFold, ""},
 	{TestDiffPairEqualsInMemory, ""},
+	{TestDiffPairsEqualDiffPair, ""},
 	{TestKeptPairsEqualASearch, ""},
 	{TestPairListNamesEnd, "no database: names in memory"},
 	{TestScopeHoldsBoundedRows, ""},

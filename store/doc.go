@@ -69,6 +69,7 @@
 //	            moved folders), foldpairterms.go (what it holds of
 //	            folders' contents, bounded), foldpairkeep.go (folder_pairs kept after
 //	            each fold), foldpairlists.go (what only one folder holds),
+//	            foldpairbatch.go (those lists of many pairs from one read),
 //	            foldpairview.go (the report's and the view's reads)
 //	Ledger      actions.go, actionplan.go, actionrun.go, actionundo.go,
 //	            roles.go (the rule that no content loses its last copy)

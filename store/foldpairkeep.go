@@ -93,7 +93,7 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 		return err
 	}
 	var rows []pairRow
-	var path func(id int64) string
+	var folder func(id int64) listFolder
 	switch {
 	case full:
 		var t *tree
@@ -101,7 +101,10 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 		if err != nil {
 			return err
 		}
-		path = func(id int64) string { return t.nodes[t.byID[id]].Path }
+		folder = func(id int64) listFolder {
+			n := &t.nodes[t.byID[id]]
+			return listFolder{id: id, path: n.Path, files: n.Files}
+		}
 	case len(moves) == 0:
 		// No sum moved (files renamed, say): the pairs stay, and the
 		// lists of those above the changed folders are made again.
@@ -110,11 +113,11 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 			rows = append(rows, p.pairRow)
 		}
 		s := newPairScope(ctx, db, DefaultMinSimilarity)
-		path = func(id int64) string {
+		folder = func(id int64) listFolder {
 			if n, err := s.node(id); err == nil && n != nil {
-				return n.Path
+				return listFolder{id: id, path: n.Path, files: n.Files}
 			}
-			return ""
+			return listFolder{id: id}
 		}
 	default:
 		s := newPairScope(ctx, db, DefaultMinSimilarity)
@@ -124,29 +127,32 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 		if scopeHook != nil {
 			scopeHook(s)
 		}
-		path = func(id int64) string { return s.nodes[id].Path }
+		folder = func(id int64) listFolder {
+			n := s.nodes[id]
+			return listFolder{id: id, path: n.Path, files: n.Files}
+		}
 	}
 	seen := make(map[int64]bool, len(touched))
 	for _, id := range touched {
 		seen[id] = true
 	}
-	plan := pairPlan{stored: stored, lists: map[pairKey]*pairDiff{}}
+	plan := pairPlan{stored: stored}
+	var relist []listPair
 	for _, r := range rows {
 		old, had := stored[keyOf(r.a, r.b)]
 		changed := full || !had || old.state != 2 || old.shared != r.shared || old.union != r.union
 		label := ""
 		if r.shown && (changed || seen[r.a] || seen[r.b]) {
-			a, b := path(r.a), path(r.b)
-			d, err := db.diffPair(ctx, a, b)
-			if err != nil {
-				return err
-			}
-			plan.lists[keyOf(r.a, r.b)] = &d
-			label = naming.PairLabel(naming.BaseName(a), naming.BaseName(b), r.sim())
+			a, b := folder(r.a), folder(r.b)
+			relist = append(relist, listPair{a, b})
+			label = naming.PairLabel(naming.BaseName(a.path), naming.BaseName(b.path), r.sim())
 		} else if r.shown {
 			label = old.label
 		}
 		plan.rows = append(plan.rows, storedPair{pairRow: r, label: label})
+	}
+	if plan.lists, err = db.diffPairs(ctx, relist); err != nil {
+		return err
 	}
 	return db.Write(ctx, func(tx *Tx) error { return tx.storePairs(&plan, folds) })
 }
