@@ -288,8 +288,13 @@ func createIndex(path string) error {
 	// one sees the file, a new file's pages need no journal, and a WAL
 	// would double the space the build needs and be copied back at close,
 	// where a full disk would leave the file half written. Open turns WAL
-	// on for good.
-	w, err := sql.Open("sqlite", "file:"+escapePath(name)+"?_pragma=journal_mode(DELETE)&_pragma=foreign_keys(1)&_txlock=immediate")
+	// on for good. The journal is kept in memory and nothing is synced
+	// until the file is whole, then once: a file never linked is thrown
+	// away whatever state it is in, and a journal on disk synced at every
+	// migration's commit (some 60 fsyncs, 0.12-0.2 s of every first
+	// index).
+	w, err := sql.Open("sqlite", "file:"+escapePath(name)+
+		"?_pragma=journal_mode(MEMORY)&_pragma=synchronous(OFF)&_pragma=foreign_keys(1)&_txlock=immediate")
 	if err != nil {
 		return classify("create index", err)
 	}
@@ -297,11 +302,30 @@ func createIndex(path string) error {
 	if cerr := w.Close(); err == nil && cerr != nil {
 		err = classify("create index", cerr)
 	}
+	if err == nil {
+		err = syncFile(name)
+	}
 	if err != nil {
 		return err
 	}
 	if err := os.Link(name, path); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("create index %s: %w: %w", path, ErrCantOpen, err)
+	}
+	return nil
+}
+
+// syncFile writes a file's data to the disk.
+func syncFile(name string) error {
+	f, err := os.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		return fmt.Errorf("create index: %w: %w", ErrCantOpen, err)
+	}
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("create index: %w", err)
 	}
 	return nil
 }
