@@ -50,7 +50,8 @@ type earlyReads struct {
 	cands   []earlyFile
 	bytes   int
 	queue   [][]task // sets waiting for a reader
-	running int
+	running int      // readers, and a planner (start) until its readers run
+	halted  bool     // stop is under way: a planner starts no reader
 	sums    map[fileID][]byte
 	algo    string
 	wg      sync.WaitGroup
@@ -70,10 +71,25 @@ func (e *earlyReads) note(path string, f *store.FileStat, prefix int64) {
 
 // start reads, in the background, the sets of noted files that share a
 // size and ends among two or more inodes. Files alone in theirs stay
-// noted: a later root's walk may bring their match.
+// noted: a later root's walk may bring their match. The sets are sorted
+// out in the background too, beside the scan's last write (up to 0.09 s
+// of a first index's tail on one CPU when they were not).
 func (e *earlyReads) start(ctx context.Context, ix *Indexer, algo string) {
 	e.mu.Lock()
+	e.running++ // the planner, until its readers run
+	e.mu.Unlock()
+	e.wg.Go(func() { e.plan(ctx, ix, algo) })
+}
+
+// plan sorts the noted files into sets and starts their readers, unless
+// the early reads were stopped first.
+func (e *earlyReads) plan(ctx context.Context, ix *Indexer, algo string) {
+	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.running--
+	if e.halted {
+		return
+	}
 	slices.SortFunc(e.cands, func(a, b earlyFile) int {
 		return cmp.Or(cmp.Compare(b.id.size, a.id.size), cmp.Compare(a.prefix, b.prefix),
 			cmp.Compare(a.id.dev, b.id.dev), cmp.Compare(a.id.ino, b.id.ino))
@@ -167,11 +183,12 @@ func (e *earlyReads) read(ctx context.Context, h *hashRun) {
 // noted is dropped.
 func (e *earlyReads) stop(algo string) map[fileID][]byte {
 	e.mu.Lock()
-	e.queue = nil
+	e.queue, e.halted = nil, true
 	e.mu.Unlock()
 	e.wg.Wait()
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	e.halted = false
 	sums := e.sums
 	if e.algo != algo {
 		sums = nil

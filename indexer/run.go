@@ -7,6 +7,7 @@ import (
 	"runtime/debug"
 	"runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/time/rate"
@@ -264,6 +265,9 @@ func (ix *Indexer) forgetSizes(ctx context.Context, done int64) {
 	ix.sizes = newSizeCache()
 }
 
+// returningHeap is set while returnWalkHeap runs.
+var returningHeap atomic.Bool
+
 // heapWorthReturning is how much heap a finished walk must leave
 // reclaimable for returnWalkHeap to give it back at once.
 const heapWorthReturning = 8 << 20
@@ -276,6 +280,10 @@ const heapWorthReturning = 8 << 20
 // once held 26 MB of free heap while SQLite built the indexes (and a mount or --watch keeps
 // running after).
 func returnWalkHeap() bool {
+	if !returningHeap.CompareAndSwap(false, true) {
+		return false // under way
+	}
+	defer returningHeap.Store(false)
 	if reclaimableHeap() < heapWorthReturning {
 		return false
 	}

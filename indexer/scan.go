@@ -189,8 +189,9 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	} else {
 		// Not after the watcher's scans of a few folders: a forced
 		// collection each would cost a mount CPU under a stream of
-		// changes.
-		returnWalkHeap()
+		// changes. In the background, beside the scan's last write: it
+		// took 0.11-0.23 s of a first index's tail on one CPU.
+		go returnWalkHeap()
 		if s.w.bulk {
 			ix.early.start(ctx, ix, s.w.algo)
 		}
