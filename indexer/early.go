@@ -178,6 +178,26 @@ func (e *earlyReads) read(ctx context.Context, h *hashRun) {
 	}
 }
 
+// take hands over the sums read so far with algo (none for another
+// algorithm), for the bulk load's end to record, in the order of the size
+// index; the readers go on, and what they read after is the hash job's.
+func (e *earlyReads) take(algo string) []store.KnownHash {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.algo != algo || len(e.sums) == 0 {
+		return nil
+	}
+	out := make([]store.KnownHash, 0, len(e.sums))
+	for id, sum := range e.sums {
+		out = append(out, store.KnownHash{Size: id.size, MtimeNS: id.mtimeNS, Dev: id.dev, Ino: id.ino, Sum: sum})
+	}
+	clear(e.sums)
+	slices.SortFunc(out, func(a, b store.KnownHash) int {
+		return cmp.Or(cmp.Compare(a.Size, b.Size), cmp.Compare(a.Ino, b.Ino), cmp.Compare(a.Dev, b.Dev))
+	})
+	return out
+}
+
 // stop lets no more sets begin, waits for those being read, and returns
 // the sums read with algo (nil for another algorithm). What the walks
 // noted is dropped.

@@ -105,7 +105,9 @@ func (s *scanRun) complete(ctx context.Context) error {
 			return err
 		} else if n == 1 {
 			s.ix.cfg.Progress.SetPhase("scan", "building indexes")
-			if err := tx.EndBulkLoad(); err != nil {
+			// With the sums the early reads have made by then.
+			known := func() []store.KnownHash { return s.ix.early.take(s.w.algo) }
+			if err := tx.EndBulkLoadWith(known); err != nil {
 				return err
 			}
 		}

@@ -94,6 +94,7 @@ var onPostgres = []struct {
 	{TestReportKeysetCursor, ""},
 	{TestParseKey, "no database: parses group keys"},
 	{TestBulkLoadCountsGroupsByInode, ""},
+	{TestBulkLoadRecordsKnownHashes, ""},
 	{TestBulkLoadAndWritesCountGroupsAlike, ""},
 	{TestBulkLoadSettlesUniqueSizesByInode, ""},
 	{TestPlanHashLeavesOutSettledSmallBuckets, ""},

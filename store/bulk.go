@@ -84,7 +84,24 @@ func (tx *Tx) bulkOn() (bool, error) {
 
 // EndBulkLoad builds the dropped indexes again and counts every duplicate
 // group, if a bulk load is under way.
-func (tx *Tx) EndBulkLoad() error {
+func (tx *Tx) EndBulkLoad() error { return tx.EndBulkLoadWith(nil) }
+
+// KnownHash is the content hash of a file read whole, as the hash job
+// would read it, and found unchanged after its read: the file of its
+// size, mtime, device and inode.
+type KnownHash struct {
+	Size, MtimeNS int64
+	Dev, Ino      uint64
+	Sum           []byte
+}
+
+// EndBulkLoadWith is EndBulkLoad, recording first the hashes known gives
+// (when not nil; asked once the size index is built, as late as the
+// groups allow) in the rows of those files still waiting for their full
+// hash: the groups are then counted with them, and the hash job neither
+// reads nor writes them. (Written by the hash job, each cost a guarded
+// update through every index and a recount of its group.)
+func (tx *Tx) EndBulkLoadWith(known func() []KnownHash) error {
 	var raw string
 	err := tx.tx.QueryRowContext(tx.ctx, "SELECT value FROM settings WHERE key = ?", bulkKey).Scan(&raw)
 	if errors.Is(err, sql.ErrNoRows) {
@@ -124,7 +141,7 @@ func (tx *Tx) EndBulkLoad() error {
 	// live there: a size taken as shared only leaves its files pending,
 	// for the hash job to settle.
 	// A step with no op builds the index q names, one with no q counts
-	// the groups (countBulkGroups); a ranged one runs q over ranges of
+	// the groups (countBulkGroups) or records the known hashes; a ranged one runs q over ranges of
 	// rowids (?1, ?2] (execRanges).
 	steps := []struct {
 		op, q  string
@@ -163,6 +180,7 @@ func (tx *Tx) EndBulkLoad() error {
 			DELETE FROM dirty_sizes;
 			INSERT INTO dirty_sizes (size, epoch)
 			SELECT size, (SELECT value FROM counters WHERE name = 'scan_epoch') FROM temp.bulk_shared`, false},
+		{"known hashes", "", false},
 		{"", "files_content", false},
 		// Every group, in one pass (bulkgroups.go).
 		{"count groups", "", false},
@@ -179,6 +197,12 @@ func (tx *Tx) EndBulkLoad() error {
 		{"end bulk load", "DELETE FROM settings WHERE key = '" + bulkKey + "'", false},
 	}
 	for _, s := range steps {
+		if s.op == "known hashes" {
+			if err := tx.recordKnownHashes(known); err != nil {
+				return err
+			}
+			continue
+		}
 		if s.q == "" {
 			if err := tx.countBulkGroups(); err != nil {
 				return err

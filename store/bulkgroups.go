@@ -252,3 +252,34 @@ func (c *groupCounter) close() {
 		}
 	}
 }
+
+// recordKnownHashes records the hashes known gives in the rows of their
+// files whose hash is partial (the hash job's pass 2 would read them
+// whole), through files_size. A row whose file changed since (another
+// size, mtime or inode), or that a resumed scan found gone, is left to
+// the hash job.
+func (tx *Tx) recordKnownHashes(known func() []KnownHash) error {
+	if known == nil {
+		return nil
+	}
+	hs := known()
+	if len(hs) == 0 {
+		return nil
+	}
+	st, err := tx.tx.PrepareContext(tx.ctx, `UPDATE OR IGNORE files SET hash_status = 'done', content_hash = ?5,
+		error = NULL, read_failures = 0, retry_after = NULL
+		WHERE size = ?1 AND ino = ?2 AND dev = ?3 AND mtime_ns = ?4 AND hash_status = 'partial' AND missing = 0`)
+	if err != nil {
+		return classify("prepare known hashes", err)
+	}
+	defer st.Close()
+	for _, h := range hs {
+		if err := checkSum(tx.algo, h.Sum); err != nil {
+			return err
+		}
+		if _, err := st.ExecContext(tx.ctx, h.Size, int64(h.Ino), int64(h.Dev), h.MtimeNS, h.Sum); err != nil {
+			return classify("record known hashes", err)
+		}
+	}
+	return nil
+}

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"bytes"
 	"context"
+	"database/sql"
 	"fmt"
 	"slices"
 	"strings"
@@ -188,6 +190,54 @@ func TestBulkLoadCountsGroupsByInode(t *testing.T) {
 		if err != nil || g.FileCount != w[0] || g.InodeCount != w[1] {
 			t.Fatalf("content %d: %+v %v, want %d files, %d inodes", h, g, err, w[0], w[1])
 		}
+	}
+}
+
+// A bulk load's end records the hashes read whole before it in the rows
+// of their files still partial, and counts their groups: hard links of a
+// file read get its hash, a file changed since its read (another mtime)
+// and a row already hashed are left as they are.
+func TestBulkLoadRecordsKnownHashes(t *testing.T) {
+	ctx := context.Background()
+	db, r := bulkIndex(t)
+	partial := func(name string, ino uint64, mtime int64) FileStat {
+		return FileStat{Name: name, Size: 20000, MtimeNS: mtime, Dev: 1, Ino: ino, Nlink: 1,
+			Hash: &FileHash{Status: HashPartial, Prefix: sql.NullInt64{Int64: 7, Valid: true}}}
+	}
+	done := partial("done", 13, 1)
+	done.Hash = &FileHash{Status: HashDone, Content: sum(6)}
+	folder := addFiles(t, db, r.ID, "/r", partial("a", 10, 1), partial("a-link", 10, 1), partial("b", 11, 1),
+		partial("changed", 12, 1), done)
+	asked := 0
+	known := func() []KnownHash {
+		asked++
+		return []KnownHash{{Size: 20000, MtimeNS: 1, Dev: 1, Ino: 10, Sum: sum(5)}, {Size: 20000, MtimeNS: 1, Dev: 1, Ino: 11, Sum: sum(5)},
+			{Size: 20000, MtimeNS: 2, Dev: 1, Ino: 12, Sum: sum(5)}, {Size: 20000, MtimeNS: 1, Dev: 1, Ino: 13, Sum: sum(5)}}
+	}
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoadWith(known) }); err != nil {
+		t.Fatal(err)
+	}
+	if asked != 1 {
+		t.Errorf("the known hashes were asked for %d times, want once", asked)
+	}
+	for name, want := range map[string]string{"a": HashDone, "a-link": HashDone, "b": HashDone, "changed": HashPartial, "done": HashDone} {
+		var status string
+		var hash []byte
+		err := db.r.QueryRow("SELECT hash_status, content_hash FROM files WHERE id = ?", fileID(t, db, folder, name)).Scan(&status, &hash)
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantHash := map[string][]byte{HashDone: sum(5)}[want]
+		if name == "done" {
+			wantHash = sum(6)
+		}
+		if status != want || !bytes.Equal(hash, wantHash) {
+			t.Errorf("%s: %s %x, want %s %x", name, status, hash, want, wantHash)
+		}
+	}
+	g, err := db.Files().GroupByKey(ctx, "sha256", sum(5))
+	if err != nil || g.FileCount != 3 || g.InodeCount != 2 {
+		t.Fatalf("group of the known hash: %+v %v, want 3 files, 2 inodes", g, err)
 	}
 }
 
