@@ -87,6 +87,24 @@ func (fo *Folders) update(ctx context.Context, pairs bool) (int, error) {
 	if err != nil {
 		return all.written + len(all.moves), err
 	}
+	keep := pairs && (all.folded > 0 || pairsAt < now)
+	full := pairsAt < folds || now != folds+all.noted || all.deleted || searchAllPairs(len(all.moves), folders)
+	// A search of every folder reads the sums written above and the
+	// files, never the folder groups: it runs on a reader while the
+	// writer brings the groups up to date (0.07 s of a first index of the
+	// generated 100k tree, 0.15 s of /usr, on the other CPU).
+	var searched <-chan pairSearch
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	if keep && full {
+		c := make(chan pairSearch, 1)
+		searched = c
+		go func() {
+			var r pairSearch
+			r.rows, r.tree, _, r.err = fo.searchAll(sctx, DefaultMinSimilarity, 1)
+			c <- r
+		}()
+	}
 	switch {
 	case all.folded == 0 && folds == covered:
 	case folds > covered || now != folds+all.noted || all.deleted || len(all.moves) > maxGroupMoves:
@@ -96,9 +114,11 @@ func (fo *Folders) update(ctx context.Context, pairs bool) (int, error) {
 	default:
 		err = fo.db.updateFolderGroups(ctx, all.moves, now)
 	}
-	if err == nil && pairs && (all.folded > 0 || pairsAt < now) {
-		full := pairsAt < folds || now != folds+all.noted || all.deleted || searchAllPairs(len(all.moves), folders)
-		err = fo.db.keepFolderPairs(ctx, all.moves, all.touched, now, full)
+	if err == nil && keep {
+		err = fo.db.keepFolderPairs(ctx, all.moves, all.touched, now, full, searched)
+	} else if searched != nil {
+		stop()
+		<-searched
 	}
 	return all.written + len(all.moves), err
 }

@@ -83,11 +83,29 @@ func (db *DB) pairsCovered(ctx context.Context) (int64, error) {
 	return n, classify("read fold counts", err)
 }
 
+// pairSearch is what a search of every folder found.
+type pairSearch struct {
+	rows []pairRow
+	tree *tree
+	err  error
+}
+
 // keepFolderPairs brings the kept pairs up to date after a fold: around
-// the moved folders, or (full) by a search of every folder. folds is how
-// many fold writes there were when the fold ended; touched are the folders
-// whose files changed and those above them.
-func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []int64, folds int64, full bool) error {
+// the moved folders, or (full) by a search of every folder, the one
+// searched gives when not nil. folds is how many fold writes there were
+// when the fold ended; touched are the folders whose files changed and
+// those above them.
+func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []int64, folds int64, full bool,
+	searched <-chan pairSearch) error {
+	var found pairSearch
+	if full && searched != nil {
+		found = <-searched
+	} else if full {
+		found.rows, found.tree, _, found.err = db.Folders().searchAll(ctx, DefaultMinSimilarity, 1)
+	}
+	if found.err != nil {
+		return found.err
+	}
 	stored, err := db.readPairs(ctx)
 	if err != nil {
 		return err
@@ -96,11 +114,8 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 	var folder func(id int64) listFolder
 	switch {
 	case full:
-		var t *tree
-		rows, t, _, err = db.Folders().searchAll(ctx, DefaultMinSimilarity, 1)
-		if err != nil {
-			return err
-		}
+		t := found.tree
+		rows = found.rows
 		folder = func(id int64) listFolder {
 			n := &t.nodes[t.byID[id]]
 			return listFolder{id: id, path: n.Path, files: n.Files}
