@@ -18,8 +18,9 @@ import (
 // write: the walk read the ends of every large file of a shared size. So
 // when the walk of a bulk load is done, the sets of them whose ends agree
 // are read (as the hash job reads sets, hashcompare.go) on the CPUs the
-// write leaves idle, and the hash job takes their sums instead of reading
-// them again.
+// write leaves idle. The write itself records the sums read by the time
+// it counts the groups (take), and the hash job takes those read after
+// instead of reading them again.
 //
 // A sum is used only for a row whose file is the one read (size, mtime,
 // device and inode), checked unchanged after its read as every read is: it
