@@ -159,6 +159,7 @@ var onPostgres = []struct {
 	{TestPostgresRefusesAnOldServer, ""},
 	{TestPostgresRefusedLoginSaysSo, ""},
 	{TestPostgresWriterCommitsAsSQLiteNormal, ""},
+	{TestPostgresLedgerWritesOutliveACrash, ""},
 }
 
 // notYet begins the reason of a test whose subsystem is still to port;

@@ -30,6 +30,10 @@ type dialect struct {
 	// transaction: it tells watchers of the index (Watcher) that a
 	// commit changed something.
 	commitNote string
+	// durable, when set, makes the transaction it runs in wait at its
+	// commit until the commit is on disk, whatever the session's
+	// default (Tx.durable).
+	durable string
 	// skipLocked ends a claim's choice of rows: rows another transaction
 	// has locked are passed over, not waited for.
 	skipLocked string
@@ -99,6 +103,7 @@ var pgDialect = &dialect{
 	// Only a transaction that wrote a row has an id: one that wrote
 	// nothing (a claim that found no job) tells no one.
 	commitNote: "SELECT pg_notify('" + pgChannel + "', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL",
+	durable:    "SET LOCAL synchronous_commit = on",
 	skipLocked: " FOR UPDATE SKIP LOCKED",
 	readTx:     &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead},
 	schemaDef: `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?1

@@ -74,3 +74,50 @@ func TestPostgresWriterCommitsAsSQLiteNormal(t *testing.T) {
 		}
 	}
 }
+
+// Every write of the ledger's actions is waited on to reach the server's
+// log (synchronous_commit on, whatever the writer's default): an effect
+// on disk follows the write that records it (ArmAction: what undo needs),
+// and a server that crashes right after must not lose that write, or the
+// copy in the Trash is no one's. A write of anything else keeps the
+// writer's default.
+func TestPostgresLedgerWritesOutliveACrash(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: the server's settings")
+	}
+	db := openTest(t)
+	ctx := context.Background()
+	p := plan(t, db, ledgerFixture(t, db))
+	a := claim(t, db, p.ID, "w1")
+	setting := func(tx *Tx) string {
+		var got string
+		if err := tx.tx.QueryRowContext(tx.ctx, "SELECT current_setting('synchronous_commit')").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	writes := []struct {
+		name string
+		fn   func(tx *Tx) error
+		want string
+	}{
+		{"arm", func(tx *Tx) error { return tx.ArmAction(a.Lease, UndoInfo{Mode: 0o644}) }, "on"},
+		{"end", func(tx *Tx) error { return tx.EndAction(a.Lease, ActDone, "", 100) }, "on"},
+		{"other", func(tx *Tx) error { return tx.FileGone(a.Copy.FileID) }, "off"},
+	}
+	for _, w := range writes {
+		var got string
+		if err := db.Write(ctx, func(tx *Tx) error {
+			if err := w.fn(tx); err != nil {
+				return err
+			}
+			got = setting(tx)
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		if got != w.want {
+			t.Errorf("%s: the write commits with synchronous_commit %s, want %s", w.name, got, w.want)
+		}
+	}
+}

@@ -72,9 +72,11 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 			cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 		} else if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
 			// SQLite's synchronous=NORMAL: a commit is not waited on
-			// to reach the disk, so a power loss may undo the last
-			// ones, never corrupt the index (a run again redoes them).
-			// A URL may say otherwise (?synchronous_commit=on).
+			// to reach the disk, so a power loss or a crash of the
+			// server may undo the last ones, never corrupt the index (a
+			// run again redoes them). A URL may say otherwise
+			// (?synchronous_commit=on); the ledger's writes always wait
+			// (Tx.makeDurable).
 			cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 		}
 		cfg.MaxConns = int32(conns)

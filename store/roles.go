@@ -116,6 +116,9 @@ func (tx *Tx) moveAction(id int64, from, to, where, set string, args ...any) err
 	if set != "" {
 		set = ", " + set
 	}
+	if err := tx.makeDurable(); err != nil {
+		return err
+	}
 	var op, copyPath, keepPath string
 	err := tx.queryRowP(`UPDATE actions SET state = ?2, updated_at = `+nowSQL+set+`
 		WHERE id = ?1 AND state = '`+from+`'`+where+` RETURNING op, copy_path, keep_path`,

@@ -50,6 +50,9 @@ type Tx struct {
 	stmts map[string]*sql.Stmt
 	seen  map[string]bool
 	kept  *writeStmts
+	// durable is set once the transaction waits for its commit to
+	// reach the disk (durable).
+	durable bool
 	// algo is the index's hash algorithm.
 	algo string
 	// dialect is the engine's (dialect.go).
@@ -238,6 +241,23 @@ func (tx *Tx) Commit() error {
 	}
 	tx.release()
 	tx.ckpt.kicked()
+	return nil
+}
+
+// makeDurable makes the transaction's commit wait until it is on disk,
+// where the session's commits do not (PostgreSQL's synchronous_commit
+// off, dupefs' default there). The ledger's writes need it: an effect on
+// disk follows the write that records it, and a server that crashed
+// after losing that write but not the effect would leave a copy moved
+// aside that no action names, which undo cannot bring back.
+func (tx *Tx) makeDurable() error {
+	if tx.durable || tx.dialect.durable == "" {
+		return nil
+	}
+	if _, err := tx.tx.ExecContext(tx.ctx, tx.dialect.durable); err != nil {
+		return classify("make the write durable", err)
+	}
+	tx.durable = true
 	return nil
 }
 
