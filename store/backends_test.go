@@ -160,6 +160,7 @@ var onPostgres = []struct {
 	{TestPostgresRefusedLoginSaysSo, ""},
 	{TestPostgresWriterCommitsAsSQLiteNormal, ""},
 	{TestPostgresLedgerWritesOutliveACrash, ""},
+	{TestPostgresConnectionLostMidWriteIsServerGone, ""},
 }
 
 // notYet begins the reason of a test whose subsystem is still to port;

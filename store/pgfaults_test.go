@@ -6,6 +6,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // A server older than the oldest supported is refused with its version
@@ -119,5 +121,33 @@ func TestPostgresLedgerWritesOutliveACrash(t *testing.T) {
 		if got != w.want {
 			t.Errorf("%s: the write commits with synchronous_commit %s, want %s", w.name, got, w.want)
 		}
+	}
+}
+
+// A session whose connection ends under a statement the server got (a
+// crash, an immediate shutdown: no message, the socket just closes) is
+// the server gone, not an error of no kind: the run stops with exit 9.
+func TestPostgresConnectionLostMidWriteIsServerGone(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: the server's connection")
+	}
+	db := openTest(t)
+	ctx := context.Background()
+	spec := ledgerFixture(t, db)
+	err := db.Write(ctx, func(tx *Tx) error {
+		if err := tx.conn.Raw(func(dc any) error {
+			nc := dc.(*pgConn).inner.(*stdlib.Conn).Conn().PgConn().Conn()
+			half, ok := nc.(interface{ CloseRead() error })
+			if !ok {
+				t.Skipf("the connection (%T) cannot be half closed", nc)
+			}
+			return half.CloseRead()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return tx.FileGone(spec.Copy.FileID)
+	})
+	if !errors.Is(err, ErrServerGone) {
+		t.Errorf("a write whose connection was lost: %v, want ErrServerGone", err)
 	}
 }

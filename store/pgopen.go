@@ -217,15 +217,14 @@ func classifyPG(op string, err error) error {
 }
 
 // pgLost reports whether err is a session's connection lost: closed by
-// the server, or broken. Only errors of pgx's count (they tell whether a
-// request may be sent again): an end of file of SQLite's path is no news
-// of a server.
+// the server, or broken. Only errors of pgx's or of a session's (pgFault)
+// count: an end of file of SQLite's path is no news of a server.
 func pgLost(err error) bool {
 	if errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, driver.ErrBadConn) {
 		return true
 	}
 	var ofPgx interface{ SafeToRetry() bool }
-	if !errors.As(err, &ofPgx) {
+	if !errors.As(err, &ofPgx) && !errors.As(err, new(pgFault)) {
 		return false
 	}
 	var ne net.Error
