@@ -347,3 +347,28 @@ func TestJobsListsEveryQueue(t *testing.T) {
 		}
 	}
 }
+
+// A report's header shows the command line, but never the password of a
+// PostgreSQL URL in it (--db URL, --db=URL, in the URL's user or query).
+func TestReportHeaderHidesThePassword(t *testing.T) {
+	tree := testTree(t, map[string]string{"a": "x1", "b": "x1"})
+	g := testGlobals(t)
+	var out, errb bytes.Buffer
+	if err := runIndex(context.Background(), g, indexOptions{Paths: []string{tree}}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"dupefs", "--db", "postgres://u:s3cret@/x?host=/run/postgresql", "--db=postgresql://u:s3cret@h/x",
+		"--db", "postgres://u@/x?password=s3cret", "groups"}
+	for _, format := range []string{"text", "json"} {
+		out.Reset()
+		if err := runGroups(context.Background(), g, groupsOptions{Format: format, Args: args}, &out, &errb); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "s3cret") {
+			t.Errorf("%s: the report shows the password:\n%s", format, out.String())
+		}
+		if !strings.Contains(out.String(), "postgresql://u:xxxxx@h/x") {
+			t.Errorf("%s: the report does not show the URL without its password:\n%s", format, out.String())
+		}
+	}
+}
