@@ -53,7 +53,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "db", Usage: "index file, or a postgres:// URL (a preview: one host per database)", Value: defaultDB(), DefaultText: "$XDG_STATE_HOME/dupefs/index.db"},
+			&cli.StringFlag{Name: "db", Usage: "index file, or a postgres:// URL (a preview: one host per database)", EnvVars: []string{dbEnv}, Value: defaultDB(), DefaultText: "$XDG_STATE_HOME/dupefs/index.db"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "thumbnail cache", Value: defaultCacheDir(), DefaultText: "$XDG_CACHE_HOME/dupefs/thumbs"},
 			&cli.StringFlag{Name: "cpu-profile", Usage: "write a CPU profile to `FILE`", Hidden: true},
 			&cli.StringFlag{Name: "trace", Usage: "write an execution trace to `FILE`", Hidden: true},
