@@ -161,6 +161,7 @@ var onPostgres = []struct {
 	{TestPostgresWriterCommitsAsSQLiteNormal, ""},
 	{TestPostgresLedgerWritesOutliveACrash, ""},
 	{TestPostgresConnectionLostMidWriteIsServerGone, ""},
+	{TestPostgresRefusesAnotherProgramsDatabase, ""},
 }
 
 // notYet begins the reason of a test whose subsystem is still to port;

@@ -2,11 +2,13 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/url"
 	"strings"
 	"testing"
 
+	"github.com/dupefs/dupefs/internal/pgtest"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
@@ -149,5 +151,42 @@ func TestPostgresConnectionLostMidWriteIsServerGone(t *testing.T) {
 	})
 	if !errors.Is(err, ErrServerGone) {
 		t.Errorf("a write whose connection was lost: %v, want ErrServerGone", err)
+	}
+}
+
+// A database that holds another program's tables is no index: it is
+// refused (ErrCorrupt: not a dupefs index) before anything is written in
+// it, whether it has a schema_migrations of its own or none.
+func TestPostgresRefusesAnotherProgramsDatabase(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: a database of another program")
+	}
+	usedPostgres.Store(strings.TrimPrefix(t.Name(), postgresPrefix), true)
+	for _, schema := range []string{
+		"CREATE TABLE users (id bigint)",
+		"CREATE TABLE schema_migrations (version bigint PRIMARY KEY, dirty boolean NOT NULL)",
+	} {
+		u := pgtest.URL(t)
+		c, err := sql.Open("pgx", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(schema); err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range []Options{{Path: u}, {Path: u, ReadOnly: true}} {
+			db, err := Open(context.Background(), opts)
+			if err == nil {
+				db.Close()
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s, read-only %v: %v, want ErrCorrupt", schema, opts.ReadOnly, err)
+			}
+		}
+		var tables int
+		if err := c.QueryRow("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").Scan(&tables); err != nil || tables != 1 {
+			t.Errorf("%s: %d tables (%v), want the one it had", schema, tables, err)
+		}
+		c.Close()
 	}
 }

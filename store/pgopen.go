@@ -149,6 +149,9 @@ func pgMustExist(ctx context.Context, dsn string) error {
 	if err := checkPGVersion(version); err != nil {
 		return err
 	}
+	if err := notOurs(ctx, c, pgDialect); err != nil {
+		return err
+	}
 	if !has {
 		return fmt.Errorf("%w in this database (run 'dupefs index PATH' with this --db first)", ErrNoIndex)
 	}
