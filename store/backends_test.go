@@ -65,6 +65,7 @@ var onPostgres = []struct {
 	{TestActionStatesMoveOnlyForward, ""},
 	{TestActionLeasesAreFenced, ""},
 	{TestIndexFollowsActions, ""},
+	{TestLedgerKeepsTrashNamesOfAnyBytes, ""},
 	{TestNoBulkLoadOverFolders, ""},
 	{TestCheckpointerCopiesCommitsBack, "SQLite only: WAL checkpoints"},
 	{TestCloseStopsTheCheckpointer, "SQLite only: WAL checkpoints"},

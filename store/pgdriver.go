@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync"
 
@@ -237,8 +238,21 @@ func (c *pgConn) ResetSession(ctx context.Context) error {
 }
 
 // CheckNamedValue binds a bool as 0 or 1, a string as pgEscape keeps it,
-// and leaves the rest to pgx.
+// and leaves the rest to pgx. A value of a driver.Valuer (sql.NullString,
+// say) is bound as its value, which database/sql does not take before it
+// asks here: its string would reach the server unescaped.
 func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if v, ok := nv.Value.(driver.Valuer); ok {
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			nv.Value = nil // a nil pointer is NULL, as database/sql binds it
+			return nil
+		}
+		val, err := v.Value()
+		if err != nil {
+			return err
+		}
+		nv.Value = val
+	}
 	if s, ok := nv.Value.(string); ok {
 		nv.Value = pgEscape(s)
 		return nil
