@@ -244,23 +244,6 @@ func (tx *Tx) Commit() error {
 	return nil
 }
 
-// makeDurable makes the transaction's commit wait until it is on disk,
-// where the session's commits do not (PostgreSQL's synchronous_commit
-// off, dupefs' default there). The ledger's writes need it: an effect on
-// disk follows the write that records it, and a server that crashed
-// after losing that write but not the effect would leave a copy moved
-// aside that no action names, which undo cannot bring back.
-func (tx *Tx) makeDurable() error {
-	if tx.durable || tx.dialect.durable == "" {
-		return nil
-	}
-	if _, err := tx.tx.ExecContext(tx.ctx, tx.dialect.durable); err != nil {
-		return classify("make the write durable", err)
-	}
-	tx.durable = true
-	return nil
-}
-
 // bumpEpoch bumps scan_epoch and records the changed sizes with it.
 func (tx *Tx) bumpEpoch() error {
 	var epoch int64
