@@ -315,3 +315,26 @@ func TestIndexFollowsActions(t *testing.T) {
 		t.Fatalf("%d groups once the copy is a hard link of the kept file, want 0", g())
 	}
 }
+
+// What undo needs of a copy moved to the Trash (its Trash names, bound as
+// sql.NullString) is kept as its bytes, whatever they are: on PostgreSQL
+// a name that is not UTF-8 failed the write that arms the action.
+func TestLedgerKeepsTrashNamesOfAnyBytes(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	p := plan(t, db, ledgerFixture(t, db))
+	a := claim(t, db, p.ID, "w1")
+	u := UndoInfo{Mode: 0o644, TrashFile: "/t/files/bad\xffname\xf4\x8f\xbf", TrashInfo: "/t/info/bad\xffname\xf4\x8f\xbf.trashinfo",
+		TrashPath: "/data/x\x80"}
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.ArmAction(a.Lease, u) }); err != nil {
+		t.Fatal(err)
+	}
+	as, err := db.Ledger().Actions(ctx, ActionQuery{PlanID: p.ID})
+	if err != nil || len(as) != 1 {
+		t.Fatalf("actions: %v %v", as, err)
+	}
+	got := as[0].Undo
+	if got.TrashFile != u.TrashFile || got.TrashInfo != u.TrashInfo || got.TrashPath != u.TrashPath {
+		t.Errorf("kept %q %q %q, want %q %q %q", got.TrashFile, got.TrashInfo, got.TrashPath, u.TrashFile, u.TrashInfo, u.TrashPath)
+	}
+}

@@ -73,6 +73,7 @@ var onPostgres = []struct {
 	{TestActionStatesMoveOnlyForward, ""},
 	{TestActionLeasesAreFenced, ""},
 	{TestIndexFollowsActions, ""},
+	{TestLedgerKeepsTrashNamesOfAnyBytes, ""},
 	{TestNoBulkLoadOverFolders, ""},
 	{TestCheckpointerCopiesCommitsBack, "SQLite only: WAL checkpoints"},
 	{TestCloseStopsTheCheckpointer, "SQLite only: WAL checkpoints"},
@@ -169,6 +170,9 @@ var onPostgres = []struct {
 	{TestPostgresRefusesAnOldServer, ""},
 	{TestPostgresRefusedLoginSaysSo, ""},
 	{TestPostgresWriterCommitsAsSQLiteNormal, ""},
+	{TestPostgresLedgerWritesOutliveACrash, ""},
+	{TestPostgresConnectionLostMidWriteIsServerGone, ""},
+	{TestPostgresRefusesAnotherProgramsDatabase, ""},
 }
 
 // notYet begins the reason of a test whose subsystem is still to port;

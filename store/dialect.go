@@ -22,6 +22,10 @@ type dialect struct {
 	migrations fs.FS
 	// migrationsTable creates schema_migrations when it is missing.
 	migrationsTable string
+	// notOurs, when set, names a table of the database that shows it is
+	// another program's (no row: none): one beside no schema_migrations,
+	// or a schema_migrations without dupefs' columns.
+	notOurs string
 	// writeLock, when set, is the first statement of every write
 	// transaction: it makes writers of every process take turns, as
 	// SQLite's one write lock does (an IMMEDIATE transaction).
@@ -30,6 +34,10 @@ type dialect struct {
 	// transaction: it tells watchers of the index (Watcher) that a
 	// commit changed something.
 	commitNote string
+	// durable, when set, makes the transaction it runs in wait at its
+	// commit until the commit is on disk, whatever the session's
+	// default (Tx.durable).
+	durable string
 	// skipLocked ends a claim's choice of rows: rows another transaction
 	// has locked are passed over, not waited for.
 	skipLocked string
@@ -111,10 +119,17 @@ var pgDialect = &dialect{
 		version    bigint PRIMARY KEY,
 		name       text   NOT NULL,
 		applied_at bigint NOT NULL)`,
+	notOurs: `SELECT c.relname FROM pg_class c
+		WHERE c.relnamespace = CAST(current_schema() AS regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+		AND CASE WHEN to_regclass('schema_migrations') IS NULL THEN true
+			ELSE c.relname = 'schema_migrations' AND NOT EXISTS (SELECT FROM pg_attribute a
+				WHERE a.attrelid = c.oid AND a.attname = 'applied_at' AND NOT a.attisdropped) END
+		ORDER BY c.relname LIMIT 1`,
 	writeLock: "SELECT pg_advisory_xact_lock(" + strconv.FormatInt(pgWriteLock, 10) + ")",
 	// Only a transaction that wrote a row has an id: one that wrote
 	// nothing (a claim that found no job) tells no one.
 	commitNote: "SELECT pg_notify('" + pgChannel + "', '') WHERE pg_current_xact_id_if_assigned() IS NOT NULL",
+	durable:    "SET LOCAL synchronous_commit = on",
 	skipLocked: " FOR UPDATE SKIP LOCKED",
 	readTx:     &sql.TxOptions{ReadOnly: true, Isolation: sql.LevelRepeatableRead},
 	schemaDef: `SELECT indexdef FROM pg_indexes WHERE schemaname = current_schema() AND indexname = ?1

@@ -174,6 +174,11 @@ func (l Lease) fenced(res sql.Result, err error) error {
 // update makes a fenced write on the holder's row: set (SQL with ?5 …
 // for args), and the lease extended by its TTL (?4).
 func (tx *Tx) update(l Lease, set string, args ...any) error {
+	if l.Queue == QueueActions {
+		if err := tx.makeDurable(); err != nil {
+			return err
+		}
+	}
 	res, err := tx.exec("update "+l.Queue.Table, `UPDATE `+l.Queue.Table+` SET `+set+`,
 		worker_heartbeat_at = `+nowSQL+`, lease_expires_at = `+nowSQL+` + ?4`+stampOnce(set)+
 		l.Queue.leaseFence(), append([]any{l.ID, l.Owner, l.Attempt, l.TTL.Milliseconds()}, args...)...)

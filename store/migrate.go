@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"io/fs"
 	"sort"
@@ -151,8 +152,31 @@ func createMigrationsTable(ctx context.Context, w *sql.DB, d *dialect) error {
 			return classify("create schema_migrations", err)
 		}
 	}
+	if err := notOurs(ctx, tx, d); err != nil {
+		return err
+	}
 	if _, err := tx.ExecContext(ctx, d.migrationsTable); err != nil {
 		return classify("create schema_migrations", err)
 	}
 	return classify("create schema_migrations", tx.Commit())
+}
+
+// notOurs fails with ErrCorrupt when the database holds another program's
+// tables (dialect.notOurs): dupefs writes nothing there.
+func notOurs(ctx context.Context, q interface {
+	QueryRowContext(context.Context, string, ...any) *sql.Row
+}, d *dialect) error {
+	if d.notOurs == "" {
+		return nil
+	}
+	var table string
+	err := q.QueryRowContext(ctx, d.notOurs).Scan(&table)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return classify("look for another program's tables", err)
+	}
+	return fmt.Errorf("%w: the database holds a table %q of another program (dupefs wants a database of its own)",
+		ErrCorrupt, table)
 }

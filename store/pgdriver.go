@@ -5,6 +5,7 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"reflect"
 	"strconv"
 	"sync"
 
@@ -180,7 +181,10 @@ func (c *pgConn) BeginTx(ctx context.Context, opts driver.TxOptions) (driver.Tx,
 		return nil, badConn(err)
 	}
 	tx, err := c.in().BeginTx(ctx, opts)
-	return tx, badConn(err)
+	if err != nil {
+		return nil, badConn(err)
+	}
+	return pgTx{tx}, nil
 }
 
 func (c *pgConn) ExecContext(ctx context.Context, q string, args []driver.NamedValue) (driver.Result, error) {
@@ -201,12 +205,30 @@ func (c *pgConn) Ping(ctx context.Context) error { return badConn(c.in().Ping(ct
 // saw the request (a session the server ended when it restarted, say) as
 // driver.ErrBadConn: database/sql then drops the session and sends the
 // request again on a new one, which it may since nothing of it ran.
+// Any other error is marked as a session's (pgFault), so a connection
+// lost under a request the server got, which pgx gives as it came (an end
+// of file, a reset), is known for the server's.
 func badConn(err error) error {
-	if err != nil && pgconn.SafeToRetry(err) && !errors.Is(err, driver.ErrBadConn) {
+	if err == nil || errors.Is(err, driver.ErrBadConn) {
+		return err
+	}
+	if pgconn.SafeToRetry(err) {
 		return fmt.Errorf("%w: %w", driver.ErrBadConn, err)
 	}
-	return err
+	return pgFault{err}
 }
+
+// pgFault is an error a PostgreSQL session returned.
+type pgFault struct{ err error }
+
+func (e pgFault) Error() string { return e.err.Error() }
+func (e pgFault) Unwrap() error { return e.err }
+
+// pgTx marks the errors of a transaction's end as a session's.
+type pgTx struct{ inner driver.Tx }
+
+func (t pgTx) Commit() error   { return badConn(t.inner.Commit()) }
+func (t pgTx) Rollback() error { return badConn(t.inner.Rollback()) }
 
 func (c *pgConn) ResetSession(ctx context.Context) error {
 	if err := c.in().ResetSession(ctx); err != nil {
@@ -216,8 +238,21 @@ func (c *pgConn) ResetSession(ctx context.Context) error {
 }
 
 // CheckNamedValue binds a bool as 0 or 1, a string as pgEscape keeps it,
-// and leaves the rest to pgx.
+// and leaves the rest to pgx. A value of a driver.Valuer (sql.NullString,
+// say) is bound as its value, which database/sql does not take before it
+// asks here: its string would reach the server unescaped.
 func (c *pgConn) CheckNamedValue(nv *driver.NamedValue) error {
+	if v, ok := nv.Value.(driver.Valuer); ok {
+		if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+			nv.Value = nil // a nil pointer is NULL, as database/sql binds it
+			return nil
+		}
+		val, err := v.Value()
+		if err != nil {
+			return err
+		}
+		nv.Value = val
+	}
 	if s, ok := nv.Value.(string); ok {
 		nv.Value = pgEscape(s)
 		return nil

@@ -2,10 +2,14 @@ package store
 
 import (
 	"context"
+	"database/sql"
 	"errors"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/dupefs/dupefs/internal/pgtest"
+	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // A server older than the oldest supported is refused with its version
@@ -72,5 +76,117 @@ func TestPostgresWriterCommitsAsSQLiteNormal(t *testing.T) {
 		if err != nil || got != c.want {
 			t.Errorf("%s: synchronous_commit %q (%v), want %q", RedactURL(c.url), got, err, c.want)
 		}
+	}
+}
+
+// Every write of the ledger's actions is waited on to reach the server's
+// log (synchronous_commit on, whatever the writer's default): an effect
+// on disk follows the write that records it (ArmAction: what undo needs),
+// and a server that crashes right after must not lose that write, or the
+// copy in the Trash is no one's. A write of anything else keeps the
+// writer's default.
+func TestPostgresLedgerWritesOutliveACrash(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: the server's settings")
+	}
+	db := openTest(t)
+	ctx := context.Background()
+	p := plan(t, db, ledgerFixture(t, db))
+	a := claim(t, db, p.ID, "w1")
+	setting := func(tx *Tx) string {
+		var got string
+		if err := tx.tx.QueryRowContext(tx.ctx, "SELECT current_setting('synchronous_commit')").Scan(&got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	writes := []struct {
+		name string
+		fn   func(tx *Tx) error
+		want string
+	}{
+		{"arm", func(tx *Tx) error { return tx.ArmAction(a.Lease, UndoInfo{Mode: 0o644}) }, "on"},
+		{"end", func(tx *Tx) error { return tx.EndAction(a.Lease, ActDone, "", 100) }, "on"},
+		{"other", func(tx *Tx) error { return tx.FileGone(a.Copy.FileID) }, "off"},
+	}
+	for _, w := range writes {
+		var got string
+		if err := db.Write(ctx, func(tx *Tx) error {
+			if err := w.fn(tx); err != nil {
+				return err
+			}
+			got = setting(tx)
+			return nil
+		}); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		if got != w.want {
+			t.Errorf("%s: the write commits with synchronous_commit %s, want %s", w.name, got, w.want)
+		}
+	}
+}
+
+// A session whose connection ends under a statement the server got (a
+// crash, an immediate shutdown: no message, the socket just closes) is
+// the server gone, not an error of no kind: the run stops with exit 9.
+func TestPostgresConnectionLostMidWriteIsServerGone(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: the server's connection")
+	}
+	db := openTest(t)
+	ctx := context.Background()
+	spec := ledgerFixture(t, db)
+	err := db.Write(ctx, func(tx *Tx) error {
+		if err := tx.conn.Raw(func(dc any) error {
+			nc := dc.(*pgConn).inner.(*stdlib.Conn).Conn().PgConn().Conn()
+			half, ok := nc.(interface{ CloseRead() error })
+			if !ok {
+				t.Skipf("the connection (%T) cannot be half closed", nc)
+			}
+			return half.CloseRead()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return tx.FileGone(spec.Copy.FileID)
+	})
+	if !errors.Is(err, ErrServerGone) {
+		t.Errorf("a write whose connection was lost: %v, want ErrServerGone", err)
+	}
+}
+
+// A database that holds another program's tables is no index: it is
+// refused (ErrCorrupt: not a dupefs index) before anything is written in
+// it, whether it has a schema_migrations of its own or none.
+func TestPostgresRefusesAnotherProgramsDatabase(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: a database of another program")
+	}
+	usedPostgres.Store(strings.TrimPrefix(t.Name(), postgresPrefix), true)
+	for _, schema := range []string{
+		"CREATE TABLE users (id bigint)",
+		"CREATE TABLE schema_migrations (version bigint PRIMARY KEY, dirty boolean NOT NULL)",
+	} {
+		u := pgtest.URL(t)
+		c, err := sql.Open("pgx", u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Exec(schema); err != nil {
+			t.Fatal(err)
+		}
+		for _, opts := range []Options{{Path: u}, {Path: u, ReadOnly: true}} {
+			db, err := Open(context.Background(), opts)
+			if err == nil {
+				db.Close()
+			}
+			if !errors.Is(err, ErrCorrupt) {
+				t.Errorf("%s, read-only %v: %v, want ErrCorrupt", schema, opts.ReadOnly, err)
+			}
+		}
+		var tables int
+		if err := c.QueryRow("SELECT count(*) FROM pg_tables WHERE schemaname = current_schema()").Scan(&tables); err != nil || tables != 1 {
+			t.Errorf("%s: %d tables (%v), want the one it had", schema, tables, err)
+		}
+		c.Close()
 	}
 }

@@ -72,9 +72,11 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 			cfg.ConnConfig.RuntimeParams["default_transaction_read_only"] = "on"
 		} else if _, set := cfg.ConnConfig.RuntimeParams["synchronous_commit"]; !set {
 			// SQLite's synchronous=NORMAL: a commit is not waited on
-			// to reach the disk, so a power loss may undo the last
-			// ones, never corrupt the index (a run again redoes them).
-			// A URL may say otherwise (?synchronous_commit=on).
+			// to reach the disk, so a power loss or a crash of the
+			// server may undo the last ones, never corrupt the index (a
+			// run again redoes them). A URL may say otherwise
+			// (?synchronous_commit=on); the ledger's writes always wait
+			// (Tx.makeDurable).
 			cfg.ConnConfig.RuntimeParams["synchronous_commit"] = "off"
 		}
 		cfg.MaxConns = int32(conns)
@@ -152,6 +154,9 @@ func pgMustExist(ctx context.Context, dsn string) error {
 	if err := checkPGVersion(version); err != nil {
 		return err
 	}
+	if err := notOurs(ctx, c, pgDialect); err != nil {
+		return err
+	}
 	if !has {
 		return fmt.Errorf("%w in this database (run 'dupefs index PATH' with this --db first)", ErrNoIndex)
 	}
@@ -220,15 +225,14 @@ func classifyPG(op string, err error) error {
 }
 
 // pgLost reports whether err is a session's connection lost: closed by
-// the server, or broken. Only errors of pgx's count (they tell whether a
-// request may be sent again): an end of file of SQLite's path is no news
-// of a server.
+// the server, or broken. Only errors of pgx's or of a session's (pgFault)
+// count: an end of file of SQLite's path is no news of a server.
 func pgLost(err error) bool {
 	if errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, driver.ErrBadConn) {
 		return true
 	}
 	var ofPgx interface{ SafeToRetry() bool }
-	if !errors.As(err, &ofPgx) {
+	if !errors.As(err, &ofPgx) && !errors.As(err, new(pgFault)) {
 		return false
 	}
 	var ne net.Error

@@ -2,6 +2,7 @@ package store
 
 import (
 	"database/sql/driver"
+	"io"
 	"strings"
 	"unicode/utf8"
 )
@@ -80,7 +81,10 @@ type pgRows struct{ driver.Rows }
 
 func (r pgRows) Next(dest []driver.Value) error {
 	if err := r.Rows.Next(dest); err != nil {
-		return err
+		if err == io.EOF { // the rows' end, as database/sql compares it
+			return err
+		}
+		return badConn(err)
 	}
 	for i, v := range dest {
 		if s, ok := v.(string); ok {

@@ -104,6 +104,23 @@ func (tx *Tx) dropRole(path, role string) error {
 	return nil
 }
 
+// makeDurable makes the transaction's commit wait until it is on disk,
+// where the session's commits do not (PostgreSQL's synchronous_commit
+// off, dupefs' default there). The ledger's writes need it: an effect on
+// disk follows the write that records it, and a server that crashed
+// after losing that write but not the effect would leave a copy moved
+// aside that no action names, which undo cannot bring back.
+func (tx *Tx) makeDurable() error {
+	if tx.durable || tx.dialect.durable == "" {
+		return nil
+	}
+	if _, err := tx.tx.ExecContext(tx.ctx, tx.dialect.durable); err != nil {
+		return classify("make the write durable", err)
+	}
+	tx.durable = true
+	return nil
+}
+
 // moveAction moves action id from state from to state to, with set (SQL
 // with ?3 … for args) besides, and gives up the roles the new state no
 // longer holds. where narrows the row further (a lease's fence); it
@@ -115,6 +132,9 @@ func (tx *Tx) moveAction(id int64, from, to, where, set string, args ...any) err
 	}
 	if set != "" {
 		set = ", " + set
+	}
+	if err := tx.makeDurable(); err != nil {
+		return err
 	}
 	var op, copyPath, keepPath string
 	err := tx.queryRowP(`UPDATE actions SET state = ?2, updated_at = `+nowSQL+set+`

@@ -50,6 +50,9 @@ type Tx struct {
 	stmts map[string]*sql.Stmt
 	seen  map[string]bool
 	kept  *writeStmts
+	// durable is set once the transaction waits for its commit to
+	// reach the disk (durable).
+	durable bool
 	// algo is the index's hash algorithm.
 	algo string
 	// dialect is the engine's (dialect.go).

@@ -112,7 +112,7 @@ func report(w io.Writer, err error) {
 	case errors.Is(err, store.ErrServerGone):
 		msg += "\n(run the command again once the server is back: what the run recorded is kept, and it goes on from there)"
 	case errors.Is(err, store.ErrCorrupt):
-		msg += "\n(the index file is damaged or is not a dupefs index; move it away and index again, or pass another --db)"
+		msg += "\n(the index is damaged or is not a dupefs index: pass another --db (a database of its own, on PostgreSQL), or move the file away and index again)"
 	}
 	fmt.Fprintln(w, "dupefs: "+msg)
 }

@@ -29,6 +29,11 @@ func globalsFrom(c *cli.Context) globalOptions {
 }
 
 // defaultDB is $XDG_STATE_HOME/dupefs/index.db, ~/.local/state by default.
+// dbEnv names the variable that names the index when --db does not: the
+// place for a PostgreSQL URL with a password, which a command line shows
+// to every user of the machine.
+const dbEnv = "DUPEFS_DB"
+
 func defaultDB() string {
 	return filepath.Join(xdgDir("XDG_STATE_HOME", ".local/state"), "dupefs", "index.db")
 }

@@ -53,7 +53,7 @@ func newApp(stdout, stderr io.Writer) *cli.App {
 		Writer:    stdout,
 		ErrWriter: stderr,
 		Flags: []cli.Flag{
-			&cli.StringFlag{Name: "db", Usage: "index file, or a postgres:// URL (a preview: many hosts may share one)", Value: defaultDB(), DefaultText: "$XDG_STATE_HOME/dupefs/index.db"},
+			&cli.StringFlag{Name: "db", Usage: "index file, or a postgres:// URL (a preview: many hosts may share one)", EnvVars: []string{dbEnv}, Value: defaultDB(), DefaultText: "$XDG_STATE_HOME/dupefs/index.db"},
 			&cli.StringFlag{Name: "host", Usage: "the host this process works as in an index many hosts share: its roots, jobs and actions are its own, and reports write other hosts' copies as HOST:/path", EnvVars: []string{"DUPEFS_HOST"}, DefaultText: "the machine's host name"},
 			&cli.StringFlag{Name: "cache-dir", Usage: "thumbnail cache", Value: defaultCacheDir(), DefaultText: "$XDG_CACHE_HOME/dupefs/thumbs"},
 			&cli.StringFlag{Name: "cpu-profile", Usage: "write a CPU profile to `FILE`", Hidden: true},

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 	"github.com/urfave/cli/v2"
 	"golang.org/x/sys/unix"
@@ -135,7 +136,13 @@ func runHelper(args []string, stderr io.Writer) int {
 		return exitCode(err)
 	}
 	if logFile == "" {
-		logFile = filepath.Join(filepath.Dir(dbOf(margs)), "dupefs-mount.log")
+		// Beside the index, or the default index's for a database on a
+		// server (a URL is no folder).
+		db := dbOf(margs)
+		if store.IsPostgresURL(db) {
+			db = defaultDB()
+		}
+		logFile = filepath.Join(filepath.Dir(db), "dupefs-mount.log")
 	}
 	if abs, err := filepath.Abs(logFile); err == nil {
 		logFile = abs
@@ -150,7 +157,11 @@ func runHelper(args []string, stderr io.Writer) int {
 		report(stderr, fmt.Errorf("mount helper: %w", err))
 		return ExitError
 	}
+	margs, db := withoutDB(margs)
 	cmd := exec.Command(self, append(margs[1:], "--ready-fd", "3", "--log-file", logFile)...)
+	if db != "" {
+		cmd.Env = append(os.Environ(), dbEnv+"="+db)
+	}
 	cmd.ExtraFiles = []*os.File{readyW}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true} // not killed with mount(8)'s session
 	var early bytes.Buffer
@@ -185,14 +196,30 @@ func runHelper(args []string, stderr io.Writer) int {
 	return ExitMount
 }
 
-// dbOf is the --db a dupefs command line names, or the default.
+// dbOf is the --db a dupefs command line names, or DUPEFS_DB, or the
+// default.
 func dbOf(args []string) string {
 	for i := 0; i+1 < len(args); i++ {
 		if args[i] == "--db" {
 			return args[i+1]
 		}
 	}
+	if db := os.Getenv(dbEnv); db != "" {
+		return db
+	}
 	return defaultDB()
+}
+
+// withoutDB is a command line without its --db, which the process it
+// starts then reads from DUPEFS_DB: a PostgreSQL URL may hold a password,
+// and a long-lived process's arguments are every user's to read.
+func withoutDB(args []string) ([]string, string) {
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--db" {
+			return append(append([]string{}, args[:i]...), args[i+2:]...), args[i+1]
+		}
+	}
+	return args, ""
 }
 
 // signalReady tells the mount helper's parent that the view answers, then

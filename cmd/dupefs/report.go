@@ -37,6 +37,24 @@ func shellJoin(args []string) string {
 	return strings.Join(q, " ")
 }
 
+// shownArgs are a report's command line as it may be shown: a PostgreSQL
+// URL (--db URL, --db=URL) without its password.
+func shownArgs(args []string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		flag, val, isFlag := strings.Cut(a, "=")
+		switch {
+		case store.IsPostgresURL(a):
+			out[i] = store.RedactURL(a)
+		case isFlag && strings.HasPrefix(flag, "-") && store.IsPostgresURL(val):
+			out[i] = flag + "=" + store.RedactURL(val)
+		default:
+			out[i] = a
+		}
+	}
+	return out
+}
+
 func cwd() string {
 	d, err := os.Getwd()
 	if err != nil {
@@ -58,7 +76,7 @@ type textReport struct {
 func (r *textReport) header(st store.GroupStats) error {
 	fmt.Fprintf(r.out, "# Report by fclones %s (written by dupefs %s; hashes are %s)\n", fclonesFormat, version, r.algo)
 	fmt.Fprintf(r.out, "# Timestamp: %s\n", time.Now().Format(fclonesTime))
-	fmt.Fprintf(r.out, "# Command: %s\n", shellJoin(r.args))
+	fmt.Fprintf(r.out, "# Command: %s\n", shellJoin(shownArgs(r.args)))
 	fmt.Fprintf(r.out, "# Base dir: %s\n", naming.EscapePath(cwd()))
 	fmt.Fprintf(r.out, "# Total: %d B (%s) in %d files in %d groups\n", st.Bytes, naming.DecimalSize(st.Bytes), st.Files, st.Groups)
 	fmt.Fprintf(r.out, "# Redundant: %d B (%s) in %d files\n", st.RedundantBytes, naming.DecimalSize(st.RedundantBytes), st.RedundantFiles)
@@ -158,8 +176,8 @@ type jsonGroup struct {
 }
 
 func (r *jsonReport) header(st store.GroupStats) error {
-	cmd := make([]string, len(r.args))
-	for i, a := range r.args {
+	cmd := shownArgs(r.args)
+	for i, a := range cmd {
 		cmd[i] = naming.EscapePath(a)
 	}
 	h := jsonHeader{Version: fclonesFormat, Timestamp: time.Now().Format(time.RFC3339Nano), Command: cmd,

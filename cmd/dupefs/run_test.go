@@ -347,3 +347,53 @@ func TestJobsListsEveryQueue(t *testing.T) {
 		}
 	}
 }
+
+// A report's header shows the command line, but never the password of a
+// PostgreSQL URL in it (--db URL, --db=URL, in the URL's user or query).
+func TestReportHeaderHidesThePassword(t *testing.T) {
+	tree := testTree(t, map[string]string{"a": "x1", "b": "x1"})
+	g := testGlobals(t)
+	var out, errb bytes.Buffer
+	if err := runIndex(context.Background(), g, indexOptions{Paths: []string{tree}}, &out, &errb); err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"dupefs", "--db", "postgres://u:s3cret@/x?host=/run/postgresql", "--db=postgresql://u:s3cret@h/x",
+		"--db", "postgres://u@/x?password=s3cret", "groups"}
+	for _, format := range []string{"text", "json"} {
+		out.Reset()
+		if err := runGroups(context.Background(), g, groupsOptions{Format: format, Args: args}, &out, &errb); err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(out.String(), "s3cret") {
+			t.Errorf("%s: the report shows the password:\n%s", format, out.String())
+		}
+		if !strings.Contains(out.String(), "postgresql://u:xxxxx@h/x") {
+			t.Errorf("%s: the report does not show the URL without its password:\n%s", format, out.String())
+		}
+	}
+}
+
+// DUPEFS_DB names the index when --db does not, as the README and the
+// refused login's message tell (the place for a URL with a password):
+// and the mount helper's default log goes beside it.
+func TestDupefsDBNamesTheIndex(t *testing.T) {
+	tree := testTree(t, map[string]string{"a": "x1", "b": "x1"})
+	db := filepath.Join(t.TempDir(), "env.db")
+	t.Setenv("DUPEFS_DB", db)
+	var out, errb bytes.Buffer
+	if code := run(context.Background(), []string{"dupefs", "index", tree}, &out, &errb); code != ExitOK {
+		t.Fatalf("index: exit %d: %s", code, errb.String())
+	}
+	if _, err := os.Stat(db); err != nil {
+		t.Errorf("the index is not where DUPEFS_DB says: %v", err)
+	}
+	if got := dbOf([]string{"dupefs", "mount", "/m"}); got != db {
+		t.Errorf("the mount helper's index is %q, want DUPEFS_DB's %q", got, db)
+	}
+	// The mount helper's background process takes its --db from
+	// DUPEFS_DB, not from arguments every user may read.
+	args, url := withoutDB([]string{"dupefs", "--db", "postgres://u:s3cret@/x", "--cache-dir", "/c", "mount", "/m"})
+	if url != "postgres://u:s3cret@/x" || strings.Contains(strings.Join(args, " "), "s3cret") || len(args) != 5 {
+		t.Errorf("withoutDB: %q and %q", args, url)
+	}
+}
