@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -295,3 +296,26 @@ const partialOwed = `SELECT DISTINCT f.size FROM files f
 	WHERE f.hash_status = 'partial' AND f.missing = 0 AND f.root_id IN (SELECT id FROM roots WHERE host_id = ?1)
 	  AND EXISTS (SELECT 1 FROM files g WHERE g.size = f.size AND g.prefix_hash = f.prefix_hash AND g.missing = 0
 	              AND (g.dev <> f.dev OR g.ino <> f.ino OR g.root_id <> f.root_id))`
+
+// copyHost is the SQL expression for the host of file alias's copy as the
+// view names it: "" when it lies on this process's host, else the host's
+// name. An SQLite index has one host, the local one.
+func (db *DB) copyHost(alias string) string {
+	if !db.dialect.postgres() {
+		return "''"
+	}
+	return `coalesce((SELECT h.name FROM roots r JOIN hosts h ON h.id = r.host_id
+		WHERE r.id = ` + alias + `.root_id AND r.host_id <> ` + strconv.FormatInt(db.host.ID, 10) + `), '')`
+}
+
+// localCopy is an SQL condition (with its leading AND) that content alias
+// has a live copy on this process's host, or "" in an SQLite index (one
+// host). A thumbnail is made from, and kept beside, a host's own copies:
+// the view of a host that holds none of a group has none of it.
+func (db *DB) localCopy(alias string) string {
+	if !db.dialect.postgres() {
+		return ""
+	}
+	return ` AND EXISTS (SELECT 1 FROM files lf WHERE lf.content_hash = ` + alias + `.content_hash
+		AND lf.missing = 0 AND lf.root_id IN ` + hostRoots(strconv.FormatInt(db.host.ID, 10)) + `)`
+}

@@ -31,7 +31,7 @@ func (th *Thumbs) ThumbCounts(ctx context.Context) (map[string]int64, error) {
 // cleanup job runs, but is not listed.
 func (vw *View) ReadyThumbsPage(ctx context.Context, afterID int64, limit int) ([]Thumb, error) {
 	return vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
-		WHERE t.status = 'ready' AND c.`+isGroup+` AND t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
+		WHERE t.status = 'ready' AND c.`+isGroup+vw.db.localCopy("c")+` AND t.id > ? ORDER BY t.id LIMIT ?`, afterID, limit)
 }
 
 // ThumbsPage lists every thumbnail by id after afterID, whatever its
@@ -45,7 +45,7 @@ func (th *Thumbs) ThumbsPage(ctx context.Context, afterID int64, limit int) ([]T
 // none or the content is no group any more.
 func (vw *View) ReadyThumb(ctx context.Context, algo string, sum []byte) (Thumb, error) {
 	ts, err := vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
-		WHERE c.hash_algo = ? AND c.content_hash = ? AND t.status = 'ready' AND c.`+isGroup, algo, sum)
+		WHERE c.hash_algo = ? AND c.content_hash = ? AND t.status = 'ready' AND c.`+isGroup+vw.db.localCopy("c"), algo, sum)
 	if err == nil && len(ts) == 0 {
 		err = ErrNotFound
 	}
@@ -58,7 +58,7 @@ func (vw *View) ReadyThumb(ctx context.Context, algo string, sum []byte) (Thumb,
 // ThumbByID reads a thumbnail by id, whatever its status.
 func (vw *View) ThumbByID(ctx context.Context, id int64) (Thumb, error) {
 	ts, err := vw.db.thumbs(ctx, "SELECT "+thumbCols+` FROM thumbnails t JOIN contents c ON c.id = t.content_id
-		WHERE t.id = ?`, id)
+		WHERE t.id = ?`+vw.db.localCopy("c"), id)
 	if err == nil && len(ts) == 0 {
 		err = ErrNotFound
 	}

@@ -129,16 +129,20 @@ type Member struct {
 	Size    int64
 	Dev     uint64
 	Ino     uint64
+	Host    string // the host whose disk holds it; "" for this host
 }
 
-// Path is the member's absolute path.
+// Path is the member's absolute path (on its host).
 func (m Member) Path() string { return naming.JoinPath(m.Dir, m.Name) }
 
-const memberCols = `f.id, f.name, d.path, f.mtime_ns, f.size, f.dev, f.ino`
+// memberCols are the columns of files f and folders d scanMembers reads.
+func (db *DB) memberCols() string {
+	return `f.id, f.name, d.path, f.mtime_ns, f.size, f.dev, f.ino, ` + db.copyHost("f")
+}
 
 func scanMembers(rows *sql.Rows, err error) ([]Member, error) {
 	return collect("list copies", rows, err, func(r rowScanner) (m Member, err error) {
-		err = r.Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino)
+		err = r.Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino, &m.Host)
 		return m, err
 	})
 }
@@ -150,6 +154,7 @@ type MemberName struct {
 	FileID int64
 	Name   string
 	First  bool
+	Host   string // the host whose disk holds it; "" for this host
 }
 
 // CopiesPage lists the live copies of the group of content id contentID by
@@ -165,7 +170,7 @@ type MemberName struct {
 func (vw *View) CopiesPage(ctx context.Context, contentID, afterID int64, limit int) ([]MemberName, error) {
 	// Covered by files_content (content_hash, missing, name, id): the
 	// algorithm need not be checked, one index has one.
-	rows, err := vw.db.query(ctx, `SELECT f.id, f.name
+	rows, err := vw.db.query(ctx, `SELECT f.id, f.name, `+vw.db.copyHost("f")+`
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash
 		WHERE c.id = ?1 AND c.`+isGroup+` AND f.missing = 0
 		  AND (?2 = 0 OR (f.name, f.id) > ((SELECT name FROM files WHERE id = ?2), ?2))
@@ -177,7 +182,7 @@ func (vw *View) CopiesPage(ctx context.Context, contentID, afterID int64, limit 
 	var out []MemberName
 	for rows.Next() {
 		var m MemberName
-		if err := rows.Scan(&m.FileID, &m.Name); err != nil {
+		if err := rows.Scan(&m.FileID, &m.Name, &m.Host); err != nil {
 			return nil, classify("list copies", err)
 		}
 		out = appendCopy(out, m)
@@ -211,7 +216,7 @@ type GroupCopies struct {
 // on, by content id, at most groups of them and limit rows in all. The
 // view reads the groups a walk enters next with one query, not one each.
 func (vw *View) CopiesAhead(ctx context.Context, fromID int64, groups, limit int) ([]GroupCopies, error) {
-	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, f.name
+	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, f.name, `+vw.db.copyHost("f")+`
 		FROM (SELECT id, content_hash FROM contents WHERE id >= ?1 AND `+isGroup+` ORDER BY id LIMIT ?2) c
 		JOIN files f ON f.content_hash = c.content_hash
 		WHERE f.missing = 0
@@ -225,7 +230,7 @@ func (vw *View) CopiesAhead(ctx context.Context, fromID int64, groups, limit int
 	for rows.Next() {
 		var id int64
 		var m MemberName
-		if err := rows.Scan(&id, &m.FileID, &m.Name); err != nil {
+		if err := rows.Scan(&id, &m.FileID, &m.Name, &m.Host); err != nil {
 			return nil, classify("list copies", err)
 		}
 		if len(out) == 0 || out[len(out)-1].ContentID != id {
@@ -261,7 +266,7 @@ const firstOfName = `NOT EXISTS (SELECT 1 FROM files g WHERE g.content_hash = f.
 // MemberByName finds the first live copy (lowest id) of a group with that
 // basename.
 func (vw *View) MemberByName(ctx context.Context, g GroupRef, name string) (Member, error) {
-	ms, err := scanMembers(vw.db.query(ctx, `SELECT `+memberCols+`
+	ms, err := scanMembers(vw.db.query(ctx, `SELECT `+vw.db.memberCols()+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.content_hash = ? AND f.missing = 0 AND f.name = ?
 		ORDER BY f.id LIMIT 1`, g.Hash, name))
@@ -279,10 +284,10 @@ func (vw *View) MemberByName(ctx context.Context, g GroupRef, name string) (Memb
 func (vw *View) MemberByID(ctx context.Context, g GroupRef, fileID int64) (Member, bool, error) {
 	var m Member
 	var first bool
-	err := vw.db.queryRow(ctx, `SELECT `+memberCols+`, `+firstOfName+`
+	err := vw.db.queryRow(ctx, `SELECT `+vw.db.memberCols()+`, `+firstOfName+`
 		FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.id = ? AND f.content_hash = ? AND f.missing = 0`,
-		fileID, g.Hash).Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino, &first)
+		fileID, g.Hash).Scan(&m.FileID, &m.Name, &m.Dir, &m.MtimeNS, &m.Size, &m.Dev, &m.Ino, &m.Host, &first)
 	if errors.Is(err, sql.ErrNoRows) {
 		return m, false, ErrNotFound
 	}
@@ -329,7 +334,7 @@ func (db *DB) lastChange(ctx context.Context, op, q string) (int64, time.Time, e
 
 // FileByID reads a file row (live or not) by id, with its folder.
 func (vw *View) FileByID(ctx context.Context, id int64) (Member, error) {
-	ms, err := scanMembers(vw.db.query(ctx, `SELECT `+memberCols+` FROM files f JOIN folders d ON d.id = f.folder_id
+	ms, err := scanMembers(vw.db.query(ctx, `SELECT `+vw.db.memberCols()+` FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.id = ?`, id))
 	if err == nil && len(ms) == 0 {
 		err = ErrNotFound
@@ -345,6 +350,7 @@ func (vw *View) FileByID(ctx context.Context, id int64) (Member, error) {
 type CopyAt struct {
 	Path     string
 	Dev, Ino uint64
+	Host     string // the host whose disk holds it; "" for this host
 }
 
 // GroupPaths lists the paths and inodes of the live copies of the group
@@ -352,13 +358,13 @@ type CopyAt struct {
 // who may read its copies on disk (and only where each path still leads
 // to the inode indexed).
 func (vw *View) GroupPaths(ctx context.Context, contentID int64) ([]CopyAt, error) {
-	rows, err := vw.db.query(ctx, `SELECT d.path, f.name, f.dev, f.ino
+	rows, err := vw.db.query(ctx, `SELECT d.path, f.name, f.dev, f.ino, `+vw.db.copyHost("f")+`
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
 		WHERE c.id = ? AND c.`+isGroup+` AND f.missing = 0 ORDER BY f.name, f.id`, contentID)
 	return collect("list the paths of a group", rows, err, func(r rowScanner) (CopyAt, error) {
 		var dir, name string
 		var c CopyAt
-		err := r.Scan(&dir, &name, &c.Dev, &c.Ino)
+		err := r.Scan(&dir, &name, &c.Dev, &c.Ino, &c.Host)
 		c.Path = naming.JoinPath(dir, name)
 		return c, err
 	})

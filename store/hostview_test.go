@@ -1,0 +1,126 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+)
+
+// The view of an index many hosts share names the host of every copy on
+// another host ("" for this host's), in each query that lists or reads
+// copies, and a group with no copy on this host has no thumbnail in it.
+func TestViewNamesTheHostOfEachCopy(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("SQLite has one host")
+	}
+	ctx := context.Background()
+	base := openTest(t)
+	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
+	ra, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, _, err := b.Files().AddRoot(ctx, RootSpec{Path: "/home"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := func(name string, ino uint64, content byte) FileStat {
+		return FileStat{Name: name, Size: 10, Dev: 1, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(content)}}
+	}
+	// Content 1 on both hosts; content 2 on host b only.
+	addFiles(t, a, ra.ID, "/srv", file("x.jpg", 5, 1))
+	addFiles(t, b, rb.ID, "/home", file("x.jpg", 5, 1), file("y.jpg", 6, 2), file("z.jpg", 7, 2))
+	vw := a.View()
+	g, err := vw.Group(ctx, a.HashAlgo(), sum(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hostOf := map[string]string{} // path -> host
+	ms, err := vw.CopiesPage(ctx, g.ID, 0, 10)
+	if err != nil || len(ms) != 2 {
+		t.Fatalf("copies %+v (%v), want two", ms, err)
+	}
+	for _, m := range ms {
+		fm, err := vw.FileByID(ctx, m.FileID)
+		if err != nil || fm.Host != m.Host {
+			t.Fatalf("file %d: %+v (%v), host %q in the page", m.FileID, fm, err, m.Host)
+		}
+		bm, _, err := vw.MemberByID(ctx, g.GroupRef, m.FileID)
+		if err != nil || bm.Host != m.Host {
+			t.Fatalf("member %d: %+v (%v), host %q in the page", m.FileID, bm, err, m.Host)
+		}
+		hostOf[fm.Path()] = m.Host
+	}
+	if hostOf["/srv/x.jpg"] != "" || hostOf["/home/x.jpg"] != hostB.Name {
+		t.Fatalf("hosts by path %v: want /srv/x.jpg on this host (\"\"), /home/x.jpg on %s", hostOf, hostB.Name)
+	}
+	if m, err := vw.MemberByName(ctx, g.GroupRef, "x.jpg"); err != nil || m.Host != hostOf[m.Path()] {
+		t.Fatalf("member by name: %+v (%v)", m, err)
+	}
+	paths, err := vw.GroupPaths(ctx, g.ID)
+	if err != nil || len(paths) != 2 {
+		t.Fatalf("group paths %+v (%v)", paths, err)
+	}
+	for _, p := range paths {
+		if p.Host != hostOf[p.Path] {
+			t.Fatalf("group paths: %+v, want host %q", p, hostOf[p.Path])
+		}
+	}
+	ahead, err := vw.CopiesAhead(ctx, g.ID, 1, 10)
+	if err != nil || len(ahead) != 1 || len(ahead[0].Copies) != 2 {
+		t.Fatalf("copies ahead %+v (%v)", ahead, err)
+	}
+	for i, m := range ahead[0].Copies {
+		if m.Host != ms[i].Host {
+			t.Fatalf("copies ahead %+v, want the hosts of the page %+v", ahead[0].Copies, ms)
+		}
+	}
+	// Host b's view: the copy of a is the remote one.
+	if bm, err := b.View().FileByID(ctx, ms[0].FileID); err != nil || (bm.Host == "") == (ms[0].Host == "") {
+		t.Fatalf("host b reads file %d as on host %q (%v); host a as on %q", ms[0].FileID, bm.Host, err, ms[0].Host)
+	}
+
+	// Thumbnails of both groups, made (by host b): only b's view shows the
+	// one of the group a holds no copy of.
+	g2, err := vw.Group(ctx, a.HashAlgo(), sum(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	admit(t, b, 10, g.ID, g2.ID)
+	for range 2 {
+		_, l, err := b.Thumbs().ClaimThumb(ctx, "w", time.Minute)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := b.Thumbs().FinishThumbReady(ctx, l, 1, 1, 1); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ready := func(db *DB) map[int64]bool {
+		ts, err := db.View().ReadyThumbsPage(ctx, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[int64]bool{}
+		for _, th := range ts {
+			out[th.ContentID] = true
+			if _, err := db.View().ThumbByID(ctx, th.ID); err != nil {
+				t.Fatalf("thumbnail %d listed, not read: %v", th.ID, err)
+			}
+		}
+		return out
+	}
+	if got := ready(a); !got[g.ID] || got[g2.ID] {
+		t.Fatalf("host a's view shows the thumbnails of %v; want group %d's, not %d's (no copy on a)", got, g.ID, g2.ID)
+	}
+	if got := ready(b); !got[g.ID] || !got[g2.ID] {
+		t.Fatalf("host b's view shows the thumbnails of %v; want both", got)
+	}
+	if _, err := vw.ReadyThumb(ctx, a.HashAlgo(), sum(2)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("host a reads the thumbnail of a group it holds no copy of: %v", err)
+	}
+	if _, err := b.View().ReadyThumb(ctx, a.HashAlgo(), sum(2)); err != nil {
+		t.Fatalf("host b: %v", err)
+	}
+}
