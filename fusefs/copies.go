@@ -54,7 +54,7 @@ func (f *FS) copyMode() uint32 {
 // copyAttr fills the attributes of a copy: a symlink to it, or (serving
 // files) a file like it.
 func (f *FS) copyAttr(a *fuse.Attr, node uint64, m store.Member) {
-	if f.cfg.ServeFiles {
+	if f.cfg.ServeFiles && m.Host == "" {
 		f.fileAttr(a, node, m.Size, time.Unix(0, m.MtimeNS))
 		// The original's owner and permission bits, but for writing: ls
 		// -l tells the truth. Who may read it is decided by the view as
@@ -69,7 +69,7 @@ func (f *FS) copyAttr(a *fuse.Attr, node uint64, m store.Member) {
 		}
 		return
 	}
-	f.linkAttr(a, node, m.Path(), time.Unix(0, m.MtimeNS))
+	f.linkAttr(a, node, f.memberTarget(m), time.Unix(0, m.MtimeNS))
 }
 
 // openCopy opens the original of a copy for reading (exec: to run it,
@@ -81,6 +81,9 @@ func (f *FS) openCopy(c *caller, fileID int64, node uint64, exec bool, out *fuse
 	m, err := f.db.FileByID(dbctx(), fileID)
 	if err != nil {
 		return f.status("open copy", err)
+	}
+	if m.Host != "" {
+		return fuse.EINVAL // on another host: a symlink
 	}
 	if exec && !f.mayRun(c, m.Path()) {
 		return fuse.EACCES

@@ -55,6 +55,10 @@ type Config struct {
 	// secret from them, the same from mount to mount so that the numbers
 	// stay (nil: a key of this mount's own). Unused without AllowOther.
 	IDKey []byte
+	// RemotePrefix maps a host's name to the folder its files are reached
+	// under here (a share mounted by hand): a copy on that host links to
+	// PREFIX/abs/path. A host not in it links under /net/HOST (remote.go).
+	RemotePrefix map[string]string
 	// Logf receives problems serving the view. May be nil.
 	Logf func(format string, args ...any)
 }

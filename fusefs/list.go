@@ -43,6 +43,7 @@ type listed struct {
 	base  string
 	id    int64
 	first bool
+	host  string // a copy on another host: that host's name
 	// callers: the name is the caller's own (a label), which
 	// the kernel may keep for no one else.
 	callers bool
@@ -257,9 +258,9 @@ func (f *FS) copyLister(contentID int64) fetchFunc {
 		}
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
-			out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.linkName(m.Name, m.FileID, m.First),
-				Mode: f.copyMode(), Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)},
-				base: m.Name, id: m.FileID, first: m.First})
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.copyName(m.Name, m.Host, m.FileID, m.First),
+				Mode: f.modeOf(m.Host), Ino: ino(kindLink, m.FileID), Off: offID(m.FileID)},
+				base: m.Name, id: m.FileID, first: m.First, host: m.Host})
 		}
 		return out, err
 	}

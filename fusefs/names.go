@@ -125,7 +125,7 @@ func (n *namer) name(e listed) string {
 		bare = id == e.id
 	}
 	n.taken = true
-	return n.f.linkName(e.base, e.id, bare)
+	return n.f.copyName(e.base, e.host, e.id, bare)
 }
 
 // firstVisible returns the id of the first copy (lowest id) named name in

@@ -146,42 +146,54 @@ func (f *FS) lookupGroup(name string, out *fuse.EntryOut) fuse.Status {
 
 // lookupCopy finds a copy by the name it shows under for c: its basename
 // (the first copy with that basename, of those c sees), or
-// basename~<file id>.
+// basename~<file id>; on another host, HOST: before either.
 func (f *FS) lookupCopy(c *caller, contentID int64, name string, out *fuse.EntryOut) fuse.Status {
 	ctx := dbctx()
 	g, err := f.db.GroupByID(ctx, contentID)
 	if err != nil {
 		return f.status("read group", err)
 	}
-	var m store.Member
-	var first bool // the first of its name, of all copies
+	for _, hn := range hostNamed(name) {
+		m, first, err := f.findCopy(c, g.GroupRef, hn[1])
+		if errors.Is(err, store.ErrNotFound) || err == nil && m.Host != hn[0] {
+			continue
+		}
+		if err != nil {
+			return f.status("look up copy", err)
+		}
+		node := ino(kindLink, m.FileID)
+		f.copyAttr(&out.Attr, node, m)
+		return f.namedEntry(out, node, linkTimeout, ino(kindGroup, contentID), first)
+	}
+	return fuse.ENOENT
+}
+
+// findCopy finds a copy of group g by the name it shows under for c, its
+// host left out; first: it is the first of its name, of all copies.
+func (f *FS) findCopy(c *caller, g store.GroupRef, name string) (m store.Member, first bool, err error) {
+	ctx := dbctx()
 	if c == nil {
-		m, err = f.db.MemberByName(ctx, g.GroupRef, name)
+		m, err = f.db.MemberByName(ctx, g, name)
 		first = err == nil
 	} else {
 		var id int64
-		if id, err = f.firstVisible(c, ino(kindGroup, contentID), name); err == nil {
+		if id, err = f.firstVisible(c, ino(kindGroup, g.ID), name); err == nil {
 			if err = store.ErrNotFound; id != 0 {
-				m, first, err = f.db.MemberByID(ctx, g.GroupRef, id)
+				m, first, err = f.db.MemberByID(ctx, g, id)
 			}
 		}
 	}
 	if errors.Is(err, store.ErrNotFound) {
 		id, ok := f.suffixID(name)
 		if !ok {
-			return fuse.ENOENT
+			return m, false, store.ErrNotFound
 		}
-		m, first, err = f.db.MemberByID(ctx, g.GroupRef, id)
-		if err == nil && !f.suffixed(c, ino(kindGroup, contentID), m.Name, m.FileID, first, name) {
+		m, first, err = f.db.MemberByID(ctx, g, id)
+		if err == nil && !f.suffixed(c, ino(kindGroup, g.ID), m.Name, m.FileID, first, name) {
 			err = store.ErrNotFound
 		}
 	}
-	if err != nil {
-		return f.status("look up copy", err)
-	}
-	node := ino(kindLink, m.FileID)
-	f.copyAttr(&out.Attr, node, m)
-	return f.namedEntry(out, node, linkTimeout, ino(kindGroup, contentID), first)
+	return m, first, err
 }
 
 // suffixed reports whether name is what c sees the copy (or folder) id of
@@ -352,14 +364,14 @@ func (f *FS) readlink(node uint64) ([]byte, fuse.Status) {
 	kind, id := split(node)
 	switch kind {
 	case kindLink:
-		if f.cfg.ServeFiles {
-			return nil, fuse.EINVAL // a file, not a symlink
-		}
 		m, err := f.db.FileByID(dbctx(), id)
 		if err != nil {
 			return nil, f.status("read copy", err)
 		}
-		return []byte(m.Path()), fuse.OK
+		if f.cfg.ServeFiles && m.Host == "" {
+			return nil, fuse.EINVAL // a file, not a symlink
+		}
+		return []byte(f.memberTarget(m)), fuse.OK
 	case kindSizeLink:
 		g, err := f.db.GroupByID(dbctx(), id)
 		if err != nil {

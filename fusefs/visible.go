@@ -138,7 +138,7 @@ func (f *FS) showsNow(r reader, kind uint64, id int64, fr *fresh) bool {
 		}
 	case kindLink:
 		m, err := f.db.FileByID(ctx, id)
-		return err == nil && f.readsCopy(r, store.CopyAt{Path: m.Path(), Dev: m.Dev, Ino: m.Ino}, fr)
+		return err == nil && f.readsCopy(r, store.CopyAt{Path: m.Path(), Dev: m.Dev, Ino: m.Ino, Host: m.Host}, fr)
 	case kindFolderGroup:
 		return f.folderGroupShows(r, id, false, fr)
 	case kindFolderLink:
@@ -183,6 +183,9 @@ func (f *FS) groupShows(r reader, contentID int64, all bool, fr *fresh) bool {
 // read holds the same bytes. A symlink at the path (a root that follows
 // them) is the file it leads to, read as the disk would (follow.go).
 func (f *FS) readsCopy(r reader, p store.CopyAt, fr *fresh) bool {
+	if p.Host != "" {
+		return false // on another host: its permissions are not known here (remote.go)
+	}
 	e := f.access.attrsOf(p.Path, false, fr)
 	if e.ok && e.mode&unix.S_IFMT == unix.S_IFLNK {
 		real, _, err := resolve(p.Path)

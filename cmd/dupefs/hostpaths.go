@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"path/filepath"
+	"strings"
 
 	"github.com/dupefs/dupefs/indexer/folders"
 
@@ -83,4 +85,30 @@ func (hp *hostPaths) folders(rep *folders.Report) {
 	for i := range rep.Partial {
 		rep.Partial[i].A, rep.Partial[i].B = hp.path(rep.Partial[i].A), hp.path(rep.Partial[i].B)
 	}
+}
+
+// remotePrefixes reads mount's --remote-prefix HOST=PREFIX flags: PREFIX
+// an absolute folder, one per host.
+func remotePrefixes(flags []string) (map[string]string, error) {
+	if len(flags) == 0 {
+		return nil, nil
+	}
+	out := make(map[string]string, len(flags))
+	for _, fl := range flags {
+		host, prefix, ok := strings.Cut(fl, "=")
+		if !ok {
+			return nil, usageErrorf("--remote-prefix %s: want HOST=PREFIX", naming.EscapePath(fl))
+		}
+		if err := store.CheckHostName(host); err != nil {
+			return nil, usageErrorf("--remote-prefix %s: %v", naming.EscapePath(fl), err)
+		}
+		if !filepath.IsAbs(prefix) {
+			return nil, usageErrorf("--remote-prefix %s: PREFIX must be an absolute path", naming.EscapePath(fl))
+		}
+		if _, dup := out[host]; dup {
+			return nil, usageErrorf("--remote-prefix: host %s given twice", host)
+		}
+		out[host] = filepath.Clean(prefix)
+	}
+	return out, nil
 }

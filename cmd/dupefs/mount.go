@@ -34,6 +34,7 @@ type mountOptions struct {
 	NoWatch       bool
 	Serve         string // links or files
 	NoPassthrough bool   // hidden: read copies through this process (bench)
+	RemotePrefix  []string // HOST=PREFIX: where another host's copies are reached
 	// ReadyFD, when set (hidden: the mount helper's daemon), is written
 	// "READY" once the mount answers; stderr then goes to LogFile.
 	ReadyFD int
@@ -65,12 +66,13 @@ func mountCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-file", Hidden: true, Usage: "after --ready-fd, send messages to this file"},
 			&cli.BoolFlag{Name: "no-passthrough", Hidden: true, Usage: "with --serve files, read copies through dupefs even when the kernel could read them itself (bench)"},
 			&cli.StringFlag{Name: "serve", Value: "links", Usage: "copies in /by-hash as `links` (symlinks to the originals) or files (read-only files read through to them: for Samba, NFS, containers, rsync -a)"},
+			&cli.StringSliceFlag{Name: "remote-prefix", Usage: "link the copies of host HOST to `HOST=PREFIX`/abs/path rather than /net/HOST/abs/path (repeatable)"},
 			hashFlag(),
 		}, append(append(indexerFlags(), thumbFlags()...), watchFlags()...)...),
 		Action: func(c *cli.Context) error {
 			opts := mountOptions{Mountpoint: c.Args().First(), Paths: c.Args().Tail(), AllowOther: c.Bool("allow-other"),
 				NoIndex: c.Bool("no-index"), RescanEvery: c.Duration("rescan-every"), NoThumbs: c.Bool("no-thumbs"),
-				NoWatch: c.Bool("no-watch"), Serve: c.String("serve"), NoPassthrough: c.Bool("no-passthrough"), ReadyFD: c.Int("ready-fd"), LogFile: c.String("log-file"), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c),
+				NoWatch: c.Bool("no-watch"), Serve: c.String("serve"), NoPassthrough: c.Bool("no-passthrough"), RemotePrefix: c.StringSlice("remote-prefix"), ReadyFD: c.Int("ready-fd"), LogFile: c.String("log-file"), Hash: c.String("hash"), Indexer: indexerOptionsFrom(c), Thumbs: thumbOptionsFrom(c),
 				Watch: watchOptionsFrom(c)}
 			return runMount(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
@@ -90,6 +92,10 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 		return usageErrorf("--serve %q: want links or files", opts.Serve)
 	}
 	if err := checkHash(opts.Hash); err != nil {
+		return err
+	}
+	prefixes, err := remotePrefixes(opts.RemotePrefix)
+	if err != nil {
 		return err
 	}
 	if err := opts.Indexer.validate(); err != nil {
@@ -163,6 +169,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 			IDKey:         idKey,
 			ServeFiles:    opts.Serve == "files",
 			NoPassthrough: opts.NoPassthrough,
+			RemotePrefix:  prefixes,
 			ThumbDir:      absOrEmpty(tcfg.Dir),
 			Status: func(ctx context.Context) ([]byte, error) {
 				s, err := buildStatus(ctx, db)

@@ -1,0 +1,66 @@
+package fusefs
+
+import (
+	"strings"
+	"syscall"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// Copies on other hosts. In an index many hosts share, a group lists every
+// copy of the fleet; one on another host is not a file of this machine.
+// It shows as a symlink (whatever Config.ServeFiles says) to where that
+// host's files are reached from here: /net/HOST/abs/path, as autofs's
+// -hosts map mounts the NFS exports of every host, or PREFIX/abs/path for
+// a host Config.RemotePrefix maps. Its name says its host, HOST:name (a
+// host name holds no ':'), after the name it would have as a copy here, so
+// names stay unique in the group. Whether another user may read it cannot
+// be known from here: with AllowOther only the mounting user and root see
+// it (readsCopy), and it is never checked against a local path.
+
+// copyTarget is where the copy at path on host (""; this host) is reached.
+func (f *FS) copyTarget(host, path string) string {
+	if host == "" {
+		return path
+	}
+	if p, ok := f.cfg.RemotePrefix[host]; ok {
+		return strings.TrimRight(p, "/") + path
+	}
+	return "/net/" + host + path
+}
+
+// copyName is the name a copy shows under: linkName, after its host and a
+// ':' when it lies on another host.
+func (f *FS) copyName(base, host string, id int64, first bool) string {
+	return hostName(host, f.linkName(base, id, first))
+}
+
+// hostName puts host (if any) before name.
+func hostName(host, name string) string {
+	if host == "" {
+		return name
+	}
+	return host + ":" + name
+}
+
+// modeOf is how a copy on host shows in a listing.
+func (f *FS) modeOf(host string) uint32 {
+	if host != "" {
+		return syscall.S_IFLNK
+	}
+	return f.copyMode()
+}
+
+// hostNamed lists the (host, name) a name asked for may stand for: a copy
+// of this host of that name, and, when it holds a ':', a copy on the host
+// before it of the name after it.
+func hostNamed(name string) [][2]string {
+	out := [][2]string{{"", name}}
+	if h, rest, ok := strings.Cut(name, ":"); ok && h != "" && rest != "" {
+		out = append(out, [2]string{h, rest})
+	}
+	return out
+}
+
+// memberTarget is where the copy m is reached from here.
+func (f *FS) memberTarget(m store.Member) string { return f.copyTarget(m.Host, m.Path()) }
