@@ -32,8 +32,8 @@ type mountOptions struct {
 	RescanEvery   time.Duration
 	NoThumbs      bool
 	NoWatch       bool
-	Serve         string // links or files
-	NoPassthrough bool   // hidden: read copies through this process (bench)
+	Serve         string   // links or files
+	NoPassthrough bool     // hidden: read copies through this process (bench)
 	RemotePrefix  []string // HOST=PREFIX: where another host's copies are reached
 	// ReadyFD, when set (hidden: the mount helper's daemon), is written
 	// "READY" once the mount answers; stderr then goes to LogFile.
