@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dupefs/dupefs/integration/testenv"
+	"github.com/dupefs/dupefs/internal/pgtest"
 	"github.com/dupefs/dupefs/store"
 )
 
@@ -38,7 +39,7 @@ func TestMain(m *testing.M) {
 		}
 		f.Close()
 	}
-	os.Exit(m.Run())
+	os.Exit(pgtest.Main(m))
 }
 
 // testFS is an index and its mounted view.
@@ -74,6 +75,12 @@ func mountWrapped(tb testing.TB, cfg Config, wrap func(Index) Index) *testFS {
 		tb.Fatal(err)
 	}
 	tb.Cleanup(func() { db.Close() })
+	return mountDB(tb, db, dir, cfg, wrap)
+}
+
+// mountDB mounts the view of db at dir/mnt, its thumbnails in dir/thumbs.
+func mountDB(tb testing.TB, db *store.DB, dir string, cfg Config, wrap func(Index) Index) *testFS {
+	tb.Helper()
 	mnt, thumbs := filepath.Join(dir, "mnt"), filepath.Join(dir, "thumbs")
 	os.Mkdir(mnt, 0o755)
 	os.Mkdir(thumbs, 0o700)

@@ -1,0 +1,131 @@
+package fusefs
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/dupefs/dupefs/integration/testenv"
+	"github.com/dupefs/dupefs/internal/pgtest"
+	"github.com/dupefs/dupefs/store"
+)
+
+// openHost opens the PostgreSQL index at url as host name.
+func openHost(tb testing.TB, url, name string) *store.DB {
+	tb.Helper()
+	db, err := store.Open(context.Background(), store.Options{Path: url,
+		Host: store.Host{Name: name, MachineID: "m-" + name}})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { db.Close() })
+	return db
+}
+
+// In an index two hosts share, the view of one lists the other's copy as
+// a symlink to /net/HOST/path (or under the prefix given for that host,
+// and a symlink still when copies are served as files), named HOST:name.
+// With AllowOther another user never sees it: not even where a local
+// file they may read lies at the same path with the same inode numbers
+// (the local check says nothing of the other host's file).
+func TestCopyOnAnotherHostLinksToIt(t *testing.T) {
+	testenv.NeedFUSE(t)
+	url := pgtest.URL(t)
+	laptop := openHost(t, url, "laptop")
+	nas := openHost(t, url, "nas")
+	top := t.TempDir()
+	root, there := filepath.Join(top, "laptop"), filepath.Join(top, "nas")
+	for _, d := range []string{filepath.Dir(top), top, root, filepath.Join(root, "a"), filepath.Join(root, "b"), there} {
+		os.MkdirAll(d, 0o755)
+		os.Chmod(d, 0o755)
+	}
+	a, b, n := filepath.Join(root, "a", "IMG.jpg"), filepath.Join(root, "b", "IMG.jpg"), filepath.Join(there, "IMG.jpg")
+	for _, p := range []string{a, b, n} {
+		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	indexAs(t, laptop, root, a, b)
+	// The nas's copy: its path and inode numbers those of a file here
+	// that anyone may read, which this host does not index.
+	var st syscall.Stat_t
+	if err := syscall.Stat(n, &st); err != nil {
+		t.Fatal(err)
+	}
+	(&testFS{tb: t, db: nas}).scan(there, []scanned{{there, store.FileStat{Name: "IMG.jpg", Size: st.Size,
+		MtimeNS: st.Mtim.Nano(), Dev: st.Dev, Ino: st.Ino, Nlink: 1,
+		Hash: &store.FileHash{Status: store.HashDone, Content: sum(9)}}}})
+
+	check := func(cfg Config, target string) {
+		t.Helper()
+		tf := mountDB(t, laptop, t.TempDir(), cfg, nil)
+		dir := filepath.Join(tf.mnt, "by-hash", keyOf(9))
+		names := tf.names("by-hash/" + keyOf(9))
+		var remote []string
+		for _, n := range names {
+			if strings.HasPrefix(n, "nas:") {
+				remote = append(remote, n)
+			}
+		}
+		if len(names) != 3 || len(remote) != 1 || !slices.Contains(names, "IMG.jpg") {
+			t.Fatalf("group: %q, want IMG.jpg, IMG~ID.jpg and one nas:IMG~ID.jpg", names)
+		}
+		got, err := os.Readlink(filepath.Join(dir, remote[0]))
+		if err != nil || got != target {
+			t.Fatalf("%s -> %q (%v), want %q", remote[0], got, err, target)
+		}
+		for _, n := range names {
+			fi, err := os.Lstat(filepath.Join(dir, n))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantLink := !cfg.ServeFiles || n == remote[0]
+			if (fi.Mode()&os.ModeSymlink != 0) != wantLink {
+				t.Errorf("%s: mode %v, want a symlink: %v", n, fi.Mode(), wantLink)
+			}
+		}
+		if _, err := os.Lstat(filepath.Join(dir, strings.TrimPrefix(remote[0], "nas:"))); err == nil {
+			t.Errorf("the nas's copy answers under its name without its host too")
+		}
+		if _, err := os.Lstat(filepath.Join(dir, "laptop:IMG.jpg")); err == nil {
+			t.Errorf("a copy of this host answers under HOST:name")
+		}
+		if !cfg.AllowOther {
+			return
+		}
+		other := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+		copies, err := tf.fs.db.CopiesPage(context.Background(), mustGroup(t, tf).ID, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range copies {
+			if seen := tf.fs.visible(other, ino(kindLink, m.FileID)); seen != (m.Host == "") {
+				t.Errorf("another user sees copy %d on host %q: %v", m.FileID, m.Host, seen)
+			}
+			if !tf.fs.visible(nil, ino(kindLink, m.FileID)) {
+				t.Errorf("the mounting user does not see copy %d", m.FileID)
+			}
+		}
+		if !tf.fs.visible(other, ino(kindGroup, mustGroup(t, tf).ID)) {
+			t.Error("another user does not see the group of two local copies they may read")
+		}
+		if tf.fs.listingPublic(ino(kindGroup, mustGroup(t, tf).ID)) {
+			t.Error("a listing with another host's copy in it is kept for every user")
+		}
+	}
+	check(Config{}, "/net/nas"+n)
+	check(Config{ServeFiles: true, AllowOther: true, RemotePrefix: map[string]string{"nas": "/mnt/nas/"}}, "/mnt/nas"+n)
+}
+
+func mustGroup(tb testing.TB, tf *testFS) store.GroupInfo {
+	tb.Helper()
+	g, err := tf.fs.db.Group(context.Background(), "sha256", sum(9))
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return g
+}
