@@ -44,7 +44,11 @@ type peopleRoots struct {
 
 // peoplePath is the name people know the file or folder at path by: its
 // path from its root's name, " › " between its folders.
-func (f *FS) peoplePath(path string) string {
+func (f *FS) peoplePath(path string) string { return f.peoplePathOn("", path) }
+
+// peoplePathOn is peoplePath of a path on host ("": this one): its root's
+// name says the host of one on another (naming.OnHost).
+func (f *FS) peoplePathOn(host, path string) string {
 	r := &f.roots
 	gen := f.ends.stamp()
 	r.mu.Lock()
@@ -67,10 +71,14 @@ func (f *FS) peoplePath(path string) string {
 			root = p
 		}
 	}
-	if root == "" {
-		return naming.PeoplePath("", strings.TrimPrefix(path, "/"))
+	name, rel := "", strings.TrimPrefix(path, "/")
+	if root != "" {
+		name, rel = r.names[root], strings.TrimPrefix(strings.TrimPrefix(path, root), "/")
 	}
-	return naming.PeoplePath(r.names[root], strings.TrimPrefix(strings.TrimPrefix(path, root), "/"))
+	if host != "" {
+		name = naming.OnHost(name, host)
+	}
+	return naming.PeoplePath(name, rel)
 }
 
 // pathNamesChanged tells the kernel that every name made from a path may

@@ -34,6 +34,7 @@ type placeName struct {
 	// first: the first copy (lowest id) of its name among all copies, so
 	// named for every caller who sees it.
 	first bool
+	host  string // a copy on another host: that host's name
 }
 
 // placesCache holds the places of the copies of the groups last read, and
@@ -175,7 +176,7 @@ func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]plac
 	bare := make([]string, len(places))
 	firstOf := make(map[string]int64, len(places))
 	for i, p := range places {
-		bare[i] = f.peoplePath(p.Path())
+		bare[i] = f.peoplePathOn(p.Host, p.Path())
 		if _, ok := firstOf[bare[i]]; !ok {
 			firstOf[bare[i]] = p.FileID
 		}
@@ -192,7 +193,8 @@ func (f *FS) placeNames(ctx context.Context, c *caller, contentID int64) ([]plac
 	out := make([]placeName, 0, len(seen))
 	for j, name := range naming.Distinct(seenBare, ids, true) {
 		p := places[seen[j]]
-		out = append(out, placeName{id: p.FileID, name: name, first: firstOf[seenBare[j]] == p.FileID && name == seenBare[j]})
+		out = append(out, placeName{id: p.FileID, name: name, first: firstOf[seenBare[j]] == p.FileID && name == seenBare[j],
+			host: p.Host})
 	}
 	if c == nil {
 		pp.placesMu.Lock()
@@ -261,7 +263,7 @@ func (f *FS) placeLister(c *caller, contentID int64) fetchFunc {
 		i := sort.Search(len(names), func(i int) bool { return names[i].id > after })
 		out := make([]listed, 0, min(pageSize, len(names)-i))
 		for _, n := range names[i:min(len(names), i+pageSize)] {
-			out = append(out, listed{DirEntry: fuse.DirEntry{Name: n.name, Mode: f.copyMode(),
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: n.name, Mode: f.modeOf(n.host),
 				Ino: ino(kindLink, n.id), Off: offID(n.id)}})
 		}
 		return out, nil

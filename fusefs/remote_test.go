@@ -94,6 +94,24 @@ func TestCopyOnAnotherHostLinksToIt(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(dir, "laptop:IMG.jpg")); err == nil {
 			t.Errorf("a copy of this host answers under HOST:name")
 		}
+		// /files names the host of the nas's copy, and links to it alike.
+		labels := tf.names("files")
+		if len(labels) != 1 {
+			t.Fatalf("/files: %q, want one group", labels)
+		}
+		places := tf.names("files/" + labels[0])
+		var onNas []string
+		for _, n := range places {
+			if strings.HasPrefix(n, "nas on nas") {
+				onNas = append(onNas, n)
+			}
+		}
+		if len(places) != 3 || len(onNas) != 1 {
+			t.Fatalf("/files/%s: %q, want three copies, one named \"nas on nas › IMG.jpg\"", labels[0], places)
+		}
+		if got, err := os.Readlink(filepath.Join(tf.mnt, "files", labels[0], onNas[0])); err != nil || got != target {
+			t.Fatalf("/files: %s -> %q (%v), want %q", onNas[0], got, err, target)
+		}
 		if !cfg.AllowOther {
 			return
 		}

@@ -78,13 +78,14 @@ type Place struct {
 	Dir      string // the folder's absolute path
 	Name     string
 	Dev, Ino uint64
+	Host     string // the host whose disk holds it; "" for this host
 }
 
 // Path is the place's absolute path.
 func (p Place) Path() string { return naming.JoinPath(p.Dir, p.Name) }
 
 // At is the copy at p as the index knows it.
-func (p Place) At() CopyAt { return CopyAt{Path: p.Path(), Dev: p.Dev, Ino: p.Ino} }
+func (p Place) At() CopyAt { return CopyAt{Path: p.Path(), Dev: p.Dev, Ino: p.Ino, Host: p.Host} }
 
 // PlacesOf lists where the live copies of the groups of content ids ids
 // live, each group's by file id, in one query (a content that is no group
@@ -95,7 +96,7 @@ func (vw *View) PlacesOf(ctx context.Context, ids []int64) (map[int64][]Place, e
 	if err != nil {
 		return nil, fmt.Errorf("list the places of copies: %w", err)
 	}
-	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, d.path, f.name, f.dev, f.ino
+	rows, err := vw.db.query(ctx, `SELECT c.id, f.id, d.path, f.name, f.dev, f.ino, `+vw.db.copyHost("f")+`
 		FROM contents c JOIN files f ON f.content_hash = c.content_hash JOIN folders d ON d.id = f.folder_id
 		WHERE c.id IN (SELECT value FROM json_each(?)) AND c.`+isGroup+` AND f.missing = 0
 		ORDER BY c.id, f.id`, string(list))
@@ -107,7 +108,7 @@ func (vw *View) PlacesOf(ctx context.Context, ids []int64) (map[int64][]Place, e
 	for rows.Next() {
 		var id int64
 		var p Place
-		if err := rows.Scan(&id, &p.FileID, &p.Dir, &p.Name, &p.Dev, &p.Ino); err != nil {
+		if err := rows.Scan(&id, &p.FileID, &p.Dir, &p.Name, &p.Dev, &p.Ino, &p.Host); err != nil {
 			return nil, classify("list the places of copies", err)
 		}
 		out[id] = append(out[id], p)

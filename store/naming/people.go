@@ -67,6 +67,15 @@ func pathParts(p string) []string {
 	return out
 }
 
+// OnHost is the name people know root (a RootNames name, "" for none) of
+// another host by, in an index many hosts share: "Pictures on nas".
+func OnHost(root, host string) string {
+	if root == "" {
+		return "on " + host
+	}
+	return root + " on " + host
+}
+
 // PeoplePath is the name of the file or folder at rel (a clean relative
 // path, "" or "." for the root itself) under a root people know as root (a
 // RootNames name, or "" for none): the root's name, rel's folders and its
