@@ -39,12 +39,30 @@ func (f *FS) lookupFolderGroup(name string, out *fuse.EntryOut) fuse.Status {
 // for c, as lookupCopy does a copy.
 func (f *FS) lookupFolderLink(c *caller, groupID int64, name string, out *fuse.EntryOut) fuse.Status {
 	ctx := dbctx()
-	group := ino(kindFolderGroup, groupID)
 	g, err := f.db.FolderGroupByID(ctx, groupID)
 	if err != nil {
 		return f.status("read folder group", err)
 	}
-	var m store.FolderMember
+	for _, hn := range hostNamed(name) {
+		m, err := f.findFolder(c, groupID, hn[1])
+		if errors.Is(err, store.ErrNotFound) || err == nil && m.Host != hn[0] {
+			continue
+		}
+		if err != nil {
+			return f.status("look up folder", err)
+		}
+		node := ino(kindFolderLink, m.FolderID)
+		f.linkAttr(&out.Attr, node, f.copyTarget(m.Host, m.Path), g.ChangedAt)
+		return f.namedEntry(out, node, linkTimeout, ino(kindFolderGroup, groupID), m.First)
+	}
+	return fuse.ENOENT
+}
+
+// findFolder finds a folder of a group by the name it shows under for c,
+// its host left out.
+func (f *FS) findFolder(c *caller, groupID int64, name string) (m store.FolderMember, err error) {
+	ctx := dbctx()
+	group := ino(kindFolderGroup, groupID)
 	if c == nil {
 		m, err = f.db.FolderMemberByName(ctx, groupID, name)
 	} else {
@@ -58,19 +76,14 @@ func (f *FS) lookupFolderLink(c *caller, groupID int64, name string, out *fuse.E
 	if errors.Is(err, store.ErrNotFound) {
 		id, ok := f.suffixID(name)
 		if !ok {
-			return fuse.ENOENT
+			return m, store.ErrNotFound
 		}
 		m, err = f.db.FolderMemberByID(ctx, groupID, id)
 		if err == nil && !f.suffixed(c, group, m.Name, m.FolderID, m.First, name) {
 			err = store.ErrNotFound
 		}
 	}
-	if err != nil {
-		return f.status("look up folder", err)
-	}
-	node := ino(kindFolderLink, m.FolderID)
-	f.linkAttr(&out.Attr, node, m.Path, g.ChangedAt)
-	return f.namedEntry(out, node, linkTimeout, group, m.First)
+	return m, err
 }
 
 // folderLink reads what a folder link shows: its target and its group's
@@ -85,7 +98,7 @@ func (f *FS) folderLink(folderID int64) (string, time.Time, fuse.Status) {
 	if err != nil {
 		return "", time.Time{}, f.status("read folder group", err)
 	}
-	return m.Path, g.ChangedAt, fuse.OK
+	return f.copyTarget(m.Host, m.Path), g.ChangedAt, fuse.OK
 }
 
 // getattrFolder fills the attributes of a node of /by-folder.
@@ -141,9 +154,9 @@ func (f *FS) folderLister(groupID int64) fetchFunc {
 		ms, err := f.db.FolderMembersPage(ctx, groupID, idAfter(off), pageSize)
 		out := make([]listed, 0, len(ms))
 		for _, m := range ms {
-			out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.linkName(m.Name, m.FolderID, m.First),
+			out = append(out, listed{DirEntry: fuse.DirEntry{Name: f.copyName(m.Name, m.Host, m.FolderID, m.First),
 				Mode: syscall.S_IFLNK, Ino: ino(kindFolderLink, m.FolderID), Off: offID(m.FolderID)},
-				base: m.Name, id: m.FolderID, first: m.First})
+				base: m.Name, id: m.FolderID, first: m.First, host: m.Host})
 		}
 		return out, err
 	}

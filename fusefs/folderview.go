@@ -56,7 +56,7 @@ func (f *FS) readFolderLabel(c *caller, g store.FolderGroupInfo) (folderLabel, e
 			return l, err
 		}
 		for _, m := range ms {
-			if c == nil || f.folderReadable(callerReader{f, c}, m.Path, nil) {
+			if c == nil || f.memberReadable(callerReader{f, c}, m, nil) {
 				l.members = append(l.members, m)
 			}
 		}
@@ -241,7 +241,7 @@ func (f *FS) peopleFolders(c *caller, groupID int64) ([]listed, error) {
 	}
 	bare, ids := make([]string, len(l.members)), make([]int64, len(l.members))
 	for i, m := range l.members {
-		bare[i], ids[i] = f.peoplePath(m.Path), f.ids.shownID(m.FolderID)
+		bare[i], ids[i] = f.peoplePathOn(m.Host, m.Path), f.ids.shownID(m.FolderID)
 	}
 	out := make([]listed, 0, len(l.members))
 	for i, name := range naming.Distinct(bare, ids, false) {

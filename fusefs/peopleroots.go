@@ -241,7 +241,7 @@ func (f *FS) peopleShows(r reader, kind uint64, id int64, fr *fresh) (ok, handle
 		return f.folderGroupShows(r, id, false, fr), true
 	case kindPeopleFolder:
 		m, err := f.db.FolderMemberOf(ctx, id)
-		return err == nil && f.folderReadable(r, m.Path, fr), true
+		return err == nil && f.memberReadable(r, m, fr), true
 	case kindPair, kindPairSide:
 		p, err := f.db.PairByID(ctx, id>>(kind-kindPair))
 		return err == nil && f.folderReadable(r, p.A, fr) && f.folderReadable(r, p.B, fr), true

@@ -64,3 +64,9 @@ func hostNamed(name string) [][2]string {
 
 // memberTarget is where the copy m is reached from here.
 func (f *FS) memberTarget(m store.Member) string { return f.copyTarget(m.Host, m.Path()) }
+
+// memberReadable is folderReadable of a folder of a folder group: never,
+// for a reader, of one on another host.
+func (f *FS) memberReadable(r reader, m store.FolderMember, fr *fresh) bool {
+	return m.Host == "" && f.folderReadable(r, m.Path, fr)
+}

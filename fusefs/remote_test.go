@@ -12,6 +12,7 @@ import (
 	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/internal/pgtest"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // openHost opens the PostgreSQL index at url as host name.
@@ -28,7 +29,9 @@ func openHost(tb testing.TB, url, name string) *store.DB {
 
 // In an index two hosts share, the view of one lists the other's copy as
 // a symlink to /net/HOST/path (or under the prefix given for that host,
-// and a symlink still when copies are served as files), named HOST:name.
+// and a symlink still when copies are served as files), named HOST:name,
+// in /files after its root and host; a folder of the other host in a
+// folder group alike, in /by-folder and /folders.
 // With AllowOther another user never sees it: not even where a local
 // file they may read lies at the same path with the same inode numbers
 // (the local check says nothing of the other host's file).
@@ -45,7 +48,7 @@ func TestCopyOnAnotherHostLinksToIt(t *testing.T) {
 	}
 	a, b, n := filepath.Join(root, "a", "IMG.jpg"), filepath.Join(root, "b", "IMG.jpg"), filepath.Join(there, "IMG.jpg")
 	for _, p := range []string{a, b, n} {
-		if err := os.WriteFile(p, []byte(p), 0o644); err != nil {
+		if err := os.WriteFile(p, []byte("one photo"), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -59,9 +62,20 @@ func TestCopyOnAnotherHostLinksToIt(t *testing.T) {
 	(&testFS{tb: t, db: nas}).scan(there, []scanned{{there, store.FileStat{Name: "IMG.jpg", Size: st.Size,
 		MtimeNS: st.Mtim.Nano(), Dev: st.Dev, Ino: st.Ino, Nlink: 1,
 		Hash: &store.FileHash{Status: store.HashDone, Content: sum(9)}}}})
+	for _, db := range []*store.DB{nas, laptop} {
+		if _, err := db.Folders().UpdateFolderSigs(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fgs, err := laptop.View().FolderGroupsPage(context.Background(), 0, 10)
+	if err != nil || len(fgs) != 1 || fgs[0].Folders != 3 {
+		t.Fatalf("folder groups %+v (%v), want one of a, b and the nas's folder", fgs, err)
+	}
+	folderKey := naming.GroupKey("sha256", fgs[0].Sig)
 
-	check := func(cfg Config, target string) {
+	check := func(cfg Config, prefix string) {
 		t.Helper()
+		target := prefix + n
 		tf := mountDB(t, laptop, t.TempDir(), cfg, nil)
 		dir := filepath.Join(tf.mnt, "by-hash", keyOf(9))
 		names := tf.names("by-hash/" + keyOf(9))
@@ -112,6 +126,20 @@ func TestCopyOnAnotherHostLinksToIt(t *testing.T) {
 		if got, err := os.Readlink(filepath.Join(tf.mnt, "files", labels[0], onNas[0])); err != nil || got != target {
 			t.Fatalf("/files: %s -> %q (%v), want %q", onNas[0], got, err, target)
 		}
+		// The folder group: the nas's folder links to it there, named
+		// nas:nas in /by-folder, "nas on nas" in /folders.
+		if got, err := os.Readlink(filepath.Join(tf.mnt, "by-folder", folderKey, "nas:nas")); err != nil || got != prefix+there {
+			t.Fatalf("/by-folder/%s/nas:nas -> %q (%v), want %q (listed: %q)", folderKey, got, err, prefix+there,
+				tf.names("by-folder/"+folderKey))
+		}
+		flabels := tf.names("folders")
+		if len(flabels) != 1 {
+			t.Fatalf("/folders: %q, want one group", flabels)
+		}
+		if got, err := os.Readlink(filepath.Join(tf.mnt, "folders", flabels[0], "nas on nas")); err != nil || got != prefix+there {
+			t.Fatalf("/folders/%s/nas on nas -> %q (%v), want %q (listed: %q)", flabels[0], got, err, prefix+there,
+				tf.names("folders/"+flabels[0]))
+		}
 		if !cfg.AllowOther {
 			return
 		}
@@ -128,6 +156,17 @@ func TestCopyOnAnotherHostLinksToIt(t *testing.T) {
 				t.Errorf("the mounting user does not see copy %d", m.FileID)
 			}
 		}
+		ms, err := tf.fs.db.FolderMembersPage(context.Background(), fgs[0].ID, 0, 10)
+		if err != nil || len(ms) != 3 {
+			t.Fatalf("folders of the group: %+v (%v)", ms, err)
+		}
+		for _, m := range ms {
+			for _, node := range []uint64{ino(kindFolderLink, m.FolderID), ino(kindPeopleFolder, m.FolderID)} {
+				if seen := tf.fs.visible(other, node); seen != (m.Host == "") {
+					t.Errorf("another user sees folder %s on host %q: %v", m.Path, m.Host, seen)
+				}
+			}
+		}
 		if !tf.fs.visible(other, ino(kindGroup, mustGroup(t, tf).ID)) {
 			t.Error("another user does not see the group of two local copies they may read")
 		}
@@ -135,8 +174,8 @@ func TestCopyOnAnotherHostLinksToIt(t *testing.T) {
 			t.Error("a listing with another host's copy in it is kept for every user")
 		}
 	}
-	check(Config{}, "/net/nas"+n)
-	check(Config{ServeFiles: true, AllowOther: true, RemotePrefix: map[string]string{"nas": "/mnt/nas/"}}, "/mnt/nas"+n)
+	check(Config{}, "/net/nas")
+	check(Config{ServeFiles: true, AllowOther: true, RemotePrefix: map[string]string{"nas": "/mnt/nas/"}}, "/mnt/nas")
 }
 
 func mustGroup(tb testing.TB, tf *testFS) store.GroupInfo {

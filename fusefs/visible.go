@@ -143,7 +143,7 @@ func (f *FS) showsNow(r reader, kind uint64, id int64, fr *fresh) bool {
 		return f.folderGroupShows(r, id, false, fr)
 	case kindFolderLink:
 		m, err := f.db.FolderMemberOf(ctx, id)
-		return err == nil && f.folderReadable(r, m.Path, fr)
+		return err == nil && f.memberReadable(r, m, fr)
 	}
 	return false
 }
@@ -228,7 +228,7 @@ func (f *FS) folderGroupShows(r reader, groupID int64, all bool, fr *fresh) bool
 			return false
 		}
 		for _, m := range ms {
-			if !f.folderReadable(r, m.Path, fr) {
+			if !f.memberReadable(r, m, fr) {
 				if all {
 					return false
 				}

@@ -66,16 +66,21 @@ type FolderMember struct {
 	Name     string
 	First    bool
 	Path     string
+	Host     string // the host whose disk holds it; "" for this host
 }
 
-const folderMemberCols = `m.group_id, m.folder_id, m.name,
+// folderMemberCols are the columns of folder_group_members m and folders
+// d scanFolderMembers reads.
+func (db *DB) folderMemberCols() string {
+	return `m.group_id, m.folder_id, m.name,
 	NOT EXISTS (SELECT 1 FROM folder_group_members o WHERE o.group_id = m.group_id AND o.name = m.name
 	              AND o.folder_id < m.folder_id),
-	d.path`
+	d.path, ` + db.copyHost("d")
+}
 
 func scanFolderMembers(rows *sql.Rows, err error) ([]FolderMember, error) {
 	return collect("list folders of a group", rows, err, func(r rowScanner) (m FolderMember, err error) {
-		err = r.Scan(&m.GroupID, &m.FolderID, &m.Name, &m.First, &m.Path)
+		err = r.Scan(&m.GroupID, &m.FolderID, &m.Name, &m.First, &m.Path, &m.Host)
 		return m, err
 	})
 }
@@ -83,7 +88,7 @@ func scanFolderMembers(rows *sql.Rows, err error) ([]FolderMember, error) {
 // FolderMembersPage lists a group's folders by name, then id, after the
 // folder afterID (0: from the start).
 func (vw *View) FolderMembersPage(ctx context.Context, groupID, afterID int64, limit int) ([]FolderMember, error) {
-	return scanFolderMembers(vw.db.query(ctx, `SELECT `+folderMemberCols+`
+	return scanFolderMembers(vw.db.query(ctx, `SELECT `+vw.db.folderMemberCols()+`
 		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
 		WHERE m.group_id = ?1 AND (?2 = 0 OR (m.name, m.folder_id) >
 		  ((SELECT name FROM folder_group_members WHERE group_id = ?1 AND folder_id = ?2), ?2))
@@ -93,7 +98,7 @@ func (vw *View) FolderMembersPage(ctx context.Context, groupID, afterID int64, l
 // FolderMemberByName finds the first folder (lowest id) of a group with
 // that basename.
 func (vw *View) FolderMemberByName(ctx context.Context, groupID int64, name string) (FolderMember, error) {
-	ms, err := scanFolderMembers(vw.db.query(ctx, `SELECT `+folderMemberCols+`
+	ms, err := scanFolderMembers(vw.db.query(ctx, `SELECT `+vw.db.folderMemberCols()+`
 		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
 		WHERE m.group_id = ? AND m.name = ? ORDER BY m.folder_id LIMIT 1`, groupID, name))
 	if err == nil && len(ms) == 0 {
@@ -107,7 +112,7 @@ func (vw *View) FolderMemberByName(ctx context.Context, groupID int64, name stri
 
 // FolderMemberByID finds a folder of a group by its id.
 func (vw *View) FolderMemberByID(ctx context.Context, groupID, folderID int64) (FolderMember, error) {
-	ms, err := scanFolderMembers(vw.db.query(ctx, `SELECT `+folderMemberCols+`
+	ms, err := scanFolderMembers(vw.db.query(ctx, `SELECT `+vw.db.folderMemberCols()+`
 		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
 		WHERE m.group_id = ? AND m.folder_id = ?`, groupID, folderID))
 	if err == nil && len(ms) == 0 {
@@ -121,7 +126,7 @@ func (vw *View) FolderMemberByID(ctx context.Context, groupID, folderID int64) (
 
 // FolderMemberOf finds a folder that is in a live group, with its group.
 func (vw *View) FolderMemberOf(ctx context.Context, folderID int64) (FolderMember, error) {
-	ms, err := scanFolderMembers(vw.db.query(ctx, `SELECT `+folderMemberCols+`
+	ms, err := scanFolderMembers(vw.db.query(ctx, `SELECT `+vw.db.folderMemberCols()+`
 		FROM folder_group_members m JOIN folders d ON d.id = m.folder_id
 		WHERE m.folder_id = ? LIMIT 1`, folderID))
 	if err == nil && len(ms) == 0 {
