@@ -126,10 +126,15 @@ func (f *FS) pairLabelLister(c *caller) fetchFunc {
 // would read alike, or else " ~<folder id>" after each.
 func (f *FS) sideNames(p store.FolderPairInfo) [2]string {
 	fit := func(s string) string { return naming.CutMiddle(s, naming.MaxName, false) }
-	a, b := fit("only in "+f.peoplePath(p.A)), fit("only in "+f.peoplePath(p.B))
+	a, b := fit("only in "+f.peoplePathOn(p.HostA, p.A)), fit("only in "+f.peoplePathOn(p.HostB, p.B))
 	if a == b {
-		a = fit("only in " + naming.PeoplePath("", strings.TrimPrefix(p.A, "/")))
-		b = fit("only in " + naming.PeoplePath("", strings.TrimPrefix(p.B, "/")))
+		whole := func(host, path string) string {
+			if host != "" {
+				host = naming.OnHost("", host)
+			}
+			return fit("only in " + naming.PeoplePath(host, strings.TrimPrefix(path, "/")))
+		}
+		a, b = whole(p.HostA, p.A), whole(p.HostB, p.B)
 	}
 	if a == b {
 		a, b = naming.WithID(a, f.ids.shownID(p.AID), false), naming.WithID(b, f.ids.shownID(p.BID), false)
@@ -220,7 +225,7 @@ func (f *FS) lookupPairFile(sideID int64, name string, out *fuse.EntryOut) fuse.
 		return f.status("look up a pair's file", err)
 	}
 	node := ino(kindPairFile, pf.ID)
-	f.linkAttr(&out.Attr, node, pf.Path, p.ChangedAt)
+	f.linkAttr(&out.Attr, node, f.copyTarget(pf.Host, pf.Path), p.ChangedAt)
 	return f.entry(out, node, linkTimeout)
 }
 

@@ -190,7 +190,7 @@ func (f *FS) getattrPeople(node uint64, a *fuse.Attr) (time.Duration, fuse.Statu
 		if err != nil {
 			return 0, f.status("read folder pair", err)
 		}
-		f.linkAttr(a, node, pf.Path, p.ChangedAt)
+		f.linkAttr(a, node, f.copyTarget(pf.Host, pf.Path), p.ChangedAt)
 		return linkTimeout, fuse.OK
 	}
 	return 0, fuse.ENOENT
@@ -207,7 +207,7 @@ func (f *FS) readlinkPeople(node uint64) ([]byte, fuse.Status) {
 		if err != nil {
 			return nil, f.status("read a pair's file", err)
 		}
-		return []byte(pf.Path), fuse.OK
+		return []byte(f.copyTarget(pf.Host, pf.Path)), fuse.OK
 	}
 	return nil, fuse.EINVAL
 }
@@ -244,10 +244,12 @@ func (f *FS) peopleShows(r reader, kind uint64, id int64, fr *fresh) (ok, handle
 		return err == nil && f.memberReadable(r, m, fr), true
 	case kindPair, kindPairSide:
 		p, err := f.db.PairByID(ctx, id>>(kind-kindPair))
-		return err == nil && f.folderReadable(r, p.A, fr) && f.folderReadable(r, p.B, fr), true
+		// Another host's folder is for the mounting user and root only.
+		return err == nil && p.HostA == "" && p.HostB == "" &&
+			f.folderReadable(r, p.A, fr) && f.folderReadable(r, p.B, fr), true
 	case kindPairFile:
 		pf, err := f.db.PairFileByID(ctx, id)
-		return err == nil && r.read(pf.Path, fr), true
+		return err == nil && pf.Host == "" && r.read(pf.Path, fr), true
 	}
 	return false, false
 }

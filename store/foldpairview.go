@@ -58,18 +58,24 @@ type FolderPairInfo struct {
 	ID         int64
 	AID, BID   int64
 	A, B       string // the folders' paths
+	HostA      string // the hosts whose disks hold them; "" for this host
+	HostB      string
 	Label      string // before any ~<id>
 	Similarity float64
 	ChangedAt  time.Time
 }
 
-const pairInfoSQL = `SELECT p.id, p.a_id, p.b_id, a.path, b.path, p.label, p.shared_files, p.union_files, p.changed_at
+// pairInfoSQL selects the shown pairs, as scanPairInfos reads them.
+func (db *DB) pairInfoSQL() string {
+	return `SELECT p.id, p.a_id, p.b_id, a.path, b.path, p.label, p.shared_files, p.union_files, p.changed_at,
+	` + db.copyHost("a") + `, ` + db.copyHost("b") + `
 	FROM folder_pairs p JOIN folders a ON a.id = p.a_id JOIN folders b ON b.id = p.b_id WHERE p.state = 2 `
+}
 
 func scanPairInfos(rows *sql.Rows, err error) ([]FolderPairInfo, error) {
 	return collect("list folder pairs", rows, err, func(r rowScanner) (p FolderPairInfo, err error) {
 		var shared, union, at int64
-		err = r.Scan(&p.ID, &p.AID, &p.BID, &p.A, &p.B, &p.Label, &shared, &union, &at)
+		err = r.Scan(&p.ID, &p.AID, &p.BID, &p.A, &p.B, &p.Label, &shared, &union, &at, &p.HostA, &p.HostB)
 		p.Similarity = pairRow{shared: shared, union: union}.sim()
 		p.ChangedAt = time.UnixMilli(at)
 		return p, err
@@ -78,12 +84,12 @@ func scanPairInfos(rows *sql.Rows, err error) ([]FolderPairInfo, error) {
 
 // PairsPage lists the shown pairs by id, after afterID.
 func (vw *View) PairsPage(ctx context.Context, afterID int64, limit int) ([]FolderPairInfo, error) {
-	return scanPairInfos(vw.db.query(ctx, pairInfoSQL+`AND p.id > ? ORDER BY p.id LIMIT ?`, afterID, limit))
+	return scanPairInfos(vw.db.query(ctx, vw.db.pairInfoSQL()+`AND p.id > ? ORDER BY p.id LIMIT ?`, afterID, limit))
 }
 
 // PairByID finds a shown pair by id.
 func (vw *View) PairByID(ctx context.Context, id int64) (FolderPairInfo, error) {
-	ps, err := scanPairInfos(vw.db.query(ctx, pairInfoSQL+`AND p.id = ?`, id))
+	ps, err := scanPairInfos(vw.db.query(ctx, vw.db.pairInfoSQL()+`AND p.id = ?`, id))
 	if err == nil && len(ps) == 0 {
 		err = ErrNotFound
 	}
@@ -109,15 +115,19 @@ type PairFile struct {
 	FileID int64
 	Name   string // as the view shows it
 	Path   string // where the file is now
+	Host   string // the host whose disk holds it; "" for this host
 }
 
-const pairFileSQL = `SELECT o.id, o.pair_id, o.side, o.file_id, o.name, d.path, f.name
+// pairFileSQL selects the files of pairs, as scanPairFiles reads them.
+func (db *DB) pairFileSQL() string {
+	return `SELECT o.id, o.pair_id, o.side, o.file_id, o.name, d.path, f.name, ` + db.copyHost("f") + `
 	FROM folder_pair_files o JOIN files f ON f.id = o.file_id JOIN folders d ON d.id = f.folder_id `
+}
 
 func scanPairFiles(rows *sql.Rows, err error) ([]PairFile, error) {
 	return collect("list a pair's files", rows, err, func(r rowScanner) (p PairFile, err error) {
 		var dir, name string
-		err = r.Scan(&p.ID, &p.PairID, &p.Side, &p.FileID, &p.Name, &dir, &name)
+		err = r.Scan(&p.ID, &p.PairID, &p.Side, &p.FileID, &p.Name, &dir, &name, &p.Host)
 		p.Path = naming.JoinPath(dir, name)
 		return p, err
 	})
@@ -136,25 +146,25 @@ func onePairFile(ps []PairFile, err error) (PairFile, error) {
 // PairFilesPage lists the files only in one folder of a pair (side 0: A,
 // 1: B), by their relative paths (row id), after the row afterID.
 func (vw *View) PairFilesPage(ctx context.Context, pairID int64, side int, afterID int64, limit int) ([]PairFile, error) {
-	return scanPairFiles(vw.db.query(ctx, pairFileSQL+`WHERE o.pair_id = ? AND o.side = ? AND o.id > ?
+	return scanPairFiles(vw.db.query(ctx, vw.db.pairFileSQL()+`WHERE o.pair_id = ? AND o.side = ? AND o.id > ?
 		ORDER BY o.id LIMIT ?`, pairID, side, afterID, limit))
 }
 
 // PairFileByName finds a file of a pair's list by the name it shows under.
 func (vw *View) PairFileByName(ctx context.Context, pairID int64, side int, name string) (PairFile, error) {
-	return onePairFile(scanPairFiles(vw.db.query(ctx, pairFileSQL+`WHERE o.pair_id = ? AND o.side = ? AND o.name = ?`,
+	return onePairFile(scanPairFiles(vw.db.query(ctx, vw.db.pairFileSQL()+`WHERE o.pair_id = ? AND o.side = ? AND o.name = ?`,
 		pairID, side, name)))
 }
 
 // PairFileOf finds a file of a pair's list by the file's id.
 func (vw *View) PairFileOf(ctx context.Context, pairID int64, side int, fileID int64) (PairFile, error) {
-	return onePairFile(scanPairFiles(vw.db.query(ctx, pairFileSQL+`WHERE o.pair_id = ? AND o.side = ? AND o.file_id = ?`,
+	return onePairFile(scanPairFiles(vw.db.query(ctx, vw.db.pairFileSQL()+`WHERE o.pair_id = ? AND o.side = ? AND o.file_id = ?`,
 		pairID, side, fileID)))
 }
 
 // PairFileByID finds a file of a pair's list by its row id.
 func (vw *View) PairFileByID(ctx context.Context, id int64) (PairFile, error) {
-	return onePairFile(scanPairFiles(vw.db.query(ctx, pairFileSQL+`WHERE o.id = ?`, id)))
+	return onePairFile(scanPairFiles(vw.db.query(ctx, vw.db.pairFileSQL()+`WHERE o.id = ?`, id)))
 }
 
 // PairChange is a pair the view shows that appeared, changed or went.
