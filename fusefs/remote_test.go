@@ -2,6 +2,7 @@ package fusefs
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,6 +10,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/dupefs/dupefs/indexer"
 	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/internal/pgtest"
 	"github.com/dupefs/dupefs/store"
@@ -185,4 +187,59 @@ func mustGroup(tb testing.TB, tf *testFS) store.GroupInfo {
 		tb.Fatal(err)
 	}
 	return g
+}
+
+// A pair of folders that overlap in part, one on each host: in /overlap
+// the nas's side is named after its root and host, and its files link
+// there; another user sees no part of the pair.
+func TestOverlapWithAnotherHost(t *testing.T) {
+	testenv.NeedFUSE(t)
+	url := pgtest.URL(t)
+	laptop := openHost(t, url, "laptop")
+	nas := openHost(t, url, "nas")
+	top := t.TempDir()
+	files := map[string]string{}
+	for i := range 40 {
+		files[fmt.Sprintf("laptop/git/g%03d", i)] = body(i+100, 300)
+		files[fmt.Sprintf("nas/git/g%03d", i)] = body(i+100, 300)
+	}
+	files["laptop/git/mine"], files["nas/git/theirs"] = body(7, 300), body(8, 300)
+	writeTree(t, top, files)
+	for _, h := range []struct {
+		db   *store.DB
+		root string
+	}{{nas, "nas"}, {laptop, "laptop"}} {
+		if _, _, err := h.db.Files().AddRoot(context.Background(), store.RootSpec{Path: filepath.Join(top, h.root)}, true); err != nil {
+			t.Fatal(err)
+		}
+		if err := indexer.New(indexer.IndexOf(h.db), indexer.Config{Workers: 2}).Run(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tf := mountDB(t, laptop, t.TempDir(), Config{AllowOther: true}, nil)
+	labels := tf.names("overlap")
+	if len(labels) != 1 {
+		t.Fatalf("/overlap: %q, want one pair", labels)
+	}
+	sides := tf.names("overlap/" + labels[0])
+	theirs := "only in nas on nas"
+	if !slices.Contains(sides, theirs) || !slices.Contains(sides, "only in laptop") {
+		t.Fatalf("/overlap/%s: %q, want %q and the laptop's side", labels[0], sides, theirs)
+	}
+	want := "/net/nas" + filepath.Join(top, "nas/git/theirs")
+	only := tf.names("overlap/" + labels[0] + "/" + theirs)
+	if len(only) != 1 {
+		t.Fatalf("only in the nas's folder: %q, want its one file", only)
+	}
+	if got, err := os.Readlink(filepath.Join(tf.mnt, "overlap", labels[0], theirs, only[0])); err != nil || got != want {
+		t.Fatalf("the nas's file %s -> %q (%v), want %q", only[0], got, err, want)
+	}
+	ps, err := tf.fs.db.PairsPage(context.Background(), 0, 10)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pairs %+v (%v)", ps, err)
+	}
+	other := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
+	if tf.fs.visible(other, ino(kindPair, ps[0].ID)) {
+		t.Error("another user sees a pair with a side on another host")
+	}
 }
