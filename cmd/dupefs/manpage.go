@@ -624,6 +624,20 @@ with one copy here is left alone whatever the others hold. ops and undo see
 this host's plans; a file kept by a live action on one host is never acted
 on by another.
 .PP
+The view (mount) lists every copy in the fleet. A copy on another host is a
+symlink, with --serve files too, to /net/HOST/abs/path (autofs's -hosts map
+mounts every host's NFS exports there), or to PREFIX/abs/path with mount
+--remote-prefix HOST=PREFIX (repeatable: a share mounted by hand; PREFIX
+absolute, else exit 3). In /by-hash and /by-folder it is named HOST:name
+(name as a copy here would be); in /files, /folders and /overlap its root's
+name says the host: "Pictures on nas \[u203A] 2023 \[u203A] IMG_1.jpg".
+With --allow-other a copy or folder on another host is shown only to the
+user who mounted and root, since no one can check that host's permissions
+from here, and a group counts only this host's copies for the others; a
+pair with a side on another host is theirs alone too. A group with no copy
+on this host has no thumbnail here. Another host's commits show as this
+host's do.
+.PP
 A second machine that takes a name another registered is refused (exit 10):
 give it another --host, or rename the registered one (host rename OLD NEW),
 or forget a host that is gone (host forget NAME; refused while it has roots,
@@ -790,7 +804,7 @@ Options: db=, cache-dir=, log= (the background process's messages; default
 dupefs-mount.log beside the index), root=, allow_other, no-index, no-watch,
 no-thumbs, serve=links|files, hash=, workers=, io-depth=, rotational=,
 rescan-every=, max-hashes-per-sec=, max-bytes-per-sec=, thumb-workers=,
-thumb-read-rate=, keep-missing=, ffmpeg= (with _ for - where a name holds one, as in no_index, also
+thumb-read-rate=, keep-missing=, ffmpeg=, remote-prefix=HOST=PREFIX (once a host; with _ for - where a name holds one, as in no_index, also
 accepted). ro, dev, nodev, suid, nosuid, exec, noexec, auto, noauto, user,
 users, nouser, owner, group, nofail, defaults, _netdev, sync, async, silent,
 loud, lazytime, comment=, the atime options and x-* are accepted and ignored (the view

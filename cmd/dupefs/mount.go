@@ -66,7 +66,7 @@ func mountCommand() *cli.Command {
 			&cli.StringFlag{Name: "log-file", Hidden: true, Usage: "after --ready-fd, send messages to this file"},
 			&cli.BoolFlag{Name: "no-passthrough", Hidden: true, Usage: "with --serve files, read copies through dupefs even when the kernel could read them itself (bench)"},
 			&cli.StringFlag{Name: "serve", Value: "links", Usage: "copies in /by-hash as `links` (symlinks to the originals) or files (read-only files read through to them: for Samba, NFS, containers, rsync -a)"},
-			&cli.StringSliceFlag{Name: "remote-prefix", Usage: "link the copies of host HOST to `HOST=PREFIX`/abs/path rather than /net/HOST/abs/path (repeatable)"},
+			&cli.StringSliceFlag{Name: "remote-prefix", Usage: "`HOST=PREFIX`: link the copies of host HOST to PREFIX/abs/path rather than /net/HOST/abs/path (repeatable)"},
 			hashFlag(),
 		}, append(append(indexerFlags(), thumbFlags()...), watchFlags()...)...),
 		Action: func(c *cli.Context) error {

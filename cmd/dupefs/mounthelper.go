@@ -47,6 +47,7 @@ var helperOptions = map[string]string{
 	"thumb-workers": "--thumb-workers", "thumb_workers": "--thumb-workers", "ffmpeg": "--ffmpeg",
 	"thumb-read-rate": "--thumb-read-rate", "thumb_read_rate": "--thumb-read-rate",
 	"keep-missing": "--keep-missing", "keep_missing": "--keep-missing",
+	"remote-prefix": "--remote-prefix", "remote_prefix": "--remote-prefix",
 }
 
 // helperIgnored are the generic mount options that mean nothing here
