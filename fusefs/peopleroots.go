@@ -42,12 +42,10 @@ type peopleRoots struct {
 	names map[string]string
 }
 
-// peoplePath is the name people know the file or folder at path by: its
-// path from its root's name, " › " between its folders.
-func (f *FS) peoplePath(path string) string { return f.peoplePathOn("", path) }
-
-// peoplePathOn is peoplePath of a path on host ("": this one): its root's
-// name says the host of one on another (naming.OnHost).
+// peoplePathOn is the name people know the file or folder at path on host
+// ("": this one) by: its path from its root's name, " › " between its
+// folders; the root's name says the host of one on another
+// (naming.OnHost).
 func (f *FS) peoplePathOn(host, path string) string {
 	r := &f.roots
 	gen := f.ends.stamp()
