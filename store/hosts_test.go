@@ -88,12 +88,8 @@ func TestHostNameOfAnotherMachineIsRefused(t *testing.T) {
 // A root belongs to its host: each host lists its own, a path another
 // host holds is refused, and every host's roots are listed with their host.
 func TestRootsBelongToTheirHost(t *testing.T) {
-	if !onPostgresTest(t) {
-		t.Skip("SQLite has one host")
-	}
 	ctx := context.Background()
-	base := openTest(t)
-	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
+	a, b := twoHosts(t)
 	if _, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv/photos"}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -121,12 +117,8 @@ func TestRootsBelongToTheirHost(t *testing.T) {
 // A host claims only its own jobs, and each host has its own active hash
 // job.
 func TestHostsClaimTheirOwnJobs(t *testing.T) {
-	if !onPostgresTest(t) {
-		t.Skip("SQLite has one host")
-	}
 	ctx := context.Background()
-	base := openTest(t)
-	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
+	a, b := twoHosts(t)
 	ra, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv/photos"}, false)
 	if err != nil {
 		t.Fatal(err)
@@ -165,12 +157,8 @@ func TestHostsClaimTheirOwnJobs(t *testing.T) {
 // A host with roots is forgotten only with them; the host a process works
 // as is never forgotten by it.
 func TestForgetHost(t *testing.T) {
-	if !onPostgresTest(t) {
-		t.Skip("SQLite has one host")
-	}
 	ctx := context.Background()
-	base := openTest(t)
-	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
+	a, b := twoHosts(t)
 	if _, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv/photos"}, false); err != nil {
 		t.Fatal(err)
 	}
@@ -273,20 +261,9 @@ func TestKeepersHoldAcrossHosts(t *testing.T) {
 // cloned from one image) are two inodes, so a content they both hold is a
 // group and a size they share is read.
 func TestInodeNumbersOfTwoHostsAreTwoInodes(t *testing.T) {
-	if !onPostgresTest(t) {
-		t.Skip("SQLite has one host")
-	}
 	ctx := context.Background()
-	base := openTest(t)
-	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
-	ra, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv"}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, _, err := b.Files().AddRoot(ctx, RootSpec{Path: "/home"}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, ra, rb := twoHostRoots(t)
+	var err error
 	same := func(name string) FileStat {
 		return FileStat{Name: name, Size: 10, Dev: 1, Ino: 5, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(1)}}
 	}
@@ -318,20 +295,8 @@ func TestInodeNumbersOfTwoHostsAreTwoInodes(t *testing.T) {
 // hash whole: its queue says so and its plan takes the size in, though no
 // scan changed that size since.
 func TestHalfHashedFilesAnotherHostMatchedAreOwed(t *testing.T) {
-	if !onPostgresTest(t) {
-		t.Skip("SQLite has one host")
-	}
 	ctx := context.Background()
-	base := openTest(t)
-	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
-	ra, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv"}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, _, err := b.Files().AddRoot(ctx, RootSpec{Path: "/home"}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, ra, rb := twoHostRoots(t)
 	const size = 1 << 20
 	partial := FileStat{Name: "x", Size: size, Dev: 1, Ino: 5, Nlink: 1,
 		Hash: &FileHash{Status: HashPartial, Prefix: sql.NullInt64{Int64: 42, Valid: true}}}
@@ -350,4 +315,30 @@ func TestHalfHashedFilesAnotherHostMatchedAreOwed(t *testing.T) {
 	if plan := planFenced(t, a); !slices.ContainsFunc(plan, func(s SizeCount) bool { return s.Size == size }) {
 		t.Fatalf("a's plan %+v lacks the size of its half-hashed file", plan)
 	}
+}
+
+// twoHosts opens one PostgreSQL index as hostA and as hostB (SQLite has
+// one host: the test is skipped there).
+func twoHosts(t *testing.T) (a, b *DB) {
+	t.Helper()
+	if !onPostgresTest(t) {
+		t.Skip("SQLite has one host")
+	}
+	base := openTest(t)
+	return openAs(t, base, hostA), openAs(t, base, hostB)
+}
+
+// twoHostRoots is twoHosts with a root each: /srv on a, /home on b.
+func twoHostRoots(t *testing.T) (a, b *DB, ra, rb Root) {
+	t.Helper()
+	a, b = twoHosts(t)
+	ctx := context.Background()
+	var err error
+	if ra, _, err = a.Files().AddRoot(ctx, RootSpec{Path: "/srv"}, false); err != nil {
+		t.Fatal(err)
+	}
+	if rb, _, err = b.Files().AddRoot(ctx, RootSpec{Path: "/home"}, false); err != nil {
+		t.Fatal(err)
+	}
+	return a, b, ra, rb
 }

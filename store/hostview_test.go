@@ -11,20 +11,9 @@ import (
 // another host ("" for this host's), in each query that lists or reads
 // copies, and a group with no copy on this host has no thumbnail in it.
 func TestViewNamesTheHostOfEachCopy(t *testing.T) {
-	if !onPostgresTest(t) {
-		t.Skip("SQLite has one host")
-	}
 	ctx := context.Background()
-	base := openTest(t)
-	a, b := openAs(t, base, hostA), openAs(t, base, hostB)
-	ra, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv"}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rb, _, err := b.Files().AddRoot(ctx, RootSpec{Path: "/home"}, false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	a, b, ra, rb := twoHostRoots(t)
+	var err error
 	file := func(name string, ino uint64, content byte) FileStat {
 		return FileStat{Name: name, Size: 10, Dev: 1, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(content)}}
 	}
