@@ -300,3 +300,58 @@ func TestHostNameOfAnotherMachine(t *testing.T) {
 		t.Errorf("host list after forget: %s", r.stdout)
 	}
 }
+
+// Two hosts may index the same path (two laptops' ~/Pictures): each holds
+// its own folders and files there, the reports name the other's copies
+// HOST:/path, the two folders are a folder group, and a host acts on its
+// own copies alone. (Here the two hosts' trees are one tree on one disk,
+// which only a test can do: what each host's rows say is what is checked.)
+func TestTwoHostsIndexOnePath(t *testing.T) {
+	db := pgtest.URL(t)
+	base := t.TempDir()
+	tree := filepath.Join(base, "Pictures")
+	for name, data := range map[string]string{"x.jpg": "one photo\n", "y.jpg": "one photo\n", "sub/z.jpg": "another\n"} {
+		write(t, filepath.Join(tree, name), data)
+	}
+
+	var wg sync.WaitGroup
+	for _, host := range []string{"a", "b"} {
+		wg.Go(func() {
+			if r := asHost(t, db, host, "index", tree); r.code != 0 {
+				t.Errorf("index on %s: exit %d\n%s", host, r.code, r.stderr)
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		t.FailNow()
+	}
+	got := hostGroups(t, db, "a", base)
+	want := [][]string{{"Pictures/x.jpg", "Pictures/y.jpg", "b:Pictures/x.jpg", "b:Pictures/y.jpg"}}
+	sortGroups(want)
+	if !equalGroups(got, want) {
+		t.Fatalf("groups on a of one path both hosts index: %q, want %q", got, want)
+	}
+	fr := mustAsHost(t, db, "a", "folders", "--format", "json")
+	if !strings.Contains(fr.stdout, `"b:`+tree+`"`) || !strings.Contains(fr.stdout, `"`+tree+`"`) {
+		t.Errorf("folders on a lacks the two hosts' %s:\n%s", tree, fr.stdout)
+	}
+
+	mustAsHost(t, db, "a", "link")
+	if ops := mustAsHost(t, db, "a", "ops", "--json"); !strings.Contains(ops.stdout, `"op": "link"`) {
+		t.Errorf("ops on a lacks its plan: %s", ops.stdout)
+	}
+	if ops := mustAsHost(t, db, "b", "ops", "--json"); strings.TrimSpace(ops.stdout) != "[]" {
+		t.Errorf("ops on b lists a's plan: %s", ops.stdout)
+	}
+	ino := inodes(t, base)
+	if ino["Pictures/x.jpg"] != ino["Pictures/y.jpg"] {
+		t.Errorf("link on a left its x and y apart: %v", ino)
+	}
+	// b's rows are b's: its next index finds its files linked, and its
+	// link has nothing left to do.
+	mustAsHost(t, db, "b", "index", tree)
+	if r := mustAsHost(t, db, "b", "link"); strings.Contains(r.stdout, "linked 1") {
+		t.Errorf("link on b after a's: %s", r.stdout)
+	}
+}

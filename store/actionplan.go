@@ -133,7 +133,11 @@ func (p *planner) record(specs []ActionSpec) error {
 	// on keeps nothing.
 	var live []*unit
 	for _, u := range units {
-		if r, err := p.keepRefusal(u); err != nil {
+		r, err := p.hostRefusal(u)
+		if err == nil && r == nil {
+			r, err = p.keepRefusal(u)
+		}
+		if err != nil {
 			return err
 		} else if r != nil {
 			p.res.Refused = append(p.res.Refused, *r)
@@ -160,6 +164,34 @@ func (p *planner) record(specs []ActionSpec) error {
 		}
 	}
 	return nil
+}
+
+// hostRefusal says why u names a file of another host, or nil: a host
+// keeps and acts on its own files only (in an index of one host, every
+// file is its).
+func (p *planner) hostRefusal(u *unit) (*Refused, error) {
+	if !p.tx.dialect.manyHosts {
+		return nil, nil
+	}
+	for _, s := range u.specs {
+		for _, f := range []FileRef{s.Keep, s.Copy} {
+			var host int64
+			var name string
+			err := p.tx.queryRowP(`SELECT r.host_id, coalesce(h.name, '') FROM files f JOIN roots r ON r.id = f.root_id
+				LEFT JOIN hosts h ON h.id = r.host_id WHERE f.id = ?`, f.FileID).Scan(&host, &name)
+			if errors.Is(err, sql.ErrNoRows) {
+				return &Refused{Unit: u.key, Path: f.Path, Reason: naming.EscapePath(f.Path) + " is not in the index"}, nil
+			}
+			if err != nil {
+				return nil, classify("read a file's host", err)
+			}
+			if host != p.tx.host {
+				return &Refused{Unit: u.key, Path: f.Path, Reason: fmt.Sprintf("%s is a file of host %s: a host keeps and acts on its own files only",
+					naming.EscapePath(f.Path), name)}, nil
+			}
+		}
+	}
+	return nil, nil
 }
 
 // keepRefusal says why u cannot keep its files, or nil.
@@ -227,8 +259,8 @@ func (p *planner) retireRestored(path string) error {
 	// of keep roles.
 	rows, err := p.tx.queryP(`SELECT a.id FROM actions a JOIN files f ON f.id = a.copy_file_id
 		WHERE a.keep_path = ? AND `+keepRoleSQL+` AND a.state = 'done'
-		  AND a.op IN ('symlink', 'trash', 'unlink')
-		  AND f.missing = 0 AND f.content_hash = a.content_hash`, path)
+		  AND a.op IN ('symlink', 'trash', 'unlink') AND a.plan_id IN (SELECT id FROM plans WHERE host_id = ?)
+		  AND f.missing = 0 AND f.content_hash = a.content_hash`, path, p.tx.host)
 	ids, err := collect("find restored copies", rows, err, scanValue[int64])
 	if err != nil {
 		return err

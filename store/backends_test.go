@@ -67,6 +67,7 @@ var onPostgres = []struct {
 	{TestForgetHost, ""},
 	{TestKeepersHoldAcrossHosts, ""},
 	{TestInodeNumbersOfTwoHostsAreTwoInodes, ""},
+	{TestTwoHostsHoldOnePath, ""},
 	{TestViewNamesTheHostOfEachCopy, ""},
 	{TestHalfHashedFilesAnotherHostMatchedAreOwed, ""},
 	{TestOpenIndexOfRelease0013GivesItsRootsToTheHost, "SQLite only: upgrades of SQLite indexes of older releases"},

@@ -72,6 +72,9 @@ type dialect struct {
 	// hosts (of two roots), apartGroup of the rows of a GROUP BY: their
 	// device and inode numbers do not tell one inode. "" on SQLite.
 	apartRows, apartGroup string
+	// folderKey is the unique key of folders an upsert names: the path
+	// alone on SQLite (one host), the host and path on PostgreSQL.
+	folderKey string
 	// manyHosts: the index may hold the files of many hosts (hosts.go),
 	// and a host's plan looks at what other hosts' runs left it to do.
 	manyHosts bool
@@ -106,6 +109,7 @@ var sqliteDialect = &dialect{
 	quads:      `SELECT value ->> 0 AS c0, value ->> 1 AS c1, value ->> 2 AS c2, value ->> 3 AS c3 FROM json_each(?1)`,
 	inode:      `f.dev || ',' || f.ino`,
 	fileHost:   `0`,
+	folderKey:  `path`,
 }
 
 // pgWriteLock is the advisory lock every writer of a PostgreSQL index
@@ -149,5 +153,6 @@ var pgDialect = &dialect{
 	fileHost:   `(SELECT r.host_id FROM roots r WHERE r.id = f.root_id)`,
 	apartRows:  ` OR b.root_id <> a.root_id`,
 	apartGroup: ` OR min(root_id) <> max(root_id)`,
+	folderKey:  `host_id, path`,
 	manyHosts:  true,
 }

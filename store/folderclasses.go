@@ -99,11 +99,11 @@ func (e *classEval) class(k classKey) (*folderClass, error) {
 	if c, ok := e.classes[k]; ok {
 		return c, nil
 	}
-	rows, err := e.db.query(e.ctx, `SELECT id, coalesce(parent_id, 0), path FROM folders
+	rows, err := e.db.query(e.ctx, `SELECT id, coalesce(parent_id, 0), path, host_id FROM folders
 		WHERE tree_sig = ? AND tree_files = ? AND tree_bytes = ? AND tree_files > 0 AND tree_pending = 0 AND missing = 0
 		ORDER BY path`, k.sig[:], k.files, k.bytes)
 	members, err := collect("read a folder class", rows, err, func(r rowScanner) (f FolderRef, err error) {
-		err = r.Scan(&f.ID, &f.Parent, &f.Path)
+		err = r.Scan(&f.ID, &f.Parent, &f.Path, &f.Host)
 		return f, err
 	})
 	if err != nil {
@@ -113,7 +113,7 @@ func (e *classEval) class(k classKey) (*folderClass, error) {
 	for _, f := range members {
 		inside := false
 		for _, t := range c.tops { // by path: an ancestor comes first
-			if naming.Below(t.Path, f.Path) {
+			if t.Host == f.Host && naming.Below(t.Path, f.Path) {
 				inside = true
 				break
 			}

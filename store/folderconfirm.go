@@ -17,7 +17,7 @@ func (fo *Folders) ConfirmFolders(ctx context.Context, g FolderGroup, layout boo
 	var classes [][]FolderRef
 	var keys [][]byte
 	for _, f := range g.Folders {
-		k, known, err := fo.db.folderKey(ctx, f.Path, layout)
+		k, known, err := fo.db.folderKey(ctx, f, layout)
 		if err != nil {
 			return nil, err
 		}
@@ -42,12 +42,12 @@ func (fo *Folders) ConfirmFolders(ctx context.Context, g FolderGroup, layout boo
 
 // folderKey is what ConfirmFolders compares of a folder: its layout key,
 // or without layout its content digest.
-func (db *DB) folderKey(ctx context.Context, dir string, layout bool) ([]byte, bool, error) {
+func (db *DB) folderKey(ctx context.Context, f FolderRef, layout bool) ([]byte, bool, error) {
 	if !layout {
-		d, known, err := db.contentDigest(ctx, dir)
+		d, known, err := db.contentDigest(ctx, f.Host, f.Path)
 		return d[:], known, err
 	}
-	files, known, err := db.View().SubtreeContents(ctx, dir)
+	files, known, err := db.subtreeContents(ctx, f.Host, f.Path)
 	return layoutKey(files), known, err
 }
 
@@ -56,8 +56,8 @@ func (db *DB) folderKey(ctx context.Context, dir string, layout bool) ([]byte, b
 // path and a row: confirming the folder groups of four hard-linked
 // snapshots of 100k files held 30 MB at once, and a first index of them
 // peaked at 160 MB.
-func (db *DB) contentDigest(ctx context.Context, dir string) (d [32]byte, known bool, err error) {
-	rows, err := db.query(ctx, `SELECT `+termCols("f")+` FROM `+subtreeFilesSQL, subtreeArgs(dir)...)
+func (db *DB) contentDigest(ctx context.Context, host int64, dir string) (d [32]byte, known bool, err error) {
+	rows, err := db.query(ctx, `SELECT `+termCols("f")+` FROM `+subtreeFilesSQL, subtreeArgs(host, dir)...)
 	if err != nil {
 		return d, false, classify("read a folder's files", err)
 	}

@@ -15,6 +15,8 @@ type FolderRef struct {
 	ID     int64
 	Parent int64
 	Path   string
+	Host   int64  // the host whose disk holds it (its row of hosts)
+	On     string // that host's name when it is not this process's ("" when it is)
 }
 
 // FolderGroup is a set of two or more folders with equal content (layout
@@ -38,7 +40,8 @@ func (g FolderGroup) Key(algo string) string { return naming.GroupKey(algo, g.Si
 // level of a duplicated tree is). Largest first. The signatures are not confirmed here: see SubtreeContents.
 func (fo *Folders) ExactFolderGroups(ctx context.Context, layout bool, minBytes int64) ([]FolderGroup, error) {
 	const col = "tree_sig"
-	rows, err := fo.db.query(ctx, `SELECT `+col+`, tree_files, tree_bytes, id, coalesce(parent_id, 0), path, tree_pending
+	rows, err := fo.db.query(ctx, `SELECT `+col+`, tree_files, tree_bytes, id, coalesce(parent_id, 0), path, host_id, tree_pending,
+		`+fo.db.copyHost("folders")+`
 		FROM folders WHERE tree_files > 0 AND missing = 0 AND tree_bytes >= ?1 AND (`+col+`, tree_files, tree_bytes) IN
 		  (SELECT `+col+`, tree_files, tree_bytes FROM folders WHERE tree_files > 0 AND missing = 0 AND tree_bytes >= ?1
 		   GROUP BY `+col+`, tree_files, tree_bytes HAVING count(*) > 1)
@@ -52,7 +55,7 @@ func (fo *Folders) ExactFolderGroups(ctx context.Context, layout bool, minBytes 
 		var sig []byte
 		var files, size, pending int64
 		var f FolderRef
-		if err := rows.Scan(&sig, &files, &size, &f.ID, &f.Parent, &f.Path, &pending); err != nil {
+		if err := rows.Scan(&sig, &files, &size, &f.ID, &f.Parent, &f.Path, &f.Host, &pending, &f.On); err != nil {
 			return nil, classify("read folder groups", err)
 		}
 		if pending > 0 {
@@ -85,7 +88,7 @@ func (db *DB) splitByLayout(ctx context.Context, classes []FolderGroup) ([]Folde
 		byKey := map[string]int{}
 		var parts []FolderGroup
 		for _, f := range c.Folders { // by path, as the rules want them
-			files, known, err := db.View().SubtreeContents(ctx, f.Path)
+			files, known, err := db.subtreeContents(ctx, f.Host, f.Path)
 			if err != nil {
 				return nil, err
 			}
@@ -123,7 +126,7 @@ func applyFolderRules(classes []FolderGroup) []FolderGroup {
 		for _, f := range c.Folders {
 			inside := false
 			for _, t := range top {
-				if naming.Below(t.Path, f.Path) {
+				if t.Host == f.Host && naming.Below(t.Path, f.Path) {
 					inside = true
 					break
 				}
@@ -179,28 +182,41 @@ type SubtreeFile struct {
 
 // subtreeFilesSQL is the live non-empty files of a folder's subtree (d its
 // folders, f their files), with subtreeArgs; subtreeFilesAt(n) the same
-// with its arguments numbered from ?n.
+// with its arguments numbered from ?n (four of them).
 var subtreeFilesSQL = subtreeFilesAt(1)
 
 func subtreeFilesAt(n int) string {
 	return fmt.Sprintf(`folders d JOIN files f ON f.folder_id = d.id
-	WHERE (d.path = ?%d OR (d.path > ?%d AND d.path < ?%d)) AND f.missing = 0 AND f.size > 0`, n, n+1, n+2)
+	WHERE d.host_id = ?%d AND (d.path = ?%d OR (d.path > ?%d AND d.path < ?%d)) AND f.missing = 0 AND f.size > 0`,
+		n, n+1, n+2, n+3)
 }
 
 // subtreeArgs are the arguments of the queries of a folder's subtree
-// (subtreeFilesSQL, ScanBatch.LoseFolder) for the folder dir: its path, and
-// the bounds of the paths below it, which are dir, a '/' and more ('0'
-// follows '/'). For the folder "/" the bounds are "/" and "0".
-func subtreeArgs(dir string) []any {
-	return []any{dir, strings.TrimSuffix(dir, "/") + "/", strings.TrimSuffix(dir, "/") + "0"}
+// (subtreeFilesSQL, ScanBatch.LoseFolder) for the folder dir on host: the
+// host (a path names a folder on one host), its path, and the bounds of
+// the paths below it, which are dir, a '/' and more ('0' follows '/'). For
+// the folder "/" the bounds are "/" and "0".
+func subtreeArgs(host int64, dir string) []any {
+	return []any{host, dir, strings.TrimSuffix(dir, "/") + "/", strings.TrimSuffix(dir, "/") + "0"}
 }
 
 // SubtreeContents lists the live non-empty files of a folder's subtree,
 // with their content terms, by relative path; known is false when some
 // content is not settled yet.
 func (vw *View) SubtreeContents(ctx context.Context, dir string) (files []SubtreeFile, known bool, err error) {
-	rows, err := vw.db.query(ctx, `SELECT d.path, f.name, f.id, f.root_id, f.nlink, f.mtime_ns, `+termCols("f")+`
-		FROM `+subtreeFilesSQL, subtreeArgs(dir)...)
+	return vw.db.subtreeContents(ctx, vw.db.host.ID, dir)
+}
+
+// SubtreeContentsOn is SubtreeContents of the folder dir on host (its
+// row of hosts).
+func (vw *View) SubtreeContentsOn(ctx context.Context, host int64, dir string) (files []SubtreeFile, known bool, err error) {
+	return vw.db.subtreeContents(ctx, host, dir)
+}
+
+// subtreeContents is SubtreeContents of the folder dir on host.
+func (db *DB) subtreeContents(ctx context.Context, host int64, dir string) (files []SubtreeFile, known bool, err error) {
+	rows, err := db.query(ctx, `SELECT d.path, f.name, f.id, f.root_id, f.nlink, f.mtime_ns, `+termCols("f")+`
+		FROM `+subtreeFilesSQL, subtreeArgs(host, dir)...)
 	if err != nil {
 		return nil, false, classify("read a folder's files", err)
 	}
@@ -208,7 +224,7 @@ func (vw *View) SubtreeContents(ctx context.Context, dir string) (files []Subtre
 	known = true
 	var d, name string
 	var f SubtreeFile
-	r := termRow{algo: vw.db.hashAlgo}
+	r := termRow{algo: db.hashAlgo}
 	dst := append([]any{&d, &name, &f.ID, &f.RootID, &f.Nlink, &f.MtimeNS}, r.dest()...)
 	for rows.Next() {
 		if err := rows.Scan(dst...); err != nil {

@@ -224,7 +224,7 @@ func TestConfirmFoldersSplitsByWhatFoldersHold(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		g.Folders = append(g.Folders, FolderRef{ID: f.ID, Parent: f.ParentID, Path: p})
+		g.Folders = append(g.Folders, FolderRef{ID: f.ID, Parent: f.ParentID, Path: p, Host: db.Host().ID})
 	}
 	paths := func(classes [][]FolderRef) []string {
 		var out []string

@@ -12,6 +12,7 @@ import (
 type FolderNode struct {
 	ID, Parent int64
 	Path       string
+	Host       int64 // the host whose disk holds it (its row of hosts)
 	Files      int64 // non-empty files in its subtree
 	Bytes      int64
 	Pending    int64 // of which the content is not settled yet
@@ -21,7 +22,7 @@ type FolderNode struct {
 // FolderNodes calls fn for every live folder whose subtree holds a
 // non-empty file, in no particular order.
 func (fo *Folders) FolderNodes(ctx context.Context, fn func(FolderNode) error) error {
-	rows, err := fo.db.query(ctx, `SELECT id, coalesce(parent_id, 0), path, tree_files, tree_bytes, tree_pending, tree_sig
+	rows, err := fo.db.query(ctx, `SELECT id, coalesce(parent_id, 0), path, host_id, tree_files, tree_bytes, tree_pending, tree_sig
 		FROM folders NOT INDEXED WHERE tree_files > 0 AND missing = 0`)
 	if err != nil {
 		return classify("read folders", err)
@@ -30,7 +31,7 @@ func (fo *Folders) FolderNodes(ctx context.Context, fn func(FolderNode) error) e
 	for rows.Next() {
 		var n FolderNode
 		var sig []byte
-		if err := rows.Scan(&n.ID, &n.Parent, &n.Path, &n.Files, &n.Bytes, &n.Pending, &sig); err != nil {
+		if err := rows.Scan(&n.ID, &n.Parent, &n.Path, &n.Host, &n.Files, &n.Bytes, &n.Pending, &sig); err != nil {
 			return classify("read folders", err)
 		}
 		n.Sig = sigFromBytes(sig)
@@ -117,12 +118,13 @@ func (fo *Folders) SharedFiles(ctx context.Context, fn func(SharedFile) error) e
 	return classify("read duplicate files", rows.Err())
 }
 
-// FolderNodeByPath returns a live folder's sums, or ErrNotFound.
+// FolderNodeByPath returns the sums of a live folder of this host, or
+// ErrNotFound.
 func (fo *Folders) FolderNodeByPath(ctx context.Context, path string) (FolderNode, error) {
 	var n FolderNode
 	var sig []byte
-	err := fo.db.queryRow(ctx, `SELECT id, coalesce(parent_id, 0), path, tree_files, tree_bytes, tree_pending, tree_sig
-		FROM folders WHERE path = ? AND missing = 0`, path).Scan(&n.ID, &n.Parent, &n.Path, &n.Files, &n.Bytes, &n.Pending, &sig)
+	err := fo.db.queryRow(ctx, `SELECT id, coalesce(parent_id, 0), path, host_id, tree_files, tree_bytes, tree_pending, tree_sig
+		FROM folders WHERE host_id = ? AND path = ? AND missing = 0`, fo.db.host.ID, path).Scan(&n.ID, &n.Parent, &n.Path, &n.Host, &n.Files, &n.Bytes, &n.Pending, &sig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return n, ErrNotFound
 	}

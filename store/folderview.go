@@ -166,7 +166,8 @@ func (vw *View) LastFolderChange(ctx context.Context) (int64, time.Time, error) 
 // fold confirmed, of folders of at least minBytes, largest first (bytes in
 // all but one folder).
 func (fo *Folders) FolderGroups(ctx context.Context, minBytes int64) ([]FolderGroup, error) {
-	rows, err := fo.db.query(ctx, `SELECT g.id, g.sig, g.files, g.bytes, d.id, coalesce(d.parent_id, 0), d.path
+	rows, err := fo.db.query(ctx, `SELECT g.id, g.sig, g.files, g.bytes, d.id, coalesce(d.parent_id, 0), d.path, d.host_id,
+		`+fo.db.copyHost("d")+`
 		FROM folder_groups g JOIN folder_group_members m ON m.group_id = g.id JOIN folders d ON d.id = m.folder_id
 		WHERE g.folders > 1 AND g.bytes >= ?
 		ORDER BY g.bytes * (g.folders - 1) DESC, g.sig, d.path`, minBytes)
@@ -180,7 +181,7 @@ func (fo *Folders) FolderGroups(ctx context.Context, minBytes int64) ([]FolderGr
 		var id int64
 		var g FolderGroup
 		var f FolderRef
-		if err := rows.Scan(&id, &g.Sig, &g.Files, &g.Bytes, &f.ID, &f.Parent, &f.Path); err != nil {
+		if err := rows.Scan(&id, &g.Sig, &g.Files, &g.Bytes, &f.ID, &f.Parent, &f.Path, &f.Host, &f.On); err != nil {
 			return nil, classify("read folder groups", err)
 		}
 		if id != last {

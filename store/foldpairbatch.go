@@ -26,6 +26,7 @@ var pairListRows int64 = 1 << 15 // a variable for tests
 type listFolder struct {
 	id    int64
 	path  string
+	host  int64
 	files int64
 }
 
@@ -76,7 +77,7 @@ func (db *DB) diffPairs(ctx context.Context, ps []listPair) (map[pairKey]*pairDi
 	}
 	for _, p := range ps {
 		if p.a.files+p.b.files > pairListRows {
-			d, err := db.diffPair(ctx, p.a.path, p.b.path)
+			d, err := db.diffPair(ctx, p.a, p.b)
 			if err != nil {
 				return nil, err
 			}
@@ -120,7 +121,7 @@ func (db *DB) subtreeFiles(ctx context.Context, folders map[int64]string) (map[i
 	// '0' ('0' follows '/'), but those a name merely continues ("/a-b"
 	// after "/a").
 	rows, err := db.query(ctx, `SELECT t.id, f.id, f.size, `+joinPathSQL+`, `+contentKeySQL+`
-		FROM folders t JOIN folders d ON d.path >= t.path AND d.path < rtrim(t.path, '/') || '0'
+		FROM folders t JOIN folders d ON d.host_id = t.host_id AND d.path >= t.path AND d.path < rtrim(t.path, '/') || '0'
 		JOIN files f ON f.folder_id = d.id
 		WHERE t.id IN (SELECT value FROM json_each(?1))
 		  AND (d.path = t.path OR substr(d.path, length(rtrim(t.path, '/')) + 1, 1) = '/')

@@ -40,9 +40,9 @@ func TestDiffPairsEqualDiffPair(t *testing.T) {
 			}
 		}
 		addFakeFilesUnder(t, db, r.ID, "/r", fs)
-		rows, err := db.query(ctx, `SELECT id, path FROM folders ORDER BY id`)
+		rows, err := db.query(ctx, `SELECT id, path, host_id FROM folders ORDER BY id`)
 		folders, err := collect("test", rows, err, func(rs rowScanner) (f listFolder, err error) {
-			err = rs.Scan(&f.id, &f.path)
+			err = rs.Scan(&f.id, &f.path, &f.host)
 			return f, err
 		})
 		if err != nil {
@@ -50,7 +50,7 @@ func TestDiffPairsEqualDiffPair(t *testing.T) {
 		}
 		for i := range folders {
 			f := &folders[i]
-			if err := db.queryRow(ctx, `SELECT count(*) FROM `+subtreeFilesSQL, subtreeArgs(f.path)...).Scan(&f.files); err != nil {
+			if err := db.queryRow(ctx, `SELECT count(*) FROM `+subtreeFilesSQL, subtreeArgs(f.host, f.path)...).Scan(&f.files); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -70,7 +70,7 @@ func TestDiffPairsEqualDiffPair(t *testing.T) {
 				t.Fatalf("seed %d, budget %d: %d lists for %d pairs", seed, budget, len(got), len(ps))
 			}
 			for _, p := range ps {
-				want, err := db.diffPair(ctx, p.a.path, p.b.path)
+				want, err := db.diffPair(ctx, p.a, p.b)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -118,7 +118,7 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 		rows = found.rows
 		folder = func(id int64) listFolder {
 			n := &t.nodes[t.byID[id]]
-			return listFolder{id: id, path: n.Path, files: n.Files}
+			return listFolder{id: id, path: n.Path, host: n.Host, files: n.Files}
 		}
 	case len(moves) == 0:
 		// No sum moved (files renamed, say): the pairs stay, and the
@@ -130,7 +130,7 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 		s := newPairScope(ctx, db, DefaultMinSimilarity)
 		folder = func(id int64) listFolder {
 			if n, err := s.node(id); err == nil && n != nil {
-				return listFolder{id: id, path: n.Path, files: n.Files}
+				return listFolder{id: id, path: n.Path, host: n.Host, files: n.Files}
 			}
 			return listFolder{id: id}
 		}
@@ -144,7 +144,7 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 		}
 		folder = func(id int64) listFolder {
 			n := s.nodes[id]
-			return listFolder{id: id, path: n.Path, files: n.Files}
+			return listFolder{id: id, path: n.Path, host: n.Host, files: n.Files}
 		}
 	}
 	seen := make(map[int64]bool, len(touched))

@@ -44,12 +44,12 @@ const joinPathSQL = `iif(d.path = '/', '/' || f.name, d.path || '/' || f.name)`
 // sorts the files of both by content, then by path (in a sorter of
 // bounded memory); they are read a content at a time, and only the lists
 // are held.
-func (db *DB) diffPair(ctx context.Context, a, b string) (pairDiff, error) {
+func (db *DB) diffPair(ctx context.Context, a, b listFolder) (pairDiff, error) {
 	var d pairDiff
 	rows, err := db.query(ctx, `SELECT side, id, size, p, `+contentKeys+` FROM (
 		SELECT 0 AS side, f.id, f.size, `+joinPathSQL+` AS p, `+contentKeySQL+` FROM `+subtreeFilesAt(1)+`
-		UNION ALL SELECT 1, f.id, f.size, `+joinPathSQL+`, `+contentKeySQL+` FROM `+subtreeFilesAt(4)+`)
-		ORDER BY `+contentKeys+`, side, p`, append(subtreeArgs(a), subtreeArgs(b)...)...)
+		UNION ALL SELECT 1, f.id, f.size, `+joinPathSQL+`, `+contentKeySQL+` FROM `+subtreeFilesAt(5)+`)
+		ORDER BY `+contentKeys+`, side, p`, append(subtreeArgs(a.host, a.path), subtreeArgs(b.host, b.path)...)...)
 	if err != nil {
 		return d, classify("read a pair's files", err)
 	}
@@ -78,7 +78,7 @@ func (db *DB) diffPair(ctx context.Context, a, b string) (pairDiff, error) {
 			end()
 		}
 		last.set(&key)
-		top := [2]string{a, b}[side]
+		top := [2]string{a.path, b.path}[side]
 		f.rel = strings.TrimPrefix(strings.TrimPrefix(p, top), "/")
 		group[side] = append(group[side], f)
 	}

@@ -22,7 +22,7 @@ func diffInMemory(t *testing.T, db *DB, a, b string) pairDiff {
 	}
 	read := func(dir string) []file {
 		rows, err := db.query(context.Background(), `SELECT d.path, f.name, f.id, `+termCols("f")+` FROM `+subtreeFilesSQL,
-			subtreeArgs(dir)...)
+			subtreeArgs(db.host.ID, dir)...)
 		var d, name string
 		var id int64
 		r := termRow{algo: db.hashAlgo}
@@ -100,7 +100,7 @@ func TestDiffPairEqualsInMemory(t *testing.T) {
 			}
 		}
 		addFakeFilesUnder(t, db, r.ID, "/r", fs)
-		got, err := db.diffPair(ctx, "/r/p", "/r/q")
+		got, err := db.diffPair(ctx, listFolder{path: "/r/p", host: db.host.ID}, listFolder{path: "/r/q", host: db.host.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -85,12 +85,12 @@ func (s *pairScope) load(ids []int64) error {
 	if len(want) == 0 {
 		return nil
 	}
-	rows, err := s.db.query(s.ctx, `SELECT id, coalesce(parent_id, 0), path, tree_files, tree_bytes, tree_pending,
+	rows, err := s.db.query(s.ctx, `SELECT id, coalesce(parent_id, 0), path, host_id, tree_files, tree_bytes, tree_pending,
 		tree_sig, tree_files > 0 AND missing = 0 FROM folders WHERE id IN (SELECT value FROM json_each(?))`, jsonInts(want))
 	ns, err := collect("read folders", rows, err, func(r rowScanner) (*scopeNode, error) {
 		n := &scopeNode{}
 		var sig []byte
-		err := r.Scan(&n.ID, &n.Parent, &n.Path, &n.Files, &n.Bytes, &n.Pending, &sig, &n.live)
+		err := r.Scan(&n.ID, &n.Parent, &n.Path, &n.Host, &n.Files, &n.Bytes, &n.Pending, &sig, &n.live)
 		n.Sig = sigFromBytes(sig)
 		return n, err
 	})

@@ -191,6 +191,8 @@ func (fo *Folders) searchAll(ctx context.Context, min float64, minBytes int64) (
 type PartialPair struct {
 	ID            int64 // of the stored pair; 0 when found for the report
 	A, B          string
+	HostA, HostB  int64  // the hosts whose disks hold them (rows of hosts)
+	OnA, OnB      string // those hosts' names where they are not this process's
 	Shared, Union int64 // files in both, in either
 	SharedBytes   int64 // stored pairs only
 	OnlyA, OnlyB  int64 // files only in A, in B (stored pairs only)
@@ -207,10 +209,20 @@ func (fo *Folders) FindPartialPairs(ctx context.Context, min float64, minBytes i
 	if err != nil {
 		return nil, 0, 0, err
 	}
+	var names map[int64]string
 	for _, r := range rows {
 		if r.shown {
-			a, b := t.nodes[t.byID[r.a]].Path, t.nodes[t.byID[r.b]].Path
-			ps = append(ps, PartialPair{A: a, B: b, Shared: r.shared, Union: r.union})
+			a, b := t.nodes[t.byID[r.a]], t.nodes[t.byID[r.b]]
+			p := PartialPair{A: a.Path, B: b.Path, HostA: a.Host, HostB: b.Host, Shared: r.shared, Union: r.union}
+			if p.HostA != fo.db.host.ID || p.HostB != fo.db.host.ID {
+				if names == nil {
+					if names, err = fo.db.hostNames(ctx); err != nil {
+						return nil, 0, 0, err
+					}
+				}
+				p.OnA, p.OnB = names[p.HostA], names[p.HostB]
+			}
+			ps = append(ps, p)
 		}
 	}
 	return ps, o.seeds, o.candidates, nil

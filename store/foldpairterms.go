@@ -76,8 +76,8 @@ func (s *pairScope) subtree(n *scopeNode) (ts []termRef, ok bool, err error) {
 	// The folder's sums may lag behind its files: read one row more than
 	// fits, to know.
 	room := scopeBudget - s.held
-	rows, err := s.db.query(s.ctx, `SELECT f.nlink, `+termCols("f")+` FROM `+subtreeFilesSQL+` LIMIT ?4`,
-		append(subtreeArgs(n.Path), room+1)...)
+	rows, err := s.db.query(s.ctx, `SELECT f.nlink, `+termCols("f")+` FROM `+subtreeFilesSQL+` LIMIT ?5`,
+		append(subtreeArgs(n.Host, n.Path), room+1)...)
 	if err != nil {
 		return nil, false, classify("read a folder's files", err)
 	}
@@ -242,13 +242,13 @@ func holdersByInodeSQL(size, ino, dev string) string {
 }
 
 // bothSQL is the contents of the files of two subtrees, side 0 those of
-// the first (arguments ?1-?3, subtreeArgs), side 1 of the second (?4-?6);
+// the first (arguments ?1-?4, subtreeArgs), side 1 of the second (?5-?8);
 // commonSQL counts the files of one content in both (each matched once);
 // seedsSQL says whether some content both hold is held by at most
 // MaxSeedFolders folders.
 var (
 	bothSQL = `SELECT 0 AS side, f.size AS sz, ` + contentKeySQL + ` FROM ` + subtreeFilesAt(1) +
-		` UNION ALL SELECT 1, f.size, ` + contentKeySQL + ` FROM ` + subtreeFilesAt(4)
+		` UNION ALL SELECT 1, f.size, ` + contentKeySQL + ` FROM ` + subtreeFilesAt(5)
 	commonSQL = `SELECT coalesce(sum(m), 0) FROM (SELECT min(sum(side = 0), sum(side = 1)) AS m FROM (` + bothSQL + `)
 		GROUP BY ` + contentKeys + `)`
 	seedsSQL = `SELECT EXISTS (SELECT 1 FROM (SELECT k0, k1, k2, k4, k5, max(sz) AS sz FROM (` + bothSQL + `)
@@ -261,7 +261,7 @@ var (
 // commonLarge is common for subtrees the scope cannot hold: SQLite counts
 // them, and says whether one seeds.
 func (s *pairScope) commonLarge(x, b *scopeNode) (int64, func() (bool, error), error) {
-	args := append(subtreeArgs(x.Path), subtreeArgs(b.Path)...)
+	args := append(subtreeArgs(x.Host, x.Path), subtreeArgs(b.Host, b.Path)...)
 	var shared int64
 	if err := s.db.queryRow(s.ctx, commonSQL, args...).Scan(&shared); err != nil {
 		return 0, nil, classify("count the files two folders share", err)
@@ -311,8 +311,8 @@ func (s *pairScope) sharedContents(x *scopeNode, fn func(contentRef) error) erro
 	for {
 		rows, err := s.db.query(s.ctx, `SELECT k0, k1, k2, k3, k4, k5, sz FROM (SELECT f.size AS sz, f.nlink AS nl, `+
 			contentKeySQL+` FROM `+subtreeFilesSQL+`)
-			WHERE (k0 <> 0 OR nl > 1) AND (`+contentKeys+`) > (?4, ?5, ?6, ?7, ?8, ?9)
-			ORDER BY `+contentKeys+` LIMIT ?10`, append(subtreeArgs(x.Path), k0, k1, k2, k3, k4, k5, sharedPage)...)
+			WHERE (k0 <> 0 OR nl > 1) AND (`+contentKeys+`) > (?5, ?6, ?7, ?8, ?9, ?10)
+			ORDER BY `+contentKeys+` LIMIT ?11`, append(subtreeArgs(x.Host, x.Path), k0, k1, k2, k3, k4, k5, sharedPage)...)
 		page, err := collect("read a folder's contents", rows, err, func(r rowScanner) (keyed, error) {
 			var p keyed
 			err := r.Scan(&p.c.byHash, &p.k1, &p.c.algo, &p.k3, &p.k4, &p.k5, &p.c.size)

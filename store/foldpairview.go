@@ -27,13 +27,13 @@ func (fo *Folders) KeptPairs(ctx context.Context) (ps []PartialPair, ok bool, er
 		return nil, false, nil
 	}
 	rows, err := fo.db.query(ctx, `SELECT p.id, a.path, b.path, p.shared_files, p.union_files, p.shared_bytes,
-		p.only_a, p.only_b FROM folder_pairs p JOIN folders a ON a.id = p.a_id JOIN folders b ON b.id = p.b_id
+		p.only_a, p.only_b, a.host_id, b.host_id, `+fo.db.copyHost("a")+`, `+fo.db.copyHost("b")+` FROM folder_pairs p JOIN folders a ON a.id = p.a_id JOIN folders b ON b.id = p.b_id
 		WHERE p.state = 2`)
 	if err != nil && strings.Contains(err.Error(), "no such table") {
 		return nil, false, nil
 	}
 	ps, err = collect("read folder pairs", rows, err, func(r rowScanner) (p PartialPair, err error) {
-		err = r.Scan(&p.ID, &p.A, &p.B, &p.Shared, &p.Union, &p.SharedBytes, &p.OnlyA, &p.OnlyB)
+		err = r.Scan(&p.ID, &p.A, &p.B, &p.Shared, &p.Union, &p.SharedBytes, &p.OnlyA, &p.OnlyB, &p.HostA, &p.HostB, &p.OnA, &p.OnB)
 		return p, err
 	})
 	return ps, err == nil, err

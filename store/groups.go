@@ -199,15 +199,16 @@ type IndexedFile struct {
 	Missing bool
 }
 
-// FileByPath reads the file row of an absolute path; ErrNotFound when the
-// index has none.
+// FileByPath reads the file row of an absolute path on this host;
+// ErrNotFound when the index has none.
 func (fl *Files) FileByPath(ctx context.Context, path string) (IndexedFile, error) {
 	var f IndexedFile
 	dir, name := splitPath(path)
 	var dev, ino, nlink int64
 	err := fl.db.queryRow(ctx, `SELECT f.id, f.root_id, f.dev, f.ino, f.nlink, f.mtime_ns, f.size, f.hash_status,
 		f.content_hash, f.missing
-		FROM folders d JOIN files f ON f.folder_id = d.id WHERE d.path = ? AND f.name = ?`, dir, name).Scan(
+		FROM folders d JOIN files f ON f.folder_id = d.id WHERE d.host_id = ? AND d.path = ? AND f.name = ?`,
+		fl.db.host.ID, dir, name).Scan(
 		&f.ID, &f.RootID, &dev, &ino, &nlink, &f.MtimeNS, &f.Size, &f.Status, &f.Hash, &f.Missing)
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, fmt.Errorf("%s: %w", path, ErrNotFound)

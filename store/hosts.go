@@ -33,9 +33,6 @@ var ErrHostClash = errors.New("host name taken by another machine")
 // ErrHostHasRoots: a host to forget still has roots.
 var ErrHostHasRoots = errors.New("host still has roots")
 
-// ErrRootOfOtherHost: a root to add overlaps a root of another host.
-var ErrRootOfOtherHost = errors.New("path is held by another host")
-
 // machineIDFiles are where a machine's id is read, in order.
 var machineIDFiles = []string{"/etc/machine-id", "/var/lib/dbus/machine-id"}
 
@@ -167,6 +164,21 @@ func (db *DB) lookupHost(ctx context.Context, h Host, none bool) error {
 	}
 	db.host = h
 	return nil
+}
+
+// hostNames maps every host's row to its name, but this process's host's
+// to "".
+func (db *DB) hostNames(ctx context.Context) (map[int64]string, error) {
+	rows, err := db.query(ctx, "SELECT id, name FROM hosts WHERE id <> ?", db.host.ID)
+	out := map[int64]string{}
+	_, err = collect("read host names", rows, err, func(r rowScanner) (struct{}, error) {
+		var id int64
+		var name string
+		err := r.Scan(&id, &name)
+		out[id] = name
+		return struct{}{}, err
+	})
+	return out, err
 }
 
 func hostClash(h Host, machine string) error {

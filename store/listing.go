@@ -33,13 +33,13 @@ type FileRow struct {
 	Missing    bool
 }
 
-// FolderByPath finds a folder by its absolute path.
+// FolderByPath finds a folder of this host by its absolute path.
 func (fl *Files) FolderByPath(ctx context.Context, path string) (FolderRow, error) {
 	var f FolderRow
 	var parent sql.NullInt64
 	var errText sql.NullString
 	err := fl.db.queryRow(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
-		FROM folders WHERE path = ?`, path).Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText, &f.ListingSig)
+		FROM folders WHERE host_id = ? AND path = ?`, fl.db.host.ID, path).Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText, &f.ListingSig)
 	if errors.Is(err, sql.ErrNoRows) {
 		return f, ErrNotFound
 	}

@@ -188,6 +188,7 @@ var landed = map[string]string{
 	"0013_lighter_files.sql":          "a7369b074887d62b7273ba1ede9450015b3d1bfd13a395f00e23650d11195967",
 	"0014_root_network.sql":           "cf6ca70a3721cd6bc559eff61e29118479ab2d9ae221f6febd93579e5b5c334a",
 	"0015_hosts.sql":                  "4dd4f566ed68f36dad2a7dafab12641f9e18adcdf444177cc65d22a6b2c8c2da",
+	"0016_host_paths.sql":             "3f0eb32ce1b4515ee941205524e4ab6da2017d141378b48d83eec38a9902ee3a",
 }
 
 // landedPostgres pins the PostgreSQL migrations the same way.
@@ -196,6 +197,7 @@ var landedPostgres = map[string]string{
 	"0002_root_network.sql": "7a0d47297fb3be263238e41f1bbfe9cb80e84d7aeb998b6f2eb86244074692a7",
 	"0003_text_bytes.sql":   "9adb165ded6255f7a9edbd32f162685990b52208ed73a82a832cf4caf30d2bde",
 	"0004_hosts.sql":        "2d8bd7811d8a1ca342003e586745a68d0adbb399fd6cbf7342f70cb130ecb706",
+	"0005_host_paths.sql":   "5c7f0343161710b9bfefc1cb2036405a3b6d2523f03d99095b8fd9b2545c756f",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

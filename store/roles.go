@@ -11,7 +11,9 @@ import (
 
 // Never the last copy, as the index enforces it: every live action holds a
 // role on its two paths in file_roles, 'keep' on its kept file and 'copy'
-// on its copy, and a path holds one role at a time. So no file is kept by
+// on its copy, and a path holds one role at a time. A path names a file on
+// one host: the roles are a host's, that of the plan whose action holds
+// them (two laptops may both hold /home/alice/a.jpg, each its own). So no file is kept by
 // one action while another acts on it, in any plan, op or process: two
 // actions that would cross (keep X and act on Y; keep Y and act on X)
 // cannot both be recorded. A keep role counts its holders; a copy has one.
@@ -56,11 +58,12 @@ const (
 	copyRoleSQL = `state IN ('planned', 'leased', 'prepared')`
 )
 
-// takeKeep adds a holder to the keep role of path; ErrRoleTaken when the
-// path is a live copy.
+// takeKeep adds a holder to the keep role of path on this host;
+// ErrRoleTaken when the path is a live copy.
 func (tx *Tx) takeKeep(path string) error {
-	res, err := tx.exec("take a keep role", `INSERT INTO file_roles (path, role, holders) VALUES (?1, 'keep', 1)
-		ON CONFLICT (path) DO UPDATE SET holders = file_roles.holders + 1 WHERE file_roles.role = 'keep'`, path)
+	res, err := tx.exec("take a keep role", `INSERT INTO file_roles (host_id, path, role, holders) VALUES (?2, ?1, 'keep', 1)
+		ON CONFLICT (host_id, path) DO UPDATE SET holders = file_roles.holders + 1 WHERE file_roles.role = 'keep'`,
+		path, tx.host)
 	if err != nil {
 		return err
 	}
@@ -70,10 +73,11 @@ func (tx *Tx) takeKeep(path string) error {
 	return nil
 }
 
-// takeCopy gives path the copy role; ErrRoleTaken when it holds any role.
+// takeCopy gives path on this host the copy role; ErrRoleTaken when it
+// holds any role.
 func (tx *Tx) takeCopy(path string) error {
-	res, err := tx.exec("take a copy role", `INSERT INTO file_roles (path, role, holders) VALUES (?1, 'copy', 1)
-		ON CONFLICT (path) DO NOTHING`, path)
+	res, err := tx.exec("take a copy role", `INSERT INTO file_roles (host_id, path, role, holders) VALUES (?2, ?1, 'copy', 1)
+		ON CONFLICT (host_id, path) DO NOTHING`, path, tx.host)
 	if err != nil {
 		return err
 	}
@@ -83,18 +87,19 @@ func (tx *Tx) takeCopy(path string) error {
 	return nil
 }
 
-// dropRole takes a holder off path's role, and the role off the path with
-// its last holder.
-func (tx *Tx) dropRole(path, role string) error {
+// dropRole takes a holder off the role of path on host, and the role off
+// the path with its last holder.
+func (tx *Tx) dropRole(host int64, path, role string) error {
 	res, err := tx.exec("drop a role", `UPDATE file_roles SET holders = holders - 1
-		WHERE path = ?1 AND role = ?2 AND holders > 1`, path, role)
+		WHERE host_id = ?3 AND path = ?1 AND role = ?2 AND holders > 1`, path, role, host)
 	if err != nil {
 		return err
 	}
 	if n, _ := res.RowsAffected(); n == 1 {
 		return nil
 	}
-	res, err = tx.exec("drop a role", `DELETE FROM file_roles WHERE path = ?1 AND role = ?2 AND holders = 1`, path, role)
+	res, err = tx.exec("drop a role", `DELETE FROM file_roles WHERE host_id = ?3 AND path = ?1 AND role = ?2 AND holders = 1`,
+		path, role, host)
 	if err != nil {
 		return err
 	}
@@ -137,9 +142,11 @@ func (tx *Tx) moveAction(id int64, from, to, where, set string, args ...any) err
 		return err
 	}
 	var op, copyPath, keepPath string
+	var host int64
 	err := tx.queryRowP(`UPDATE actions SET state = ?2, updated_at = `+nowSQL+set+`
-		WHERE id = ?1 AND state = '`+from+`'`+where+` RETURNING op, copy_path, keep_path`,
-		append([]any{id, to}, args...)...).Scan(&op, &copyPath, &keepPath)
+		WHERE id = ?1 AND state = '`+from+`'`+where+`
+		RETURNING op, copy_path, keep_path, (SELECT p.host_id FROM plans p WHERE p.id = actions.plan_id)`,
+		append([]any{id, to}, args...)...).Scan(&op, &copyPath, &keepPath, &host)
 	if errors.Is(err, sql.ErrNoRows) {
 		return ErrNotFound
 	}
@@ -147,12 +154,12 @@ func (tx *Tx) moveAction(id int64, from, to, where, set string, args ...any) err
 		return illegal(id, to, classify("move action", err))
 	}
 	if holdsCopy(from) && !holdsCopy(to) {
-		if err := tx.dropRole(copyPath, RoleCopy); err != nil {
+		if err := tx.dropRole(host, copyPath, RoleCopy); err != nil {
 			return err
 		}
 	}
 	if holdsKeep(op, from) && !holdsKeep(op, to) {
-		return tx.dropRole(keepPath, RoleKeep)
+		return tx.dropRole(host, keepPath, RoleKeep)
 	}
 	return nil
 }
@@ -177,26 +184,29 @@ type RoleHolder struct {
 	Other    string // the action's other file: its copy for a keep role, its kept file for a copy role
 }
 
-// role is the role path holds ("" for none).
+// role is the role path on this host holds ("" for none).
 func (tx *Tx) role(path string) (string, error) {
 	var role string
-	err := tx.queryRowP("SELECT role FROM file_roles WHERE path = ?", path).Scan(&role)
+	err := tx.queryRowP("SELECT role FROM file_roles WHERE host_id = ? AND path = ?", tx.host, path).Scan(&role)
 	if errors.Is(err, sql.ErrNoRows) {
 		return "", nil
 	}
 	return role, classify("read a role", err)
 }
 
-// roleHolders lists the actions holding a role on path (at most limit).
+// roleHolders lists the actions holding a role on path on this host (at
+// most limit).
 func (tx *Tx) roleHolders(path string, limit int) ([]RoleHolder, error) {
 	if role, err := tx.role(path); err != nil || role == "" {
 		return nil, err
 	}
 	rows, err := tx.queryP(`
 		SELECT id, plan_id, op, state, 'keep', copy_path FROM actions WHERE keep_path = ?1 AND `+keepRoleSQL+`
+		  AND plan_id IN (SELECT id FROM plans WHERE host_id = ?3)
 		UNION ALL
 		SELECT id, plan_id, op, state, 'copy', keep_path FROM actions WHERE copy_path = ?1 AND `+copyRoleSQL+`
-		ORDER BY 1 LIMIT ?2`, path, limit)
+		  AND plan_id IN (SELECT id FROM plans WHERE host_id = ?3)
+		ORDER BY 1 LIMIT ?2`, path, limit, tx.host)
 	return collect("find role holders", rows, err, func(r rowScanner) (h RoleHolder, err error) {
 		err = r.Scan(&h.ActionID, &h.PlanID, &h.Op, &h.State, &h.Role, &h.Other)
 		return h, err
@@ -206,6 +216,7 @@ func (tx *Tx) roleHolders(path string, limit int) ([]RoleHolder, error) {
 // RoleMismatch is a path whose role in file_roles is not the one its live
 // actions give it.
 type RoleMismatch struct {
+	Host             int64 // the host of the path (its row of hosts)
 	Path             string
 	Recorded, Actual string // "keep×2", "copy×1", "" for none
 }
@@ -215,18 +226,21 @@ type RoleMismatch struct {
 // kept and acted on by live actions is listed with both.
 func (lg *Ledger) CheckRoles(ctx context.Context) ([]RoleMismatch, error) {
 	rows, err := lg.db.query(ctx, `
-		WITH actual AS (
-			SELECT path, group_concat(role || '×' || n, '+') AS roles FROM (
-				SELECT keep_path AS path, 'keep' AS role, count(*) AS n FROM actions WHERE `+keepRoleSQL+` GROUP BY keep_path
+		WITH held AS (
+			SELECT p.host_id, a.* FROM actions a JOIN plans p ON p.id = a.plan_id),
+		actual AS (
+			SELECT host_id, path, group_concat(role || '×' || n, '+') AS roles FROM (
+				SELECT host_id, keep_path AS path, 'keep' AS role, count(*) AS n FROM held WHERE `+keepRoleSQL+`
+				GROUP BY host_id, keep_path
 				UNION ALL
-				SELECT copy_path, 'copy', count(*) FROM actions WHERE `+copyRoleSQL+` GROUP BY copy_path)
-			GROUP BY path),
-		recorded AS (SELECT path, role || '×' || holders AS roles FROM file_roles)
-		SELECT coalesce(r.path, a.path), coalesce(r.roles, ''), coalesce(a.roles, '')
-		  FROM recorded r FULL JOIN actual a ON a.path = r.path
+				SELECT host_id, copy_path, 'copy', count(*) FROM held WHERE `+copyRoleSQL+` GROUP BY host_id, copy_path)
+			GROUP BY host_id, path),
+		recorded AS (SELECT host_id, path, role || '×' || holders AS roles FROM file_roles)
+		SELECT coalesce(r.host_id, a.host_id), coalesce(r.path, a.path), coalesce(r.roles, ''), coalesce(a.roles, '')
+		  FROM recorded r FULL JOIN actual a ON a.host_id = r.host_id AND a.path = r.path
 		 WHERE r.roles IS NOT a.roles`)
 	return collect("check roles", rows, err, func(r rowScanner) (m RoleMismatch, err error) {
-		err = r.Scan(&m.Path, &m.Recorded, &m.Actual)
+		err = r.Scan(&m.Host, &m.Path, &m.Recorded, &m.Actual)
 		return m, err
 	})
 }

@@ -116,8 +116,8 @@ func (fl *Files) RootByPath(ctx context.Context, path string) (Root, error) {
 // absorbs them: their folders, files (with their hashes) and scan history
 // move to the new root, so nothing is read again. With update set, the
 // options of an existing root are replaced by spec's. The root belongs to
-// this process's host. A folder's path is one row fleet-wide, so a path
-// that is, holds or lies in a root of another host is refused.
+// this process's host; another host's roots are another disk's, whatever
+// their paths.
 func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root, AddOutcome, error) {
 	if !strings.HasPrefix(spec.Path, "/") {
 		return Root{}, 0, fmt.Errorf("add root %q: path must be absolute", spec.Path)
@@ -142,10 +142,6 @@ func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root,
 		var inner []Root
 		for _, r := range existing {
 			if r.HostID != fl.db.host.ID {
-				if r.Path == spec.Path || naming.Below(r.Path, spec.Path) || naming.Below(spec.Path, r.Path) {
-					return fmt.Errorf("add root %s: %w: it overlaps root %s of host %s, and one index holds a path "+
-						"for one host only", spec.Path, ErrRootOfOtherHost, r.Path, r.Host)
-				}
 				continue
 			}
 			switch {

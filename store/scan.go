@@ -115,9 +115,9 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&b.insFolder, `INSERT INTO folders (root_id, parent_id, path, error, first_seen_at, last_seen_at, listing_sig)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)
-			ON CONFLICT (path) DO UPDATE SET root_id = excluded.root_id, parent_id = excluded.parent_id,
+		{&b.insFolder, `INSERT INTO folders (root_id, parent_id, path, error, first_seen_at, last_seen_at, listing_sig, host_id)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)
+			ON CONFLICT (` + tx.dialect.folderKey + `) DO UPDATE SET root_id = excluded.root_id, parent_id = excluded.parent_id,
 				missing = 0, missing_since = NULL, error = excluded.error, last_seen_at = excluded.last_seen_at,
 				listing_sig = excluded.listing_sig
 			RETURNING id`},
@@ -132,9 +132,9 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 			WHERE id = ?1`},
 		{&b.missFile, `UPDATE files SET missing = 1, missing_since = ` + nowSQL + ` WHERE id = ? AND missing = 0`},
 		{&b.missFolders, `UPDATE folders SET missing = 1, missing_since = ` + nowSQL + `, listing_sig = NULL
-			WHERE (path = ?1 OR (path > ?2 AND path < ?3)) AND missing = 0`},
+			WHERE host_id = ?1 AND (path = ?2 OR (path > ?3 AND path < ?4)) AND missing = 0`},
 		{&b.missFilesIn, `UPDATE files SET missing = 1, missing_since = ` + nowSQL + ` WHERE missing = 0 AND folder_id IN
-			(SELECT id FROM folders WHERE path = ?1 OR (path > ?2 AND path < ?3))`},
+			(SELECT id FROM folders WHERE host_id = ?1 AND (path = ?2 OR (path > ?3 AND path < ?4)))`},
 	}
 	bulk, err := tx.bulkOn()
 	if err != nil {
@@ -147,8 +147,8 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 		stmts = append(stmts, struct {
 			dst **sql.Stmt
 			q   string
-		}{&b.newFolder, `INSERT INTO folders (root_id, parent_id, path, error, first_seen_at, last_seen_at, listing_sig)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)`})
+		}{&b.newFolder, `INSERT INTO folders (root_id, parent_id, path, error, first_seen_at, last_seen_at, listing_sig, host_id)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6, ?7)`})
 	}
 	for _, s := range stmts {
 		st, err := tx.prepared(s.q)
@@ -261,7 +261,7 @@ func (b *ScanBatch) AddFolder(rootID, parentID int64, path, errText string, sig 
 		// A bulk load: the path is new but for rare cases (a folder
 		// revived under a folder that is new), which the upsert below
 		// takes. A plain insert costs half as much.
-		res, err := b.newFolder.ExecContext(b.tx.ctx, rootID, nullID(parentID), path, nullStr(errText), b.now, sig)
+		res, err := b.newFolder.ExecContext(b.tx.ctx, rootID, nullID(parentID), path, nullStr(errText), b.now, sig, b.tx.host)
 		if err == nil {
 			return res.LastInsertId()
 		}
@@ -270,7 +270,7 @@ func (b *ScanBatch) AddFolder(rootID, parentID int64, path, errText string, sig 
 		}
 	}
 	var id int64
-	err := b.insFolder.QueryRowContext(b.tx.ctx, rootID, nullID(parentID), path, nullStr(errText), b.now, sig).Scan(&id)
+	err := b.insFolder.QueryRowContext(b.tx.ctx, rootID, nullID(parentID), path, nullStr(errText), b.now, sig, b.tx.host).Scan(&id)
 	return id, classify("add folder", err)
 }
 
@@ -357,10 +357,10 @@ func (b *ScanBatch) LoseFolder(path string) error {
 		return err
 	}
 	b.tx.groups = true
-	if _, err := b.missFilesIn.ExecContext(b.tx.ctx, subtreeArgs(path)...); err != nil {
+	if _, err := b.missFilesIn.ExecContext(b.tx.ctx, subtreeArgs(b.tx.host, path)...); err != nil {
 		return classify("mark files missing", err)
 	}
-	_, err := b.missFolders.ExecContext(b.tx.ctx, subtreeArgs(path)...)
+	_, err := b.missFolders.ExecContext(b.tx.ctx, subtreeArgs(b.tx.host, path)...)
 	return classify("mark folders missing", err)
 }
 

@@ -34,7 +34,8 @@ type lateRow struct {
 }
 
 // lateSQL updates the row of a late hash, if it is still as it was seen
-// and not read yet: found by folder path and name (?1, ?2), or by id (?10,
+// and not read yet: found by folder path and name (?1, ?2; the folder is
+// this host's, ?10), or by id (?10,
 // with its name: an id from a transaction rolled back may be another
 // file's now). OR IGNORE, as the hash writes (HashBatch): the content hash
 // is checked before.
@@ -43,7 +44,7 @@ const (
 	WHERE `
 	lateSeen = ` AND name = ?2 AND size = ?3 AND mtime_ns = ?4 AND dev = ?5 AND ino = ?6 AND missing = 0
 	  AND hash_status IN ('pending', 'unique')`
-	lateSQL   = lateSet + `folder_id = (SELECT id FROM folders WHERE path = ?1)` + lateSeen
+	lateSQL   = lateSet + `folder_id = (SELECT id FROM folders WHERE host_id = ?10 AND path = ?1)` + lateSeen
 	lateIDSQL = lateSet + `id = ?10` + lateSeen
 )
 
@@ -90,7 +91,7 @@ func (b *ScanBatch) writeLate() error {
 		}
 		args := []any{r.dir, r.name, r.size, r.mtimeNS, r.dev, r.ino, r.status, r.prefix, r.content, r.id}
 		if r.id == 0 {
-			args = args[:9]
+			args[9] = b.tx.host
 		}
 		if _, err := (*st).ExecContext(b.tx.ctx, args...); err != nil {
 			return classify("record late hash", err)

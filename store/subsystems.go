@@ -59,6 +59,11 @@ func (fo *Folders) SubtreeContents(ctx context.Context, dir string) ([]SubtreeFi
 	return fo.db.View().SubtreeContents(ctx, dir)
 }
 
+// SubtreeContentsOn is View.SubtreeContentsOn, for the folder report.
+func (fo *Folders) SubtreeContentsOn(ctx context.Context, host int64, dir string) ([]SubtreeFile, bool, error) {
+	return fo.db.View().SubtreeContentsOn(ctx, host, dir)
+}
+
 // Host is the host this process works as (the maintainer names its
 // workers by it).
 func (mt *Maint) Host() Host { return mt.db.host }

@@ -141,12 +141,8 @@ func checkDir(ctx context.Context, db *store.DB, dir string, many bool, state st
 		fmt.Fprintf(stderr, "%s: %d of %d files are %s\n", name, len(res.New), res.Files, what)
 		return false, nil
 	}
-	hp, err := newHostPaths(ctx, db, false)
-	if err != nil {
-		return false, err
-	}
-	for _, f := range res.Equal {
-		fmt.Fprintln(stdout, indent+naming.EscapePath(hp.path(f)))
+	for _, f := range res.Equal { // this host's folders
+		fmt.Fprintln(stdout, indent+naming.EscapePath(f))
 	}
 	switch {
 	case res.Files == 0:

@@ -90,11 +90,6 @@ func runFolders(ctx context.Context, g globalOptions, opts foldersOptions, stdou
 		if err != nil {
 			return err
 		}
-		hp, err := newHostPaths(ctx, db, false)
-		if err != nil {
-			return err
-		}
-		hp.folders(rep)
 		out := bufio.NewWriter(stdout)
 		switch opts.Format {
 		case "json":

@@ -5,8 +5,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/dupefs/dupefs/indexer/folders"
-
 	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -18,7 +16,6 @@ import (
 // remains is a report fclones or duperemove can act on.
 type hostPaths struct {
 	remote map[int64]string // root id -> host name, for other hosts' roots
-	roots  []store.Root     // other hosts' roots
 	local  bool
 }
 
@@ -32,7 +29,6 @@ func newHostPaths(ctx context.Context, db *store.DB, local bool) (*hostPaths, er
 	for _, r := range all {
 		if r.HostID != db.Host().ID {
 			hp.remote[r.ID] = r.Host
-			hp.roots = append(hp.roots, r)
 		}
 	}
 	return hp, nil
@@ -59,32 +55,6 @@ func (hp *hostPaths) files(files []store.GroupFile) (out []store.GroupFile, ok b
 		out = append(out, f)
 	}
 	return out, !hp.local || len(inodes) >= 2
-}
-
-// path is an indexed path as a report prints it: HOST:/path when it lies
-// in a root of another host (no path is a root of two hosts' alike).
-func (hp *hostPaths) path(p string) string {
-	for _, r := range hp.roots {
-		if naming.Within(r.Path, p) {
-			return naming.HostPath(r.Host, p)
-		}
-	}
-	return p
-}
-
-// folders names the folders of a folder report as they are printed.
-func (hp *hostPaths) folders(rep *folders.Report) {
-	if len(hp.roots) == 0 {
-		return
-	}
-	for i := range rep.Exact {
-		for j, f := range rep.Exact[i].Folders {
-			rep.Exact[i].Folders[j] = hp.path(f)
-		}
-	}
-	for i := range rep.Partial {
-		rep.Partial[i].A, rep.Partial[i].B = hp.path(rep.Partial[i].A), hp.path(rep.Partial[i].B)
-	}
 }
 
 // remotePrefixes reads mount's --remote-prefix HOST=PREFIX flags: PREFIX

@@ -605,7 +605,8 @@ Several machines may share one PostgreSQL index (--db postgres://...), each
 indexing its own disks. Every process works as a host: --host NAME
 (DUPEFS_HOST; the machine's host name by default), registered with the
 machine's /etc/machine-id (or /var/lib/dbus/machine-id). A root belongs to
-its host; a path that is, holds or lies in another host's root is refused.
+its host, and a path names a file on its host: two hosts may index the same
+path, each its own.
 A host claims only the scan and hash jobs of its own roots (one hash run per
 host at a time) and reads only its own files; a worker of a process that is
 gone is taken over at once only on the same machine (machine id, boot and

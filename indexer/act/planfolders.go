@@ -67,6 +67,11 @@ func (p *planner) folderGroup(ctx context.Context, db Groups, g store.FolderGrou
 	}
 	var fs []*folder
 	for _, m := range ms {
+		if m.Host != "" {
+			// Not this host's disk: its files are named by no path
+			// here, and another host's plan acts on them if any does.
+			continue
+		}
 		if inTrash(m.Path+"/x", p.sel.Trashes) { // the folder, or one above it, is a Trash
 			p.notes = append(p.notes, Note{m.Path, "in a Trash folder: dupefs neither keeps nor acts on it"})
 			continue

@@ -17,6 +17,7 @@ type Index interface {
 	FolderGroups(ctx context.Context, minBytes int64) ([]store.FolderGroup, error)
 	ExactFolderGroups(ctx context.Context, layout bool, minBytes int64) ([]store.FolderGroup, error)
 	SubtreeContents(ctx context.Context, dir string) ([]store.SubtreeFile, bool, error)
+	SubtreeContentsOn(ctx context.Context, host int64, dir string) ([]store.SubtreeFile, bool, error)
 	HashAlgo() string
 }
 

@@ -6,6 +6,7 @@ import (
 	"sort"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Options choose what the report holds.
@@ -82,14 +83,18 @@ func Build(ctx context.Context, db Index, opts Options) (*Report, error) {
 			return nil, err
 		}
 	}
-	cache := map[string][]store.SubtreeFile{}
-	contents := func(dir string) ([]store.SubtreeFile, error) {
-		if fs, ok := cache[dir]; ok {
+	type folder struct {
+		host int64
+		dir  string
+	}
+	cache := map[folder][]store.SubtreeFile{}
+	contents := func(host int64, dir string) ([]store.SubtreeFile, error) {
+		if fs, ok := cache[folder{host, dir}]; ok {
 			return fs, nil
 		}
-		fs, _, err := db.SubtreeContents(ctx, dir)
+		fs, _, err := db.SubtreeContentsOn(ctx, host, dir)
 		if err == nil {
-			cache[dir] = fs
+			cache[folder{host, dir}] = fs
 		}
 		return fs, err
 	}
@@ -99,11 +104,13 @@ func Build(ctx context.Context, db Index, opts Options) (*Report, error) {
 		}
 		r, err := keptPair(ctx, db, p)
 		if !kept {
-			r, err = comparePair(contents, p.A, p.B)
+			r, err = comparePair(func(dir string) ([]store.SubtreeFile, error) { return contents(p.HostA, dir) },
+				func(dir string) ([]store.SubtreeFile, error) { return contents(p.HostB, dir) }, p.A, p.B)
 		}
 		if err != nil {
 			return nil, err
 		}
+		r.A, r.B = onHost(p.OnA, r.A), onHost(p.OnB, r.B)
 		rep.Partial = append(rep.Partial, r)
 	}
 	sort.SliceStable(rep.Partial, func(i, j int) bool {
@@ -149,7 +156,7 @@ func exactGroups(ctx context.Context, db Index, opts Options) ([]Exact, error) {
 	for _, g := range gs {
 		e := Exact{Key: g.Key(db.HashAlgo()), Files: g.Files, Bytes: g.Bytes}
 		for _, f := range g.Folders {
-			e.Folders = append(e.Folders, f.Path)
+			e.Folders = append(e.Folders, onHost(f.On, f.Path))
 		}
 		out = append(out, e)
 	}
@@ -159,13 +166,13 @@ func exactGroups(ctx context.Context, db Index, opts Options) ([]Exact, error) {
 // comparePair lists what two folders share and what only one holds, file
 // by file: of the files of one content, as many as the other folder holds
 // count as shared, first by relative path.
-func comparePair(contents func(string) ([]store.SubtreeFile, error), a, b string) (Partial, error) {
+func comparePair(contentsA, contentsB func(string) ([]store.SubtreeFile, error), a, b string) (Partial, error) {
 	p := Partial{A: a, B: b}
-	fa, err := contents(a)
+	fa, err := contentsA(a)
 	if err != nil {
 		return p, err
 	}
-	fb, err := contents(b)
+	fb, err := contentsB(b)
 	if err != nil {
 		return p, err
 	}
@@ -201,4 +208,13 @@ func comparePair(contents func(string) ([]store.SubtreeFile, error), a, b string
 		p.Similarity = float64(p.SharedFiles) / float64(union)
 	}
 	return p, nil
+}
+
+// onHost is how the report names the folder path of host: HOST:/path on
+// another host (naming.HostPath), its path on this one (host "").
+func onHost(host, path string) string {
+	if host == "" {
+		return path
+	}
+	return naming.HostPath(host, path)
 }
