@@ -193,9 +193,9 @@ type PartialPair struct {
 	A, B          string
 	HostA, HostB  int64  // the hosts whose disks hold them (rows of hosts)
 	OnA, OnB      string // those hosts' names where they are not this process's
-	Shared, Union int64 // files in both, in either
-	SharedBytes   int64 // stored pairs only
-	OnlyA, OnlyB  int64 // files only in A, in B (stored pairs only)
+	Shared, Union int64  // files in both, in either
+	SharedBytes   int64  // stored pairs only
+	OnlyA, OnlyB  int64  // files only in A, in B (stored pairs only)
 }
 
 // Similarity is |A ∩ B| / |A ∪ B|.
