@@ -77,6 +77,7 @@ var onPostgres = []struct {
 	{TestIndexFollowsActions, ""},
 	{TestLedgerKeepsTrashNamesOfAnyBytes, ""},
 	{TestNoBulkLoadOverFolders, ""},
+	{TestBulkLoadAddsItsKeysAgain, ""},
 	{TestCheckpointerCopiesCommitsBack, "SQLite only: WAL checkpoints"},
 	{TestCloseStopsTheCheckpointer, "SQLite only: WAL checkpoints"},
 	{TestFoldStreamSumsAsFromScratch, ""},

@@ -60,6 +60,9 @@ func (tx *Tx) StartBulkLoad() (bool, error) {
 		}
 		defs[name] = def
 	}
+	if err := tx.readBulkKeys(defs); err != nil {
+		return false, err
+	}
 	b, _ := json.Marshal(defs)
 	if _, err := tx.exec("record bulk load", "INSERT INTO settings (key, value) VALUES (?, ?)", bulkKey, string(b)); err != nil {
 		return false, err
@@ -73,7 +76,7 @@ func (tx *Tx) StartBulkLoad() (bool, error) {
 			return false, err
 		}
 	}
-	return true, nil
+	return true, tx.dropBulkKeys()
 }
 
 func (tx *Tx) bulkOn() (bool, error) {
@@ -148,6 +151,7 @@ func (tx *Tx) EndBulkLoadWith(known func() []KnownHash) error {
 		ranged bool
 	}{
 		{"", "files_size", false},
+		{"gather statistics", tx.dialect.analyze, false},
 		{"find shared sizes", `CREATE TEMP TABLE IF NOT EXISTS bulk_shared (size INTEGER PRIMARY KEY);
 			DELETE FROM temp.bulk_shared;
 			INSERT INTO temp.bulk_shared (size)
@@ -190,6 +194,7 @@ func (tx *Tx) EndBulkLoadWith(known func() []KnownHash) error {
 		{"", "files_folder_insert", false},
 		{"", "files_folder_update", false},
 		{"", "files_folder_delete", false},
+		{"add keys", "", false},
 		{"note every folder", "INSERT OR IGNORE INTO folder_dirty (folder_id) SELECT id FROM folders", false},
 		// What the triggers noted during the load (a hashed row a resumed
 		// scan changed) was counted above with the rest.
@@ -197,6 +202,15 @@ func (tx *Tx) EndBulkLoadWith(known func() []KnownHash) error {
 		{"end bulk load", "DELETE FROM settings WHERE key = '" + bulkKey + "'", false},
 	}
 	for _, s := range steps {
+		if s.op == "gather statistics" && s.q == "" {
+			continue
+		}
+		if s.op == "add keys" {
+			if err := tx.addBulkKeys(defs); err != nil {
+				return err
+			}
+			continue
+		}
 		if s.op == "known hashes" {
 			if err := tx.recordKnownHashes(known); err != nil {
 				return err

@@ -32,3 +32,57 @@ func TestNoBulkLoadOverFolders(t *testing.T) {
 		}
 	}
 }
+
+// A bulk load on PostgreSQL drops the foreign keys of files and folders: a
+// folder deleted while it lasts (its cascade gone with them) leaves rows
+// its end deletes, as the cascade would have, before it adds the keys
+// again, which then hold.
+func TestBulkLoadAddsItsKeysAgain(t *testing.T) {
+	ctx := context.Background()
+	db, r := bulkIndex(t)
+	top := addFiles(t, db, r.ID, "/r", FileStat{Name: "a", Size: 10, Dev: 1, Ino: 1, Nlink: 1})
+	var sub int64
+	err := db.Write(ctx, func(tx *Tx) error {
+		b, err := tx.ScanBatch(1, db.HashAlgo())
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		if sub, err = b.AddFolder(r.ID, top, "/r/sub", "", nil); err != nil {
+			return err
+		}
+		if _, err = b.AddFolder(r.ID, sub, "/r/sub/deeper", "", nil); err != nil {
+			return err
+		}
+		return b.AddFile(r.ID, sub, FileStat{Name: "b", Size: 10, Dev: 1, Ino: 2, Nlink: 1})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Write(ctx, func(tx *Tx) error {
+		_, err := tx.exec("delete", "DELETE FROM folders WHERE id = ?", sub)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoad() }); err != nil {
+		t.Fatal(err)
+	}
+	var folders, files int
+	if err := db.r.QueryRow("SELECT (SELECT count(*) FROM folders), (SELECT count(*) FROM files)").Scan(&folders, &files); err != nil {
+		t.Fatal(err)
+	}
+	if folders != 1 || files != 1 {
+		t.Fatalf("after the load: %d folders, %d files; want /r and its a alone", folders, files)
+	}
+	// The keys hold again: a file of no folder is refused.
+	err = db.Write(ctx, func(tx *Tx) error {
+		_, err := tx.exec("orphan", `INSERT INTO files (root_id, folder_id, name, size, mtime_ns, dev, ino, nlink)
+			VALUES (?, ?, 'x', 1, 1, 1, 9, 1)`, r.ID, sub)
+		return err
+	})
+	if err == nil {
+		t.Fatal("a file of a deleted folder was written once the load ended")
+	}
+}

@@ -72,6 +72,11 @@ type dialect struct {
 	// hosts (of two roots), apartGroup of the rows of a GROUP BY: their
 	// device and inode numbers do not tell one inode. "" on SQLite.
 	apartRows, apartGroup string
+	// bulkKeys are the foreign keys a bulk load drops (bulkkeys.go).
+	bulkKeys []droppedKey
+	// analyze gathers the planner's statistics of files and folders when
+	// a bulk load ends ("" where none is needed).
+	analyze string
 	// folderKey is the unique key of folders an upsert names: the path
 	// alone on SQLite (one host), the host and path on PostgreSQL.
 	folderKey string
@@ -154,5 +159,9 @@ var pgDialect = &dialect{
 	apartRows:  ` OR b.root_id <> a.root_id`,
 	apartGroup: ` OR min(root_id) <> max(root_id)`,
 	folderKey:  `host_id, path`,
-	manyHosts:  true,
+	bulkKeys:   pgBulkKeys,
+	// Statistics of the tables the load filled, for the plans of what
+	// follows (autovacuum's come a minute later at best).
+	analyze:   "ANALYZE files, folders",
+	manyHosts: true,
 }

@@ -19,10 +19,14 @@ func (tx *Tx) foldAll() (fold, error) {
 		if err != nil {
 			return res, err
 		}
+		w := sumWriter{tx: tx}
 		for i := range all.summed {
-			if err := tx.writeSums(&all.summed[i]); err != nil {
+			if err := w.write(&all.summed[i]); err != nil {
 				return res, err
 			}
+		}
+		if err := w.flush(); err != nil {
+			return res, err
 		}
 		res.written = len(all.summed)
 	}
@@ -34,6 +38,14 @@ func (tx *Tx) foldAll() (fold, error) {
 	res.folded = int(c)
 	res.deleted = true // groups are found again whole
 	res.noted = 1
+	if tx.dialect.postgres() {
+		// Every sum changed: the planner's statistics of folders (of a
+		// table whose sums were zero) would mislead the queries of the
+		// groups.
+		if _, err := tx.exec("gather statistics", "ANALYZE folders"); err != nil {
+			return res, err
+		}
+	}
 	return res, tx.noteFold()
 }
 
@@ -55,6 +67,12 @@ func (tx *Tx) foldStream() (written int, ok bool, err error) {
 		return 0, false, err
 	}
 	defer rows.close()
+	w := sumWriter{tx: tx}
+	defer func() {
+		if ferr := w.flush(); err == nil {
+			err = ferr
+		}
+	}()
 	var (
 		r      termRow
 		fileOf int64 // the folder of r
@@ -87,7 +105,7 @@ func (tx *Tx) foldStream() (written int, ok bool, err error) {
 			f.addTree(s)
 			delete(below, f.id)
 		}
-		if err := tx.writeSums(&f); err != nil {
+		if err := w.write(&f); err != nil {
 			return written, false, err
 		}
 		written++

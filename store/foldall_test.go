@@ -17,9 +17,10 @@ import (
 // a folder older than its parent) is summed from scratch instead.
 func TestFoldStreamSumsAsFromScratch(t *testing.T) {
 	ctx := context.Background()
-	// Pages (PostgreSQL's) that end within a folder's files.
-	defer func(p int) { foldPage = p }(foldPage)
-	foldPage = 7
+	// Pages (PostgreSQL's) that end within a folder's files, and batches
+	// of sums (PostgreSQL's) that end before the fold does.
+	defer func(p, b int) { foldPage, sumBatch = p, b }(foldPage, sumBatch)
+	foldPage, sumBatch = 7, 5
 	for seed := int64(1); seed <= 6; seed++ {
 		rng := rand.New(rand.NewSource(seed))
 		var fs []fakeFile

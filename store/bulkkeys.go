@@ -1,0 +1,117 @@
+package store
+
+import "fmt"
+
+// A bulk load on PostgreSQL drops the foreign keys of files and folders
+// too: COPY checked each new file's root and folder with a query of its
+// own (two per file, 0.4 s of the server's time for /usr, and an event
+// queued per row until the statement ended). They are added again when
+// the load ends, each checked over the whole table in one pass. SQLite
+// checks a key in the library as it inserts, and keeps them.
+
+// droppedKey is a foreign key a bulk load drops: its name, its table, and
+// the rows that break it (those whose root or folder went while it was
+// gone), which a cascade would have deleted.
+type droppedKey struct {
+	name, table, orphans string
+}
+
+// pgBulkKeys, in the order they are added again: a folder whose parent
+// or root went takes its files with it.
+var pgBulkKeys = []droppedKey{
+	{"folders_root_id_fkey", "folders", `DELETE FROM folders d WHERE NOT EXISTS (SELECT 1 FROM roots r WHERE r.id = d.root_id)`},
+	{"folders_parent_id_fkey", "folders", `DELETE FROM folders d
+		WHERE d.parent_id IS NOT NULL AND NOT EXISTS (SELECT 1 FROM folders p WHERE p.id = d.parent_id)`},
+	{"files_folder_id_fkey", "files", `DELETE FROM files f WHERE NOT EXISTS (SELECT 1 FROM folders d WHERE d.id = f.folder_id)`},
+	{"files_root_id_fkey", "files", `DELETE FROM files f WHERE NOT EXISTS (SELECT 1 FROM roots r WHERE r.id = f.root_id)`},
+}
+
+// pgKeyDef is the statement that adds the foreign key ?1 again.
+const pgKeyDef = `SELECT 'ALTER TABLE ' || CAST(conrelid AS regclass) || ' ADD CONSTRAINT ' || conname || ' ' ||
+	pg_get_constraintdef(oid) FROM pg_constraint
+	WHERE conname = ?1 AND connamespace = CAST(current_schema() AS regnamespace) AND contype = 'f'`
+
+// readBulkKeys records the definitions of the dialect's bulk keys in defs.
+func (tx *Tx) readBulkKeys(defs map[string]string) error {
+	for _, k := range tx.dialect.bulkKeys {
+		var def string
+		if err := tx.tx.QueryRowContext(tx.ctx, pgKeyDef, k.name).Scan(&def); err != nil {
+			return classify("read key "+k.name, err)
+		}
+		defs[k.name] = def
+	}
+	return nil
+}
+
+// dropBulkKeys drops the dialect's bulk keys, those of files first. The
+// locks a drop takes (of the table, exclusive, and of the table it
+// refers to) come in the order the indexes' drops took them, files then
+// folders, and that most readers take theirs in: a reader that held
+// folders and waited for files while the load waited for folders was a
+// deadlock, which failed the first index.
+func (tx *Tx) dropBulkKeys() error {
+	for i := len(tx.dialect.bulkKeys) - 1; i >= 0; i-- {
+		k := tx.dialect.bulkKeys[i]
+		if _, err := tx.exec("drop "+k.name, "ALTER TABLE "+k.table+" DROP CONSTRAINT "+k.name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addBulkKeys adds the keys a bulk load dropped (those defs holds) again.
+// A key an earlier attempt added is left as it is; rows that break one
+// are deleted first, as its cascade would have.
+func (tx *Tx) addBulkKeys(defs map[string]string) error {
+	for _, k := range tx.dialect.bulkKeys {
+		def, ok := defs[k.name]
+		if !ok {
+			continue
+		}
+		var has bool
+		err := tx.tx.QueryRowContext(tx.ctx, `SELECT EXISTS (SELECT 1 FROM pg_constraint
+			WHERE conname = ?1 AND connamespace = CAST(current_schema() AS regnamespace))`, k.name).Scan(&has)
+		if err != nil {
+			return classify("read key "+k.name, err)
+		}
+		if has {
+			continue
+		}
+		if err := tx.addKey(k, def); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// addKey adds k by def; when rows break it, deletes them and adds it.
+func (tx *Tx) addKey(k droppedKey, def string) error {
+	if _, err := tx.exec("mark "+k.name, "SAVEPOINT bulk_key"); err != nil {
+		return err
+	}
+	_, err := tx.tx.ExecContext(tx.ctx, def)
+	if err == nil {
+		_, err := tx.exec("add "+k.name, "RELEASE bulk_key")
+		return err
+	}
+	if !isConstraint(err) {
+		return classify("add "+k.name, err)
+	}
+	if _, err := tx.exec("undo "+k.name, "ROLLBACK TO bulk_key"); err != nil {
+		return err
+	}
+	for {
+		res, err := tx.exec("delete rows that break "+k.name, k.orphans)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n == 0 {
+			break // a folder's parent deleted can orphan its subfolders in turn
+		}
+	}
+	if _, err := tx.tx.ExecContext(tx.ctx, def); err != nil {
+		return classify(fmt.Sprintf("add %s (%s)", k.name, def), err)
+	}
+	_, err = tx.exec("add "+k.name, "RELEASE bulk_key")
+	return err
+}
