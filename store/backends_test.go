@@ -141,6 +141,7 @@ var onPostgres = []struct {
 	{TestAddRootCoveredAndAbsorbed, ""},
 	{TestImportTakesOverHashesAndLedger, ""},
 	{TestImportRefusesACrossedLedger, ""},
+	{TestSourceRunUnderWay, "SQLite only: the index file, its folder and its modes"},
 	{TestOpenSourceRefuses, "SQLite only: the index file, its folder and its modes"},
 	{TestRemoveRootForgetsItsRows, ""},
 	{TestLateHashesLandInAnyOrder, ""},

@@ -252,3 +252,39 @@ func TestOpenSourceRefuses(t *testing.T) {
 		t.Error("the older index was written")
 	}
 }
+
+// A plan of the source still open under its lease is a run under way,
+// unless its worker is known dead; a done plan is none.
+func TestSourceRunUnderWay(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "old.db")
+	sourceFixture(t, path)
+	db, err := Open(ctx, Options{Path: path, Host: Host{Name: "old", MachineID: "m1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := plan(t, db, ledgerSpec(t, db))
+	db.Close()
+	src, err := OpenSource(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	for _, dead := range []bool{false, true} {
+		p, live, err := src.RunUnderWay(ctx, func(string) bool { return dead })
+		if err != nil || live == dead || (live && (p.ID != open.ID || p.Op != OpLink)) {
+			t.Errorf("worker dead %v: run under way %v (%+v), %v", dead, live, p, err)
+		}
+	}
+}
+
+// ledgerSpec is an action on sourceFixture's index that no action there
+// crosses: keep /data/x, link /data/a to it.
+func ledgerSpec(t *testing.T, db *DB) ActionSpec {
+	t.Helper()
+	var folder int64
+	db.r.QueryRow("SELECT id FROM folders WHERE path = '/data'").Scan(&folder)
+	return ActionSpec{Unit: "again", Op: OpLink, Algo: naming.HashSHA256, Hash: sum(2), Size: 200,
+		Keep: FileRef{FileID: fileID(t, db, folder, "x"), Path: "/data/x", Dev: 1, Ino: 14, MtimeNS: 5},
+		Copy: FileRef{FileID: fileID(t, db, folder, "a"), Path: "/data/a", Dev: 1, Ino: 10, MtimeNS: 1}}
+}
