@@ -217,7 +217,7 @@ func (im *importer) fileID(path string) (int64, error) {
 	dir = filepath.Clean(dir)
 	var id, folder, root int64
 	err := im.tx.queryRowP(`SELECT coalesce((SELECT f.id FROM files f WHERE f.folder_id = d.id AND f.name = ?3), 0), d.id, d.root_id
-		FROM folders d WHERE d.path = ?1 AND d.root_id IN `+hostRoots("?2"), dir, im.tx.host, name).Scan(&id, &folder, &root)
+		FROM folders d WHERE d.host_id = ?2 AND d.path = ?1`, dir, im.tx.host, name).Scan(&id, &folder, &root)
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		im.res.Unknown++
