@@ -62,8 +62,9 @@ func OpenSource(ctx context.Context, path string) (*Source, error) {
 	// page caches do (four of 4 MB each put 30 MB on the peak of an
 	// import of /usr, for no time measured).
 	db, err := openReadOnly(ctx, abs, Options{ReadConns: 2, ReadCacheKiB: 1000, BusyTimeout: 10 * time.Second, NoHost: true})
-	if errors.Is(err, ErrOldSchema) {
-		return nil, fmt.Errorf("%w; it is read here, never written: upgrade it once with `dupefs --db %s root ls`, then import it", err,
+	if old := (*oldSchema)(nil); errors.As(err, &old) {
+		return nil, fmt.Errorf("%w: it was written by an older dupefs (its schema is at version %d, this dupefs's at %d), and "+
+			"an import never writes it: upgrade it once with `dupefs --db %s root ls`, then import it", ErrOldSchema, old.have, old.want,
 			naming.EscapePath(abs))
 	}
 	if err != nil {

@@ -226,8 +226,7 @@ func (db *DB) checkSchemaReadOnly(ctx context.Context) error {
 	}
 	for _, m := range ms {
 		if !applied[m.version] {
-			return fmt.Errorf("%w: it was written by an older dupefs (its schema is at version %d, this dupefs's at %d) "+
-				"and must be upgraded once by a command that may write it (dupefs index, or dupefs root ls)", ErrOldSchema, newest, built)
+			return &oldSchema{have: newest, want: built}
 		}
 	}
 	for v := range applied {
@@ -237,6 +236,17 @@ func (db *DB) checkSchemaReadOnly(ctx context.Context) error {
 	}
 	return nil
 }
+
+// oldSchema is ErrOldSchema with the versions: the index's newest, this
+// build's.
+type oldSchema struct{ have, want int }
+
+func (e *oldSchema) Error() string {
+	return fmt.Sprintf("%v: it was written by an older dupefs (its schema is at version %d, this dupefs's at %d) "+
+		"and must be upgraded once by a command that may write it (dupefs index, or dupefs root ls)", ErrOldSchema, e.have, e.want)
+}
+
+func (e *oldSchema) Unwrap() error { return ErrOldSchema }
 
 // isCantOpen reports whether err is SQLite's "unable to open database
 // file" (or a read-only -shm it may not initialise).
