@@ -1,6 +1,7 @@
 package indexer
 
 import (
+	"context"
 	"io"
 	"runtime"
 	"time"
@@ -72,8 +73,21 @@ type Config struct {
 	// caller may tune the Go collector to each.
 	Walking func(on bool)
 
+	// Prior, when set, is an index the roots are imported from: a file
+	// this index does not hold as the disk has it takes the hash Prior
+	// holds for it at its path, when Prior recorded it with the size,
+	// mtime, device and inode it has now, and is not read. Any other file
+	// is read as without it.
+	Prior PriorHashes
+
 	sysfs     string // where /sys is ("" is /sys); for tests
 	mountinfo string // the mount table ("" is /proc/self/mountinfo); for tests
+}
+
+// PriorHashes are the hashes an index being imported holds for the files
+// of a folder, by name (*store.Source has it).
+type PriorHashes interface {
+	FolderHashes(ctx context.Context, dir string) (map[string]store.PriorFile, error)
 }
 
 func (c Config) withDefaults() Config {

@@ -21,6 +21,9 @@ type Progress struct {
 	HashFilesDone atomic.Int64 // of which settled (read, reused or failed)
 	FilesRead     atomic.Int64 // files opened for hashing
 	BytesRead     atomic.Int64 // bytes read for hashing
+	// PriorHashes counts the files that took their hash from an index
+	// being imported (Config.Prior) instead of a read.
+	PriorHashes atomic.Int64
 	// HashPass is the pass of the current hash run: 1 reads the first and
 	// last 4 KiB of the large candidates and the small ones whole, 2 the
 	// large ones whose prefix another inode shares whole. HashBase is

@@ -38,7 +38,7 @@ func (r *readAhead) upTo(end int) {
 	for ; r.next < end && r.next < len(r.order); r.next++ {
 		i := r.order[r.next]
 		f := &r.files[i]
-		if f.Size == 0 || r.unchanged[i] || !r.w.sizes.mayShare(f.Size, f.Dev, f.Ino) || !r.w.ahead.advise() {
+		if f.Size == 0 || r.unchanged[i] || f.Hash != nil || !r.w.sizes.mayShare(f.Size, f.Dev, f.Ino) || !r.w.ahead.advise() {
 			continue
 		}
 		fh, err := openFileAt(r.dirfd, f.Name, f.Name)

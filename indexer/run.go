@@ -46,6 +46,9 @@ type Indexer struct {
 	// Drain tries first, so no run waits the lease out behind them.
 	unfinMu    sync.Mutex
 	unfinished []unfinished
+	// priorFailed says once that the index being imported could not be
+	// read (Config.Prior).
+	priorFailed sync.Once
 }
 
 // unfinished is a job left running whose end is to be written.

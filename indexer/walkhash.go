@@ -3,6 +3,7 @@ package indexer
 import (
 	"cmp"
 	"database/sql"
+	"fmt"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -42,6 +43,7 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 			db[j].MtimeNS == f.MtimeNS && db[j].Dev == f.Dev && db[j].Ino == f.Ino
 		needs[i] = !unchanged[i] || db[j].HashStatus == store.HashPending || db[j].HashStatus == store.HashUnique
 	}
+	w.takePrior(n.abs, res.files, unchanged, needs)
 	order := make([]int, len(res.files))
 	for i := range order {
 		order[i] = i
@@ -59,7 +61,7 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 		if late != nil {
 			reads = append(reads, walkRead{k: k, i: -1, late: late})
 		}
-		if f.Size == 0 || !shared || unchanged[i] {
+		if f.Size == 0 || !shared || unchanged[i] || f.Hash != nil {
 			continue // an unchanged pending row is read by the hash job
 		}
 		reads = append(reads, walkRead{k: k, i: i})
@@ -118,6 +120,32 @@ func (w *walker) hashAhead(n *node, res *dirResult, dirfd int) {
 		})
 	}
 	wg.Wait()
+}
+
+// takePrior gives the files of folder dir the index does not hold as they
+// are the hash the index being imported holds for them, where it recorded
+// them as they are (Config.Prior): they need no read, now or late. When
+// it cannot be read, the files are read.
+func (w *walker) takePrior(dir string, files []store.FileStat, unchanged, needs []bool) {
+	if w.ix.cfg.Prior == nil || !slices.Contains(unchanged, false) {
+		return
+	}
+	prior, err := w.ix.cfg.Prior.FolderHashes(w.dbctx, dir)
+	if err != nil {
+		w.ix.priorFailed.Do(func() { w.warn(fmt.Sprintf("files are read instead: %v", err)) })
+		return
+	}
+	for i := range files {
+		f := &files[i]
+		p, ok := prior[f.Name]
+		if unchanged[i] || !ok || p.Stamp != stampOf(f) || f.Size == 0 ||
+			(p.Hash.Status != store.HashDone && f.Size <= SmallFile) {
+			continue
+		}
+		h := p.Hash
+		f.Hash, needs[i] = &h, false
+		w.ix.cfg.Progress.PriorHashes.Add(1)
+	}
 }
 
 // walkRead is one read of a folder's walk: the file at index i of the

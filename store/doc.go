@@ -48,7 +48,8 @@
 //	            once), rows.go (collect), clock.go, lease.go (Lease,
 //	            Queue, KeepLease), checkpoint.go, status.go (Totals),
 //	            subsystems.go (the subsystem types), hosts.go (who a
-//	            process works as: hosts, their roots, jobs and plans);
+//	            process works as: hosts, their roots, jobs and plans),
+//	            importsrc.go (an index file read as an import's source);
 //	            PostgreSQL:
 //	            dialect.go (what differs between the engines), pgopen.go,
 //	            pgdriver.go (the driver's rewriting), pgsql.go (the rewrites),
@@ -72,7 +73,9 @@
 //	            foldpairbatch.go (those lists of many pairs from one read),
 //	            foldpairview.go (the report's and the view's reads)
 //	Ledger      actions.go, actionplan.go, actionrun.go, actionundo.go,
-//	            roles.go (the rule that no content loses its last copy)
+//	            roles.go (the rule that no content loses its last copy),
+//	            importledger.go (an imported index's ledger, and the
+//	            record of the import)
 //	Thumbs      thumbs.go, thumbclean.go
 //	Jobs        jobs.go, joblist.go (every queue's jobs), iolimit.go
 //	Maint       wal.go, purge.go (rows of deleted files, after a grace)

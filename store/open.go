@@ -200,16 +200,33 @@ func (db *DB) checkSchemaReadOnly(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if !db.dialect.postgres() {
+		// A SQLite file of another program: no dupefs ever wrote it.
+		var has bool
+		err := db.r.QueryRowContext(ctx, "SELECT EXISTS (SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_migrations')").Scan(&has)
+		if err != nil {
+			return classify("read schema version", err)
+		}
+		if !has {
+			return fmt.Errorf("%w: the file is a SQLite database of another program (it has no schema_migrations)", ErrCorrupt)
+		}
+	}
 	applied, err := appliedVersions(ctx, db.r)
 	if err != nil {
 		return err
 	}
 	known := map[int]bool{}
+	newest, built := 0, 0
+	for v := range applied {
+		newest = max(newest, v)
+	}
 	for _, m := range ms {
 		known[m.version] = true
+		built = max(built, m.version)
+	}
+	for _, m := range ms {
 		if !applied[m.version] {
-			return fmt.Errorf("%w: it was written by an older dupefs and must be upgraded once by a command that may write "+
-				"it (dupefs index, or dupefs root ls)", ErrOldSchema)
+			return &oldSchema{have: newest, want: built}
 		}
 	}
 	for v := range applied {
@@ -219,6 +236,17 @@ func (db *DB) checkSchemaReadOnly(ctx context.Context) error {
 	}
 	return nil
 }
+
+// oldSchema is ErrOldSchema with the versions: the index's newest, this
+// build's.
+type oldSchema struct{ have, want int }
+
+func (e *oldSchema) Error() string {
+	return fmt.Sprintf("%v: it was written by an older dupefs (its schema is at version %d, this dupefs's at %d) "+
+		"and must be upgraded once by a command that may write it (dupefs index, or dupefs root ls)", ErrOldSchema, e.have, e.want)
+}
+
+func (e *oldSchema) Unwrap() error { return ErrOldSchema }
 
 // isCantOpen reports whether err is SQLite's "unable to open database
 // file" (or a read-only -shm it may not initialise).

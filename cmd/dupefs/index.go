@@ -24,6 +24,7 @@ type indexOptions struct {
 	Check     bool   // check the whole index file first
 	Stats     bool   // print the time of each phase
 	Watch     bool   // keep following the roots after the index
+	Import    string // an index file to take over (roots, hashes, ledger) into a PostgreSQL index
 	Indexer   indexerOptions
 	WatchOpts watchOptions
 }
@@ -48,10 +49,12 @@ func indexCommand() *cli.Command {
 			&cli.BoolFlag{Name: "check", Usage: "check the whole index file for damage first (PRAGMA integrity_check)"},
 			&cli.BoolFlag{Name: "stats", Usage: "print on stderr the time each phase took (scan, hash, folders)"},
 			&cli.BoolFlag{Name: "watch", Usage: "then keep running, following changes on disk, until Ctrl-C or SIGTERM"},
+			&cli.StringFlag{Name: "import", Usage: "take over the index file `OLD.db` into a PostgreSQL --db as this host's: its roots, " +
+				"the hashes of the files unchanged since (not read again) and its ledger (dupefs ops, dupefs undo)"},
 		}, append(indexerFlags(), watchFlags()...)...),
 		Action: func(c *cli.Context) error {
 			opts := indexOptions{Paths: c.Args().Slice(), Hash: c.String("hash"), Check: c.Bool("check"), Stats: c.Bool("stats"), Watch: c.Bool("watch"), WatchOpts: watchOptionsFrom(c),
-				Indexer: indexerOptionsFrom(c)}
+				Indexer: indexerOptionsFrom(c), Import: c.String("import")}
 			return runIndex(c.Context, globalsFrom(c), opts, c.App.Writer, c.App.ErrWriter)
 		},
 	}
@@ -158,6 +161,9 @@ func checkHash(algo string) error {
 }
 
 func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, stderr io.Writer) error {
+	if opts.Import != "" {
+		return runImport(ctx, g, opts, stderr)
+	}
 	if err := checkHash(opts.Hash); err != nil {
 		return err
 	}
@@ -187,59 +193,69 @@ func runIndex(ctx context.Context, g globalOptions, opts indexOptions, stdout, s
 		if err := addRoots(ctx, db, con, dirs, store.RootSpec{}, false); err != nil {
 			return err
 		}
-		roots, err := db.Files().Roots(ctx)
-		if err != nil {
-			return err
-		}
-		if len(roots) == 0 {
-			return usageErrorf("no roots to index: give PATHs (dupefs index ~/Pictures), or add them with 'dupefs root add'")
-		}
-		trashes, err := knownTrashes(ctx, db.Ledger())
-		if err != nil {
-			return err
-		}
-		cfg, closeLog, err := opts.Indexer.config(g, trashes)
-		if err != nil {
-			return err
-		}
-		defer closeLog()
-		cfg.Warn, cfg.Notice = con.Warn, con.Warn
-		cfg.Walking = gcWalking
-		start := time.Now()
-		mcfg, err := opts.Indexer.maintain(indexer.MaintainConfig{Warn: con.Warn})
-		if err != nil {
-			return err
-		}
-		stopMaint := startMaintainer(ctx, db, mcfg)
-		stopShow := con.show(indexSampler(cfg.Progress))
-		if opts.Watch {
-			err = indexAndWatch(ctx, con, db, cfg, &opts.WatchOpts, 0, nil, stopShow)
-		} else {
-			err = indexer.New(indexer.IndexOf(db), cfg).Run(ctx)
-		}
-		stopShow()
-		stopMaint()
-		if err == nil && !opts.Watch {
-			// The scans are over: the rows of files deleted for longer
-			// than the grace go now rather than at a later run's schedule.
-			err = indexer.NewMaintainer(db.Maint(), mcfg).PurgeDue(ctx)
-		}
-		if err != nil {
-			return err
-		}
-		if opts.Stats {
-			printStats(stderr, cfg.Progress)
-		}
-		if con.tty {
-			t, err := db.Totals(ctx)
-			if err != nil {
-				return err
-			}
-			con.Printf("indexed %s files in %s: %s groups, %s in extra copies\n",
-				count(t.Files), time.Since(start).Round(10*time.Millisecond), count(t.Groups), humanBytes(t.WastedBytes))
-		}
-		return nil
+		_, err := indexRoots(ctx, g, db, con, opts, nil, stderr)
+		return err
 	})
+}
+
+// indexRoots scans and hashes every root of the host to completion (and
+// with --watch goes on following them), taking the hashes prior holds
+// when set (an import), and returns what the indexer counted.
+func indexRoots(ctx context.Context, g globalOptions, db *store.DB, con *console, opts indexOptions, prior indexer.PriorHashes,
+	stderr io.Writer) (*indexer.Progress, error) {
+	roots, err := db.Files().Roots(ctx)
+	if err != nil {
+		return nil, err
+	}
+	if len(roots) == 0 {
+		return nil, usageErrorf("no roots to index: give PATHs (dupefs index ~/Pictures), or add them with 'dupefs root add'")
+	}
+	trashes, err := knownTrashes(ctx, db.Ledger())
+	if err != nil {
+		return nil, err
+	}
+	cfg, closeLog, err := opts.Indexer.config(g, trashes)
+	if err != nil {
+		return nil, err
+	}
+	defer closeLog()
+	cfg.Warn, cfg.Notice = con.Warn, con.Warn
+	cfg.Walking = gcWalking
+	cfg.Prior = prior
+	start := time.Now()
+	mcfg, err := opts.Indexer.maintain(indexer.MaintainConfig{Warn: con.Warn})
+	if err != nil {
+		return nil, err
+	}
+	stopMaint := startMaintainer(ctx, db, mcfg)
+	stopShow := con.show(indexSampler(cfg.Progress))
+	if opts.Watch {
+		err = indexAndWatch(ctx, con, db, cfg, &opts.WatchOpts, 0, nil, stopShow)
+	} else {
+		err = indexer.New(indexer.IndexOf(db), cfg).Run(ctx)
+	}
+	stopShow()
+	stopMaint()
+	if err == nil && !opts.Watch {
+		// The scans are over: the rows of files deleted for longer
+		// than the grace go now rather than at a later run's schedule.
+		err = indexer.NewMaintainer(db.Maint(), mcfg).PurgeDue(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if opts.Stats {
+		printStats(stderr, cfg.Progress)
+	}
+	if con.tty {
+		t, err := db.Totals(ctx)
+		if err != nil {
+			return nil, err
+		}
+		con.Printf("indexed %s files in %s: %s groups, %s in extra copies\n",
+			count(t.Files), time.Since(start).Round(10*time.Millisecond), count(t.Groups), humanBytes(t.WastedBytes))
+	}
+	return cfg.Progress, nil
 }
 
 // printStats prints the time of each phase of a run: one line, for

@@ -644,6 +644,20 @@ give it another --host, or rename the registered one (host rename OLD NEW),
 or forget a host that is gone (host forget NAME; refused while it has roots,
 --roots forgets them too). An SQLite index has one host, the local one:
 --host only names it.
+.PP
+index --import OLD.db (with a PostgreSQL --db; else exit 3) takes an index
+file over as this host's: its roots, with their options, each checked as
+root add checks it before any is added (exit 4); an index run in which a
+file takes its hash from OLD.db when OLD.db holds it live at the same path
+with the same size, mtime, device and inode (any other file is read); then
+its plans and actions, in one transaction, naming this index's rows of
+their files (a copy in the Trash gets OLD.db's row, missing) and holding
+their roles, so ops and undo work on them. OLD.db is opened read-only and
+never written: one of an older dupefs is refused (exit 5) with the command
+that upgrades it, as is a file that is no index; one with a run of dedupe,
+link or remove under way is refused (exit 2). The import is recorded in the
+index: killed, it is finished by running it again; once done, running it
+again does nothing.
 .SH READING THE DISK
 --workers (default: the CPUs) folder readers and hashers. While their data
 is not in the page cache, the walk asks the kernel for the reads of the next
