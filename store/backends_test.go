@@ -168,6 +168,7 @@ var onPostgres = []struct {
 	{TestToPostgres, "no database: checks the rewriting alone"},
 	{TestPostgresBindsAsSQLiteNumbers, "no database: checks the binding alone"},
 	{TestPgEscapeRoundTrips, "no database: checks the escapes alone"},
+	{TestPostgresSessionNoticesADeadServer, "no database: checks the socket's options alone"},
 	{TestOddNamesKeptAsTheyAre, ""},
 	{TestTextSortsByBytes, ""},
 	{TestWALJobsUniqueClaimAndStaleRecovery, "SQLite only: the WAL and its checkpoint jobs"},

@@ -46,9 +46,7 @@ func listenPostgres(ctx context.Context, dsn string) (*pgFeed, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open watcher: %w: %w", ErrCantOpen, err)
 	}
-	if cfg.ConnectTimeout == 0 {
-		cfg.ConnectTimeout = pgConnectTimeout
-	}
+	pgSession(&cfg.Config)
 	f := &pgFeed{cfg: cfg, done: make(chan struct{})}
 	conn, err := f.connect(ctx)
 	if err != nil {

@@ -65,9 +65,7 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 		if err != nil {
 			return nil, fmt.Errorf("open index: %w: %w", ErrCantOpen, err)
 		}
-		if cfg.ConnConfig.ConnectTimeout == 0 {
-			cfg.ConnConfig.ConnectTimeout = pgConnectTimeout
-		}
+		pgSession(&cfg.ConnConfig.Config)
 		if _, set := cfg.ConnConfig.RuntimeParams["jit"]; !set {
 			// The planner's cost of a grouped pass over files passes
 			// jit_above_cost once the table has statistics, and the
@@ -149,9 +147,7 @@ func pgMustExist(ctx context.Context, dsn string) error {
 	if err != nil {
 		return fmt.Errorf("open index: %w: %w", ErrCantOpen, err)
 	}
-	if cfg.ConnConfig.ConnectTimeout == 0 {
-		cfg.ConnConfig.ConnectTimeout = pgConnectTimeout
-	}
+	pgSession(&cfg.ConnConfig.Config)
 	c := stdlib.OpenDB(*cfg.ConnConfig)
 	defer c.Close()
 	var has bool
