@@ -338,3 +338,35 @@ func TestLedgerKeepsTrashNamesOfAnyBytes(t *testing.T) {
 		t.Errorf("kept %q %q %q, want %q %q %q", got.TrashFile, got.TrashInfo, got.TrashPath, u.TrashFile, u.TrashInfo, u.TrashPath)
 	}
 }
+
+// On SQLite (synchronous=NORMAL, whose commits reach the disk at the next
+// checkpoint) a write of the ledger that comes before an effect on disk
+// (arming an action, ending it) syncs the write-ahead log before its
+// caller goes on; a write of anything else does not.
+func TestLedgerWritesReachTheDiskOnSQLite(t *testing.T) {
+	db := openTest(t)
+	ctx := context.Background()
+	var synced []string
+	defer func(f func(string) error) { syncDurable = f }(syncDurable)
+	syncDurable = func(wal string) error { synced = append(synced, wal); return nil }
+	p := plan(t, db, ledgerFixture(t, db))
+	a := claim(t, db, p.ID, "w1")
+	writes := []struct {
+		name string
+		fn   func(tx *Tx) error
+		sync bool
+	}{
+		{"arm", func(tx *Tx) error { return tx.ArmAction(a.Lease, UndoInfo{Mode: 0o644}) }, true},
+		{"end", func(tx *Tx) error { return tx.EndAction(a.Lease, ActDone, "", 100) }, true},
+		{"other", func(tx *Tx) error { return tx.FileGone(a.Copy.FileID) }, false},
+	}
+	for _, w := range writes {
+		synced = nil
+		if err := db.Write(ctx, w.fn); err != nil {
+			t.Fatalf("%s: %v", w.name, err)
+		}
+		if got := len(synced) == 1 && synced[0] == db.Path()+"-wal"; got != w.sync || len(synced) > 1 {
+			t.Errorf("%s: synced %q, want the log synced: %v", w.name, synced, w.sync)
+		}
+	}
+}

@@ -66,6 +66,7 @@ var onPostgres = []struct {
 	{TestHostsClaimTheirOwnJobs, ""},
 	{TestForgetHost, ""},
 	{TestKeepersHoldAcrossHosts, ""},
+	{TestLedgerWritesReachTheDiskOnSQLite, "SQLite only: PostgreSQL's ledger commits wait for the disk (TestPostgresLedgerWritesOutliveACrash)"},
 	{TestInodeNumbersOfTwoHostsAreTwoInodes, ""},
 	{TestTwoHostsHoldOnePath, ""},
 	{TestViewNamesTheHostOfEachCopy, ""},

@@ -111,12 +111,18 @@ func (tx *Tx) dropRole(host int64, path, role string) error {
 
 // makeDurable makes the transaction's commit wait until it is on disk,
 // where the session's commits do not (PostgreSQL's synchronous_commit
-// off, dupefs' default there). The ledger's writes need it: an effect on
-// disk follows the write that records it, and a server that crashed
-// after losing that write but not the effect would leave a copy moved
-// aside that no action names, which undo cannot bring back.
+// off, dupefs' default there; SQLite's synchronous=NORMAL, which syncs
+// the write-ahead log only at a checkpoint: Commit syncs it). The
+// ledger's writes need it: an effect on disk follows the write that
+// records it, and a crash or a power loss that lost that write but not
+// the effect would leave a copy moved aside that no action names, which
+// undo cannot bring back.
 func (tx *Tx) makeDurable() error {
-	if tx.durable || tx.dialect.durable == "" {
+	if tx.durable {
+		return nil
+	}
+	if tx.dialect.durable == "" {
+		tx.durable = true
 		return nil
 	}
 	if _, err := tx.tx.ExecContext(tx.ctx, tx.dialect.durable); err != nil {

@@ -6,6 +6,8 @@ import (
 	"database/sql/driver"
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -51,8 +53,11 @@ type Tx struct {
 	seen  map[string]bool
 	kept  *writeStmts
 	// durable is set once the transaction waits for its commit to
-	// reach the disk (durable).
+	// reach the disk (makeDurable).
 	durable bool
+	// wal is the SQLite writer's write-ahead log, which a durable commit
+	// syncs ("" on PostgreSQL).
+	wal string
 	// algo is the index's hash algorithm.
 	algo string
 	// dialect is the engine's (dialect.go).
@@ -124,6 +129,9 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 		return nil, err
 	}
 	tx := &Tx{ctx: bg, parent: ctx, tx: sqltx, conn: conn, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect, host: db.host.ID}
+	if !db.dialect.postgres() {
+		tx.wal = db.path + "-wal"
+	}
 	if db.dialect.writeLock != "" {
 		if _, err := sqltx.ExecContext(bg, db.dialect.writeLock); err != nil {
 			tx.Rollback()
@@ -243,7 +251,28 @@ func (tx *Tx) Commit() error {
 	}
 	tx.release()
 	tx.ckpt.kicked()
+	if tx.durable && tx.wal != "" {
+		if err := syncDurable(tx.wal); err != nil {
+			return fmt.Errorf("commit: make it reach the disk: %w", err)
+		}
+	}
 	return nil
+}
+
+// syncDurable makes what SQLite wrote of a commit reach the disk: the
+// write-ahead log, or the index itself when it has none (a journal mode
+// other than WAL, which syncs at commit anyway). A variable: tests count
+// its calls.
+var syncDurable = func(wal string) error {
+	f, err := os.Open(wal)
+	if errors.Is(err, fs.ErrNotExist) {
+		f, err = os.Open(strings.TrimSuffix(wal, "-wal"))
+	}
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	return f.Sync()
 }
 
 // bumpEpoch bumps scan_epoch and records the changed sizes with it.
