@@ -33,19 +33,21 @@ pg_bin() { # pg_bin NAME: a PostgreSQL program, on PATH or in Debian's folder
 # pg_cpu PID: CPU ticks of the server: the postmaster, what it reaped, and
 # the processes it runs now.
 pg_cpu() {
-	local pm=$1 t=0 c
+	local pm=$1 t=0 c v
 	t=$(awk '{print $14 + $15 + $16 + $17}' "/proc/$pm/stat")
 	for c in $(pgrep -P "$pm"); do
-		t=$((t + $(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || echo 0)))
+		v=$(awk '{print $14 + $15}' "/proc/$c/stat" 2>/dev/null || true)
+		t=$((t + ${v:-0}))
 	done
 	echo "$t"
 }
 
 # pg_pss PID: the PSS (kB) of the postmaster and its processes, summed.
 pg_pss() {
-	local pm=$1 p s=0
+	local pm=$1 p s=0 v
 	for p in "$pm" $(pgrep -P "$pm"); do
-		s=$((s + $(awk '/^Pss:/{print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || echo 0)))
+		v=$(awk '/^Pss:/{print $2}' "/proc/$p/smaps_rollup" 2>/dev/null || true)
+		s=$((s + ${v:-0}))
 	done
 	echo "$s"
 }
@@ -66,6 +68,10 @@ pg_ended() {
 	PG_PIDS=("${keep[@]}")
 }
 
+# pg_mounted DIR: something is mounted at DIR (a FUSE mount whose process
+# died too, which stat cannot tell).
+pg_mounted() { awk -v m="$1" '$2 == m {found = 1} END{exit !found}' /proc/self/mounts; }
+
 # pg_cleanup: ends every process and mount the parts started, stops the
 # server and removes their folders; it runs on any exit.
 pg_cleanup() {
@@ -77,7 +83,7 @@ pg_cleanup() {
 	done
 	for p in "${PG_PIDS[@]}"; do wait "$p" 2>/dev/null || true; done
 	for m in "${PG_MOUNTS[@]}"; do
-		if mountpoint -q "$m" 2>/dev/null; then
+		if pg_mounted "$m"; then
 			umount "$m" 2>/dev/null || fusermount3 -u "$m" 2>/dev/null || umount -l "$m" 2>/dev/null || true
 		fi
 		rmdir "$m" 2>/dev/null || true

@@ -34,7 +34,7 @@ pg_umount() {
 	kill -TERM "$PG_MNT_PID" 2>/dev/null || true
 	wait "$PG_MNT_PID" 2>/dev/null || true
 	pg_ended "$PG_MNT_PID"
-	if mountpoint -q "$1"; then
+	if pg_mounted "$1"; then
 		echo "pg bench: $1 still mounted after its process ended" >&2
 		exit 1
 	fi
@@ -150,8 +150,7 @@ bench_pg_find() {
 	local cs cnt
 	cs=$(cat "$WORK/pf.count.sqlite") cnt=$(cat "$WORK/pf.count.postgres")
 	if [ "$cs" != "$cnt" ] || [ "$cnt" -lt $((3 * PG_GROUPS + 1)) ]; then
-		echo "pg bench: FAILED: find over the view listed $cnt entries through PostgreSQL, $cs through SQLite (want $((3 * PG_GROUPS + 1)))" >&2
-		exit 1
+		failed "find over the view listed $cnt entries through PostgreSQL, $cs through SQLite (want $((3 * PG_GROUPS + 1)))"
 	fi
 	local scpu spss icpu ipss
 	read -r scpu spss <<<"$(pg_server_stats "$WORK/t.pf.server")"

@@ -101,19 +101,25 @@ func appear(args []string) error {
 	if *dir == "" || *name == "" || len(cmdArgs) == 0 {
 		return fmt.Errorf("appear: -dir, -name and a command after them are required")
 	}
-	listed := func() bool {
+	// The folder is there all along: an error listing it (the view
+	// ended) ends the wait.
+	listed := func() (bool, error) {
 		ents, err := os.ReadDir(*dir)
 		if err != nil {
-			return false
+			return false, fmt.Errorf("appear: %w", err)
 		}
 		for _, e := range ents {
 			if e.Name() == *name {
-				return true
+				return true, nil
 			}
 		}
-		return false
+		return false, nil
 	}
-	if listed() {
+	ok, err := listed()
+	if err != nil {
+		return err
+	}
+	if ok {
 		return fmt.Errorf("appear: %s is in %s before the command ran", *name, *dir)
 	}
 	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
@@ -124,7 +130,14 @@ func appear(args []string) error {
 		return fmt.Errorf("appear: %s: %w\n%s", strings.Join(cmdArgs, " "), err, stderr.String())
 	}
 	exited := time.Now()
-	for !listed() {
+	for {
+		ok, err = listed()
+		if err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
 		if time.Since(exited) > *timeout {
 			return fmt.Errorf("appear: %s not in %s %s after the command ended", *name, *dir, *timeout)
 		}
