@@ -42,6 +42,9 @@ pg_cpu() {
 	echo "$t"
 }
 
+# pg_ticks PID: CPU ticks (user+system) of a process.
+pg_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
+
 # pg_pss PID: the PSS (kB) of the postmaster and its processes, summed.
 pg_pss() {
 	local pm=$1 p s=0 v

@@ -139,8 +139,13 @@ bench_pg_find() {
 			[ "$engine" = postgres ] && db=$(pg_url find)
 			pg_mount "$mnt" "$BIN" --db "$db"
 			[ "$engine" = postgres ] && pg_watch
+			local t0 t1 t2
+			t0=$(pg_ticks "$PG_MNT_PID")
 			timed "pf.cold.$engine" sh -c "find '$mnt/by-hash' | wc -l >'$WORK/pf.count.$engine'"
+			t1=$(pg_ticks "$PG_MNT_PID")
 			timed "pf.warm.$engine" sh -c "find '$mnt/by-hash' | wc -l >/dev/null"
+			t2=$(pg_ticks "$PG_MNT_PID")
+			echo "$((t1 - t0)) $((t2 - t1))" >>"$WORK/t.pf.viewcpu.$engine"
 			[ "$engine" = postgres ] && pg_watched "$WORK/t.pf.server"
 			awk '/VmHWM/{print $2}' "/proc/$PG_MNT_PID/status" >>"$WORK/t.pf.rss.$engine"
 			pg_umount "$mnt"
@@ -161,9 +166,10 @@ bench_pg_find() {
 		echo
 		echo "find MOUNT/by-hash | wc -l ($cnt entries through each): cold is the first walk after the mount, warm the next; $RUNS mounts each, the engines in turn; medians. The index was built once each: PostgreSQL $(col 1 "$WORK/t.pf.index.postgres")s (dupefs CPU $(awk '{printf "%.2f", $3 + $4}' "$WORK/t.pf.index.postgres") s, server CPU $icpu s, server peak PSS $ipss MB), SQLite $(col 1 "$WORK/t.pf.index.sqlite")s (CPU $(awk '{printf "%.2f", $3 + $4}' "$WORK/t.pf.index.sqlite") s)."
 		echo
-		echo "| engine | cold s | × SQLite | warm s | × SQLite | view peak RSS MB | server CPU s (both walks) | server peak PSS MB | cold runs (s) | warm runs (s) |"
-		echo "|---|---|---|---|---|---|---|---|---|---|"
-		local c0 w0 c w
+		echo "| engine | cold s | × SQLite | warm s | × SQLite | view CPU s cold, warm | view peak RSS MB | server CPU s (both walks) | server peak PSS MB | cold runs (s) | warm runs (s) |"
+		echo "|---|---|---|---|---|---|---|---|---|---|---|"
+		local c0 w0 c w hz
+		hz=$(getconf CLK_TCK)
 		c0=$("$TOOL" median $(col 1 "$WORK/t.pf.cold.sqlite"))
 		w0=$("$TOOL" median $(col 1 "$WORK/t.pf.warm.sqlite"))
 		for engine in sqlite postgres; do
@@ -171,8 +177,9 @@ bench_pg_find() {
 			w=$("$TOOL" median $(col 1 "$WORK/t.pf.warm.$engine"))
 			local sc=- sp=-
 			[ "$engine" = postgres ] && sc=$scpu sp=$spss
-			printf '| %s | %.3f | %.2f | %.3f | %.2f | %s | %s | %s | %s | %s |\n' "$engine" "$c" \
+			printf '| %s | %.3f | %.2f | %.3f | %.2f | %s | %s | %s | %s | %s | %s |\n' "$engine" "$c" \
 				"$(awk -v a="$c" -v b="$c0" 'BEGIN{print a/b}')" "$w" "$(awk -v a="$w" -v b="$w0" 'BEGIN{print a/b}')" \
+				"$("$TOOL" median $(awk -v hz="$hz" '{print $1 / hz}' "$WORK/t.pf.viewcpu.$engine")), $("$TOOL" median $(awk -v hz="$hz" '{print $2 / hz}' "$WORK/t.pf.viewcpu.$engine"))" \
 				"$(sort -n "$WORK/t.pf.rss.$engine" | tail -n1 | awk '{printf "%.1f", $1/1024}')" "$sc" "$sp" \
 				"$(col 1 "$WORK/t.pf.cold.$engine")" "$(col 1 "$WORK/t.pf.warm.$engine")"
 		done
