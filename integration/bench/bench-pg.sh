@@ -140,9 +140,29 @@ pg_fresh() {
 	"${PG_AS[@]}" "$PG_CREATEDB" -h "$PG_DIR" -U postgres "$1"
 }
 
+# pg_settle [N]: waits (5 s at most) until no process of the server is
+# ending (a zombie) and, with N, until it runs N processes at most; prints
+# how many it runs. A backend's CPU time moves to the postmaster's when it
+# is reaped: pg_cpu read while one ends could miss it.
+pg_settle() {
+	local i n z c
+	for ((i = 0; i < 100; i++)); do
+		n=0 z=0
+		for c in $(pgrep -P "$PG_PM"); do
+			n=$((n + 1))
+			[ "$(awk '{print $3}' "/proc/$c/stat" 2>/dev/null || echo Z)" = Z ] && z=$((z + 1))
+		done
+		if [ "$z" = 0 ] && { [ -z "${1:-}" ] || [ "$n" -le "$1" ]; }; then break; fi
+		sleep 0.05
+	done
+	echo "$n"
+}
+
 # pg_watch / pg_watched FILE: the server's CPU ticks and peak PSS (kB)
-# between the two, appended to FILE as "ticks peak_kb".
+# between the two, appended to FILE as "ticks peak_kb"; pg_watched waits
+# for the backends of the processes that ended meanwhile to end too.
 pg_watch() {
+	PG_WATCH_N=$(pg_settle)
 	PG_WATCH_CPU=$(pg_cpu "$PG_PM")
 	(while :; do pg_pss "$PG_PM"; sleep 0.1; done) >"$WORK/pg.pss" &
 	PG_WATCH_PID=$!
@@ -152,6 +172,7 @@ pg_watched() {
 	kill "$PG_WATCH_PID" 2>/dev/null || true
 	wait "$PG_WATCH_PID" 2>/dev/null || true
 	pg_ended "$PG_WATCH_PID"
+	pg_settle "$PG_WATCH_N" >/dev/null
 	echo "$(($(pg_cpu "$PG_PM") - PG_WATCH_CPU)) $(sort -n "$WORK/pg.pss" | tail -n1)" >>"$1"
 }
 
