@@ -37,6 +37,8 @@
 #   CHURN_TAR=/usr/share  the tree bench-churn.sh untars twice into a mount
 #   CHURN_RATE=300 CHURN_SECS=60  its random changes: how many a second,
 #                       for how long
+#   PG_HOSTS PG_COMMITS PG_GROUPS  the trees, commits and groups of
+#                       bench-pg.sh's parts (see there)
 #   ONLY=mount          run only the named part (index, cold, photos, scale,
 #                       or a bench-NAME.sh: act, churn, folders, live, mount,
 #                       pg, thumbs)
@@ -55,7 +57,7 @@ cd "$(dirname "$0")/../.."
 knobs() {
 	local v out=""
 	for v in RUNS BENCH_FILES BENCH_TREE PHOTOS EDITS SCALE SCALE_RUNS MOUNT_GROUPS THUMB_PHOTOS FOLDER_COUNT \
-		BIGPAIR_FILES LIVE_N ACT_FILES CHURN_TAR CHURN_RATE CHURN_SECS ONLY COLD BENCH_DIR BEFORE; do
+		BIGPAIR_FILES LIVE_N ACT_FILES CHURN_TAR CHURN_RATE CHURN_SECS PG_HOSTS PG_COMMITS PG_GROUPS ONLY COLD BENCH_DIR BEFORE; do
 		if [ -n "${!v+x}" ]; then out+="$v=${!v} "; fi
 	done
 	echo "${out}make bench"
@@ -79,6 +81,14 @@ STARTED=$(date -u '+%Y-%m-%d %H:%M UTC')
 TARGETS=$WORK/targets.txt
 rm -f "$TARGETS"
 target() { printf '%s|%s|%s\n' "$1" "$2" "$3" >>"$TARGETS"; }
+# failed WHAT: a check of the results that failed; the bench goes on
+# measuring, lists them at the end and exits 1.
+FAILED=$WORK/failed.txt
+rm -f "$FAILED"
+failed() {
+	echo "$1" >>"$FAILED"
+	echo "bench: FAILED: $1" >&2
+}
 # floor-statwalk's threads: more than CPUs, a listing waits on the disk at times.
 FLOOR_THREADS=$((4 * $(nproc)))
 
@@ -394,6 +404,14 @@ if [ -f "$TARGETS" ]; then
 		done <"$TARGETS"
 	} | tee -a "$RESULTS"
 fi
+if [ -s "$FAILED" ]; then
+	{
+		echo
+		echo "### FAILED checks"
+		echo
+		sed 's/^/- /' "$FAILED"
+	} | tee -a "$RESULTS"
+fi
 # The run goes on the dated log beside the bench, as printed.
 if [ -n "$LOG" ]; then
 	{
@@ -404,3 +422,4 @@ if [ -n "$LOG" ]; then
 fi
 echo >&2
 echo "results: $RESULTS" >&2
+if [ -s "$FAILED" ]; then exit 1; fi

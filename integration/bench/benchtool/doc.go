@@ -8,6 +8,7 @@
 //	benchtool mksizes -dir D -files N [-per-folder N]  (sparse files of distinct sizes)
 //	benchtool mkfolders -dir D -folders N
 //	benchtool latency -mnt M -tree T -seed F -group by-hash/KEY [-n N]
+//	benchtool appear -dir MOUNT/by-hash -name KEY [-every 10ms] -- CMD...  (another process's commit to the view)
 //	benchtool churnprep -dir D; benchtool churn -dir D -mnt M [-rate N] [-secs S] [-probes N]
 //	benchtool settle -db INDEX -out LOG [-pid P]; benchtool converged -log LOG -since T -fresh INDEX
 //	benchtool compare A B      (two reports in the fdupes blank-line format)
@@ -37,11 +38,13 @@
 // already known, which is less than any first index writes through the one
 // writer SQLite allows; fusefloor serves a tree from memory over FUSE the
 // way the mount answers, the round trips alone. compare checks that dupefs
-// finds the duplicate set jdupes -r finds, and latency how long a change
-// on disk takes to show in a mounted view; churn makes random changes at
-// a steady rate and times some of them through the view, settle logs an
-// index's totals until they stop moving, and converged says when they
-// first equalled a fresh index's for good.
+// finds the duplicate set jdupes -r finds, latency how long a change on
+// disk takes to show in a mounted view, and appear how long another
+// process's commit (another host's, through PostgreSQL) takes to show
+// there; churn makes random changes at a steady rate and times some of
+// them through the view, settle logs an index's totals until they stop
+// moving, and converged says when they first equalled a fresh index's for
+// good.
 //
 // The files, by concern:
 //
@@ -51,7 +54,7 @@
 //	statwalk.go   statwalk
 //	sqlfloor.go   sqlfloor
 //	fusefloor.go  fusefloor
-//	latency.go    latency
+//	latency.go    latency, appear
 //	churn.go      churnprep, churn
 //	settle.go     settle, converged
 package main

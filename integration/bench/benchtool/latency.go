@@ -1,11 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -79,5 +82,67 @@ func latency(args []string) error {
 		return float64(s[min(len(s)-1, int(p*float64(len(s))))].Microseconds()) / 1000
 	}
 	fmt.Printf("%.0f %.0f %.0f %.0f\n", pct(add, 0.5), pct(add, 0.99), pct(del, 0.5), pct(del, 0.99))
+	return nil
+}
+
+// appear measures how long another process's commit takes to show in a
+// mounted view: it runs the command after --, and from the moment it exits
+// lists -dir every -every until -name is there. It prints the milliseconds
+// from the exit to the listing that held the name, and the seconds the
+// command took.
+func appear(args []string) error {
+	fs := flag.NewFlagSet("appear", flag.ExitOnError)
+	dir := fs.String("dir", "", "the folder of the view to list (MOUNT/by-hash)")
+	name := fs.String("name", "", "the entry the command's commit adds to it")
+	every := fs.Duration("every", 10*time.Millisecond, "how often to list the folder")
+	timeout := fs.Duration("timeout", 60*time.Second, "how long to wait after the command")
+	fs.Parse(args)
+	cmdArgs := fs.Args()
+	if *dir == "" || *name == "" || len(cmdArgs) == 0 {
+		return fmt.Errorf("appear: -dir, -name and a command after them are required")
+	}
+	// The folder is there all along: an error listing it (the view
+	// ended) ends the wait.
+	listed := func() (bool, error) {
+		ents, err := os.ReadDir(*dir)
+		if err != nil {
+			return false, fmt.Errorf("appear: %w", err)
+		}
+		for _, e := range ents {
+			if e.Name() == *name {
+				return true, nil
+			}
+		}
+		return false, nil
+	}
+	ok, err := listed()
+	if err != nil {
+		return err
+	}
+	if ok {
+		return fmt.Errorf("appear: %s is in %s before the command ran", *name, *dir)
+	}
+	cmd := exec.Command(cmdArgs[0], cmdArgs[1:]...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	started := time.Now()
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("appear: %s: %w\n%s", strings.Join(cmdArgs, " "), err, stderr.String())
+	}
+	exited := time.Now()
+	for {
+		ok, err = listed()
+		if err != nil {
+			return err
+		}
+		if ok {
+			break
+		}
+		if time.Since(exited) > *timeout {
+			return fmt.Errorf("appear: %s not in %s %s after the command ended", *name, *dir, *timeout)
+		}
+		time.Sleep(*every)
+	}
+	fmt.Printf("%.1f %.3f\n", float64(time.Since(exited).Microseconds())/1000, exited.Sub(started).Seconds())
 	return nil
 }

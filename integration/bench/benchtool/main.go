@@ -31,6 +31,8 @@ func main() {
 		err = mkfolders(os.Args[2:])
 	case "latency":
 		err = latency(os.Args[2:])
+	case "appear":
+		err = appear(os.Args[2:])
 	case "churnprep":
 		err = churnPrep(os.Args[2:])
 	case "churn":
@@ -61,6 +63,7 @@ func main() {
 func usage() {
 	fmt.Fprintln(os.Stderr, "usage: benchtool mktree -dir D -files N [-seed S] [-avg BYTES] | mkphotos -dir D [-files N] [-edits N] |\n"+
 		"       mkgroups -dir D [-groups N] [-copies N] | mksizes -dir D [-files N] | mkfolders -dir D [-folders N] | compare A B | median V... |\n"+
+		"       appear -dir D -name N [-every DUR] -- CMD... |\n"+
 		"       churnprep -dir D | churn -dir D -mnt M [-rate N] [-secs S] [-probes N] |\n"+
 		"       settle -db INDEX -out LOG [-pid P] [-quiet D] | converged -log LOG -since T -fresh INDEX |\n"+
 		"       statwalk -dir D [-workers N] | fusefloor -tree T -mnt M | sqlfloor -from INDEX -db NEW [-times FILE]")
