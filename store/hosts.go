@@ -200,6 +200,9 @@ type HostInfo struct {
 	// Alive: a worker of the host holds a scan or hash job under a lease
 	// that has not run out.
 	Alive bool
+	// Queued are the host's live files waiting for its hash job: pending,
+	// or owed (hashed in part, with a prefix another host's file shares).
+	Queued int64
 }
 
 // Hosts lists every host of the index, by name.
@@ -209,12 +212,14 @@ func (fl *Files) Hosts(ctx context.Context) ([]HostInfo, error) {
 		(SELECT coalesce(sum(r.file_count), 0) FROM roots r WHERE r.host_id = h.id),
 		(SELECT max(r.last_scan_at) FROM roots r WHERE r.host_id = h.id),
 		EXISTS (SELECT 1 FROM jobs j WHERE j.host_id = h.id AND j.status = 'running'
-		        AND j.lease_expires_at > `+nowSQL+`)
+		        AND j.lease_expires_at > `+nowSQL+`),
+		(SELECT count(*) FROM files f WHERE f.root_id IN (SELECT r.id FROM roots r WHERE r.host_id = h.id)
+		        AND (f.hash_status = 'pending' AND f.missing = 0 OR `+owed+`))
 		FROM hosts h WHERE h.name <> '' ORDER BY h.name`)
 	return collect("list hosts", rows, err, func(r rowScanner) (HostInfo, error) {
 		var h HostInfo
 		var created, seen, scan sql.NullInt64
-		err := r.Scan(&h.ID, &h.Name, &h.MachineID, &created, &seen, &h.Roots, &h.Files, &scan, &h.Alive)
+		err := r.Scan(&h.ID, &h.Name, &h.MachineID, &created, &seen, &h.Roots, &h.Files, &scan, &h.Alive, &h.Queued)
 		h.CreatedAt, h.LastSeenAt, h.LastScanAt = fromMS(created), fromMS(seen), fromMS(scan)
 		return h, err
 	})
@@ -300,14 +305,17 @@ func hostPlans(p string) string {
 	return "(SELECT id FROM plans WHERE host_id = " + p + ")"
 }
 
-// partialOwed selects the sizes of the files of the host bound to ?1
-// hashed in part whose prefix another inode shares: their whole hash is
-// this host's to make. Another host's hash run may have found the prefix
-// shared (its own file came later), and it reads only its own files.
-const partialOwed = `SELECT DISTINCT f.size FROM files f
-	WHERE f.hash_status = 'partial' AND f.missing = 0 AND f.root_id IN (SELECT id FROM roots WHERE host_id = ?1)
+// owed is true of a row f of files hashed in part whose prefix another
+// inode shares: its whole hash is its host's to make. Another host's hash
+// run may have found the prefix shared (its own file came later), and it
+// reads only its own files.
+const owed = `f.hash_status = 'partial' AND f.missing = 0
 	  AND EXISTS (SELECT 1 FROM files g WHERE g.size = f.size AND g.prefix_hash = f.prefix_hash AND g.missing = 0
 	              AND (g.dev <> f.dev OR g.ino <> f.ino OR g.root_id <> f.root_id))`
+
+// partialOwed selects the sizes of the files owed of the host bound to ?1.
+const partialOwed = `SELECT DISTINCT f.size FROM files f
+	WHERE f.root_id IN (SELECT id FROM roots WHERE host_id = ?1) AND ` + owed
 
 // copyHost is the SQL expression for the host of file alias's copy as the
 // view names it: "" when it lies on this process's host, else the host's

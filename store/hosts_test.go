@@ -320,6 +320,22 @@ func TestHalfHashedFilesAnotherHostMatchedAreOwed(t *testing.T) {
 	if owed, err := a.Jobs().AnyQueued(ctx); err != nil || !owed {
 		t.Fatalf("a's queue once b's file shares its prefix: %v %v, want its file owed", owed, err)
 	}
+	// Status says so, on either host, and names the host that owes it.
+	for _, r := range []Root{ra, rb} {
+		if err := a.Write(ctx, func(tx *Tx) error { return tx.FinishRootScan(r.ID, RootStats{Files: 1}) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, db := range []*DB{a, b} {
+		tot, err := db.Totals(ctx)
+		if err != nil || tot.Queued != 1 || tot.State == StateUpToDate {
+			t.Fatalf("totals once b's file shares the prefix of a's: queued %d, %q (%v); want 1 queued, not up to date",
+				tot.Queued, tot.State, err)
+		}
+		if hs := hostsByName(t, db); hs[hostA.Name].Queued != 1 || hs[hostB.Name].Queued != 0 {
+			t.Fatalf("hosts' queues: %+v, want a's file queued on a alone", hs)
+		}
+	}
 	if plan := planFenced(t, a); !slices.ContainsFunc(plan, func(s SizeCount) bool { return s.Size == size }) {
 		t.Fatalf("a's plan %+v lacks the size of its half-hashed file", plan)
 	}

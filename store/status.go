@@ -14,7 +14,7 @@ type Totals struct {
 	Hashed      int64 `json:"hashed"`        // live files with a full content hash
 	Partial     int64 `json:"prefix_hashed"` // live files ruled out by their prefix hash
 	Unique      int64 `json:"unique_size"`   // live files whose size no other inode shares
-	Queued      int64 `json:"queued"`        // live files pending the hash job
+	Queued      int64 `json:"queued"`        // live files pending the hash job (of their host)
 	Failed      int64 `json:"failed"`        // live files that could not be read
 	Groups      int64 `json:"groups"`
 	GroupFiles  int64 `json:"group_files"`
@@ -78,6 +78,15 @@ func (db *DB) Totals(ctx context.Context) (Totals, error) {
 		&t.Unique, &t.Queued, &t.Failed)
 	if err != nil {
 		return t, classify("read totals", err)
+	}
+	if db.dialect.manyHosts {
+		// Files hashed in part that wait for their host's next run
+		// since another host's file came to share their prefix.
+		var owing int64
+		if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM files f WHERE `+owed).Scan(&owing); err != nil {
+			return t, classify("count owed files", err)
+		}
+		t.Queued += owing
 	}
 	err = tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(file_count), 0),
 		coalesce(sum(size * (inode_count - 1)), 0) FROM contents WHERE `+isGroup).Scan(

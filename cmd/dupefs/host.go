@@ -75,11 +75,12 @@ type hostJSON struct {
 	LastScanAt *string `json:"last_scan_at"`
 	LastSeenAt *string `json:"last_seen_at"`
 	Alive      bool    `json:"indexer_alive"`
+	Queued     int64   `json:"queued"` // its files waiting for its hash job
 }
 
 func toHostJSON(h store.HostInfo, this string) hostJSON {
 	return hostJSON{Name: h.Name, MachineID: h.MachineID, This: h.Name == this, Roots: h.Roots, Files: h.Files,
-		LastScanAt: jsonTime(h.LastScanAt), LastSeenAt: jsonTime(h.LastSeenAt), Alive: h.Alive}
+		LastScanAt: jsonTime(h.LastScanAt), LastSeenAt: jsonTime(h.LastSeenAt), Alive: h.Alive, Queued: h.Queued}
 }
 
 func runHostList(ctx context.Context, g globalOptions, asJSON bool, stdout io.Writer) error {
@@ -184,5 +185,10 @@ func describeHost(h hostJSON) string {
 	if h.Alive {
 		alive = "indexing"
 	}
-	return fmt.Sprintf("%s: %d roots, %s files, %s, %s", name, h.Roots, count(h.Files), last, alive)
+	queued := ""
+	if h.Queued > 0 {
+		// Only that host's run reads them.
+		queued = fmt.Sprintf(", %s files wait for its dupefs index", count(h.Queued))
+	}
+	return fmt.Sprintf("%s: %d roots, %s files, %s, %s%s", name, h.Roots, count(h.Files), last, alive, queued)
 }
