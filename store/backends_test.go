@@ -71,6 +71,7 @@ var onPostgres = []struct {
 	{TestTwoHostsHoldOnePath, ""},
 	{TestViewNamesTheHostOfEachCopy, ""},
 	{TestHalfHashedFilesAnotherHostMatchedAreOwed, ""},
+	{TestBulkLoadOfTwoHostsTellsTheirInodesApart, ""},
 	{TestOpenIndexOfRelease0013GivesItsRootsToTheHost, "SQLite only: upgrades of SQLite indexes of older releases"},
 	{TestDoneTrashPinsItsKeptFileUntilTheCopyIsBack, ""},
 	{TestActionStatesMoveOnlyForward, ""},

@@ -157,7 +157,7 @@ func (tx *Tx) EndBulkLoadWith(known func() []KnownHash) error {
 			INSERT INTO temp.bulk_shared (size)
 			SELECT s.size FROM files AS s INDEXED BY files_size WHERE s.size > 0
 			 GROUP BY s.size
-			HAVING min(s.ino) <> max(s.ino)
+			HAVING min(s.ino) <> max(s.ino)` + tx.dialect.apartGroup + `
 			    OR count(*) > 1 AND (SELECT min(d.dev) <> max(d.dev) FROM files d WHERE d.size = s.size)`, false},
 		// A bulk load writes a file it did not read as unique (hashCols):
 		// the walk reads a file once a second one shares its size, so

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"errors"
@@ -338,6 +339,59 @@ func TestHalfHashedFilesAnotherHostMatchedAreOwed(t *testing.T) {
 	}
 	if plan := planFenced(t, a); !slices.ContainsFunc(plan, func(s SizeCount) bool { return s.Size == size }) {
 		t.Fatalf("a's plan %+v lacks the size of its half-hashed file", plan)
+	}
+}
+
+// Two hosts' first indexes at once are one bulk load, whose end compares
+// device and inode numbers within a host only, as a write's recount
+// does: a size two hosts' files share under the same numbers is read, a
+// content they both hold is a group of two inodes, and a sum the ending
+// host read is recorded in its own files only.
+func TestBulkLoadOfTwoHostsTellsTheirInodesApart(t *testing.T) {
+	ctx := context.Background()
+	a, b, ra, rb := twoHostRoots(t)
+	if err := a.Write(ctx, func(tx *Tx) error {
+		on, err := tx.StartBulkLoad()
+		if err == nil && !on {
+			t.Fatal("no bulk load on an empty index")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	pending := FileStat{Name: "p", Size: 77, MtimeNS: 1, Dev: 1, Ino: 9, Nlink: 1}
+	done := FileStat{Name: "d", Size: 10, MtimeNS: 1, Dev: 1, Ino: 5, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(1)}}
+	partial := FileStat{Name: "h", Size: 20000, MtimeNS: 1, Dev: 1, Ino: 7, Nlink: 1,
+		Hash: &FileHash{Status: HashPartial, Prefix: sql.NullInt64{Int64: 3, Valid: true}}}
+	fa := addFiles(t, a, ra.ID, "/srv", pending, done, partial)
+	fb := addFiles(t, b, rb.ID, "/home", pending, done, partial)
+	known := func() []KnownHash { // what a's early reads made of its own h
+		return []KnownHash{{Size: 20000, MtimeNS: 1, Dev: 1, Ino: 7, Sum: sum(5)}}
+	}
+	if err := a.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoadWith(known) }); err != nil {
+		t.Fatal(err)
+	}
+	status := func(db *DB, folder int64, name string) (st string, hash []byte) {
+		t.Helper()
+		if err := db.r.QueryRow("SELECT hash_status, content_hash FROM files WHERE folder_id = ? AND name = ?",
+			folder, name).Scan(&st, &hash); err != nil {
+			t.Fatal(err)
+		}
+		return st, hash
+	}
+	for _, f := range []int64{fa, fb} {
+		if st, _ := status(a, f, "p"); st != HashPending {
+			t.Errorf("a file of a size two hosts share under one inode number: %s, want pending", st)
+		}
+	}
+	if g, err := a.Files().GroupByKey(ctx, "sha256", sum(1)); err != nil || g.FileCount != 2 || g.InodeCount != 2 {
+		t.Errorf("a content of two hosts under one inode number: %+v (%v), want 2 files, 2 inodes", g, err)
+	}
+	if st, h := status(a, fa, "h"); st != HashDone || !bytes.Equal(h, sum(5)) {
+		t.Errorf("a's file read by a's early reads: %s %x, want done with its sum", st, h)
+	}
+	if st, h := status(a, fb, "h"); st != HashPartial || h != nil {
+		t.Errorf("b's file of a's numbers, never read: %s %x, want partial without a sum", st, h)
 	}
 }
 
