@@ -65,6 +65,7 @@ var onPostgres = []struct {
 	{TestRootsBelongToTheirHost, ""},
 	{TestHostsClaimTheirOwnJobs, ""},
 	{TestForgetHost, ""},
+	{TestForgetHostRefusesALiveHost, ""},
 	{TestKeepersHoldAcrossHosts, ""},
 	{TestLedgerWritesReachTheDiskOnSQLite, "SQLite only: PostgreSQL's ledger commits wait for the disk (TestPostgresLedgerWritesOutliveACrash)"},
 	{TestInodeNumbersOfTwoHostsAreTwoInodes, ""},

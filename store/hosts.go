@@ -33,6 +33,9 @@ var ErrHostClash = errors.New("host name taken by another machine")
 // ErrHostHasRoots: a host to forget still has roots.
 var ErrHostHasRoots = errors.New("host still has roots")
 
+// ErrHostAlive: a host to forget works now (it holds a lease).
+var ErrHostAlive = errors.New("host is working now")
+
 // machineIDFiles are where a machine's id is read, in order.
 var machineIDFiles = []string{"/etc/machine-id", "/var/lib/dbus/machine-id"}
 
@@ -253,7 +256,10 @@ func (fl *Files) RenameHost(ctx context.Context, old, new string) error {
 // ForgetHost deletes a host other than this process's. While it has roots
 // it is refused (ErrHostHasRoots) unless withRoots, which removes them
 // first (their files and folders leave the index; nothing on any disk is
-// touched). Its plans stay in the ledger, as history.
+// touched). Its plans stay in the ledger, as history. A host that holds a
+// lease (an indexer, a plan's run or an action under way) is not gone:
+// forgetting it is refused (ErrHostAlive), since its run would go on with
+// no host to reconcile or undo what it does.
 func (fl *Files) ForgetHost(ctx context.Context, name string, withRoots bool) error {
 	if name == fl.db.host.Name {
 		return fmt.Errorf("forget host %s: it is the host this process works as (run with another --host)", name)
@@ -265,6 +271,20 @@ func (fl *Files) ForgetHost(ctx context.Context, name string, withRoots bool) er
 	}
 	if err != nil {
 		return classify("find host", err)
+	}
+	alive := func(q func(string, ...any) rowScanner) error {
+		var live bool
+		if err := q(hostAlive, id).Scan(&live); err != nil {
+			return classify("look for the host's leases", err)
+		}
+		if live {
+			return fmt.Errorf("forget host %s: %w: it holds a lease (an indexer, or a plan's run, under way): "+
+				"stop it first, or wait until its lease runs out", name, ErrHostAlive)
+		}
+		return nil
+	}
+	if err := alive(func(q string, args ...any) rowScanner { return fl.db.queryRow(ctx, q, args...) }); err != nil {
+		return err
 	}
 	rows, err := fl.db.query(ctx, "SELECT id FROM roots WHERE host_id = ? ORDER BY id", id)
 	roots, err := collect("list the host's roots", rows, err, scanValue[int64])
@@ -280,6 +300,9 @@ func (fl *Files) ForgetHost(ctx context.Context, name string, withRoots bool) er
 		}
 	}
 	return fl.db.Write(ctx, func(tx *Tx) error {
+		if err := alive(tx.queryRowP); err != nil {
+			return err
+		}
 		if _, err := tx.exec("cancel the host's jobs", `UPDATE jobs SET status = 'cancelled', error_code = 'host_forgotten',
 			error_message = 'its host was forgotten', worker_id = NULL, lease_expires_at = NULL,
 			finished_at = `+nowSQL+`, updated_at = `+nowSQL+`
@@ -292,6 +315,15 @@ func (fl *Files) ForgetHost(ctx context.Context, name string, withRoots bool) er
 		return nil
 	})
 }
+
+// hostAlive is true when the host whose id is bound to ?1 holds a lease
+// that has not run out: of a scan or hash job, of a plan's run, or of an
+// action (taken, under way, or being undone).
+var hostAlive = `SELECT EXISTS (SELECT 1 FROM jobs WHERE host_id = ?1 AND status = 'running'
+		AND lease_expires_at > ` + nowSQL + `)
+	OR EXISTS (SELECT 1 FROM plans WHERE host_id = ?1 AND state = 'open' AND lease_expires_at > ` + nowSQL + `)
+	OR EXISTS (SELECT 1 FROM actions WHERE plan_id IN ` + hostPlans("?1") + ` AND worker_id IS NOT NULL
+		AND lease_expires_at > ` + nowSQL + `)`
 
 // hostRoots is the set of the roots of the host whose id is bound to p, for
 // "root_id IN ...".

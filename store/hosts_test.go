@@ -187,6 +187,27 @@ func TestForgetHost(t *testing.T) {
 	}
 }
 
+// A host that works now is not gone: forgetting it while it holds a
+// lease (an action under way here) is refused, and leaves its roots and
+// plans as they were; once its run has ended it may be forgotten.
+func TestForgetHostRefusesALiveHost(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoHosts(t)
+	first := plan(t, a, ledgerFixture(t, a))
+	act := claim(t, a, first.ID, "wa")
+	err := b.Files().ForgetHost(ctx, hostA.Name, true)
+	if !errors.Is(err, ErrHostAlive) {
+		t.Fatalf("forget a while its action is under way: %v, want ErrHostAlive", err)
+	}
+	if all, err := b.Files().AllRoots(ctx); err != nil || len(all) != 1 {
+		t.Fatalf("a's roots after a refused forget: %+v (%v)", all, err)
+	}
+	end(t, a, act, ActSkipped)
+	if err := b.Files().ForgetHost(ctx, hostA.Name, true); err != nil {
+		t.Fatalf("forget a once its run ended: %v", err)
+	}
+}
+
 // An index of the release before hosts: its roots, jobs and plans belong
 // to the one host, which the first process to open it names; the schema
 // is a fresh one's.

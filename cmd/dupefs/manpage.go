@@ -642,7 +642,7 @@ host's do.
 A second machine that takes a name another registered is refused (exit 10):
 give it another --host, or rename the registered one (host rename OLD NEW),
 or forget a host that is gone (host forget NAME; refused while it has roots,
---roots forgets them too). An SQLite index has one host, the local one:
+--roots forgets them too, and while it runs an indexer, a plan or an undo). An SQLite index has one host, the local one:
 --host only names it.
 .PP
 index --import OLD.db (with a PostgreSQL --db; else exit 3) takes an index
