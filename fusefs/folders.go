@@ -44,7 +44,7 @@ func (f *FS) lookupFolderLink(c *caller, groupID int64, name string, out *fuse.E
 		return f.status("read folder group", err)
 	}
 	for _, hn := range hostNamed(name) {
-		m, err := f.findFolder(c, groupID, hn[1])
+		m, err := f.findFolder(c, groupID, hn[0], hn[1])
 		if errors.Is(err, store.ErrNotFound) || err == nil && m.Host != hn[0] {
 			continue
 		}
@@ -59,8 +59,8 @@ func (f *FS) lookupFolderLink(c *caller, groupID int64, name string, out *fuse.E
 }
 
 // findFolder finds a folder of a group by the name it shows under for c,
-// its host left out.
-func (f *FS) findFolder(c *caller, groupID int64, name string) (m store.FolderMember, err error) {
+// its host (asked for) left out.
+func (f *FS) findFolder(c *caller, groupID int64, host, name string) (m store.FolderMember, err error) {
 	ctx := dbctx()
 	group := ino(kindFolderGroup, groupID)
 	if c == nil {
@@ -79,7 +79,7 @@ func (f *FS) findFolder(c *caller, groupID int64, name string) (m store.FolderMe
 			return m, store.ErrNotFound
 		}
 		m, err = f.db.FolderMemberByID(ctx, groupID, id)
-		if err == nil && !f.suffixed(c, group, m.Name, m.FolderID, m.First, name) {
+		if err == nil && !f.suffixed(c, group, m.Name, host, m.FolderID, m.First, name) {
 			err = store.ErrNotFound
 		}
 	}

@@ -12,25 +12,27 @@ import (
 // A copy shows under its own basename. When copies of one group share a
 // basename, every copy after the first (by file id) gets ~<file id> before
 // its extension: IMG_1.jpg, IMG_1~812.jpg (in a view others may enter,
-// the id enciphered: FS.linkName). A name stays within 255 bytes:
-// the stem is cut, never the suffix.
+// the id enciphered: FS.linkName). A name stays within 255 bytes, its
+// host's name and ':' before it included (a copy on another host): the
+// stem is cut, never the suffix, and a first copy whose basename does not
+// fit is named by its id as the others are.
 
 const maxName = 255
 
-// linkName is the name a copy shows under.
-func linkName(base string, fileID int64, first bool) string {
-	if first {
+// linkName is the name a copy shows under, within room bytes.
+func linkName(base string, fileID int64, first bool, room int) string {
+	if first && len(base) <= room {
 		return base
 	}
 	stem, ext := naming.SplitExt(base)
 	suffix := "~" + strconv.FormatInt(fileID, 10) + ext
-	if len(suffix) > maxName-1 {
+	if len(suffix) > room-1 {
 		// An extension too long to keep: cut it instead.
 		suffix = "~" + strconv.FormatInt(fileID, 10)
 		stem = base
 	}
-	if len(stem)+len(suffix) > maxName {
-		stem = stem[:maxName-len(suffix)]
+	if len(stem)+len(suffix) > room {
+		stem = stem[:room-len(suffix)]
 	}
 	return stem + suffix
 }
@@ -61,8 +63,12 @@ func suffixID(name string) (int64, bool) {
 // shows under in this view: in one others may enter, its suffix holds the
 // id enciphered (ids.go), as counted, plain ids would tell how many files
 // were indexed between two of the caller's.
-func (f *FS) linkName(base string, id int64, first bool) string {
-	return linkName(base, f.ids.shownID(id), first)
+// A copy on host (another one; "" for this one) has the room its host's
+// name leaves (at least what the longest host name does: one registered
+// by an older dupefs may be longer).
+func (f *FS) linkName(base, host string, id int64, first bool) string {
+	room := max(maxName-len(hostName(host, "")), maxName-store.MaxHostName-1)
+	return linkName(base, f.ids.shownID(id), first, room)
 }
 
 // suffixID is the row id a name made by linkName holds, if any.

@@ -23,7 +23,7 @@ func TestLinkNames(t *testing.T) {
 		{"new\nline.txt", 3, false, "new\nline~3.txt"},
 	}
 	for _, c := range cases {
-		got := linkName(c.base, c.id, c.first)
+		got := linkName(c.base, c.id, c.first, maxName)
 		if got != c.want {
 			t.Errorf("linkName(%q, %d, %v) = %q, want %q", c.base, c.id, c.first, got, c.want)
 		}
@@ -34,7 +34,7 @@ func TestLinkNames(t *testing.T) {
 		}
 	}
 	long := strings.Repeat("x", 251) + ".txt" // 255 bytes
-	n := linkName(long, 123456789, false)
+	n := linkName(long, 123456789, false, maxName)
 	if len(n) > 255 || !strings.HasSuffix(n, "~123456789.txt") {
 		t.Errorf("long name: %d bytes, %q", len(n), n[len(n)-20:])
 	}

@@ -154,7 +154,7 @@ func (f *FS) lookupCopy(c *caller, contentID int64, name string, out *fuse.Entry
 		return f.status("read group", err)
 	}
 	for _, hn := range hostNamed(name) {
-		m, first, err := f.findCopy(c, g.GroupRef, hn[1])
+		m, first, err := f.findCopy(c, g.GroupRef, hn[0], hn[1])
 		if errors.Is(err, store.ErrNotFound) || err == nil && m.Host != hn[0] {
 			continue
 		}
@@ -169,8 +169,9 @@ func (f *FS) lookupCopy(c *caller, contentID int64, name string, out *fuse.Entry
 }
 
 // findCopy finds a copy of group g by the name it shows under for c, its
-// host left out; first: it is the first of its name, of all copies.
-func (f *FS) findCopy(c *caller, g store.GroupRef, name string) (m store.Member, first bool, err error) {
+// host (asked for) left out; first: it is the first of its name, of all
+// copies.
+func (f *FS) findCopy(c *caller, g store.GroupRef, host, name string) (m store.Member, first bool, err error) {
 	ctx := dbctx()
 	if c == nil {
 		m, err = f.db.MemberByName(ctx, g, name)
@@ -189,7 +190,7 @@ func (f *FS) findCopy(c *caller, g store.GroupRef, name string) (m store.Member,
 			return m, false, store.ErrNotFound
 		}
 		m, first, err = f.db.MemberByID(ctx, g, id)
-		if err == nil && !f.suffixed(c, ino(kindGroup, g.ID), m.Name, m.FileID, first, name) {
+		if err == nil && !f.suffixed(c, ino(kindGroup, g.ID), m.Name, host, m.FileID, first, name) {
 			err = store.ErrNotFound
 		}
 	}
@@ -197,11 +198,15 @@ func (f *FS) findCopy(c *caller, g store.GroupRef, name string) (m store.Member,
 }
 
 // suffixed reports whether name is what c sees the copy (or folder) id of
-// group named: base~<id>, for a copy after the first of its name (first:
-// of all copies; for c, of those c sees).
-func (f *FS) suffixed(c *caller, group uint64, base string, id int64, first bool, name string) bool {
-	if f.linkName(base, id, false) != name {
+// group on host named, its host left out: base~<id>, for a copy after the
+// first of its name (first: of all copies; for c, of those c sees), or
+// one whose name is too long to show bare.
+func (f *FS) suffixed(c *caller, group uint64, base, host string, id int64, first bool, name string) bool {
+	if f.linkName(base, host, id, false) != name {
 		return false
+	}
+	if f.linkName(base, host, id, true) != base {
+		return true
 	}
 	if c == nil {
 		return !first

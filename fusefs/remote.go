@@ -32,7 +32,7 @@ func (f *FS) copyTarget(host, path string) string {
 // copyName is the name a copy shows under: linkName, after its host and a
 // ':' when it lies on another host.
 func (f *FS) copyName(base, host string, id int64, first bool) string {
-	return hostName(host, f.linkName(base, id, first))
+	return hostName(host, f.linkName(base, host, id, first))
 }
 
 // hostName puts host (if any) before name.

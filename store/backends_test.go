@@ -62,6 +62,7 @@ var onPostgres = []struct {
 }{
 	{TestCrossedKeepersAreRefused, ""},
 	{TestHostNameOfAnotherMachineIsRefused, ""},
+	{TestCheckHostName, "no database: checks names alone"},
 	{TestRootsBelongToTheirHost, ""},
 	{TestHostsClaimTheirOwnJobs, ""},
 	{TestForgetHost, ""},

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
+	"unicode/utf8"
 )
 
 // A host is who a process works as: a name (Options.Host.Name, the
@@ -52,15 +54,27 @@ func ReadMachineID() string {
 	return ""
 }
 
-// CheckHostName refuses a name no report could print as HOST:/path.
+// MaxHostName is the longest host name, in bytes: a machine's (Linux's
+// HOST_NAME_MAX). A view puts it before the names of that host's copies,
+// which must stay within 255 bytes.
+const MaxHostName = 64
+
+// CheckHostName refuses a name no report could print as HOST:/path, nor
+// a view put in a name or under /net: empty, longer than MaxHostName,
+// holding ':', '/', white space or a control character (which a terminal
+// acts on), invalid UTF-8, or "." and "..".
 func CheckHostName(name string) error {
 	switch {
 	case name == "":
 		return errors.New("host name must not be empty")
-	case strings.ContainsAny(name, ":/ \t\n"):
-		return fmt.Errorf("host name %q: must not hold ':', '/' or white space", name)
-	case len(name) > 255:
-		return fmt.Errorf("host name %.20q…: longer than 255 bytes", name)
+	case len(name) > MaxHostName:
+		return fmt.Errorf("host name %.20q…: longer than %d bytes", name, MaxHostName)
+	case !utf8.ValidString(name):
+		return fmt.Errorf("host name %q: not UTF-8", name)
+	case strings.ContainsFunc(name, func(r rune) bool { return r == ':' || r == '/' || unicode.IsSpace(r) || unicode.IsControl(r) }):
+		return fmt.Errorf("host name %q: must not hold ':', '/', white space or control characters", name)
+	case name == "." || name == "..":
+		return fmt.Errorf("host name %q: not a folder's name", name)
 	}
 	return nil
 }

@@ -45,6 +45,23 @@ var (
 	hostB = Host{Name: "laptop", MachineID: "m-laptop"}
 )
 
+// A host name is what a report prints before ':' and a view puts in a
+// name and under /net: a machine's host name (64 bytes at most), not a
+// folder's name, no byte a terminal acts on, valid UTF-8.
+func TestCheckHostName(t *testing.T) {
+	for _, ok := range []string{"nas", "laptop-2", "NAS.local", "é", strings.Repeat("h", 64)} {
+		if err := CheckHostName(ok); err != nil {
+			t.Errorf("%q: %v", ok, err)
+		}
+	}
+	for _, bad := range []string{"", " ", "a:b", "a/b", "a b", "a\nb", ".", "..", strings.Repeat("h", 65),
+		"e\x1b[7mvil", "a\rb", "a\x7fb", "a\xffb", "a\u0085b"} {
+		if err := CheckHostName(bad); err == nil {
+			t.Errorf("%q accepted", bad)
+		}
+	}
+}
+
 // On PostgreSQL a host name registered by one machine is refused to
 // another until it is renamed; on SQLite the one host is whoever opens
 // the index, and its roots stay its own.
