@@ -73,6 +73,9 @@ func (f *FS) findFolder(c *caller, groupID int64, host, name string) (m store.Fo
 			}
 		}
 	}
+	if err == nil && f.linkName(m.Name, host, m.FolderID, true) != name {
+		err = store.ErrNotFound // never shown bare
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		id, ok := f.suffixID(name)
 		if !ok {

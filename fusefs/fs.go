@@ -55,6 +55,9 @@ type Config struct {
 	// secret from them, the same from mount to mount so that the numbers
 	// stay (nil: a key of this mount's own). Unused without AllowOther.
 	IDKey []byte
+	// ManyHosts: the index may hold other hosts' copies (PostgreSQL),
+	// named HOST:name (remote.go).
+	ManyHosts bool
 	// RemotePrefix maps a host's name to the folder its files are reached
 	// under here (a share mounted by hand): a copy on that host links to
 	// PREFIX/abs/path. A host not in it links under /net/HOST (remote.go).

@@ -184,6 +184,9 @@ func (f *FS) findCopy(c *caller, g store.GroupRef, host, name string) (m store.M
 			}
 		}
 	}
+	if err == nil && f.linkName(m.Name, host, m.FileID, true) != name {
+		err = store.ErrNotFound // never shown bare
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		id, ok := f.suffixID(name)
 		if !ok {

@@ -67,3 +67,33 @@ func TestLongNamesOfAnotherHostFit(t *testing.T) {
 		t.Errorf("/by-folder links to %q, want %q", got, want)
 	}
 }
+
+// A copy here whose name holds ':' does not take the name of another
+// host's copy (HOST:name): in an index many hosts share it is named by its
+// id, and each name of a group is listed once and leads to its copy.
+func TestLocalNameLikeAnotherHostsCopy(t *testing.T) {
+	testenv.NeedFUSE(t)
+	url := pgtest.URL(t)
+	laptop := openHost(t, url, "laptop")
+	nas := openHost(t, url, "nas")
+	(&testFS{tb: t, db: laptop}).add("/laptop", copyOf{dir: "/laptop", name: "nas:x.jpg", size: 10, ino: 1, content: 3},
+		copyOf{dir: "/laptop", name: "y.jpg", size: 10, ino: 2, content: 3})
+	(&testFS{tb: t, db: nas}).add("/srv", copyOf{dir: "/srv", name: "x.jpg", size: 10, ino: 1, content: 3})
+	for _, cfg := range []Config{{ManyHosts: true}, {ManyHosts: true, AllowOther: true}} {
+		tf := mountDB(t, laptop, t.TempDir(), cfg, nil)
+		names := tf.names("by-hash/" + keyOf(3))
+		var got []string
+		for _, n := range names {
+			target, err := os.Readlink(filepath.Join(tf.mnt, "by-hash", keyOf(3), n))
+			if err != nil {
+				t.Fatalf("%s listed, but: %v", n, err)
+			}
+			got = append(got, target)
+		}
+		slices.Sort(got)
+		want := []string{"/laptop/nas:x.jpg", "/laptop/y.jpg", "/net/nas/srv/x.jpg"}
+		if !slices.Equal(got, want) || len(slices.Compact(slices.Sorted(slices.Values(names)))) != 3 {
+			t.Errorf("allow-other %v: names %q lead to %q, want three names leading to %q", cfg.AllowOther, names, got, want)
+		}
+	}
+}

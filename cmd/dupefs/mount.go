@@ -170,6 +170,7 @@ func runMount(ctx context.Context, g globalOptions, opts mountOptions, stdout, s
 			ServeFiles:    opts.Serve == "files",
 			NoPassthrough: opts.NoPassthrough,
 			RemotePrefix:  prefixes,
+			ManyHosts:     store.IsPostgresURL(g.DB),
 			ThumbDir:      absOrEmpty(tcfg.Dir),
 			Status: func(ctx context.Context) ([]byte, error) {
 				s, err := buildStatus(ctx, db)
