@@ -59,6 +59,7 @@ type FileRows interface {
 type JobQueue interface {
 	ActiveJobs(ctx context.Context) ([]store.Job, error)
 	AnyQueued(ctx context.Context) (bool, error)
+	OthersHashedBeside(ctx context.Context) (bool, error)
 	Claim(ctx context.Context, kind, owner string, ttl time.Duration) (store.Job, store.Lease, error)
 	Enqueue(ctx context.Context, kind string, rootID int64) (id int64, created bool, err error)
 	EnqueueScanWith(ctx context.Context, rootID int64, fn func(status, checkpoint string) (string, store.ScanMerge)) (store.ScanMerge, error)

@@ -229,7 +229,14 @@ func (ix *Indexer) drainFiles(ctx context.Context) (jobErr, err error) {
 				return jobErr, err
 			}
 			if worked {
-				hashed = true
+				// Unless another host's hash run ended beside this one:
+				// it may have left files of this host owed since this
+				// run planned.
+				beside, err := ix.db.OthersHashedBeside(ctx)
+				if err != nil {
+					return jobErr, err
+				}
+				hashed = !beside
 				continue
 			}
 			if active, err = ix.activeIndexJobs(ctx); err != nil {
