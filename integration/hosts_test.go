@@ -235,6 +235,48 @@ func TestTwoHostsShareOnePostgresIndex(t *testing.T) {
 	}
 }
 
+// A report one host wrote, read by another's remove --from-report: the
+// copies it names HOST:/path of that host are its own, and acted on; the
+// other host's files are left alone, and said to be.
+func TestRemoveFromAnotherHostsReport(t *testing.T) {
+	db := pgtest.URL(t)
+	base := t.TempDir()
+	files := map[string]string{"nas/a": "one photo\n", "nas/b": "one photo\n", "laptop/c": "one photo\n", "laptop/d": "one photo\n"}
+	for p, c := range files {
+		full := filepath.Join(base, p)
+		if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(full, []byte(c), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mustAsHost(t, db, "nas", "index", filepath.Join(base, "nas"))
+	mustAsHost(t, db, "laptop", "index", filepath.Join(base, "laptop"))
+	report := filepath.Join(t.TempDir(), "report.txt")
+	if err := os.WriteFile(report, []byte(mustAsHost(t, db, "laptop", "groups").stdout), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := mustAsHost(t, db, "nas", "remove", "--from-report", report)
+	left := 0
+	for _, p := range []string{"nas/a", "nas/b"} {
+		if _, err := os.Stat(filepath.Join(base, p)); err == nil {
+			left++
+		}
+	}
+	if left != 1 {
+		t.Errorf("the nas's copies the laptop's report names nas:/path: %d of 2 left, want 1\n%s", left, r.stderr)
+	}
+	for _, p := range []string{"laptop/c", "laptop/d"} {
+		if _, err := os.Stat(filepath.Join(base, p)); err != nil {
+			t.Errorf("the nas acted on the laptop's %s: %v", p, err)
+		}
+		if !strings.Contains(r.stderr, filepath.Join(base, p)+": left alone: a file of another host") {
+			t.Errorf("the nas says nothing of the laptop's %s:\n%s", p, r.stderr)
+		}
+	}
+}
+
 // inodes maps every file under base (relative path) to its inode.
 func inodes(t *testing.T, base string) map[string]uint64 {
 	t.Helper()

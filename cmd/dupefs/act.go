@@ -185,7 +185,7 @@ func runAct(ctx context.Context, g globalOptions, opts actOptions, stdout, stder
 		if err != nil {
 			return err
 		}
-		sel.Trashes = trashes
+		sel.Trashes, sel.Host = trashes, db.Host().Name
 		p := &act.Progress{}
 		cfg := runnerConfig(db.Host(), roots, opts.LeaseTTL, p, con)
 		cfg.Hook, cfg.Trashes = pauseAt(opts.PauseAt), trashes

@@ -32,8 +32,10 @@ type Selection struct {
 	Groups  []string // keys of groups of files or of folders to act on (nil: every group of files)
 	// Report, when set, names the groups to act on and the paths in
 	// them (an fclones report, maybe edited): only the listed paths are
-	// touched, and the file kept is one of them.
+	// touched, and the file kept is one of them. A path HOST:/path (a
+	// report of another host's) is this host's path when HOST is Host.
 	Report [][]string
+	Host   string
 	// Trashes are Trash folders besides those naming.InTrash knows (home
 	// Trashes under another $XDG_DATA_HOME): nothing in them is kept or
 	// acted on.
@@ -117,8 +119,8 @@ type planner struct {
 }
 
 // fromReport plans the groups of a report: each listed path must be
-// indexed, live and hashed; the paths of one content form a group of the
-// plan when they hold two or more inodes.
+// indexed, live, hashed and of this host; the paths of one content form a
+// group of the plan when they hold two or more inodes.
 func (p *planner) fromReport(ctx context.Context, db Groups) error {
 	for _, paths := range p.sel.Report {
 		byContent := map[string][]store.GroupFile{}
@@ -126,17 +128,28 @@ func (p *planner) fromReport(ctx context.Context, db Groups) error {
 		sizes := map[string]int64{}
 		seen := map[string]bool{}
 		for _, path := range paths {
+			if host, rest, ok := naming.SplitHostPath(path); ok {
+				if host != p.sel.Host {
+					p.notes = append(p.notes, Note{path, "a copy on host " + host + ": a host acts on its own files only"})
+					continue
+				}
+				path = rest
+			}
 			if seen[path] {
 				continue // listed twice: one file
 			}
 			seen[path] = true
 			f, err := db.FileByPath(ctx, path)
+			_, mine := p.rootOrder[f.RootID]
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				p.notes = append(p.notes, Note{path, "not in the index"})
 				continue
 			case err != nil:
 				return err
+			case !mine:
+				p.notes = append(p.notes, Note{path, "a file of another host: a host acts on its own files only"})
+				continue
 			case f.Missing:
 				p.notes = append(p.notes, Note{path, "gone since it was indexed"})
 				continue

@@ -155,3 +155,14 @@ func JoinPath(dir, name string) string {
 // HostPath is how a report names a copy on another host: HOST:/abs/path,
 // as scp writes it. A copy on the reporting host is its path alone.
 func HostPath(host, path string) string { return host + ":" + path }
+
+// SplitHostPath undoes HostPath: ok is false for a path that names no
+// host (an absolute path, or one whose part before ":/" is empty or holds
+// a '/').
+func SplitHostPath(p string) (host, path string, ok bool) {
+	i := strings.Index(p, ":/")
+	if i <= 0 || strings.ContainsRune(p[:i], '/') {
+		return "", p, false
+	}
+	return p[:i], p[i+1:], true
+}
