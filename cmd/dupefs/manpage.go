@@ -386,7 +386,8 @@ walk than one for its owner alone.
 dedupe, link and remove act on every group of the index, on the --group
 KEYs given (of files, or of folders), or on the groups and paths of an
 fclones report (--from-report FILE: the json or text report dupefs groups
-writes, perhaps edited by hand; only the paths left in it are touched). In
+writes, perhaps edited by hand; only the paths left in it are touched, and
+HOST:/path of this host is this host's path). In
 each group one file is kept \(em by --keep oldest (the default: the oldest
 mtime, ties by file id), newest, first-root (under the root added first) or
 shortest-path, among the files under the first --prefer folder that holds
