@@ -311,8 +311,12 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 }
 
 // indexWritable reports whether this user may write the index file and
-// its folder (where the -wal and -shm files go).
+// its folder (where the -wal and -shm files go). A PostgreSQL index is
+// the server's to grant: taken as writable.
 func indexWritable(path string) bool {
+	if store.IsPostgresURL(path) {
+		return true
+	}
 	return syscall.Access(path, 2) == nil && syscall.Access(filepath.Dir(path), 3) == nil
 }
 

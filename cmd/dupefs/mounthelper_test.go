@@ -88,3 +88,15 @@ func TestMountLogIsPrivate(t *testing.T) {
 		}
 	}
 }
+
+// A PostgreSQL index is no file to check the modes of: the server decides
+// who writes it, so mount --no-index serves it writable (thumbnails made)
+// rather than read-only for want of a file at its URL.
+func TestIndexWritableOfAPostgresIndex(t *testing.T) {
+	if !indexWritable("postgres://dupefs@/dupefs?host=/run/postgresql") {
+		t.Error("a PostgreSQL index taken for one this user may not write")
+	}
+	if indexWritable(filepath.Join(t.TempDir(), "none", "index.db")) {
+		t.Error("an index in a folder that is not there taken for writable")
+	}
+}
