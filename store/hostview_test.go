@@ -70,20 +70,38 @@ func TestViewNamesTheHostOfEachCopy(t *testing.T) {
 		t.Fatalf("host b reads file %d as on host %q (%v); host a as on %q", ms[0].FileID, bm.Host, err, ms[0].Host)
 	}
 
-	// Thumbnails of both groups, made (by host b): only b's view shows the
-	// one of the group a holds no copy of.
+	// Thumbnails are each host's own, made from its copies into its
+	// cache: b makes both of its groups'; a's view shows neither (its
+	// cache has no file of them), and a makes its own of the group it
+	// holds a copy of, never of the other.
 	g2, err := vw.Group(ctx, a.HashAlgo(), sum(2))
 	if err != nil {
 		t.Fatal(err)
 	}
-	admit(t, b, 10, g.ID, g2.ID)
-	for range 2 {
-		_, l, err := b.Thumbs().ClaimThumb(ctx, "w", time.Minute)
+	candidates := func(db *DB) map[int64]bool {
+		cs, err := db.Thumbs().ThumbCandidates(ctx, CandidateCursor{}, 10)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := b.Thumbs().FinishThumbReady(ctx, l, 1, 1, 1); err != nil {
-			t.Fatal(err)
+		out := map[int64]bool{}
+		for _, c := range cs {
+			out[c.ContentID] = true
+		}
+		return out
+	}
+	makeThumbs := func(db *DB, n int) {
+		t.Helper()
+		for range n {
+			_, l, err := db.Thumbs().ClaimThumb(ctx, "w", time.Minute)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := db.Thumbs().FinishThumbReady(ctx, l, 1, 1, 1); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, _, err := db.Thumbs().ClaimThumb(ctx, "w", time.Minute); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("a thumbnail left to claim: %v", err)
 		}
 	}
 	ready := func(db *DB) map[int64]bool {
@@ -100,11 +118,30 @@ func TestViewNamesTheHostOfEachCopy(t *testing.T) {
 		}
 		return out
 	}
+	if got := candidates(b); !got[g.ID] || !got[g2.ID] {
+		t.Fatalf("host b's thumbnail candidates %v, want both groups", got)
+	}
+	admit(t, b, 10, g.ID, g2.ID)
+	makeThumbs(b, 2)
+	if got := ready(b); !got[g.ID] || !got[g2.ID] {
+		t.Fatalf("host b's view shows the thumbnails of %v; want both", got)
+	}
+	if got := ready(a); len(got) != 0 {
+		t.Fatalf("host a's view shows the thumbnails of %v, made by b into b's cache", got)
+	}
+	if _, err := vw.ReadyThumb(ctx, a.HashAlgo(), sum(1)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("host a reads the thumbnail b made: %v", err)
+	}
+	if got := candidates(a); !got[g.ID] || got[g2.ID] {
+		t.Fatalf("host a's thumbnail candidates %v, want group %d's (a copy on a), not %d's", got, g.ID, g2.ID)
+	}
+	admit(t, a, 10, g.ID)
+	makeThumbs(a, 1)
 	if got := ready(a); !got[g.ID] || got[g2.ID] {
 		t.Fatalf("host a's view shows the thumbnails of %v; want group %d's, not %d's (no copy on a)", got, g.ID, g2.ID)
 	}
-	if got := ready(b); !got[g.ID] || !got[g2.ID] {
-		t.Fatalf("host b's view shows the thumbnails of %v; want both", got)
+	if n, err := a.Thumbs().ThumbCounts(ctx); err != nil || n[ThumbReady] != 1 {
+		t.Fatalf("host a counts %v ready thumbnails (%v), want its one", n, err)
 	}
 	if _, err := vw.ReadyThumb(ctx, a.HashAlgo(), sum(2)); !errors.Is(err, ErrNotFound) {
 		t.Fatalf("host a reads the thumbnail of a group it holds no copy of: %v", err)

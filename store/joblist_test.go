@@ -21,7 +21,7 @@ func TestAllJobsPage(t *testing.T) {
 		KindPurge: `INSERT INTO purge_jobs (keep_ms, status, worker_id, lease_expires_at, created_at, updated_at)
 			VALUES (0, ?1, ?2, ?3, ?4, 0)`,
 		KindThumbnailCleanup: `INSERT INTO thumbnail_cleanup_jobs (content_id, status, worker_id, lease_expires_at,
-			execute_after, created_at, updated_at) VALUES (?5, ?1, ?2, ?3, 0, ?4, 0)`,
+			execute_after, created_at, updated_at, host_id) VALUES (?5, ?1, ?2, ?3, 0, ?4, 0, 1)`,
 	}
 	const perQueue = 7
 	for kind, q := range inserts {

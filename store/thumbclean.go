@@ -6,11 +6,13 @@ import (
 	"time"
 )
 
-// A thumbnail cleanup job removes the thumbnail of a content that is no
-// longer a duplicate group: its cache file and its row, never an original.
-// It is scheduled with a delay, claimed under a lease once no thumbnail of
-// that content is pending or running, and deletes the row only if it is
-// terminal (ready or failed) and the content is still no group.
+// A thumbnail cleanup job removes a host's thumbnail of a content that is
+// no longer a duplicate group (or holds no copy on that host any more):
+// its cache file and its row, never an original. It is scheduled with a
+// delay, claimed by that host under a lease once its thumbnail of that
+// content is not pending or running, and deletes the row only if it is
+// terminal (ready or failed) and the content is still no group (with a
+// copy there).
 
 // Cleanup is a claimed cleanup job.
 type Cleanup struct {
@@ -26,25 +28,27 @@ var QueueCleanups = &Queue{
 	Table: "thumbnail_cleanup_jobs",
 	Held:  "status = 'running'",
 	Ready: "status = 'pending' AND execute_after <= " + nowSQL + ` AND NOT EXISTS (SELECT 1 FROM thumbnails t
-		WHERE t.content_id = thumbnail_cleanup_jobs.content_id AND t.status IN ('pending', 'running'))`,
+		WHERE t.content_id = thumbnail_cleanup_jobs.content_id AND t.host_id = thumbnail_cleanup_jobs.host_id
+		  AND t.status IN ('pending', 'running'))`,
 	Order:   "execute_after, id",
 	OnClaim: "status = 'running', finished_at = NULL, updated_at = " + nowSQL,
 	OnStale: "status = 'pending', updated_at = " + nowSQL,
 }
 
 // ScheduleThumbCleanups queues a cleanup job, due after delay, for every
-// thumbnail whose content is no longer a group and has none queued yet. It
-// returns how many it queued.
+// thumbnail of this host whose content is no longer a group with a copy
+// here and has none queued yet. It returns how many it queued.
 func (th *Thumbs) ScheduleThumbCleanups(ctx context.Context, delay time.Duration) (int, error) {
 	var n int64
 	err := th.db.Write(ctx, func(tx *Tx) error {
 		res, err := tx.exec("schedule thumbnail cleanups", `INSERT INTO thumbnail_cleanup_jobs
-			(content_id, execute_after, created_at, updated_at)
-			SELECT t.content_id, `+nowSQL+` + ?1, `+nowSQL+`, `+nowSQL+`
+			(content_id, execute_after, created_at, updated_at, host_id)
+			SELECT t.content_id, `+nowSQL+` + ?1, `+nowSQL+`, `+nowSQL+`, t.host_id
 			  FROM thumbnails t JOIN contents c ON c.id = t.content_id
-			 WHERE NOT (c.`+isGroup+`) AND NOT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs j
-			       WHERE j.content_id = t.content_id AND j.status IN ('pending', 'running'))
-			ON CONFLICT DO NOTHING`, delay.Milliseconds())
+			 WHERE t.host_id = ?2 AND NOT (c.`+isGroup+th.db.localCopy("c")+`)
+			   AND NOT EXISTS (SELECT 1 FROM thumbnail_cleanup_jobs j
+			       WHERE j.content_id = t.content_id AND j.host_id = t.host_id AND j.status IN ('pending', 'running'))
+			ON CONFLICT DO NOTHING`, delay.Milliseconds(), tx.host)
 		if err != nil {
 			return err
 		}
@@ -55,8 +59,8 @@ func (th *Thumbs) ScheduleThumbCleanups(ctx context.Context, delay time.Duration
 }
 
 // ClaimThumbCleanup requeues running cleanup jobs whose lease expired, then
-// claims the first due one whose content has no pending or running
-// thumbnail. ErrNotFound when there is none.
+// claims the first due one of this host whose thumbnail is not pending or
+// running. ErrNotFound when there is none.
 func (th *Thumbs) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.Duration) (Cleanup, error) {
 	c, l, err := claimRow(ctx, th.db, QueueCleanups, owner, ttl, func(tx *Tx, id int64) (Cleanup, error) {
 		var c Cleanup
@@ -64,7 +68,7 @@ func (th *Thumbs) ClaimThumbCleanup(ctx context.Context, owner string, ttl time.
 			(SELECT hash_algo || ':' || lower(hex(content_hash)) FROM contents WHERE id = j.content_id)
 			FROM thumbnail_cleanup_jobs j WHERE j.id = ?`, id).Scan(&c.ID, &c.ContentID, &c.Key)
 		return c, classify("read thumbnail cleanup", err)
-	}, "")
+	}, "host_id = ?4", th.db.host.ID)
 	c.Lease = l
 	return c, err
 }
@@ -82,10 +86,10 @@ func (th *Thumbs) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func
 			return err
 		}
 		var group, busy bool
-		err = tx.tx.QueryRowContext(tx.ctx, `SELECT
-			EXISTS (SELECT 1 FROM contents WHERE id = ?1 AND `+isGroup+`),
-			EXISTS (SELECT 1 FROM thumbnails WHERE content_id = ?1 AND status IN ('pending', 'running'))`,
-			c.ContentID).Scan(&group, &busy)
+		err = tx.queryRowP(`SELECT
+			EXISTS (SELECT 1 FROM contents c WHERE c.id = ?1 AND c.`+isGroup+th.db.localCopy("c")+`),
+			EXISTS (SELECT 1 FROM thumbnails WHERE content_id = ?1 AND host_id = ?2 AND status IN ('pending', 'running'))`,
+			c.ContentID, tx.host).Scan(&group, &busy)
 		if err != nil {
 			return classify("check thumbnail cleanup", err)
 		}
@@ -97,7 +101,7 @@ func (th *Thumbs) FinishThumbCleanup(ctx context.Context, c Cleanup, remove func
 				msg = sql.NullString{String: rerr.Error(), Valid: true}
 			} else {
 				if _, err := tx.exec("delete thumbnail", `DELETE FROM thumbnails
-					WHERE content_id = ? AND status IN ('ready', 'failed')`, c.ContentID); err != nil {
+					WHERE content_id = ? AND host_id = ? AND status IN ('ready', 'failed')`, c.ContentID, tx.host); err != nil {
 					return err
 				}
 				removed = true

@@ -69,9 +69,11 @@ type CandidateCursor struct {
 	ID    int64
 }
 
-// ThumbCandidates lists groups that have no thumbnail yet after cur: in
-// content id order, or with cur.BySeq in the order of the change feed (the
-// groups that changed since a look ended).
+// ThumbCandidates lists groups that have no thumbnail of this host's yet
+// after cur, of those with a copy on this host (a host makes its
+// thumbnails from its copies, into its cache): in content id order, or
+// with cur.BySeq in the order of the change feed (the groups that changed
+// since a look ended).
 func (th *Thumbs) ThumbCandidates(ctx context.Context, cur CandidateCursor, limit int) ([]ThumbCandidate, error) {
 	where, order := "c.id > ?2", "c.id"
 	if cur.BySeq {
@@ -80,8 +82,9 @@ func (th *Thumbs) ThumbCandidates(ctx context.Context, cur CandidateCursor, limi
 	rows, err := th.db.query(ctx, `SELECT c.id, c.change_seq, (SELECT group_concat(name, '/') FROM
 			(SELECT f.name FROM files f WHERE f.content_hash = c.content_hash AND f.missing = 0 LIMIT 8))
 		FROM contents c
-		WHERE c.`+isGroup+` AND `+where+` AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id)
-		ORDER BY `+order+` LIMIT ?3`, cur.Seq, cur.ID, limit)
+		WHERE c.`+isGroup+` AND `+where+th.db.localCopy("c")+`
+		  AND NOT EXISTS (SELECT 1 FROM thumbnails t WHERE t.content_id = c.id AND t.host_id = ?4)
+		ORDER BY `+order+` LIMIT ?3`, cur.Seq, cur.ID, limit, th.db.host.ID)
 	return collect("list thumbnail candidates", rows, err, func(r rowScanner) (c ThumbCandidate, err error) {
 		var names sql.NullString
 		err = r.Scan(&c.ContentID, &c.Seq, &names)
@@ -98,9 +101,9 @@ type Admission struct {
 	MediaType string // image or video
 }
 
-// AdmitThumbs queues thumbnails, each by one conditional insert: only while
-// fewer than capacity thumbnails are pending or running, and only once per
-// group. It stops at the first one refused for capacity. It returns how
+// AdmitThumbs queues thumbnails of this host, each by one conditional
+// insert: only while fewer than capacity of its thumbnails are pending or
+// running, and only once per group. It stops at the first one refused for capacity. It returns how
 // many it queued and how many of as it went through (len(as) unless the
 // queue filled up).
 func (th *Thumbs) AdmitThumbs(ctx context.Context, as []Admission, capacity int) (queued, done int, err error) {
@@ -108,18 +111,18 @@ func (th *Thumbs) AdmitThumbs(ctx context.Context, as []Admission, capacity int)
 		queued, done = 0, 0
 		for _, a := range as {
 			var full bool
-			err := tx.tx.QueryRowContext(tx.ctx, `SELECT (SELECT count(*) FROM thumbnails
-				WHERE status IN ('pending', 'running')) >= ?`, capacity).Scan(&full)
+			err := tx.queryRowP(`SELECT (SELECT count(*) FROM thumbnails
+				WHERE status IN ('pending', 'running') AND host_id = ?2) >= ?1`, capacity, tx.host).Scan(&full)
 			if err != nil {
 				return classify("count queued thumbnails", err)
 			}
 			if full {
 				return nil
 			}
-			res, err := tx.exec("admit thumbnail", `INSERT INTO thumbnails (content_id, media_type, created_at, updated_at)
-				SELECT ?1, ?2, `+nowSQL+`, `+nowSQL+`
-				 WHERE (SELECT count(*) FROM thumbnails WHERE status IN ('pending', 'running')) < ?3
-				ON CONFLICT (content_id) DO NOTHING`, a.ContentID, a.MediaType, capacity)
+			res, err := tx.exec("admit thumbnail", `INSERT INTO thumbnails (content_id, media_type, created_at, updated_at, host_id)
+				SELECT ?1, ?2, `+nowSQL+`, `+nowSQL+`, ?4
+				 WHERE (SELECT count(*) FROM thumbnails WHERE status IN ('pending', 'running') AND host_id = ?4) < ?3
+				ON CONFLICT DO NOTHING`, a.ContentID, a.MediaType, capacity, tx.host)
 			if err != nil {
 				return err
 			}
@@ -144,13 +147,14 @@ var QueueThumbs = &Queue{
 }
 
 // ClaimThumb requeues running thumbnails whose lease expired, then claims
-// the oldest pending one for owner. ErrNotFound when there is none.
+// the oldest pending one of this host for owner. ErrNotFound when there is
+// none.
 func (th *Thumbs) ClaimThumb(ctx context.Context, owner string, ttl time.Duration) (Thumb, Lease, error) {
 	t, l, err := claimRow(ctx, th.db, QueueThumbs, owner, ttl, func(tx *Tx, id int64) (Thumb, error) {
 		t, err := scanThumb(tx.tx.QueryRowContext(tx.ctx, "SELECT "+thumbCols+
 			" FROM thumbnails t JOIN contents c ON c.id = t.content_id WHERE t.id = ?", id))
 		return t, classify("read thumbnail", err)
-	}, "")
+	}, "host_id = ?4", th.db.host.ID)
 	if err != nil {
 		return Thumb{}, Lease{}, err
 	}
@@ -213,7 +217,7 @@ func (th *Thumbs) RemakeThumb(ctx context.Context, id int64) error {
 	})
 }
 
-// RequeueFailedThumbs makes failed thumbnails pending again: those whose
+// RequeueFailedThumbs makes failed thumbnails of this host pending again: those whose
 // retry_after has come, except those failed with one of the codes in keep
 // (a cause that is known to be still there, such as a missing ffmpeg); or,
 // with all, every failed one (the user asked for it).
@@ -222,8 +226,8 @@ func (th *Thumbs) RequeueFailedThumbs(ctx context.Context, all bool, keep ...str
 	err := th.db.Write(ctx, func(tx *Tx) error {
 		res, err := tx.exec("requeue failed thumbnails", `UPDATE thumbnails SET status = 'pending',
 			retry_after = NULL, updated_at = `+nowSQL+`
-			WHERE status = 'failed' AND (CAST(?1 AS BIGINT) <> 0 OR (retry_after <= `+nowSQL+`
-			  AND error_code NOT IN (`+tx.dialect.texts("?2")+`)))`, all, jsonStrings(keep))
+			WHERE status = 'failed' AND host_id = ?3 AND (CAST(?1 AS BIGINT) <> 0 OR (retry_after <= `+nowSQL+`
+			  AND error_code NOT IN (`+tx.dialect.texts("?2")+`)))`, all, jsonStrings(keep), tx.host)
 		if err != nil {
 			return err
 		}

@@ -30,8 +30,8 @@ func TestTrimJobs(t *testing.T) {
 		exec(`INSERT INTO wal_maintenance_jobs (requested_mode, status, execute_after, created_at, updated_at)
 			VALUES ('passive', ?, 0, 0, 0)`, []string{"completed", "failed"}[i%2])
 		exec(`INSERT INTO purge_jobs (keep_ms, status, created_at, updated_at) VALUES (0, 'completed', 0, 0)`)
-		exec(`INSERT INTO thumbnail_cleanup_jobs (content_id, status, execute_after, created_at, updated_at)
-			VALUES (?, 'completed', 0, 0, 0)`, i)
+		exec(`INSERT INTO thumbnail_cleanup_jobs (content_id, status, execute_after, created_at, updated_at, host_id)
+			VALUES (?, 'completed', 0, 0, 0, 1)`, i)
 		// Root a: scans that succeeded, then failed ones after the last
 		// success; root b: failed ones only.
 		status = "succeeded"

@@ -320,9 +320,9 @@ func (vw *View) LastChange(ctx context.Context) (int64, time.Time, error) {
 
 // lastChange reads the change_seq and time (ms) of the one row q selects:
 // zero for both when it selects none.
-func (db *DB) lastChange(ctx context.Context, op, q string) (int64, time.Time, error) {
+func (db *DB) lastChange(ctx context.Context, op, q string, args ...any) (int64, time.Time, error) {
 	var seq, at int64
-	err := db.queryRow(ctx, q).Scan(&seq, &at)
+	err := db.queryRow(ctx, q, args...).Scan(&seq, &at)
 	if errors.Is(err, sql.ErrNoRows) {
 		return 0, time.Time{}, nil
 	}
