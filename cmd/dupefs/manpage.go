@@ -636,7 +636,8 @@ name says the host: "Pictures on nas \[u203A] 2023 \[u203A] IMG_1.jpg".
 With --allow-other a copy or folder on another host is shown only to the
 user who mounted and root, since no one can check that host's permissions
 from here, and a group counts only this host's copies for the others; a
-pair with a side on another host is theirs alone too. A group with no copy
+pair with a side on another host is theirs alone too. Each host makes its
+thumbnails from its own copies into its own cache: a group with no copy
 on this host has no thumbnail here. Another host's commits show as this
 host's do.
 .PP
