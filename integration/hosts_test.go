@@ -237,7 +237,8 @@ func TestTwoHostsShareOnePostgresIndex(t *testing.T) {
 
 // A report one host wrote, read by another's remove --from-report: the
 // copies it names HOST:/path of that host are its own, and acted on; the
-// other host's files are left alone, and said to be.
+// other host's files (its paths, not this host's) are left alone, and
+// said to be.
 func TestRemoveFromAnotherHostsReport(t *testing.T) {
 	db := pgtest.URL(t)
 	base := t.TempDir()
@@ -271,7 +272,7 @@ func TestRemoveFromAnotherHostsReport(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(base, p)); err != nil {
 			t.Errorf("the nas acted on the laptop's %s: %v", p, err)
 		}
-		if !strings.Contains(r.stderr, filepath.Join(base, p)+": left alone: a file of another host") {
+		if !strings.Contains(r.stderr, filepath.Join(base, p)+": left alone: not in the index") {
 			t.Errorf("the nas says nothing of the laptop's %s:\n%s", p, r.stderr)
 		}
 	}

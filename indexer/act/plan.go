@@ -139,17 +139,13 @@ func (p *planner) fromReport(ctx context.Context, db Groups) error {
 				continue // listed twice: one file
 			}
 			seen[path] = true
-			f, err := db.FileByPath(ctx, path)
-			_, mine := p.rootOrder[f.RootID]
+			f, err := db.FileByPath(ctx, path) // of this host's
 			switch {
 			case errors.Is(err, store.ErrNotFound):
 				p.notes = append(p.notes, Note{path, "not in the index"})
 				continue
 			case err != nil:
 				return err
-			case !mine:
-				p.notes = append(p.notes, Note{path, "a file of another host: a host acts on its own files only"})
-				continue
 			case f.Missing:
 				p.notes = append(p.notes, Note{path, "gone since it was indexed"})
 				continue
