@@ -32,6 +32,9 @@ type Host struct {
 // ErrHostClash: the host name is registered by another machine.
 var ErrHostClash = errors.New("host name taken by another machine")
 
+// ErrMachineHasHost: the machine is registered under another host name.
+var ErrMachineHasHost = errors.New("this machine is registered under another host name")
+
 // ErrHostHasRoots: a host to forget still has roots.
 var ErrHostHasRoots = errors.New("host still has roots")
 
@@ -96,7 +99,8 @@ func (db *DB) Host() Host { return db.host }
 // registerHost records h as the host of this process: in SQLite the one
 // host takes h's name and machine id (written only when they differ); in PostgreSQL h's row is found by
 // name, or the placeholder an older index left is taken over, or a row
-// is added. A name another machine registered is refused.
+// is added. A name another machine registered is refused, and so is a
+// second name for a machine (machineTaken).
 func (db *DB) registerHost(ctx context.Context, h Host, none bool) error {
 	if none {
 		return nil
@@ -131,6 +135,9 @@ func (db *DB) registerHost(ctx context.Context, h Host, none bool) error {
 		err := tx.queryRowP("SELECT id, machine_id FROM hosts WHERE name = ?", h.Name).Scan(&h.ID, &machine)
 		switch {
 		case errors.Is(err, sql.ErrNoRows):
+			if err := machineTaken(tx.queryRowP, h); err != nil {
+				return err
+			}
 			err = tx.queryRowP(`UPDATE hosts SET name = ?1, machine_id = ?2, last_seen_at = `+nowSQL+`
 				WHERE name = '' RETURNING id`, h.Name, h.MachineID).Scan(&h.ID)
 			if errors.Is(err, sql.ErrNoRows) {
@@ -155,7 +162,7 @@ func (db *DB) registerHost(ctx context.Context, h Host, none bool) error {
 
 // lookupHost finds h's row for a reader, which registers nothing: a host
 // not registered yet has no roots (ID 0). A name another machine
-// registered is refused as for a writer.
+// registered, or a second name for a machine, is refused as for a writer.
 func (db *DB) lookupHost(ctx context.Context, h Host, none bool) error {
 	if none {
 		return nil
@@ -174,6 +181,9 @@ func (db *DB) lookupHost(ctx context.Context, h Host, none bool) error {
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
 		h.ID = 0
+		if err := machineTaken(func(q string, args ...any) rowScanner { return db.queryRow(ctx, q, args...) }, h); err != nil {
+			return err
+		}
 	case err != nil:
 		return classify("find host", err)
 	case machine != h.MachineID:
@@ -196,6 +206,26 @@ func (db *DB) hostNames(ctx context.Context) (map[int64]string, error) {
 		return struct{}{}, err
 	})
 	return out, err
+}
+
+// machineTaken refuses h, a name not registered, when h's machine is
+// registered under another name: one machine is one host. Its device and
+// inode numbers mean one file under both names, and its paths one folder,
+// so its files would be copies of each other on two hosts (a check would
+// call one a copy of the other, and a report count it twice). A machine
+// whose host name changed renames its host instead.
+func machineTaken(q func(string, ...any) rowScanner, h Host) error {
+	var other string
+	err := q("SELECT name FROM hosts WHERE machine_id = ? AND name <> '' ORDER BY id LIMIT 1", h.MachineID).Scan(&other)
+	if errors.Is(err, sql.ErrNoRows) {
+		return nil
+	}
+	if err != nil {
+		return classify("find the machine's host", err)
+	}
+	return fmt.Errorf("%w: machine %s is host %s: run with --host %s, "+
+		"or rename that host if this machine's name changed (dupefs host rename %s %s)",
+		ErrMachineHasHost, h.MachineID, other, other, other, h.Name)
 }
 
 func hostClash(h Host, machine string) error {

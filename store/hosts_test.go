@@ -204,6 +204,33 @@ func TestForgetHost(t *testing.T) {
 	}
 }
 
+// A machine is one host: a second name for a registered machine (its host
+// name changed, or a container that shares its machine id and its files)
+// is refused, to write or to read, until the host is renamed: under two
+// names its own files would be copies of each other, on two hosts.
+func TestOneHostPerMachine(t *testing.T) {
+	ctx := context.Background()
+	a, _ := twoHosts(t)
+	if _, _, err := a.Files().AddRoot(ctx, RootSpec{Path: "/srv/photos"}, false); err != nil {
+		t.Fatal(err)
+	}
+	second := Host{Name: "toolbox", MachineID: hostA.MachineID}
+	for _, ro := range []bool{false, true} {
+		o, err := Open(ctx, Options{Path: a.Path(), Host: second, ReadOnly: ro})
+		if err == nil {
+			o.Close()
+		}
+		if !errors.Is(err, ErrMachineHasHost) || !strings.Contains(err.Error(), "dupefs host rename "+hostA.Name) {
+			t.Fatalf("machine %s as %s (read-only %v): %v, want ErrMachineHasHost naming how to rename %s",
+				hostA.MachineID, second.Name, ro, err, hostA.Name)
+		}
+	}
+	if err := a.Files().RenameHost(ctx, hostA.Name, second.Name); err != nil {
+		t.Fatal(err)
+	}
+	openAs(t, a, second)
+}
+
 // A host that works now is not gone: forgetting it while it holds a
 // lease (an action under way here) is refused, and leaves its roots and
 // plans as they were; once its run has ended it may be forgotten.

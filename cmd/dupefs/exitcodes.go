@@ -24,7 +24,7 @@ const (
 	ExitMount       = 7   // the mount point is unusable, or mounting or unmounting failed
 	ExitNotReady    = 8   // folders: the index is still being built (no complete scan yet)
 	ExitServer      = 9   // the index's PostgreSQL server: not reached, login refused, too old, or gone during the run
-	ExitHostClash   = 10  // --host names a host another machine registered in the index
+	ExitHostClash   = 10  // --host names a host another machine registered in the index, or this machine has another
 	ExitInterrupted = 130 // stopped by SIGINT or SIGTERM
 )
 
@@ -89,7 +89,7 @@ func exitCode(err error) int {
 		return ExitBadIndex
 	case errors.Is(err, indexer.ErrRootUnavailable):
 		return ExitNoRoot
-	case errors.Is(err, store.ErrHostClash):
+	case errors.Is(err, store.ErrHostClash), errors.Is(err, store.ErrMachineHasHost):
 		return ExitHostClash
 	}
 	return ExitError

@@ -644,8 +644,10 @@ host's do.
 A second machine that takes a name another registered is refused (exit 10):
 give it another --host, or rename the registered one (host rename OLD NEW),
 or forget a host that is gone (host forget NAME; refused while it has roots,
---roots forgets them too, and while it runs an indexer, a plan or an undo). An SQLite index has one host, the local one:
---host only names it.
+--roots forgets them too, and while it runs an indexer, a plan or an undo).
+A machine is one host: a second name for a registered machine is refused
+too (exit 10); rename the registered host instead. An SQLite index has one
+host, the local one: --host only names it.
 .PP
 index --import OLD.db (with a PostgreSQL --db; else exit 3) takes an index
 file over as this host's: its roots, with their options, each checked as
@@ -729,8 +731,8 @@ older than 15, or went away during the run (nothing is lost: run again once
 it is back)
 .TP
 10
---host names a host another machine registered in the shared index (see
-MANY HOSTS)
+--host names a host another machine registered in the shared index, or
+this machine is registered under another name (see MANY HOSTS)
 .TP
 130
 stopped by SIGINT or SIGTERM (the next run resumes where this one stopped)
