@@ -25,8 +25,9 @@ type CheckResult struct {
 	// cannot be read from here.
 	Matches []string
 	// Unsure are paths of the same content on a network file system (all
-	// of them, when the file asked about is on one): such a path may show
-	// the very file asked about, so it is no copy to rely on.
+	// of them, when the file asked about is on one; another host's copies
+	// under a root of its that takes network file systems in): such a
+	// path may show the very file asked about, so it is no copy to rely on.
 	Unsure []string
 	// Links are live indexed paths of the file's own inode: hard links
 	// of it, not copies.
@@ -76,7 +77,7 @@ func Check(ctx context.Context, db Sizes, path string) (CheckResult, error) {
 	unsure := !onLocalFS(&netfs, abs)
 	for i := range rows {
 		r := &rows[i]
-		if host, ok := remote[r.RootID]; ok {
+		if rt, ok := remote[r.RootID]; ok {
 			if r.Missing || r.Content == nil {
 				continue
 			}
@@ -84,8 +85,14 @@ func Check(ctx context.Context, db Sizes, path string) (CheckResult, error) {
 			if err != nil {
 				return res, err
 			}
-			if bytes.Equal(mine, r.Content) {
-				res.Matches = append(res.Matches, naming.HostPath(host, r.Path))
+			switch {
+			case !bytes.Equal(mine, r.Content):
+			case unsure || rt.Network:
+				// That host may reach this one's files there (an
+				// export of this host mounted on it).
+				res.Unsure = append(res.Unsure, naming.HostPath(rt.Host, r.Path))
+			default:
+				res.Matches = append(res.Matches, naming.HostPath(rt.Host, r.Path))
 			}
 			continue
 		}
@@ -225,8 +232,8 @@ type Sizes interface {
 	AllRoots(ctx context.Context) ([]store.Root, error)
 }
 
-// remoteRoots maps the roots of other hosts to their host's name.
-func remoteRoots(ctx context.Context, db Sizes) (map[int64]string, error) {
+// remoteRoots maps the ids of the roots of other hosts to them.
+func remoteRoots(ctx context.Context, db Sizes) (map[int64]store.Root, error) {
 	mine, err := db.Roots(ctx)
 	if err != nil {
 		return nil, err
@@ -235,9 +242,9 @@ func remoteRoots(ctx context.Context, db Sizes) (map[int64]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := map[int64]string{}
+	out := map[int64]store.Root{}
 	for _, r := range all {
-		out[r.ID] = r.Host
+		out[r.ID] = r
 	}
 	for _, r := range mine {
 		delete(out, r.ID)

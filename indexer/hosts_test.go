@@ -4,12 +4,14 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/internal/pgtest"
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 func TestMain(m *testing.M) { os.Exit(pgtest.Main(m)) }
@@ -90,5 +92,54 @@ func TestRunTakesInWhatAnotherHostsRunOwedIt(t *testing.T) {
 	tot, err := laptop.Totals(ctx)
 	if err != nil || tot.Groups != 1 || tot.Queued != 0 {
 		t.Fatalf("after both runs: %d groups, %d files queued (%v); want the one group, nothing queued", tot.Groups, tot.Queued, err)
+	}
+}
+
+// check counts no copy another host holds on a network file system: that
+// host may reach this one's files there (the nas's /srv/photos/a, the
+// laptop's /mnt/nas/photos/a: one file), so it is no copy to rely on. One
+// on a local root of the other host is.
+func TestCheckCountsNoRemoteNetworkCopy(t *testing.T) {
+	url := pgtest.URL(t)
+	nas, laptop := openHostIndex(t, url, "nas"), openHostIndex(t, url, "laptop")
+	ctx := context.Background()
+	top := t.TempDir()
+	photo := filepath.Join(top, "photos", "a.jpg")
+	tree(t, filepath.Dir(photo), map[string]string{"a.jpg": "the only photo"})
+	h := naming.NewHash(nas.HashAlgo())
+	h.Write([]byte("the only photo"))
+	sum := h.Sum(nil)
+	for _, r := range []struct {
+		root    string
+		network bool
+	}{{"/mnt/nas", true}, {"/home/backup", false}} {
+		rt, _, err := laptop.Files().AddRoot(ctx, store.RootSpec{Path: r.root, Network: r.network}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = laptop.Write(ctx, func(tx *store.Tx) error {
+			b, err := tx.ScanBatch(1, laptop.HashAlgo())
+			if err != nil {
+				return err
+			}
+			defer b.Close()
+			d, err := b.AddFolder(rt.ID, 0, r.root, "", nil)
+			if err != nil {
+				return err
+			}
+			return b.AddFile(rt.ID, d, store.FileStat{Name: "a.jpg", Size: int64(len("the only photo")), Dev: 1, Ino: 1, Nlink: 1,
+				Hash: &store.FileHash{Status: store.HashDone, Content: sum}})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := Check(ctx, nas.Files(), photo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(res.Matches, []string{"laptop:/home/backup/a.jpg"}) || !slices.Equal(res.Unsure, []string{"laptop:/mnt/nas/a.jpg"}) {
+		t.Fatalf("check on the nas: copies %q, unsure %q; want the laptop's local copy, and its copy on a network file system unsure",
+			res.Matches, res.Unsure)
 	}
 }
