@@ -224,7 +224,8 @@ func machineTaken(q func(string, ...any) rowScanner, h Host) error {
 		return classify("find the machine's host", err)
 	}
 	return fmt.Errorf("%w: machine %s is host %s: run with --host %s, "+
-		"or rename that host if this machine's name changed (dupefs host rename %s %s)",
+		"or rename that host if this machine's name changed (dupefs host rename %s %s); "+
+		"a machine cloned from another shares its id until given its own (systemd-machine-id-setup)",
 		ErrMachineHasHost, h.MachineID, other, other, other, h.Name)
 }
 
