@@ -49,6 +49,7 @@
 //	            Queue, KeepLease), checkpoint.go, status.go (Totals),
 //	            subsystems.go (the subsystem types), hosts.go (who a
 //	            process works as: hosts, their roots, jobs and plans),
+//	            hostadmin.go (hosts listed, renamed, forgotten),
 //	            importsrc.go (an index file read as an import's source);
 //	            PostgreSQL:
 //	            dialect.go (what differs between the engines), pgopen.go,
