@@ -140,21 +140,6 @@ func (jq *Jobs) AnyQueued(ctx context.Context) (bool, error) {
 	return any, classify("look for queued files", err)
 }
 
-// OthersHashedBeside reports whether a hash job of another host ended
-// after this host's last completed one started: what it read may have left
-// files of this host owed (partialOwed) after this host's run planned.
-// Never on SQLite (one host).
-func (jq *Jobs) OthersHashedBeside(ctx context.Context) (bool, error) {
-	if !jq.db.dialect.manyHosts {
-		return false, nil
-	}
-	var beside bool
-	err := jq.db.queryRow(ctx, `SELECT EXISTS (SELECT 1 FROM jobs o WHERE o.kind = 'hash' AND o.status = 'completed'
-		AND o.host_id <> ?1 AND o.finished_at >= (SELECT max(m.started_at) FROM jobs m
-			WHERE m.kind = 'hash' AND m.status = 'completed' AND m.host_id = ?1))`, jq.db.host.ID).Scan(&beside)
-	return beside, classify("look for other hosts' hash runs", err)
-}
-
 // FinishHashRun records, inside the hash job's fenced write, that a run
 // covered every change up to epoch: the changed sizes it planned are
 // forgotten (a scan that changed one of them since recorded a later epoch)
