@@ -78,6 +78,7 @@ var onPostgres = []struct {
 	{TestLedgerKeepsTrashNamesOfAnyBytes, ""},
 	{TestNoBulkLoadOverFolders, ""},
 	{TestBulkLoadAddsItsKeysAgain, ""},
+	{TestBulkLoadWaitsForReadersWithoutDeadlock, ""},
 	{TestCheckpointerCopiesCommitsBack, "SQLite only: WAL checkpoints"},
 	{TestCloseStopsTheCheckpointer, "SQLite only: WAL checkpoints"},
 	{TestFoldStreamSumsAsFromScratch, ""},

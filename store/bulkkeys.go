@@ -1,6 +1,12 @@
 package store
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
 
 // A bulk load on PostgreSQL drops the foreign keys of files and folders
 // too: COPY checked each new file's root and folder with a query of its
@@ -43,12 +49,57 @@ func (tx *Tx) readBulkKeys(defs map[string]string) error {
 	return nil
 }
 
-// dropBulkKeys drops the dialect's bulk keys, those of files first. The
-// locks a drop takes (of the table, exclusive, and of the table it
-// refers to) come in the order the indexes' drops took them, files then
-// folders, and that most readers take theirs in: a reader that held
-// folders and waited for files while the load waited for folders was a
-// deadlock, which failed the first index.
+// lockBulkTables takes, before a bulk load's drops, every table they lock
+// exclusively (the dropped keys' tables and those they refer to), all in
+// one statement that waits no longer than half the server's
+// deadlock_timeout; one that waited longer lets go of what it took and is
+// tried again a moment later. A reader holds a table until its
+// transaction ends, and may read another afterwards: one that held roots
+// and then read files, which the load had taken already, while the load
+// waited for roots, was a deadlock, and the server failed the first
+// index. Now the load never waits long holding a table a reader may want.
+func (tx *Tx) lockBulkTables() error {
+	if len(tx.dialect.bulkKeys) == 0 {
+		return nil
+	}
+	var old string
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT current_setting('lock_timeout')").Scan(&old); err != nil {
+		return classify("read lock_timeout", err)
+	}
+	const take = "LOCK TABLE roots, folders, files IN ACCESS EXCLUSIVE MODE"
+	for pause := 10 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+		if _, err := tx.exec("mark the bulk load's locks", "SAVEPOINT bulk_lock"); err != nil {
+			return err
+		}
+		if _, err := tx.tx.ExecContext(tx.ctx, `SELECT set_config('lock_timeout',
+			(SELECT greatest(1, CAST(setting AS bigint) / 2) FROM pg_settings WHERE name = 'deadlock_timeout') || 'ms', true)`); err != nil {
+			return classify("bound the bulk load's lock waits", err)
+		}
+		_, err := tx.tx.ExecContext(tx.ctx, take)
+		var pe *pgconn.PgError
+		if err == nil {
+			if _, err := tx.tx.ExecContext(tx.ctx, "SELECT set_config('lock_timeout', ?1, true)", old); err != nil {
+				return classify("restore lock_timeout", err)
+			}
+			_, err := tx.exec("take the bulk load's locks", "RELEASE bulk_lock")
+			return err
+		}
+		if !errors.As(err, &pe) || pe.Code != "55P03" { // lock_not_available
+			return classify("lock the tables of a bulk load", err)
+		}
+		if _, err := tx.exec("let go of the bulk load's locks", "ROLLBACK TO bulk_lock"); err != nil {
+			return err
+		}
+		select {
+		case <-tx.parent.Done():
+			return fmt.Errorf("lock the tables of a bulk load: %w", tx.parent.Err())
+		case <-time.After(pause):
+		}
+	}
+}
+
+// dropBulkKeys drops the dialect's bulk keys, those of files first, once
+// lockBulkTables has taken the tables they lock.
 func (tx *Tx) dropBulkKeys() error {
 	for i := len(tx.dialect.bulkKeys) - 1; i >= 0; i-- {
 		k := tx.dialect.bulkKeys[i]
