@@ -164,6 +164,7 @@ var onPostgres = []struct {
 	{TestCandidatesFollowTheChangeFeedInPages, ""},
 	{TestTrimJobs, ""},
 	{TestWriterKeepsStatements, "SQLite only: the writer connection's kept statements"},
+	{TestSeveralStatementsAreNotKept, ""},
 	{TestCopiesPageFirstOfEachName, ""},
 	{TestCopiesAheadAsFirstPages, ""},
 	{TestToPostgres, "no database: checks the rewriting alone"},
