@@ -310,8 +310,12 @@ func serve(ctx context.Context, con *console, db *store.DB, m *fusefs.Mount, bg 
 }
 
 // indexWritable reports whether this user may write the index file and
-// its folder (where the -wal and -shm files go).
+// its folder (where the -wal and -shm files go). A PostgreSQL index is
+// the server's to refuse: it is no file of this machine.
 func indexWritable(path string) bool {
+	if store.IsPostgresURL(path) {
+		return true
+	}
 	return syscall.Access(path, 2) == nil && syscall.Access(filepath.Dir(path), 3) == nil
 }
 
