@@ -79,6 +79,7 @@ var onPostgres = []struct {
 	{TestNoBulkLoadOverFolders, ""},
 	{TestBulkLoadAddsItsKeysAgain, ""},
 	{TestBulkLoadWaitsForReadersWithoutDeadlock, ""},
+	{TestBulkLoadOfTwoHostsTellsTheirInodesApart, ""},
 	{TestCheckpointerCopiesCommitsBack, "SQLite only: WAL checkpoints"},
 	{TestCloseStopsTheCheckpointer, "SQLite only: WAL checkpoints"},
 	{TestFoldStreamSumsAsFromScratch, ""},

@@ -142,8 +142,9 @@ func (tx *Tx) EndBulkLoadWith(known func() []KnownHash) error {
 	// kept up to date, so the hash job plans the shared sizes only. The
 	// shared sizes come off files_size in its order, reading no row but
 	// for the sizes whose rows all have one inode number (hard links, or
-	// one number on two devices): 0.17 -> 0.03 s on /usr against a sorted
-	// pass over the table. Rows a resumed scan marked missing count as
+	// one number on two devices, or on two hosts' roots, which are two
+	// inodes): 0.17 -> 0.03 s on /usr against a sorted pass over the
+	// table. Rows a resumed scan marked missing count as
 	// live there: a size taken as shared only leaves its files pending,
 	// for the hash job to settle.
 	// A step with no op builds the index q names, one with no q counts
@@ -161,7 +162,7 @@ func (tx *Tx) EndBulkLoadWith(known func() []KnownHash) error {
 			SELECT s.size FROM files AS s INDEXED BY files_size WHERE s.size > 0
 			 GROUP BY s.size
 			HAVING min(s.ino) <> max(s.ino)
-			    OR count(*) > 1 AND (SELECT min(d.dev) <> max(d.dev) FROM files d WHERE d.size = s.size)`, false},
+			    OR count(*) > 1 AND (SELECT min(d.dev) <> max(d.dev)` + tx.dialect.apartGroup + ` FROM files d WHERE d.size = s.size)`, false},
 		// A bulk load writes a file it did not read as unique (hashCols):
 		// the walk reads a file once a second one shares its size, so
 		// most such rows are unique when the load ends, and only those

@@ -121,10 +121,10 @@ type groupCounter struct {
 // groupMember is a row of a content of two or more rows: the content is
 // the group'th of the chunk.
 type groupMember struct {
-	id       int64
-	group    int
-	size     int64
-	dev, ino int64
+	id             int64
+	group          int
+	size           int64
+	host, dev, ino int64 // the inode: its numbers mean something on its host only
 }
 
 // add takes the rowids of one content, if there are two or more. (One
@@ -165,7 +165,7 @@ func (c *groupCounter) flush() error {
 	for rows.Next() {
 		var id int64
 		var m groupMember
-		if err := rows.Scan(&id, &m.size, &m.dev, &m.ino); err != nil {
+		if err := rows.Scan(&id, &m.size, &m.host, &m.dev, &m.ino); err != nil {
 			rows.Close()
 			return classify("read group members", err)
 		}
@@ -183,7 +183,7 @@ func (c *groupCounter) flush() error {
 		return classify("read group members", err)
 	}
 	slices.SortFunc(c.members, func(a, b groupMember) int {
-		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.dev, b.dev), cmp.Compare(a.ino, b.ino))
+		return cmp.Or(cmp.Compare(a.group, b.group), cmp.Compare(a.host, b.host), cmp.Compare(a.dev, b.dev), cmp.Compare(a.ino, b.ino))
 	})
 	for lo := 0; lo < len(c.members); {
 		hi := lo + 1
@@ -204,7 +204,7 @@ func (c *groupCounter) write(ms []groupMember) error {
 	var size, inodes int64
 	for i, m := range ms {
 		size = max(size, m.size)
-		if i == 0 || m.dev != ms[i-1].dev || m.ino != ms[i-1].ino {
+		if i == 0 || m.host != ms[i-1].host || m.dev != ms[i-1].dev || m.ino != ms[i-1].ino {
 			inodes++
 		}
 	}
@@ -224,8 +224,8 @@ func (c *groupCounter) prepare() error {
 		dst **sql.Stmt
 		q   string
 	}{
-		{&c.read, `SELECT rowid, size, dev, ino FROM files
-			WHERE rowid IN (SELECT value FROM json_each(?1)) ORDER BY rowid`},
+		{&c.read, `SELECT f.rowid, f.size, ` + c.tx.dialect.fileHost + `, f.dev, f.ino FROM files f
+			WHERE f.rowid IN (SELECT value FROM json_each(?1)) ORDER BY f.rowid`},
 		{&c.up, `INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
 			VALUES (?1, ?2, ?3, ?4, ?5, ` + nowSQL + `, (SELECT value FROM counters WHERE name = 'change_seq'))
 			ON CONFLICT (hash_algo, content_hash) DO UPDATE SET file_count = excluded.file_count,
@@ -257,7 +257,8 @@ func (c *groupCounter) close() {
 // files whose hash is partial (the hash job's pass 2 would read them
 // whole), through files_size. A row whose file changed since (another
 // size, mtime or inode), or that a resumed scan found gone, is left to
-// the hash job.
+// the hash job; so is a row of another host's (its numbers name another
+// inode, which this host did not read).
 func (tx *Tx) recordKnownHashes(known func() []KnownHash) error {
 	if known == nil {
 		return nil
@@ -268,7 +269,8 @@ func (tx *Tx) recordKnownHashes(known func() []KnownHash) error {
 	}
 	st, err := tx.tx.PrepareContext(tx.ctx, `UPDATE OR IGNORE files SET hash_status = 'done', content_hash = ?5,
 		error = NULL, read_failures = 0, retry_after = NULL
-		WHERE size = ?1 AND ino = ?2 AND dev = ?3 AND mtime_ns = ?4 AND hash_status = 'partial' AND missing = 0`)
+		WHERE size = ?1 AND ino = ?2 AND dev = ?3 AND mtime_ns = ?4 AND hash_status = 'partial' AND missing = 0
+		  AND root_id IN `+hostRoots("?6"))
 	if err != nil {
 		return classify("prepare known hashes", err)
 	}
@@ -277,7 +279,7 @@ func (tx *Tx) recordKnownHashes(known func() []KnownHash) error {
 		if err := checkSum(tx.algo, h.Sum); err != nil {
 			return err
 		}
-		if _, err := st.ExecContext(tx.ctx, h.Size, int64(h.Ino), int64(h.Dev), h.MtimeNS, h.Sum); err != nil {
+		if _, err := st.ExecContext(tx.ctx, h.Size, int64(h.Ino), int64(h.Dev), h.MtimeNS, h.Sum, tx.host); err != nil {
 			return classify("record known hashes", err)
 		}
 	}

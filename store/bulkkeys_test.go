@@ -82,3 +82,60 @@ func TestBulkLoadWaitsForReadersWithoutDeadlock(t *testing.T) {
 		}()
 	}
 }
+
+// Two hosts' first indexes may share one bulk load (the second starts
+// while the first loads). Device and inode numbers tell inodes apart on
+// one host only: equal numbers on two hosts (two machines cloned from one
+// image; two hosts indexing one disk) are two inodes. The load's end
+// counted them as one: a size both hosts' files share was settled as no
+// one's but theirs (never read), a content both hold was no group, and a
+// hash one host read was written in the other's rows.
+func TestBulkLoadOfTwoHostsTellsTheirInodesApart(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoHosts(t)
+	roots := map[*DB]Root{}
+	for _, db := range []*DB{a, b} {
+		r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/home"}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		roots[db] = r
+	}
+	if err := a.Write(ctx, func(tx *Tx) error {
+		on, err := tx.StartBulkLoad()
+		if err == nil && !on {
+			t.Error("no bulk load on an empty index")
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	folders := map[*DB]int64{}
+	for _, db := range []*DB{a, b} {
+		folders[db] = addFiles(t, db, roots[db].ID, "/home",
+			FileStat{Name: "copy", Size: 10, Dev: 1, Ino: 5, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(1)}},
+			FileStat{Name: "unread", Size: 30, Dev: 1, Ino: 6, Nlink: 1}, // its size was no other's on its host
+			FileStat{Name: "big", Size: 20000, MtimeNS: 1, Dev: 1, Ino: 7, Nlink: 1,
+				Hash: &FileHash{Status: HashPartial, Prefix: sql.NullInt64{Int64: 7, Valid: true}}})
+	}
+	// a ends the load, with the hash it read of its own big.
+	known := func() []KnownHash { return []KnownHash{{Size: 20000, MtimeNS: 1, Dev: 1, Ino: 7, Sum: sum(5)}} }
+	if err := a.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoadWith(known) }); err != nil {
+		t.Fatal(err)
+	}
+	g, err := a.Files().GroupByKey(ctx, "sha256", sum(1))
+	if err != nil || g.FileCount != 2 || g.InodeCount != 2 {
+		t.Errorf("the copy on both hosts: %+v (%v), want a group of 2 files, 2 inodes", g, err)
+	}
+	for db, want := range map[*DB][2]string{a: {HashPending, HashDone}, b: {HashPending, HashPartial}} {
+		for i, name := range []string{"unread", "big"} {
+			var status string
+			if err := a.r.QueryRow("SELECT hash_status FROM files WHERE id = ?", fileID(t, a, folders[db], name)).Scan(&status); err != nil {
+				t.Fatal(err)
+			}
+			if status != want[i] {
+				t.Errorf("%s's %s: %s, want %s", db.Host().Name, name, status, want[i])
+			}
+		}
+	}
+}
