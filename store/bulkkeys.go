@@ -3,7 +3,6 @@ package store
 import (
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
 )
@@ -58,29 +57,20 @@ func (tx *Tx) readBulkKeys(defs map[string]string) error {
 // and then read files, which the load had taken already, while the load
 // waited for roots, was a deadlock, and the server failed the first
 // index. Now the load never waits long holding a table a reader may want.
+// The tries run in the server (pgLockBulkTables), whose log says nothing
+// of those that waited too long; after a few seconds of them it fails,
+// and the caller's context is looked at before the next.
 func (tx *Tx) lockBulkTables() error {
 	if len(tx.dialect.bulkKeys) == 0 {
 		return nil
 	}
-	var old string
-	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT current_setting('lock_timeout')").Scan(&old); err != nil {
-		return classify("read lock_timeout", err)
-	}
-	const take = "LOCK TABLE roots, folders, files IN ACCESS EXCLUSIVE MODE"
-	for pause := 10 * time.Millisecond; ; pause = min(2*pause, time.Second) {
+	for {
 		if _, err := tx.exec("mark the bulk load's locks", "SAVEPOINT bulk_lock"); err != nil {
 			return err
 		}
-		if _, err := tx.tx.ExecContext(tx.ctx, `SELECT set_config('lock_timeout',
-			(SELECT greatest(1, CAST(setting AS bigint) / 2) FROM pg_settings WHERE name = 'deadlock_timeout') || 'ms', true)`); err != nil {
-			return classify("bound the bulk load's lock waits", err)
-		}
-		_, err := tx.tx.ExecContext(tx.ctx, take)
+		_, err := tx.tx.ExecContext(tx.ctx, pgLockBulkTables)
 		var pe *pgconn.PgError
 		if err == nil {
-			if _, err := tx.tx.ExecContext(tx.ctx, "SELECT set_config('lock_timeout', ?1, true)", old); err != nil {
-				return classify("restore lock_timeout", err)
-			}
 			_, err := tx.exec("take the bulk load's locks", "RELEASE bulk_lock")
 			return err
 		}
@@ -90,13 +80,31 @@ func (tx *Tx) lockBulkTables() error {
 		if _, err := tx.exec("let go of the bulk load's locks", "ROLLBACK TO bulk_lock"); err != nil {
 			return err
 		}
-		select {
-		case <-tx.parent.Done():
-			return fmt.Errorf("lock the tables of a bulk load: %w", tx.parent.Err())
-		case <-time.After(pause):
+		if err := tx.parent.Err(); err != nil {
+			return fmt.Errorf("lock the tables of a bulk load: %w", err)
 		}
 	}
 }
+
+// pgLockBulkTables is lockBulkTables's tries: a block that fails lets go
+// of the locks it took, and sets lock_timeout back.
+const pgLockBulkTables = `DO $$
+DECLARE
+	old text := current_setting('lock_timeout');
+	wait text := (SELECT greatest(1, CAST(setting AS bigint) / 2) FROM pg_settings WHERE name = 'deadlock_timeout') || 'ms';
+BEGIN
+	FOR i IN 1..20 LOOP
+		BEGIN
+			PERFORM set_config('lock_timeout', wait, true);
+			LOCK TABLE roots, folders, files IN ACCESS EXCLUSIVE MODE;
+			PERFORM set_config('lock_timeout', old, true);
+			RETURN;
+		EXCEPTION WHEN lock_not_available THEN
+			PERFORM pg_sleep(0.01 * i);
+		END;
+	END LOOP;
+	RAISE EXCEPTION USING ERRCODE = 'lock_not_available', MESSAGE = 'the tables of a bulk load stay in use';
+END $$`
 
 // dropBulkKeys drops the dialect's bulk keys, those of files first, once
 // lockBulkTables has taken the tables they lock.

@@ -55,6 +55,13 @@ func TestBulkLoadWaitsForReadersWithoutDeadlock(t *testing.T) {
 					if err == nil && !on {
 						t.Error("no bulk load on an empty index")
 					}
+					var timeout string
+					if err == nil {
+						err = tx.tx.QueryRowContext(ctx, "SELECT current_setting('lock_timeout')").Scan(&timeout)
+					}
+					if err == nil && timeout != "0" {
+						t.Errorf("lock_timeout %s after the load's locks, want 0 as before", timeout)
+					}
 					return err
 				})
 			}()
