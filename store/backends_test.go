@@ -80,6 +80,7 @@ var onPostgres = []struct {
 	{TestBulkLoadAddsItsKeysAgain, ""},
 	{TestBulkLoadWaitsForReadersWithoutDeadlock, ""},
 	{TestBulkLoadOfTwoHostsTellsTheirInodesApart, ""},
+	{TestOpenEndsAStrandedBulkLoad, ""},
 	{TestCheckpointerCopiesCommitsBack, "SQLite only: WAL checkpoints"},
 	{TestCloseStopsTheCheckpointer, "SQLite only: WAL checkpoints"},
 	{TestFoldStreamSumsAsFromScratch, ""},

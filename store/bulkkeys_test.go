@@ -146,3 +146,52 @@ func TestBulkLoadOfTwoHostsTellsTheirInodesApart(t *testing.T) {
 		}
 	}
 }
+
+// A bulk load whose scan died with no job left to finish it (killed, its
+// lease run out) ends at the next Open that may write, as its scan's end
+// would have ended it: indexes built, groups counted, and on PostgreSQL
+// its keys added again. On PostgreSQL nothing but a later index run ended
+// it: a mount that only serves, or reports, read the tables without their
+// indexes and keys meanwhile.
+func TestOpenEndsAStrandedBulkLoad(t *testing.T) {
+	ctx := context.Background()
+	path := testIndex(t)
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, func(tx *Tx) error {
+		_, err := tx.StartBulkLoad()
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	done := func(name string, ino uint64) FileStat {
+		return FileStat{Name: name, Size: 10, Dev: 1, Ino: ino, Nlink: 1, Hash: &FileHash{Status: HashDone, Content: sum(1)}}
+	}
+	addFiles(t, db, r.ID, "/r", done("a", 1), done("b", 2))
+	db.Close()
+
+	db, err = Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if on, err := db.Files().BulkLoading(ctx); err != nil || on {
+		t.Fatalf("bulk load under way after an Open: %v (%v)", on, err)
+	}
+	if g, err := db.Files().GroupByKey(ctx, "sha256", sum(1)); err != nil || g.InodeCount != 2 {
+		t.Errorf("the group of a and b: %+v (%v)", g, err)
+	}
+	if onPostgresTest(t) {
+		var keys int
+		if err := db.r.QueryRow(`SELECT count(*) FROM pg_constraint WHERE contype = 'f'
+			AND conrelid IN (CAST('files' AS regclass), CAST('folders' AS regclass))`).Scan(&keys); err != nil || keys != len(pgBulkKeys) {
+			t.Errorf("%d foreign keys of files and folders (%v), want %d", keys, err, len(pgBulkKeys))
+		}
+	}
+}
