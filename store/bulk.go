@@ -63,6 +63,9 @@ func (tx *Tx) StartBulkLoad() (bool, error) {
 	if err := tx.readBulkKeys(defs); err != nil {
 		return false, err
 	}
+	if err := tx.lockBulkTables(); err != nil {
+		return false, err
+	}
 	b, _ := json.Marshal(defs)
 	if _, err := tx.exec("record bulk load", "INSERT INTO settings (key, value) VALUES (?, ?)", bulkKey, string(b)); err != nil {
 		return false, err

@@ -1,6 +1,11 @@
 package store
 
-import "fmt"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
 
 // A bulk load on PostgreSQL drops the foreign keys of files and folders
 // too: COPY checked each new file's root and folder with a query of its
@@ -43,12 +48,66 @@ func (tx *Tx) readBulkKeys(defs map[string]string) error {
 	return nil
 }
 
-// dropBulkKeys drops the dialect's bulk keys, those of files first. The
-// locks a drop takes (of the table, exclusive, and of the table it
-// refers to) come in the order the indexes' drops took them, files then
-// folders, and that most readers take theirs in: a reader that held
-// folders and waited for files while the load waited for folders was a
-// deadlock, which failed the first index.
+// lockBulkTables takes, before a bulk load's drops, every table they lock
+// exclusively (the dropped keys' tables and those they refer to), all in
+// one statement that waits no longer than half the server's
+// deadlock_timeout; one that waited longer lets go of what it took and is
+// tried again a moment later. A reader holds a table until its
+// transaction ends, and may read another afterwards: one that held roots
+// and then read files, which the load had taken already, while the load
+// waited for roots, was a deadlock, and the server failed the first
+// index. Now the load never waits long holding a table a reader may want.
+// The tries run in the server (pgLockBulkTables), whose log says nothing
+// of those that waited too long; after a few seconds of them it fails,
+// and the caller's context is looked at before the next.
+func (tx *Tx) lockBulkTables() error {
+	if len(tx.dialect.bulkKeys) == 0 {
+		return nil
+	}
+	for {
+		if _, err := tx.exec("mark the bulk load's locks", "SAVEPOINT bulk_lock"); err != nil {
+			return err
+		}
+		_, err := tx.tx.ExecContext(tx.ctx, pgLockBulkTables)
+		var pe *pgconn.PgError
+		if err == nil {
+			_, err := tx.exec("take the bulk load's locks", "RELEASE bulk_lock")
+			return err
+		}
+		if !errors.As(err, &pe) || pe.Code != "55P03" { // lock_not_available
+			return classify("lock the tables of a bulk load", err)
+		}
+		if _, err := tx.exec("let go of the bulk load's locks", "ROLLBACK TO bulk_lock"); err != nil {
+			return err
+		}
+		if err := tx.parent.Err(); err != nil {
+			return fmt.Errorf("lock the tables of a bulk load: %w", err)
+		}
+	}
+}
+
+// pgLockBulkTables is lockBulkTables's tries: a block that fails lets go
+// of the locks it took, and sets lock_timeout back.
+const pgLockBulkTables = `DO $$
+DECLARE
+	old text := current_setting('lock_timeout');
+	wait text := (SELECT greatest(1, CAST(setting AS bigint) / 2) FROM pg_settings WHERE name = 'deadlock_timeout') || 'ms';
+BEGIN
+	FOR i IN 1..20 LOOP
+		BEGIN
+			PERFORM set_config('lock_timeout', wait, true);
+			LOCK TABLE roots, folders, files IN ACCESS EXCLUSIVE MODE;
+			PERFORM set_config('lock_timeout', old, true);
+			RETURN;
+		EXCEPTION WHEN lock_not_available THEN
+			PERFORM pg_sleep(0.01 * i);
+		END;
+	END LOOP;
+	RAISE EXCEPTION USING ERRCODE = 'lock_not_available', MESSAGE = 'the tables of a bulk load stay in use';
+END $$`
+
+// dropBulkKeys drops the dialect's bulk keys, those of files first, once
+// lockBulkTables has taken the tables they lock.
 func (tx *Tx) dropBulkKeys() error {
 	for i := len(tx.dialect.bulkKeys) - 1; i >= 0; i-- {
 		k := tx.dialect.bulkKeys[i]

@@ -137,6 +137,18 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 	} else if err := db.registerHost(ctx, opts.Host, opts.NoHost); err != nil {
 		return fail(err)
 	}
+	if !opts.ReadOnly {
+		// As on SQLite, a bulk load no live job will end is ended here;
+		// looked for first on a reader, so that an Open takes the
+		// writers' lock only when there is one.
+		on, err := db.Files().BulkLoading(ctx)
+		if err == nil && on {
+			err = db.finishStrandedBulkLoad(ctx)
+		}
+		if err != nil {
+			return fail(err)
+		}
+	}
 	return db, nil
 }
 

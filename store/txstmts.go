@@ -51,8 +51,12 @@ func (w *writeStmts) get(query string) *sql.Stmt {
 
 // keepable: statements on rows only (a schema change makes SQLite prepare
 // every statement again, which it does on its own; kept DDL would only
-// cost memory).
+// cost memory), one at a time: PostgreSQL prepares no text of several
+// statements, and refused each, with an error in its log.
 func keepable(query string) bool {
+	if strings.Contains(strings.TrimSuffix(strings.TrimSpace(query), ";"), ";") {
+		return false // (or one with a ';' in a literal: it is only not kept)
+	}
 	word, _, _ := strings.Cut(strings.TrimSpace(query), " ")
 	switch strings.ToUpper(strings.TrimSpace(word)) {
 	case "SELECT", "INSERT", "UPDATE", "DELETE", "WITH", "REPLACE":

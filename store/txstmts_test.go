@@ -74,3 +74,25 @@ func TestWriterKeepsStatements(t *testing.T) {
 		t.Fatalf("scan_epoch %d, %v; want %d", got, err, before+31)
 	}
 }
+
+// A text of several statements is run, never kept: PostgreSQL prepares
+// none (each attempt was an error in its log, at every first index).
+func TestSeveralStatementsAreNotKept(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	const two = `UPDATE counters SET value = value + 1 WHERE name = 'scan_epoch';
+		UPDATE counters SET value = value + 1 WHERE name = 'change_seq'`
+	for range 2 {
+		if err := db.Write(ctx, func(tx *Tx) error {
+			_, err := tx.exec("test", two)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	db.kept.mu.Lock()
+	defer db.kept.mu.Unlock()
+	if db.kept.want[two] || db.kept.m[two] != nil {
+		t.Fatal("a text of two statements was asked to be kept")
+	}
+}
