@@ -2,9 +2,11 @@ package indexer
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,8 +74,10 @@ func TestRunTakesInWhatAnotherHostsRunOwedIt(t *testing.T) {
 	// run, beside it, then reads its own file whole (and waits for the
 	// laptop's to end).
 	nasDone := make(chan error, 1)
+	besideRan := false
 	idx := IndexOf(laptop)
 	idx.FileRows = &besideFullPlan{FileRows: idx.FileRows, beside: func() {
+		besideRan = true
 		go func() {
 			nasDone <- New(IndexOf(nas), Config{Workers: 1, PollInterval: 10 * time.Millisecond}).Drain(ctx)
 		}()
@@ -83,15 +87,30 @@ func TestRunTakesInWhatAnotherHostsRunOwedIt(t *testing.T) {
 		})
 	}}
 	err := New(idx, Config{Workers: 1, PollInterval: 10 * time.Millisecond}).Run(ctx)
-	if nerr := <-nasDone; nerr != nil {
-		t.Fatalf("the nas's run: %v", nerr)
+	if besideRan {
+		if nerr := <-nasDone; nerr != nil {
+			t.Fatalf("the nas's run: %v", nerr)
+		}
 	}
 	if err != nil {
 		t.Fatal(err)
 	}
+	if !besideRan {
+		t.Fatal("the laptop's run never planned a full read: the nas's run never went on beside it")
+	}
 	tot, err := laptop.Totals(ctx)
 	if err != nil || tot.Groups != 1 || tot.Queued != 0 {
-		t.Fatalf("after both runs: %d groups, %d files queued (%v); want the one group, nothing queued", tot.Groups, tot.Queued, err)
+		var rows []string
+		for _, p := range []string{filepath.Join(there, "a.bin"), filepath.Join(here, "b.bin")} {
+			for _, db := range []*store.DB{nas, laptop} {
+				if f, err := db.Files().FileByPath(ctx, p); err == nil {
+					rows = append(rows, fmt.Sprintf("%s on %s: %s, hashed %v", p, db.Host().Name, f.Status, f.Hash != nil))
+				}
+			}
+		}
+		jobs, _ := laptop.Jobs().ActiveJobs(ctx)
+		t.Fatalf("after both runs: %d groups, %d files queued (%v); want the one group, nothing queued\n%s\njobs active: %+v",
+			tot.Groups, tot.Queued, err, strings.Join(rows, "\n"), jobs)
 	}
 }
 

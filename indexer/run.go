@@ -203,6 +203,15 @@ func (ix *Indexer) drainFiles(ctx context.Context) (jobErr, err error) {
 			// look at the queue once its jobs are done.
 			hashed = false
 		}
+		if hashed {
+			// So may one that ended after this host's last run began
+			// (it left files of this host owed since that run planned).
+			beside, err := ix.db.OthersHashedBeside(ctx)
+			if err != nil {
+				return jobErr, err
+			}
+			hashed = !beside
+		}
 		// Hash runs wait for every scan: a scan of another process may be
 		// loading a first index, without the indexes a plan needs, and
 		// what it finds changes the plan anyway.
@@ -229,14 +238,7 @@ func (ix *Indexer) drainFiles(ctx context.Context) (jobErr, err error) {
 				return jobErr, err
 			}
 			if worked {
-				// Unless another host's hash run ended beside this one:
-				// it may have left files of this host owed since this
-				// run planned.
-				beside, err := ix.db.OthersHashedBeside(ctx)
-				if err != nil {
-					return jobErr, err
-				}
-				hashed = !beside
+				hashed = true
 				continue
 			}
 			if active, err = ix.activeIndexJobs(ctx); err != nil {
