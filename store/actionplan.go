@@ -347,7 +347,7 @@ func (p *planner) insertUnit(u *unit) (*Refused, error) {
 	var done []Existing
 	n := 0
 	for _, s := range u.specs {
-		k := s.IdemKey()
+		k := tx.idemKey(s)
 		var id, plan int64
 		var state string
 		err := tx.queryRowP(`SELECT id, plan_id, state FROM actions WHERE idem_key = ?

@@ -91,6 +91,23 @@ func (a ActionSpec) IdemKey() string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
+// idemKey is the key of an action of spec by this transaction's host:
+// the spec's own (IdemKey) on an index's first host, an SQLite index's
+// only one, and made the host's own on any other. Device and inode
+// numbers name an inode on one host only: two hosts holding a path with
+// the same numbers (machines made from one image) each plan their own
+// action on it, which the other's plans neither find nor retire.
+func (tx *Tx) idemKey(spec ActionSpec) string { return hostIdemKey(spec.IdemKey(), tx.host) }
+
+// hostIdemKey is key, an IdemKey, made the key of host's action.
+func hostIdemKey(key string, host int64) string {
+	if host == 1 {
+		return key
+	}
+	h := sha256.Sum256([]byte(key + "\x00host " + strconv.FormatInt(host, 10)))
+	return hex.EncodeToString(h[:])
+}
+
 // UndoInfo is what undo needs of a copy, recorded before it is changed,
 // and the kept file's ctime as the action's own compare saw it.
 type UndoInfo struct {

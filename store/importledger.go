@@ -178,6 +178,9 @@ func (im *importer) actions(plans map[int64]int64) error {
 		if err := rows.Scan(append([]any{&plan, &copyPath, &keepPath}, pointers(vals)...)...); err != nil {
 			return classify("read the imported actions", err)
 		}
+		if key, ok := vals[0].(string); ok { // idem_key: made this host's, as its plans make it
+			vals[0] = hostIdemKey(key, im.tx.host)
+		}
 		copyID, err := im.fileID(copyPath)
 		if err != nil {
 			return err
