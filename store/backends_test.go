@@ -154,6 +154,8 @@ var onPostgres = []struct {
 	{TestImportRefusesACrossedLedger, ""},
 	{TestSourceRunUnderWay, "SQLite only: the index file, its folder and its modes"},
 	{TestOpenSourceRefuses, "SQLite only: the index file, its folder and its modes"},
+	{TestSourceRunUnderWaySeesAnUndo, "SQLite only: the index file, its folder and its modes"},
+	{TestImportLedgerRefusesARunBegunMeanwhile, ""},
 	{TestRemoveRootForgetsItsRows, ""},
 	{TestLateHashesLandInAnyOrder, ""},
 	{TestNextFileIDIsTheRowsID, ""},

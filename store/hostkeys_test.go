@@ -85,7 +85,7 @@ func TestImportMakesKeysTheHosts(t *testing.T) {
 	if err := b.Ledger().StartImport(ctx, src); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.Ledger().ImportLedger(ctx, src); err != nil {
+	if _, err := b.Ledger().ImportLedger(ctx, src, func(string) bool { return false }); err != nil {
 		t.Fatal(err)
 	}
 	as, err := b.Ledger().Actions(ctx, ActionQuery{})

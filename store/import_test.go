@@ -136,7 +136,7 @@ func TestImportTakesOverHashesAndLedger(t *testing.T) {
 	}
 
 	for i := 0; i < 2; i++ {
-		led, err := db.Ledger().ImportLedger(ctx, src)
+		led, err := db.Ledger().ImportLedger(ctx, src, func(string) bool { return false })
 		want := ImportedLedger{Plans: 2, Actions: 2}
 		if i == 1 {
 			want = ImportedLedger{}
@@ -204,7 +204,7 @@ func TestImportRefusesACrossedLedger(t *testing.T) {
 	if err := db.Ledger().StartImport(ctx, src); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Ledger().ImportLedger(ctx, src); !errors.Is(err, ErrRoleTaken) {
+	if _, err := db.Ledger().ImportLedger(ctx, src, func(string) bool { return false }); !errors.Is(err, ErrRoleTaken) {
 		t.Fatalf("a crossed ledger: %v, want ErrRoleTaken", err)
 	}
 	if plans, _ := db.Ledger().Plans(ctx, 0, 0); len(plans) != 1 {

@@ -80,7 +80,10 @@ const (
 )
 
 // ImportLedger copies src's plans and actions into the index, as plans of
-// this host, in one transaction that ends the import (ImportMark.Done):
+// this host, in one transaction that ends the import (ImportMark.Done),
+// reading them in one read of src: refused with RunUnderWayError when a
+// run acts on src as it is read (a worker dead does not know to be dead
+// holds a lease there, RunUnderWay), whatever it was as the import began:
 // run once the import's scans are done, so the files the actions name
 // have their rows here. A file an action names that the scans did not
 // find (a copy moved to the Trash, or replaced by a symlink) gets the
@@ -88,7 +91,7 @@ const (
 // roles the actions hold (roles.go) are taken here as by the actions
 // themselves: one that crosses an action of this index fails the import,
 // and nothing of the ledger is written.
-func (lg *Ledger) ImportLedger(ctx context.Context, src *Source) (ImportedLedger, error) {
+func (lg *Ledger) ImportLedger(ctx context.Context, src *Source, dead func(worker string) bool) (ImportedLedger, error) {
 	var res ImportedLedger
 	err := lg.db.Write(ctx, func(tx *Tx) error {
 		res = ImportedLedger{}
@@ -107,12 +110,20 @@ func (lg *Ledger) ImportLedger(ctx context.Context, src *Source) (ImportedLedger
 		if err := tx.makeDurable(); err != nil {
 			return err
 		}
-		im := &importer{tx: tx, src: src, ctx: ctx, ids: map[string]int64{}, res: &res}
-		plans, err := im.plans()
+		err = src.db.read(ctx, func(stx *Tx) error {
+			if p, live, err := src.runUnderWay(ctx, stx.tx, dead); err != nil {
+				return err
+			} else if live {
+				return &RunUnderWayError{Plan: p}
+			}
+			im := &importer{tx: tx, src: src, stx: stx.tx, ctx: ctx, ids: map[string]int64{}, res: &res}
+			plans, err := im.plans()
+			if err != nil {
+				return err
+			}
+			return im.actions(plans)
+		})
 		if err != nil {
-			return err
-		}
-		if err := im.actions(plans); err != nil {
 			return err
 		}
 		m.Done, m.At = true, time.Now()
@@ -130,6 +141,7 @@ func (lg *Ledger) ImportLedger(ctx context.Context, src *Source) (ImportedLedger
 type importer struct {
 	tx  *Tx
 	src *Source
+	stx *sql.Tx // the one read of src
 	ctx context.Context
 	ids map[string]int64 // this index's file ids, by path
 	res *ImportedLedger
@@ -137,7 +149,7 @@ type importer struct {
 
 // plans copies every plan of the source and maps its ids to theirs here.
 func (im *importer) plans() (map[int64]int64, error) {
-	rows, err := im.src.db.query(im.ctx, "SELECT id, "+importPlanCols+" FROM plans ORDER BY id")
+	rows, err := im.stx.QueryContext(im.ctx, "SELECT id, "+importPlanCols+" FROM plans ORDER BY id")
 	if err != nil {
 		return nil, classify("read the imported plans", err)
 	}
@@ -165,7 +177,7 @@ func (im *importer) plans() (map[int64]int64, error) {
 // actions copies every action of the source into the plans copied, with
 // the roles they hold.
 func (im *importer) actions(plans map[int64]int64) error {
-	rows, err := im.src.db.query(im.ctx, "SELECT plan_id, copy_path, keep_path, "+importActionCols+" FROM actions ORDER BY id")
+	rows, err := im.stx.QueryContext(im.ctx, "SELECT plan_id, copy_path, keep_path, "+importActionCols+" FROM actions ORDER BY id")
 	if err != nil {
 		return classify("read the imported actions", err)
 	}
@@ -230,7 +242,7 @@ func (im *importer) fileID(path string) (int64, error) {
 		return 0, classify("find a file of the ledger", err)
 	}
 	if id == 0 {
-		r, ok, err := im.src.row(im.ctx, path)
+		r, ok, err := im.src.row(im.ctx, im.stx, path)
 		if err != nil {
 			return 0, err
 		}

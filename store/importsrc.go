@@ -108,12 +108,26 @@ func (s *Source) Roots(ctx context.Context) ([]Root, error) {
 }
 
 // RunUnderWay finds a plan of the source whose run may be acting still:
-// open, under a lease that has not expired, of a worker dead does not
-// know to be dead. (A run that died leaves its plan to the next run's
-// reconcile, in whichever index holds it then.)
-func (s *Source) RunUnderWay(ctx context.Context, dead func(worker string) bool) (ActionPlan, bool, error) {
-	rows, err := s.db.query(ctx, `SELECT id, op, worker_id FROM plans
-		WHERE state = 'open' AND worker_id IS NOT NULL AND lease_expires_at > `+nowSQL+` ORDER BY id`)
+// one of its actions, or the plan itself (open), is under a lease that
+// has not expired, of a worker dead does not know to be dead (an undo
+// holds the done actions it reverts; a run of dedupe, link or remove its
+// plan). (A run that died leaves its plan to the next run's reconcile, in
+// whichever index holds it then.)
+func (s *Source) RunUnderWay(ctx context.Context, dead func(worker string) bool) (p ActionPlan, live bool, err error) {
+	err = s.db.read(ctx, func(tx *Tx) error {
+		p, live, err = s.runUnderWay(ctx, tx.tx, dead)
+		return err
+	})
+	return p, live, err
+}
+
+// runUnderWay is RunUnderWay in the read q.
+func (s *Source) runUnderWay(ctx context.Context, q *sql.Tx, dead func(worker string) bool) (ActionPlan, bool, error) {
+	rows, err := q.QueryContext(ctx, `SELECT id, op, worker_id FROM plans
+		WHERE state = 'open' AND worker_id IS NOT NULL AND lease_expires_at > `+nowSQL+`
+		UNION ALL
+		SELECT p.id, p.op, a.worker_id FROM actions a JOIN plans p ON p.id = a.plan_id
+		WHERE a.worker_id IS NOT NULL AND a.lease_expires_at > `+nowSQL+` ORDER BY 1`)
 	plans, err := collect("find runs under way", rows, err, func(r rowScanner) (p ActionPlan, err error) {
 		err = r.Scan(&p.ID, &p.Op, &p.Worker)
 		return p, err
@@ -127,6 +141,14 @@ func (s *Source) RunUnderWay(ctx context.Context, dead func(worker string) bool)
 		}
 	}
 	return ActionPlan{}, false, nil
+}
+
+// RunUnderWayError is an import's ledger copy refused: a run acts on the
+// source (RunUnderWay) as its ledger is read.
+type RunUnderWayError struct{ Plan ActionPlan }
+
+func (e *RunUnderWayError) Error() string {
+	return fmt.Sprintf("a run of dupefs %s is acting on the index (its plan %d)", e.Plan.Op, e.Plan.ID)
 }
 
 // PriorFile is a file as the source recorded it: its inode (Stamp) and
@@ -179,11 +201,12 @@ type priorRow struct {
 	missingSince                   sql.NullInt64
 }
 
-// row reads the source's row of the file at path; false when it has none.
-func (s *Source) row(ctx context.Context, path string) (priorRow, bool, error) {
+// row reads the source's row of the file at path in the read q; false
+// when it has none.
+func (s *Source) row(ctx context.Context, q *sql.Tx, path string) (priorRow, bool, error) {
 	var r priorRow
 	dir, name := filepath.Split(path)
-	err := s.db.queryRow(ctx, `SELECT f.size, f.mtime_ns, f.dev, f.ino, f.nlink, f.hash_status, f.prefix_hash, f.content_hash,
+	err := q.QueryRowContext(ctx, `SELECT f.size, f.mtime_ns, f.dev, f.ino, f.nlink, f.hash_status, f.prefix_hash, f.content_hash,
 		f.missing_since FROM folders d JOIN files f ON f.folder_id = d.id WHERE d.path = ? AND f.name = ?`,
 		filepath.Clean(dir), name).Scan(&r.size, &r.mtimeNS, &r.dev, &r.ino, &r.nlink, &r.status, &r.prefix, &r.content, &r.missingSince)
 	if errors.Is(err, sql.ErrNoRows) {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -55,11 +56,15 @@ func runImport(ctx context.Context, g globalOptions, opts indexOptions, stderr i
 		case begun && mark.Host != db.Host().Name:
 			return usageErrorf("%s is being imported by host %s: run the import again there", old, mark.Host)
 		}
-		if p, live, err := src.RunUnderWay(ctx, indexer.DeadOn(db.Host())); err != nil {
-			return err
-		} else if live {
+		dead := indexer.DeadOn(db.Host())
+		underWay := func(p store.ActionPlan) error {
 			return &exitError{code: ExitError, msg: fmt.Sprintf("a run of dupefs %s is acting on %s (its plan %d): let it end, then import",
 				p.Op, old, p.ID)}
+		}
+		if p, live, err := src.RunUnderWay(ctx, dead); err != nil {
+			return err
+		} else if live {
+			return underWay(p)
 		}
 		if err := importRoots(ctx, db, con, src); err != nil {
 			return err
@@ -71,7 +76,10 @@ func runImport(ctx context.Context, g globalOptions, opts indexOptions, stderr i
 		if err != nil {
 			return err
 		}
-		led, err := db.Ledger().ImportLedger(ctx, src)
+		led, err := db.Ledger().ImportLedger(ctx, src, dead)
+		if run := (*store.RunUnderWayError)(nil); errors.As(err, &run) {
+			return underWay(run.Plan) // begun while the roots were indexed
+		}
 		if err != nil {
 			return fmt.Errorf("import the ledger of %s: %w", old, err)
 		}
