@@ -156,6 +156,7 @@ var onPostgres = []struct {
 	{TestOpenSourceRefuses, "SQLite only: the index file, its folder and its modes"},
 	{TestSourceRunUnderWaySeesAnUndo, "SQLite only: the index file, its folder and its modes"},
 	{TestImportLedgerRefusesARunBegunMeanwhile, ""},
+	{TestImportLedgerInRounds, ""},
 	{TestRemoveRootForgetsItsRows, ""},
 	{TestLateHashesLandInAnyOrder, ""},
 	{TestNextFileIDIsTheRowsID, ""},

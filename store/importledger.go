@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"strings"
 	"time"
 )
@@ -121,7 +120,11 @@ func (lg *Ledger) ImportLedger(ctx context.Context, src *Source, dead func(worke
 			if err != nil {
 				return err
 			}
-			return im.actions(plans)
+			err = im.actions(plans)
+			if importTrips != nil {
+				importTrips(im.trips)
+			}
+			return err
 		})
 		if err != nil {
 			return err
@@ -145,6 +148,9 @@ type importer struct {
 	ctx context.Context
 	ids map[string]int64 // this index's file ids, by path
 	res *ImportedLedger
+	// trips counts the statements sent to the index by the rounds
+	// (importTrips).
+	trips int
 }
 
 // plans copies every plan of the source and maps its ids to theirs here.
@@ -175,7 +181,7 @@ func (im *importer) plans() (map[int64]int64, error) {
 }
 
 // actions copies every action of the source into the plans copied, with
-// the roles they hold.
+// the roles they hold, importChunk at a time (importbatch.go).
 func (im *importer) actions(plans map[int64]int64) error {
 	rows, err := im.stx.QueryContext(im.ctx, "SELECT plan_id, copy_path, keep_path, "+importActionCols+" FROM actions ORDER BY id")
 	if err != nil {
@@ -183,84 +189,26 @@ func (im *importer) actions(plans map[int64]int64) error {
 	}
 	defer rows.Close()
 	n := len(strings.Split(importActionCols, ","))
+	var round []importedAction
 	for rows.Next() {
-		var plan int64
-		var copyPath, keepPath string
-		vals := make([]any, n)
-		if err := rows.Scan(append([]any{&plan, &copyPath, &keepPath}, pointers(vals)...)...); err != nil {
+		a := importedAction{vals: make([]any, n)}
+		if err := rows.Scan(append([]any{&a.plan, &a.copyPath, &a.keepPath}, pointers(a.vals)...)...); err != nil {
 			return classify("read the imported actions", err)
 		}
-		if key, ok := vals[0].(string); ok { // idem_key: made this host's, as its plans make it
-			vals[0] = hostIdemKey(key, im.tx.host)
+		if key, ok := a.vals[0].(string); ok { // idem_key: made this host's, as its plans make it
+			a.vals[0] = hostIdemKey(key, im.tx.host)
 		}
-		copyID, err := im.fileID(copyPath)
-		if err != nil {
-			return err
-		}
-		keepID, err := im.fileID(keepPath)
-		if err != nil {
-			return err
-		}
-		var op, state string
-		if err := im.tx.queryRowP("INSERT INTO actions (plan_id, copy_file_id, keep_file_id, "+importActionCols+
-			") VALUES ("+params(n+3)+") RETURNING op, state", append([]any{plans[plan], copyID, keepID}, vals...)...).Scan(&op, &state); err != nil {
-			return classify("import an action", err)
-		}
-		im.res.Actions++
-		if holdsKeep(op, state) {
-			if err := im.tx.takeKeep(keepPath); err != nil {
+		if round = append(round, a); len(round) == importChunk {
+			if err := im.flush(plans, round); err != nil {
 				return err
 			}
-		}
-		if holdsCopy(state) {
-			if err := im.tx.takeCopy(copyPath); err != nil {
-				return err
-			}
+			round = round[:0]
 		}
 	}
-	return classify("read the imported actions", rows.Err())
-}
-
-// fileID is the id of this host's row of the file at path: the one the
-// scans wrote, or else the source's row, added missing; 0 when neither
-// the index has the file's folder nor the source its row.
-func (im *importer) fileID(path string) (int64, error) {
-	if id, ok := im.ids[path]; ok {
-		return id, nil
+	if err := rows.Err(); err != nil {
+		return classify("read the imported actions", err)
 	}
-	dir, name := filepath.Split(path)
-	dir = filepath.Clean(dir)
-	var id, folder, root int64
-	err := im.tx.queryRowP(`SELECT coalesce((SELECT f.id FROM files f WHERE f.folder_id = d.id AND f.name = ?3), 0), d.id, d.root_id
-		FROM folders d WHERE d.host_id = ?2 AND d.path = ?1`, dir, im.tx.host, name).Scan(&id, &folder, &root)
-	switch {
-	case errors.Is(err, sql.ErrNoRows):
-		im.res.Unknown++
-		im.ids[path] = 0
-		return 0, nil
-	case err != nil:
-		return 0, classify("find a file of the ledger", err)
-	}
-	if id == 0 {
-		r, ok, err := im.src.row(im.ctx, im.stx, path)
-		if err != nil {
-			return 0, err
-		}
-		if !ok {
-			im.res.Unknown++
-			im.ids[path] = 0
-			return 0, nil
-		}
-		err = im.tx.queryRowP(`INSERT INTO files (root_id, folder_id, name, size, mtime_ns, dev, ino, nlink,
-			hash_status, prefix_hash, content_hash, missing, missing_since)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1, coalesce(?, `+nowSQL+`)) RETURNING id`,
-			root, folder, name, r.size, r.mtimeNS, r.dev, r.ino, r.nlink, r.status, r.prefix, r.content, r.missingSince).Scan(&id)
-		if err != nil {
-			return 0, classify("add a file of the ledger", err)
-		}
-	}
-	im.ids[path] = id
-	return id, nil
+	return im.flush(plans, round)
 }
 
 // pointers are pointers to each of vals, to scan a row into.
