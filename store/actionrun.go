@@ -279,6 +279,22 @@ func (tx *Tx) FileLinked(copyFileID int64, keep FileRef, nlink uint64) error {
 	return tx.forgetFolderSig(copyFileID)
 }
 
+// BytesDiffer records that a compare found the bytes of the files of ids
+// (of size bytes) differ though each was as the index recorded it (size,
+// mtime, device, inode): one was rewritten with its mtime set back, so a
+// hash the index holds is stale, and a scan, which trusts those, would
+// keep it. Every row of their inodes on this host leaves its group and
+// waits to be read again by the next hash run.
+func (tx *Tx) BytesDiffer(size int64, ids ...int64) error {
+	tx.groups = true
+	tx.noteSize(size)
+	_, err := tx.exec("forget stale hashes", `UPDATE files SET hash_status = 'pending', prefix_hash = NULL, content_hash = NULL,
+		error = NULL, read_failures = 0, retry_after = NULL
+		WHERE missing = 0 AND root_id IN `+hostRoots("?2")+` AND EXISTS (SELECT 1 FROM files s
+			WHERE s.id IN (SELECT value FROM json_each(?1)) AND s.dev = files.dev AND s.ino = files.ino)`, jsonInts(ids), tx.host)
+	return err
+}
+
 // FileGone records that the copy's path holds it no more (moved to the
 // Trash, deleted, or now a symlink): the row is missing and leaves its
 // group.

@@ -370,3 +370,42 @@ func TestLedgerWritesReachTheDiskOnSQLite(t *testing.T) {
 		}
 	}
 }
+
+// Bytes found to differ under unchanged stamps send every row of both
+// inodes back to the hash job: out of their group, pending, their size
+// noted for the next hash run.
+func TestBytesDifferSendsInodesBackToTheHashJob(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := &FileHash{Status: HashDone, Content: sum(1)}
+	folder := addFiles(t, db, r.ID, "/r",
+		FileStat{Name: "x", Size: 10, MtimeNS: 1, Dev: 1, Ino: 5, Nlink: 1, Hash: done},
+		FileStat{Name: "y", Size: 10, MtimeNS: 1, Dev: 1, Ino: 6, Nlink: 2, Hash: done},
+		FileStat{Name: "y-link", Size: 10, MtimeNS: 1, Dev: 1, Ino: 6, Nlink: 2, Hash: done},
+		FileStat{Name: "other", Size: 10, MtimeNS: 1, Dev: 1, Ino: 7, Nlink: 1, Hash: done})
+	if g, err := db.Files().GroupByKey(ctx, "sha256", sum(1)); err != nil || g.InodeCount != 3 {
+		t.Fatalf("the group before: %+v, %v", g, err)
+	}
+	if err := db.Write(ctx, func(tx *Tx) error {
+		return tx.BytesDiffer(10, fileID(t, db, folder, "x"), fileID(t, db, folder, "y"))
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"x": HashPending, "y": HashPending, "y-link": HashPending, "other": HashDone} {
+		var status string
+		if err := db.r.QueryRow("SELECT hash_status FROM files WHERE id = ?", fileID(t, db, folder, name)).Scan(&status); err != nil || status != want {
+			t.Errorf("%s: %s (%v), want %s", name, status, err, want)
+		}
+	}
+	if g, err := db.Files().GroupByKey(ctx, "sha256", sum(1)); err == nil && g.InodeCount > 1 {
+		t.Errorf("the group after: %+v, want none (one inode left)", g)
+	}
+	var noted int
+	if err := db.r.QueryRow("SELECT count(*) FROM dirty_sizes WHERE size = 10").Scan(&noted); err != nil || noted != 1 {
+		t.Errorf("size 10 noted %d times (%v), want once", noted, err)
+	}
+}

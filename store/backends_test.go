@@ -80,6 +80,7 @@ var onPostgres = []struct {
 	{TestOpenIndexOfRelease0013GivesItsRootsToTheHost, "SQLite only: upgrades of SQLite indexes of older releases"},
 	{TestDoneTrashPinsItsKeptFileUntilTheCopyIsBack, ""},
 	{TestActionStatesMoveOnlyForward, ""},
+	{TestBytesDifferSendsInodesBackToTheHashJob, ""},
 	{TestActionLeasesAreFenced, ""},
 	{TestIndexFollowsActions, ""},
 	{TestLedgerKeepsTrashNamesOfAnyBytes, ""},

@@ -141,7 +141,7 @@ func (r *Runner) endBatch(ctx context.Context, items []*item) error {
 				err = tx.ReleaseAction(it.a.Lease)
 			} else {
 				err = tx.EndAction(it.a.Lease, it.out.state, it.out.reason, it.out.reclaimed)
-				if err == nil && it.out.state == store.ActDone && it.out.index != nil {
+				if err == nil && it.out.index != nil { // done, or skipped with what it found (bytesDiffer)
 					err = it.out.index(tx)
 				}
 			}

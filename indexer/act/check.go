@@ -75,6 +75,16 @@ func undoTmpName(a *store.Action) string {
 // changed is the reason of an action whose file is not as indexed.
 const changed = "changed since indexed; run dupefs index"
 
+// bytesDiffer skips an action whose copy and kept file were found to hold
+// other bytes though both are as indexed (what says so, why): one was
+// rewritten with its mtime set back. Both are read again by the next
+// index (store.Tx.BytesDiffer): it would keep their hashes otherwise.
+func bytesDiffer(a *store.Action, why string) outcome {
+	out := skipped("%s (%s)", why, changed)
+	out.index = func(tx *store.Tx) error { return tx.BytesDiffer(a.Size, a.Copy.FileID, a.Keep.FileID) }
+	return out
+}
+
 // act carries out the effect of a prepared, checked action.
 func (r *Runner) act(ctx context.Context, a *store.Action, c *checked) (outcome, error) {
 	if err := ctx.Err(); err != nil {
@@ -136,7 +146,7 @@ func (r *Runner) check(ctx context.Context, a *store.Action) (*checked, outcome,
 		}
 		if !same {
 			c.close()
-			return nil, skipped("its bytes differ from the kept file's (%s)", changed), nil
+			return nil, bytesDiffer(a, "its bytes differ from the kept file's"), nil
 		}
 	}
 	// What the compare read is what the files hold: neither changed while

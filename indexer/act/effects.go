@@ -65,7 +65,7 @@ func (r *Runner) dedupe(a *store.Action, c *checked) (outcome, error) {
 		info := req.Info[0]
 		switch {
 		case info.Status == unix.FILE_DEDUPE_RANGE_DIFFERS:
-			return skipped("the kernel found its bytes differ from the kept file's (%s)", changed), nil
+			return bytesDiffer(a, "the kernel found its bytes differ from the kept file's"), nil
 		case info.Status < 0:
 			return stepFailed(fmt.Errorf("FIDEDUPERANGE: %w", unix.Errno(-info.Status)))
 		case info.Bytes_deduped == 0:

@@ -219,7 +219,7 @@ func (r *Runner) settleRun(ctx context.Context, a store.Action, why string, dry 
 		if err := tx.EndAction(held.Lease, out.state, out.reason, out.reclaimed); err != nil {
 			return err
 		}
-		if out.state == store.ActDone && out.index != nil {
+		if out.index != nil { // done, or skipped with what it found (bytesDiffer)
 			return out.index(tx)
 		}
 		return nil
