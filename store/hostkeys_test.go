@@ -2,7 +2,6 @@ package store
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -66,13 +65,7 @@ func TestTwoHostsPlanTheSameActionEach(t *testing.T) {
 // into a host not the index's first makes the source's keys that host's.
 func TestImportMakesKeysTheHosts(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	sourceFixture(t, path)
-	src, err := OpenSource(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src, _ := fixtureSource(t)
 	rows, err := src.db.r.Query("SELECT idem_key FROM actions ORDER BY id")
 	keys, err := collect("read keys", rows, err, scanValue[string])
 	if err != nil || len(keys) != 2 {

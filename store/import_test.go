@@ -182,13 +182,7 @@ func TestImportTakesOverHashesAndLedger(t *testing.T) {
 // refused whole: nothing of it is written, and the import is not done.
 func TestImportRefusesACrossedLedger(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	sourceFixture(t, path)
-	src, err := OpenSource(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src, _ := fixtureSource(t)
 	db := openTest(t)
 	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/data"}, false)
 	if err != nil {

@@ -42,13 +42,7 @@ func TestSourceRunUnderWaySeesAnUndo(t *testing.T) {
 // written, and the import is not done (run again once the run ends).
 func TestImportLedgerRefusesARunBegunMeanwhile(t *testing.T) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "old.db")
-	sourceFixture(t, path)
-	src, err := OpenSource(ctx, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer src.Close()
+	src, path := fixtureSource(t)
 	alive := func(string) bool { return false }
 	if _, live, err := src.RunUnderWay(ctx, alive); live || err != nil {
 		t.Fatalf("a run under way before the import: %v, %v", live, err)
@@ -79,4 +73,18 @@ func TestImportLedgerRefusesARunBegunMeanwhile(t *testing.T) {
 	if m, _, _ := db.Ledger().ImportMark(ctx, src); m.Done {
 		t.Fatal("the import is recorded done")
 	}
+}
+
+// fixtureSource is sourceFixture's index, at path, opened as a source
+// (closed when t ends).
+func fixtureSource(t *testing.T) (src *Source, path string) {
+	t.Helper()
+	path = filepath.Join(t.TempDir(), "old.db")
+	sourceFixture(t, path)
+	src, err := OpenSource(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { src.Close() })
+	return src, path
 }
