@@ -76,7 +76,8 @@
 //	Ledger      actions.go, actionplan.go, actionrun.go, actionundo.go,
 //	            roles.go (the rule that no content loses its last copy),
 //	            importledger.go (an imported index's ledger, and the
-//	            record of the import)
+//	            record of the import), importbatch.go (its actions
+//	            copied a round at a time)
 //	Thumbs      thumbs.go, thumbclean.go
 //	Jobs        jobs.go, joblist.go (every queue's jobs), iolimit.go
 //	Maint       wal.go, purge.go (rows of deleted files, after a grace)
