@@ -72,6 +72,8 @@ var onPostgres = []struct {
 	{TestLedgerWritesReachTheDiskOnSQLite, "SQLite only: PostgreSQL's ledger commits wait for the disk (TestPostgresLedgerWritesOutliveACrash)"},
 	{TestInodeNumbersOfTwoHostsAreTwoInodes, ""},
 	{TestTwoHostsHoldOnePath, ""},
+	{TestInodeNumbersOfTwoHostsMakeNoFolderGroup, ""},
+	{TestMigrationSumsOtherHostsAgain, ""},
 	{TestTwoHostsPlanTheSameActionEach, ""},
 	{TestImportMakesKeysTheHosts, ""},
 	{TestViewNamesTheHostOfEachCopy, ""},

@@ -31,7 +31,7 @@ func diffInMemory(t *testing.T, db *DB, a, b string) pairDiff {
 			if err := rs.Scan(dst...); err != nil {
 				return file{}, err
 			}
-			t, _ := r.term()
+			t, _ := r.term(db.host.ID)
 			p := naming.JoinPath(d, name)
 			return file{id: id, size: r.size, rel: strings.TrimPrefix(strings.TrimPrefix(p, dir), "/"), term: t}, nil
 		})
