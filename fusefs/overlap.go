@@ -130,7 +130,7 @@ func (f *FS) sideNames(p store.FolderPairInfo) [2]string {
 	if a == b {
 		whole := func(host, path string) string {
 			if host != "" {
-				host = naming.OnHost("", host)
+				host = naming.OnHost("", shownHost(host))
 			}
 			return fit("only in " + naming.PeoplePath(host, strings.TrimPrefix(path, "/")))
 		}

@@ -74,7 +74,7 @@ func (f *FS) peoplePathOn(host, path string) string {
 		name, rel = r.names[root], strings.TrimPrefix(strings.TrimPrefix(path, root), "/")
 	}
 	if host != "" {
-		name = naming.OnHost(name, host)
+		name = naming.OnHost(name, shownHost(host))
 	}
 	return naming.PeoplePath(name, rel)
 }
