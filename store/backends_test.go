@@ -158,6 +158,7 @@ var onPostgres = []struct {
 	{TestSourceRunUnderWay, "SQLite only: the index file, its folder and its modes"},
 	{TestOpenSourceRefuses, "SQLite only: the index file, its folder and its modes"},
 	{TestSourceRunUnderWaySeesAnUndo, "SQLite only: the index file, its folder and its modes"},
+	{TestUndoHoldsThePlanLease, ""},
 	{TestImportLedgerRefusesARunBegunMeanwhile, ""},
 	{TestImportLedgerInRounds, ""},
 	{TestRemoveRootForgetsItsRows, ""},

@@ -58,8 +58,7 @@ func runImport(ctx context.Context, g globalOptions, opts indexOptions, stderr i
 		}
 		dead := indexer.DeadOn(db.Host())
 		underWay := func(p store.ActionPlan) error {
-			return &exitError{code: ExitError, msg: fmt.Sprintf("a run of dupefs %s is acting on %s (its plan %d): let it end, then import",
-				p.Op, old, p.ID)}
+			return &exitError{code: ExitError, msg: fmt.Sprintf("%s is acting on %s: let it end, then import", p.RunName(), old)}
 		}
 		if p, live, err := src.RunUnderWay(ctx, dead); err != nil {
 			return err
