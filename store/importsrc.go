@@ -93,6 +93,14 @@ func (s *Source) identity(ctx context.Context) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
+// Host is the host the source belongs to: the name and machine id of the
+// last process that opened it for writing ("" for one never so opened).
+func (s *Source) Host(ctx context.Context) (Host, error) {
+	var h Host
+	err := s.db.queryRow(ctx, "SELECT id, name, machine_id FROM hosts WHERE id = 1").Scan(&h.ID, &h.Name, &h.MachineID)
+	return h, classify("read the index's host", err)
+}
+
 // Close closes the source.
 func (s *Source) Close() error { return s.db.Close() }
 

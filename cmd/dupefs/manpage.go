@@ -659,9 +659,11 @@ their files (a copy in the Trash gets OLD.db's row, missing) and holding
 their roles, so ops and undo work on them. OLD.db is opened read-only and
 never written: one of an older dupefs is refused (exit 5) with the command
 that upgrades it, as is a file that is no index; one with a run of dedupe,
-link or remove under way is refused (exit 2). The import is recorded in the
-index: killed, it is finished by running it again; once done, running it
-again does nothing.
+link or remove, or an undo, under way is refused (exit 2). One made on
+another machine (its host's machine id is not this one's) is imported with
+a warning naming both hosts: its paths are taken as this host's. The import
+is recorded in the index: killed, it is finished by running it again; once
+done, running it again does nothing.
 .SH READING THE DISK
 --workers (default: the CPUs) folder readers and hashers. While their data
 is not in the page cache, the walk asks the kernel for the reads of the next
