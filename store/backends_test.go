@@ -99,6 +99,7 @@ var onPostgres = []struct {
 	{TestConfirmFoldersSplitsByWhatFoldersHold, ""},
 	{TestFolderGroupsOwedByAKilledFold, ""},
 	{TestDiffPairEqualsInMemory, ""},
+	{TestPairListsKeepNamesOfAnyBytes, ""},
 	{TestDiffPairsEqualDiffPair, ""},
 	{TestKeptPairsEqualASearch, ""},
 	{TestPairListNamesEnd, "no database: names in memory"},
