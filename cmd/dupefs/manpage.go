@@ -631,8 +631,11 @@ symlink, with --serve files too, to /net/HOST/abs/path (autofs's -hosts map
 mounts every host's NFS exports there), or to PREFIX/abs/path with mount
 --remote-prefix HOST=PREFIX (repeatable: a share mounted by hand; PREFIX
 absolute, else exit 3). In /by-hash and /by-folder it is named HOST:name
-(name as a copy here would be); in /files, /folders and /overlap its root's
-name says the host: "Pictures on nas \[u203A] 2023 \[u203A] IMG_1.jpg".
+(name as a copy here would be); in /files, /folders and /overlap the name
+of its host's root says the host: "Pictures on nas \[u203A] 2023 \[u203A]
+IMG_1.jpg", and a pair's label names such a folder HOST:name: "Pictures
+\[u2248] nas:photos (61.25%)". A host name over 64 bytes (registered by
+an older dupefs) is cut in its middle in the view's names.
 With --allow-other a copy or folder on another host is shown only to the
 user who mounted and root, since no one can check that host's permissions
 from here, and a group counts only this host's copies for the others; a
