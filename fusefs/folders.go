@@ -45,7 +45,7 @@ func (f *FS) lookupFolderLink(c *caller, groupID int64, name string, out *fuse.E
 	}
 	for _, hn := range hostNamed(name) {
 		m, err := f.findFolder(c, groupID, hn[0], hn[1])
-		if errors.Is(err, store.ErrNotFound) || err == nil && m.Host != hn[0] {
+		if errors.Is(err, store.ErrNotFound) || err == nil && shownHost(m.Host) != hn[0] {
 			continue
 		}
 		if err != nil {

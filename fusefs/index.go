@@ -55,12 +55,12 @@ type Index interface {
 	FolderGroupsNamed(ctx context.Context, files int64, name string, afterID, beforeID int64, limit int) ([]store.FolderGroupInfo, error)
 	PairsPage(ctx context.Context, afterID int64, limit int) ([]store.FolderPairInfo, error)
 	PairByID(ctx context.Context, id int64) (store.FolderPairInfo, error)
-	PairIDsByLabel(ctx context.Context, label string, afterID, beforeID int64, limit int) ([]int64, error)
+	PairsByLabel(ctx context.Context, label string, afterID, beforeID int64, limit int) ([]store.FolderPairInfo, error)
 	PairFilesPage(ctx context.Context, pairID int64, side int, afterID int64, limit int) ([]store.PairFile, error)
 	PairFileByName(ctx context.Context, pairID int64, side int, name string) (store.PairFile, error)
 	PairFileByID(ctx context.Context, id int64) (store.PairFile, error)
 	PairFileOf(ctx context.Context, pairID int64, side int, fileID int64) (store.PairFile, error)
-	RootPaths(ctx context.Context) (map[int64]string, error)
+	RootPaths(ctx context.Context) (map[int64]store.RootPath, error)
 
 	// What changed, and when anything was committed.
 	ChangesSince(ctx context.Context, seq int64, limit int) ([]store.Change, error)

@@ -64,15 +64,14 @@ func suffixID(name string) (int64, bool) {
 // id enciphered (ids.go), as counted, plain ids would tell how many files
 // were indexed between two of the caller's.
 // A copy on host (another one; "" for this one) has the room its host's
-// name leaves (at least what the longest host name does: one registered
-// by an older dupefs may be longer). In an index many hosts share, a copy
+// name leaves (as shownHost shows it). In an index many hosts share, a copy
 // here whose name holds ':' is never bare: it could be read as another
 // host's copy (HOST:name), and take its name.
 func (f *FS) linkName(base, host string, id int64, first bool) string {
 	if f.cfg.ManyHosts && host == "" && strings.Contains(base, ":") {
 		first = false
 	}
-	room := max(maxName-len(hostName(host, "")), maxName-store.MaxHostName-1)
+	room := maxName - len(hostName(host, ""))
 	return linkName(base, f.ids.shownID(id), first, room)
 }
 

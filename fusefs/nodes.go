@@ -155,7 +155,7 @@ func (f *FS) lookupCopy(c *caller, contentID int64, name string, out *fuse.Entry
 	}
 	for _, hn := range hostNamed(name) {
 		m, first, err := f.findCopy(c, g.GroupRef, hn[0], hn[1])
-		if errors.Is(err, store.ErrNotFound) || err == nil && m.Host != hn[0] {
+		if errors.Is(err, store.ErrNotFound) || err == nil && shownHost(m.Host) != hn[0] {
 			continue
 		}
 		if err != nil {

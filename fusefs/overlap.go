@@ -18,40 +18,113 @@ import (
 // /overlap/<label>/only in <where>/<where>: a folder per pair of folders
 // that overlap in part, as the folder report shows them (the pairs the
 // index keeps, store.FolderPairInfo), labelled "<A's name> ≈ <B's name>
-// (<similarity>%)", " ~<pair id>" after a label an earlier pair has. In it
-// two folders, "only in " and the path of each folder from its root's name
-// (its whole path when the two would read alike), holding a symlink to
-// every file only that folder holds, named by its path inside it (the
-// names the index keeps). A caller of a view others may enter sees a pair
-// when they may read all of both folders.
+// (<similarity>%)" (pairLabel), " ~<pair id>" after a label an earlier
+// pair has. In it two folders, "only in " and the path of each folder
+// from its root's name (its whole path when the two would read alike),
+// holding a symlink to every file only that folder holds, named by its
+// path inside it (the names the index keeps). A caller of a view others
+// may enter sees a pair when they may read all of both folders.
 
-// pairName is the name pair p shows under for c: its label, with
-// " ~<id>" when a pair of a lower id with the same label is there for c.
-func (f *FS) pairName(c *caller, p store.FolderPairInfo) (string, error) {
-	first, err := f.firstPair(c, p.Label, p.ID)
-	if err != nil || first == 0 || first == p.ID {
-		return p.Label, err
+// pairLabel is the label pair p shows under in this view, and whether it
+// is bare (no " ~<id>" of its own): the label the index keeps, but for a
+// folder on another host, named HOST:name as /by-folder names it
+// ("Pictures ≈ nas:photos (61.25%)"). Such a label is bare when taking
+// the hosts out of it gives the index's label back (unmarked); else (it
+// had to be cut to fit, or a folder's own name holds ':') it is told by
+// the pair's id.
+func (f *FS) pairLabel(p store.FolderPairInfo) (string, bool) {
+	if p.HostA == "" && p.HostB == "" {
+		return p.Label, true
 	}
-	return naming.WithID(p.Label, f.ids.shownID(p.ID), false), nil
+	a, b := naming.BaseName(p.A), naming.BaseName(p.B)
+	marked := naming.PairLabel(hostName(p.HostA, a), hostName(p.HostB, b), p.Similarity)
+	plain := a + " ≈ " + b
+	if tail, ok := strings.CutPrefix(p.Label, plain); ok && strings.HasPrefix(tail, " (") && !strings.Contains(plain, ":") {
+		if m := hostName(p.HostA, a) + " ≈ " + hostName(p.HostB, b) + tail; len(m) <= naming.MaxName {
+			return m, true
+		}
+	}
+	return naming.WithID(marked, f.ids.shownID(p.ID), false), false
 }
 
-// firstPair is the id of the first pair (lowest id) of a label that c
-// sees, of those below before (0: none).
-func (f *FS) firstPair(c *caller, label string, before int64) (int64, error) {
-	for after := int64(0); ; {
-		ids, err := f.db.PairIDsByLabel(dbctx(), label, after, before, pageSize)
+// unmarked is a bare label pairLabel may have made with the hosts taken
+// out: every "HOST:" at its start or after " ≈ " (a host's name holds no
+// ':' nor white space), or "" when it holds none.
+func unmarked(label string) string {
+	var b strings.Builder
+	start, found := 0, false
+	for i := 0; i < len(label); i++ {
+		if label[i] != ':' {
+			continue
+		}
+		j := strings.LastIndexByte(label[:i], ' ') + 1
+		if j < start || (j > 0 && !strings.HasSuffix(label[:j], " ≈ ")) {
+			return ""
+		}
+		b.WriteString(label[start:j])
+		start, found = i+1, true
+	}
+	if !found {
+		return ""
+	}
+	b.WriteString(label[start:])
+	return b.String()
+}
+
+// pairName is the name pair p shows under for c: pairLabel, with
+// " ~<id>" when a pair of a lower id that c sees shows with the same label.
+func (f *FS) pairName(c *caller, p store.FolderPairInfo) (string, error) {
+	label, bare := f.pairLabel(p)
+	if !bare {
+		return label, nil
+	}
+	first, err := f.firstPair(c, label, p.ID)
+	if err != nil || first == 0 || first == p.ID {
+		return label, err
+	}
+	return naming.WithID(label, f.ids.shownID(p.ID), false), nil
+}
+
+// firstPair is the pair (lowest id) of those below before that c sees
+// under the bare label name (0: none): of those the index keeps under it,
+// or under it without its hosts (unmarked).
+func (f *FS) firstPair(c *caller, name string, before int64) (int64, error) {
+	first := before
+	for _, kept := range []string{name, unmarked(name)} {
+		if kept == "" {
+			continue
+		}
+		id, err := f.firstKept(c, name, kept, first)
 		if err != nil {
 			return 0, err
 		}
-		for _, id := range ids {
-			if f.visible(c, ino(kindPair, id)) {
-				return id, nil
+		if id != 0 {
+			first = id
+		}
+	}
+	if first == before {
+		return 0, nil
+	}
+	return first, nil
+}
+
+// firstKept is the pair (lowest id) below before, of those the index keeps
+// under the label kept, that c sees under the bare label name (0: none).
+func (f *FS) firstKept(c *caller, name, kept string, before int64) (int64, error) {
+	for after := int64(0); ; {
+		ps, err := f.db.PairsByLabel(dbctx(), kept, after, before, pageSize)
+		if err != nil {
+			return 0, err
+		}
+		for _, p := range ps {
+			if l, bare := f.pairLabel(p); bare && l == name && f.visible(c, ino(kindPair, p.ID)) {
+				return p.ID, nil
 			}
 		}
-		if len(ids) < pageSize {
+		if len(ps) < pageSize {
 			return 0, nil
 		}
-		after = ids[len(ids)-1]
+		after = ps[len(ps)-1].ID
 	}
 }
 
@@ -130,7 +203,7 @@ func (f *FS) sideNames(p store.FolderPairInfo) [2]string {
 	if a == b {
 		whole := func(host, path string) string {
 			if host != "" {
-				host = naming.OnHost("", host)
+				host = naming.OnHost("", shownHost(host))
 			}
 			return fit("only in " + naming.PeoplePath(host, strings.TrimPrefix(path, "/")))
 		}

@@ -33,48 +33,54 @@ func isPeople(node uint64) bool {
 	return node == inoFolders || node == inoOverlap || (kind >= kindPeopleGroup && kind <= kindPairFile)
 }
 
-// peopleRoots are the roots, by path, and the names people know them by
-// (naming.RootNames), read again when the index changed.
+// peopleRoots are the roots of each host ("": this one), by path, and the
+// names people know them by (naming.RootNames, among the roots of their
+// host), read again when the index changed.
 type peopleRoots struct {
 	mu    sync.Mutex
 	gen   uint64
 	ok    bool
-	names map[string]string
+	names map[string]map[string]string
 }
 
 // peoplePathOn is the name people know the file or folder at path on host
-// ("": this one) by: its path from its root's name, " › " between its
-// folders; the root's name says the host of one on another
-// (naming.OnHost).
+// ("": this one) by: its path from the name of its host's root that holds
+// it, " › " between its folders; the root's name says the host of one on
+// another (naming.OnHost).
 func (f *FS) peoplePathOn(host, path string) string {
 	r := &f.roots
 	gen := f.ends.stamp()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if !r.ok || r.gen != gen {
-		paths, err := f.db.RootPaths(dbctx())
+		roots, err := f.db.RootPaths(dbctx())
 		if err != nil {
 			f.logf("dupefs: read roots: %v", err)
 		} else {
-			all := make([]string, 0, len(paths))
-			for _, p := range paths {
-				all = append(all, p)
+			byHost := map[string][]string{}
+			for _, rt := range roots {
+				byHost[rt.Host] = append(byHost[rt.Host], rt.Path)
 			}
-			r.names, r.gen, r.ok = naming.RootNames(all), gen, true
+			r.names = make(map[string]map[string]string, len(byHost))
+			for h, paths := range byHost {
+				r.names[h] = naming.RootNames(paths)
+			}
+			r.gen, r.ok = gen, true
 		}
 	}
+	names := r.names[host]
 	root := ""
-	for p := range r.names {
+	for p := range names {
 		if naming.Within(p, path) && len(p) > len(root) {
 			root = p
 		}
 	}
 	name, rel := "", strings.TrimPrefix(path, "/")
 	if root != "" {
-		name, rel = r.names[root], strings.TrimPrefix(strings.TrimPrefix(path, root), "/")
+		name, rel = names[root], strings.TrimPrefix(strings.TrimPrefix(path, root), "/")
 	}
 	if host != "" {
-		name = naming.OnHost(name, host)
+		name = naming.OnHost(name, shownHost(host))
 	}
 	return naming.PeoplePath(name, rel)
 }

@@ -130,14 +130,14 @@ func (f *FS) groupPlaces(ctx context.Context, contentID int64) ([]store.Place, e
 // (the watcher asks it at every commit): a root added or gone may rename
 // the copies of others that share its name, with no group changing.
 func (f *FS) rootsChanged(ctx context.Context) bool {
-	paths, err := f.db.RootPaths(ctx)
+	roots, err := f.db.RootPaths(ctx)
 	if err != nil {
 		f.logf("dupefs: read the roots: %v", err)
 		return false
 	}
-	all := make([]string, 0, len(paths))
-	for _, p := range paths {
-		all = append(all, p)
+	all := make([]string, 0, len(roots))
+	for _, r := range roots {
+		all = append(all, r.Host+"\x00"+r.Path)
 	}
 	slices.Sort(all)
 	pp := &f.people

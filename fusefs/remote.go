@@ -5,6 +5,7 @@ import (
 	"syscall"
 
 	"github.com/dupefs/dupefs/store"
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // Copies on other hosts. In an index many hosts share, a group lists every
@@ -35,12 +36,21 @@ func (f *FS) copyName(base, host string, id int64, first bool) string {
 	return hostName(host, f.linkName(base, host, id, first))
 }
 
-// hostName puts host (if any) before name.
+// hostName puts host (if any, as shownHost shows it) before name.
 func hostName(host, name string) string {
 	if host == "" {
 		return name
 	}
-	return host + ":" + name
+	return shownHost(host) + ":" + name
+}
+
+// shownHost is a host's name as the names of the view hold it: whole when
+// it is no longer than a host's name may be (store.MaxHostName), else cut
+// in its middle to that: a host registered by an older dupefs may have a
+// longer name, and no name made of it may pass 255 bytes. A name asked
+// for says the host so (hostNamed), and is compared so.
+func shownHost(host string) string {
+	return naming.CutMiddle(host, store.MaxHostName, false)
 }
 
 // modeOf is how a copy on host shows in a listing.

@@ -97,3 +97,60 @@ func TestLocalNameLikeAnotherHostsCopy(t *testing.T) {
 		}
 	}
 }
+
+// Another host's copies and folders are named from that host's roots, with
+// their host: a copy of the nas under its root /srv is "srv on nas › …"
+// though this host's root /srv/photos holds the same path, and in /overlap
+// a pair's folder on the nas is nas:name, as /by-folder names it; each
+// such name leads to its pair.
+func TestAnotherHostsFoldersAreNamedWithTheirHost(t *testing.T) {
+	testenv.NeedFUSE(t)
+	url := pgtest.URL(t)
+	laptop := openHost(t, url, "laptop")
+	nas := openHost(t, url, "nas")
+	mine := []copyOf{{dir: "/srv/photos/2019", name: "x.jpg", size: 10, ino: 1, content: 3},
+		{dir: "/srv/photos/p", name: "mine", size: 20, ino: 99, content: 98}}
+	theirs := []copyOf{{dir: "/srv/photos/2019", name: "x.jpg", size: 10, ino: 1, content: 3},
+		{dir: "/srv/q", name: "theirs", size: 20, ino: 98, content: 99}}
+	for i := range 6 {
+		mine = append(mine, copyOf{dir: "/srv/photos/p", name: "f" + itoa(int64(i)), size: 20, ino: uint64(100 + i), content: 10 + i})
+		theirs = append(theirs, copyOf{dir: "/srv/q", name: "f" + itoa(int64(i)), size: 20, ino: uint64(100 + i), content: 10 + i})
+	}
+	(&testFS{tb: t, db: laptop}).add("/srv/photos", mine...)
+	(&testFS{tb: t, db: nas}).add("/srv", theirs...)
+	if _, err := laptop.Folders().UpdateFolderSigs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	tf := mountDB(t, laptop, t.TempDir(), Config{ManyHosts: true}, nil)
+
+	var places []string
+	for _, label := range tf.names("files") {
+		if strings.Contains(label, "x.jpg") {
+			places = tf.names("files/" + label)
+		}
+	}
+	for _, want := range []string{"photos › 2019 › x.jpg", "srv on nas › photos › 2019 › x.jpg"} {
+		if !slices.Contains(places, want) {
+			t.Errorf("/files names the copies of x.jpg %q, want %q among them", places, want)
+		}
+	}
+
+	labels := tf.names("overlap")
+	const label = "p ≈ nas:q (75.00%)"
+	if !slices.Contains(labels, label) || slices.Contains(labels, "p ≈ q (75.00%)") {
+		t.Fatalf("/overlap: %q, want %q", labels, label)
+	}
+	sides := tf.names("overlap/" + label)
+	slices.Sort(sides)
+	if want := []string{"only in photos › p", "only in srv on nas › q"}; !slices.Equal(sides, want) {
+		t.Errorf("/overlap/%s: %q, want %q", label, sides, want)
+	}
+	for _, l := range labels {
+		if _, err := os.Lstat(filepath.Join(tf.mnt, "overlap", l)); err != nil {
+			t.Errorf("/overlap lists %q, but: %v", l, err)
+		}
+	}
+	if _, err := os.Lstat(filepath.Join(tf.mnt, "overlap", "p ≈ q (75.00%)")); err == nil {
+		t.Error("the pair answers under its label without the nas's name too")
+	}
+}

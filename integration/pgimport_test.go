@@ -193,3 +193,27 @@ func TestImportKilledThenFinished(t *testing.T) {
 	}
 	t.Logf("6 kills over a %v import", full.Round(time.Millisecond))
 }
+
+// An index file made on another machine is imported with a warning that
+// names both hosts (its paths are taken as this host's); one made on this
+// machine, without.
+func TestImportFromAnotherMachineWarns(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	dupTree(t, dir, 20, 3)
+	old := filepath.Join(base, "old.db")
+	if r := asMachine(t, old, "oldbox", "machine-old", "index", dir); r.code != 0 {
+		t.Fatalf("index: exit %d: %s", r.code, r.stderr)
+	}
+	for _, c := range []struct {
+		host, machine string
+		warned        bool
+	}{{"newbox", "machine-new", true}, {"oldbox", "machine-old", false}} {
+		r := asMachine(t, pgtest.URL(t), c.host, c.machine, "index", "--import", old)
+		warned := strings.Contains(r.stderr, "made on another machine")
+		if r.code != 0 || warned != c.warned || warned && (!strings.Contains(r.stderr, "host oldbox (machine id machine-old)") ||
+			!strings.Contains(r.stderr, "this host newbox (machine id machine-new)")) {
+			t.Errorf("import as %s on %s: exit %d, warned %v (want %v):\n%s", c.host, c.machine, r.code, warned, c.warned, r.stderr)
+		}
+	}
+}

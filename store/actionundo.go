@@ -87,3 +87,42 @@ func (tx *Tx) StartUndo(l Lease, dev, ino uint64) error {
 func (tx *Tx) ClearUndo(l Lease) error {
 	return tx.update(l, `undo_dev = NULL, undo_ino = NULL, updated_at = `+nowSQL)
 }
+
+// HoldPlan takes or renews, for an undo (owner), the lease of a plan of
+// this host, as a plan's run holds it: an undo is then seen at work
+// between the actions it claims, as a run is (an import does not copy a
+// ledger an undo is changing; reconcile leaves the plan's actions to it).
+// The lease is taken when no one else holds it live (held by no one, or
+// expired, or by a worker dead says is gone), or when force; held is
+// false when another live worker keeps it.
+func (lg *Ledger) HoldPlan(ctx context.Context, plan int64, owner string, ttl time.Duration, force bool,
+	dead func(worker string) bool) (held bool, err error) {
+	err = lg.db.Write(ctx, func(tx *Tx) error {
+		held = false
+		var worker string
+		var live bool
+		err := tx.queryRowP(`SELECT coalesce(worker_id, ''), coalesce(lease_expires_at > `+nowSQL+`, false)
+			FROM plans WHERE id = ? AND host_id = ?`, plan, tx.host).Scan(&worker, &live)
+		if err != nil {
+			return classify(fmt.Sprintf("read plan %d", plan), err)
+		}
+		if !force && worker != "" && worker != owner && live && !dead(worker) {
+			return nil
+		}
+		_, err = tx.exec("hold a plan", `UPDATE plans SET worker_id = ?2, lease_expires_at = `+nowSQL+` + ?3 WHERE id = ?1`,
+			plan, owner, ttl.Milliseconds())
+		held = err == nil
+		return err
+	})
+	return held, err
+}
+
+// LetPlanGo ends owner's lease of a plan (an undo that is over); another
+// holder's is left.
+func (lg *Ledger) LetPlanGo(ctx context.Context, plan int64, owner string) error {
+	return lg.db.Write(ctx, func(tx *Tx) error {
+		_, err := tx.exec("let a plan go", `UPDATE plans SET lease_expires_at = `+nowSQL+` WHERE id = ? AND worker_id = ?`,
+			plan, owner)
+		return err
+	})
+}

@@ -129,7 +129,7 @@ func (tx *Tx) foldStream() (written int, ok bool, err error) {
 
 // addFile adds the file r, one of f's own, to f's own sums.
 func (f *folderSums) addFile(r *termRow) {
-	t, known := r.term()
+	t, known := r.term(f.host)
 	if !known {
 		f.ownPending++
 	}

@@ -121,7 +121,7 @@ func (a *allSums) get(id int64) *folderSums {
 // trees bottom up. check keeps every folder's stored sums and path too.
 func (tx *Tx) sumAll(check bool) (allSums, error) {
 	var all allSums
-	cols := "id, coalesce(parent_id, 0), path, missing"
+	cols := "id, coalesce(parent_id, 0), host_id, path, missing"
 	if check {
 		cols += ", own_sig, own_files, own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending"
 	}
@@ -140,7 +140,7 @@ func (tx *Tx) sumAll(check bool) (allSums, error) {
 	for rows.Next() {
 		f := folderSums{}
 		var p string
-		dst := []any{&f.id, &f.parent, &p, &f.missing}
+		dst := []any{&f.id, &f.parent, &f.host, &p, &f.missing}
 		s := folderSums{}
 		var os, ts []byte
 		if check {
@@ -153,7 +153,7 @@ func (tx *Tx) sumAll(check bool) (allSums, error) {
 		f.depth = strings.Count(p, "/")
 		all.summed = append(all.summed, f)
 		if check {
-			s.id, s.parent, s.depth, s.missing = f.id, f.parent, f.depth, f.missing
+			s.id, s.parent, s.host, s.depth, s.missing = f.id, f.parent, f.host, f.depth, f.missing
 			s.ownSig, s.treeSig = sigFromBytes(os), sigFromBytes(ts)
 			all.stored = append(all.stored, s)
 			all.paths = append(all.paths, p)

@@ -70,7 +70,7 @@ func (db *DB) contentDigest(ctx context.Context, host int64, dir string) (d [32]
 		if err := rows.Scan(dst...); err != nil {
 			return d, false, classify("read a folder's files", err)
 		}
-		t, ok := r.term()
+		t, ok := r.term(host)
 		known = known && ok
 		terms = append(terms, t.Bytes())
 	}

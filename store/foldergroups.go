@@ -233,7 +233,7 @@ func (db *DB) subtreeContents(ctx context.Context, host int64, dir string) (file
 		if err := rows.Scan(dst...); err != nil {
 			return nil, false, classify("read a folder's files", err)
 		}
-		t, ok := r.term()
+		t, ok := r.term(host)
 		known = known && ok
 		f.Size, f.Algo, f.Sum, f.Dev, f.Ino = r.size, r.algo, bytes.Clone(r.hash), uint64(r.dev), uint64(r.ino)
 		f.Path = naming.JoinPath(d, name)

@@ -60,14 +60,28 @@ func ContentTerm(algo string, size int64, hash []byte) Sig {
 }
 
 // UniqueTerm is the term of a file never hashed whole because no other
-// inode shares its size (or its size and prefix): a content no file of
-// another inode holds, so it matches nothing but the links of its inode.
-func UniqueTerm(dev, ino uint64) Sig {
+// inode of its host shares its size (or its size and prefix): a content no
+// file of another inode holds, so it matches nothing but the links of its
+// inode. Device and inode numbers name an inode on one host only, so the
+// term holds its host (its row of hosts): two hosts' files of equal
+// numbers are two contents. The first host's terms (row 1: an SQLite
+// index's one host, and the host that took over a PostgreSQL index of
+// before hosts) leave the host out, as every term did before hosts, so
+// the sums such an index keeps stay right.
+func UniqueTerm(host int64, dev, ino uint64) Sig {
 	var b [16]byte
 	binary.LittleEndian.PutUint64(b[:8], dev)
 	binary.LittleEndian.PutUint64(b[8:], ino)
-	return sigOf([]byte("u"), b[:])
+	if host == firstHost {
+		return sigOf([]byte("u"), b[:])
+	}
+	var h [8]byte
+	binary.LittleEndian.PutUint64(h[:], uint64(host))
+	return sigOf([]byte("u"), b[:], h[:])
 }
+
+// firstHost is the row of hosts of an index's first host.
+const firstHost = 1
 
 // termCols are the columns of files (of alias, "" for none) a content
 // term is made of, in the order of termRow.dest.
@@ -92,21 +106,22 @@ func (r *termRow) dest() []any {
 	return []any{&r.size, &r.status, &r.hash, &r.dev, &r.ino}
 }
 
-// term is the row's content term (fileTerm).
-func (r *termRow) term() (Sig, bool) {
-	return fileTerm(r.status, r.algo, r.size, r.hash, uint64(r.dev), uint64(r.ino))
+// term is the row's content term (fileTerm), the row being a file of
+// host's.
+func (r *termRow) term(host int64) (Sig, bool) {
+	return fileTerm(r.status, r.algo, r.size, r.hash, host, uint64(r.dev), uint64(r.ino))
 }
 
-// fileTerm is a file's content term; known is false while its content is
-// not settled (pending, failed).
-func fileTerm(status, algo string, size int64, hash []byte, dev, ino uint64) (Sig, bool) {
+// fileTerm is the content term of a file of host's; known is false while
+// its content is not settled (pending, failed).
+func fileTerm(status, algo string, size int64, hash []byte, host int64, dev, ino uint64) (Sig, bool) {
 	switch {
 	case hash != nil:
 		return ContentTerm(algo, size, hash), true
 	case status == HashUnique || status == HashPartial:
-		return UniqueTerm(dev, ino), true
+		return UniqueTerm(host, dev, ino), true
 	}
-	return UniqueTerm(dev, ino), false
+	return UniqueTerm(host, dev, ino), false
 }
 
 func (s Sig) Add(t Sig) Sig {

@@ -186,6 +186,7 @@ func (f *folderSums) key() (classKey, bool) {
 // folderSums are a folder's stored sums.
 type folderSums struct {
 	id, parent                        int64
+	host                              int64 // whose disk holds it (its row of hosts)
 	depth                             int
 	missing                           bool
 	ownSig, treeSig                   Sig
@@ -216,11 +217,11 @@ func (tx *Tx) foldFolders() (res fold, err error) {
 	if len(dirty) == 0 {
 		return res, nil
 	}
-	own, err := tx.ownSums(dirty)
+	fs, err := tx.loadChains(dirty)
 	if err != nil {
 		return res, err
 	}
-	fs, err := tx.loadChains(dirty)
+	own, err := tx.ownSums(dirty, fs)
 	if err != nil {
 		return res, err
 	}
@@ -330,11 +331,15 @@ func (tx *Tx) recountFolder(f *folderSums, fs map[int64]*folderSums) error {
 	return classify("read subfolders", rows.Err())
 }
 
-// ownSums sums the live, non-empty files of each folder.
-func (tx *Tx) ownSums(ids []int64) (map[int64]*folderSums, error) {
+// ownSums sums the live, non-empty files of each folder, of the hosts
+// their rows in fs say (a folder not in fs was deleted with its files).
+func (tx *Tx) ownSums(ids []int64, fs map[int64]*folderSums) (map[int64]*folderSums, error) {
 	out := make(map[int64]*folderSums, len(ids))
 	for _, id := range ids {
 		out[id] = &folderSums{id: id}
+		if f, ok := fs[id]; ok {
+			out[id].host = f.host
+		}
 	}
 	get := func(id int64) *folderSums { return out[id] }
 	err := tx.addOwnFiles("folder_id IN (SELECT value FROM json_each(?)) AND", get, jsonInts(ids))
@@ -375,7 +380,7 @@ func (tx *Tx) loadChains(ids []int64) (map[int64]*folderSums, error) {
 	fs := map[int64]*folderSums{}
 	want := ids
 	for len(want) > 0 {
-		rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), path, missing, own_sig, own_files,
+		rows, err := tx.tx.QueryContext(tx.ctx, `SELECT id, coalesce(parent_id, 0), host_id, path, missing, own_sig, own_files,
 			own_bytes, own_pending, tree_sig, tree_files, tree_bytes, tree_pending
 			FROM folders WHERE id IN (SELECT value FROM json_each(?))`, jsonInts(want))
 		if err != nil {
@@ -386,7 +391,7 @@ func (tx *Tx) loadChains(ids []int64) (map[int64]*folderSums, error) {
 			f := &folderSums{}
 			var path string
 			var os, ts []byte
-			if err := rows.Scan(&f.id, &f.parent, &path, &f.missing, &os, &f.ownFiles, &f.ownBytes, &f.ownPending,
+			if err := rows.Scan(&f.id, &f.parent, &f.host, &path, &f.missing, &os, &f.ownFiles, &f.ownBytes, &f.ownPending,
 				&ts, &f.treeFiles, &f.treeBytes, &f.treePending); err != nil {
 				rows.Close()
 				return nil, classify("read folder signatures", err)

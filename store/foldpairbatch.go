@@ -35,10 +35,10 @@ type listPair struct{ a, b listFolder }
 
 // keyedFile is a file of a subtree with its content key (contentKeySQL).
 type keyedFile struct {
-	byHash         bool
-	hash, algo     string
-	size, dev, ino int64
-	f              relFile
+	byHash               bool
+	hash, algo           string
+	size, host, dev, ino int64
+	f                    relFile
 }
 
 func compareKeys(x, y *keyedFile) int {
@@ -49,7 +49,7 @@ func compareKeys(x, y *keyedFile) int {
 		return 0
 	}
 	return cmp.Or(cmp.Compare(b(x.byHash), b(y.byHash)), strings.Compare(x.hash, y.hash), strings.Compare(x.algo, y.algo),
-		cmp.Compare(x.size, y.size), cmp.Compare(x.dev, y.dev), cmp.Compare(x.ino, y.ino))
+		cmp.Compare(x.size, y.size), cmp.Compare(x.host, y.host), cmp.Compare(x.dev, y.dev), cmp.Compare(x.ino, y.ino))
 }
 
 // diffPairs makes the lists of the pairs ps, by pair.
@@ -138,7 +138,7 @@ func (db *DB) subtreeFiles(ctx context.Context, folders map[int64]string) (map[i
 		k    keyedFile
 	)
 	for rows.Next() {
-		if err := rows.Scan(&top, &k.f.id, &k.f.size, &p, &k.byHash, &hash, &k.algo, &k.size, &k.dev, &k.ino); err != nil {
+		if err := rows.Scan(&top, &k.f.id, &k.f.size, &p, &k.byHash, &hash, &k.algo, &k.size, &k.host, &k.dev, &k.ino); err != nil {
 			return nil, classify("read pairs' files", err)
 		}
 		k.hash = string(hash)

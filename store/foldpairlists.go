@@ -71,7 +71,7 @@ func (db *DB) diffPair(ctx context.Context, a, b listFolder) (pairDiff, error) {
 	var p string
 	var key, last contentKey
 	for first := true; rows.Next(); first = false {
-		if err := rows.Scan(&side, &f.id, &f.size, &p, &key.byHash, &key.hash, &key.algo, &key.size, &key.dev, &key.ino); err != nil {
+		if err := rows.Scan(&side, &f.id, &f.size, &p, &key.byHash, &key.hash, &key.algo, &key.size, &key.host, &key.dev, &key.ino); err != nil {
 			return d, classify("read a pair's files", err)
 		}
 		if !first && !key.equal(&last) {
@@ -95,15 +95,15 @@ func (db *DB) diffPair(ctx context.Context, a, b listFolder) (pairDiff, error) {
 
 // contentKey is a row of contentKeySQL.
 type contentKey struct {
-	byHash         bool
-	hash           sql.RawBytes
-	algo           string
-	size, dev, ino int64
+	byHash               bool
+	hash                 sql.RawBytes
+	algo                 string
+	size, host, dev, ino int64
 }
 
 func (k *contentKey) equal(o *contentKey) bool {
 	return k.byHash == o.byHash && bytes.Equal(k.hash, o.hash) && k.algo == o.algo && k.size == o.size &&
-		k.dev == o.dev && k.ino == o.ino
+		k.host == o.host && k.dev == o.dev && k.ino == o.ino
 }
 
 // set makes k a copy of o, its hash in k's own buffer.

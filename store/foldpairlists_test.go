@@ -31,7 +31,7 @@ func diffInMemory(t *testing.T, db *DB, a, b string) pairDiff {
 			if err := rs.Scan(dst...); err != nil {
 				return file{}, err
 			}
-			t, _ := r.term()
+			t, _ := r.term(db.host.ID)
 			p := naming.JoinPath(d, name)
 			return file{id: id, size: r.size, rel: strings.TrimPrefix(strings.TrimPrefix(p, dir), "/"), term: t}, nil
 		})
@@ -110,5 +110,53 @@ func TestDiffPairEqualsInMemory(t *testing.T) {
 		if len(got.only[0]) == 0 || len(got.only[1]) == 0 || got.sharedBytes == 0 {
 			t.Fatalf("seed %d: nothing to compare: %+v", seed, got)
 		}
+	}
+}
+
+// The lists of a pair keep each file under its name for people, whose
+// parts are escaped (naming.PeoplePath): a name of any bytes — not UTF-8,
+// a code point of the block PostgreSQL's text escapes use, a quote, a
+// backslash — is stored and found again as the view shows it, and the
+// file's own path comes back byte for byte.
+func TestPairListsKeepNamesOfAnyBytes(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	odd := map[string]string{"/r/p/x\xff\U0010FF41\u2028\"q\\": "/r/p", "/r/q/s\xfe/y\xfe": "/r/q"}
+	fs := []fakeFile{{"/r/p", "a", 1}, {"/r/p", "b", 2}, {"/r/p", "c", 3}, {"/r/q", "a", 1}, {"/r/q", "b", 2}, {"/r/q", "c", 3}}
+	for p := range odd {
+		fs = append(fs, fakeFile{p[:strings.LastIndexByte(p, '/')], p[strings.LastIndexByte(p, '/')+1:], 9 + len(fs)})
+	}
+	addFakeFilesUnder(t, db, r.ID, "/r", fs)
+	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ps, err := db.View().PairsPage(ctx, 0, 10)
+	if err != nil || len(ps) != 1 {
+		t.Fatalf("pairs %+v, %v; want /r/p and /r/q", ps, err)
+	}
+	seen := 0
+	for side := range 2 {
+		files, err := db.View().PairFilesPage(ctx, ps[0].ID, side, 0, 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			top, ok := odd[f.Path]
+			if want := naming.PeoplePath("", strings.TrimPrefix(f.Path, top+"/")); !ok || f.Name != want {
+				t.Errorf("side %d: %q named %q, want one of the odd files named as the view shows it", side, f.Path, f.Name)
+				continue
+			}
+			seen++
+			if g, err := db.View().PairFileByName(ctx, ps[0].ID, side, f.Name); err != nil || g.Path != f.Path {
+				t.Errorf("side %d: %q found as %q (%v)", side, f.Name, g.Path, err)
+			}
+		}
+	}
+	if seen != len(odd) {
+		t.Errorf("%d odd files listed, want %d", seen, len(odd))
 	}
 }

@@ -23,13 +23,14 @@ type termRef struct {
 // contentRef names a content as the folders holding it are found, and as
 // content terms tell contents apart: by the full hash and size (the files
 // of a duplicate content, or the links of an inode hashed whole), or else
-// by the inode (dev and ino; size for the lookup).
+// by the inode (its host, dev and ino: numbers name an inode on one host
+// only; size for the lookup).
 type contentRef struct {
-	byHash   bool
-	algo     string
-	hash     [32]byte
-	size     int64
-	dev, ino int64
+	byHash         bool
+	algo           string
+	hash           [32]byte
+	size           int64
+	host, dev, ino int64
 }
 
 func compareContent(a, b *contentRef) int {
@@ -47,6 +48,8 @@ func compareContent(a, b *contentRef) int {
 			return strings.Compare(a.algo, b.algo)
 		}
 		return cmp.Compare(a.size, b.size)
+	case a.host != b.host:
+		return cmp.Compare(a.host, b.host)
 	case a.dev != b.dev:
 		return cmp.Compare(a.dev, b.dev)
 	}
@@ -97,7 +100,7 @@ func (s *pairScope) subtree(n *scopeNode) (ts []termRef, ok bool, err error) {
 			c.byHash, c.algo = true, r.algo
 			copy(c.hash[:], r.hash)
 		} else {
-			c.dev, c.ino = r.dev, r.ino
+			c.host, c.dev, c.ino = n.Host, r.dev, r.ino
 		}
 		ts = append(ts, termRef{content: c, shared: r.hash != nil || nlink > 1})
 	}
@@ -145,7 +148,7 @@ func (s *pairScope) folders(c contentRef) ([]int64, error) {
 	}
 	q, args := holdersByHashSQL("?"), []any{c.hash[:]}
 	if !c.byHash {
-		q, args = holdersByInodeSQL("?", "?", "?"), []any{c.size, c.ino, c.dev}
+		q, args = holdersByInodeSQL("?", "?", "?", "?"), []any{c.size, c.ino, c.dev, c.host}
 	}
 	rows, err := s.db.query(s.ctx, q, args...)
 	h, err := collect("read the folders of a content", rows, err, scanValue[int64])
@@ -217,28 +220,30 @@ func eachCommon(a, b []termRef, fn func(*contentRef) bool) {
 // contentKeySQL are the columns of a file f that tell contents apart as
 // contentRef does, none NULL so that rows of them compare as values:
 // whether it has its full hash, the hash, its algorithm and the size; or
-// else its inode (dev, ino). contentKeys names them.
+// else its inode (its host, that of its folder d; dev, ino). contentKeys
+// names them.
 const (
 	contentKeySQL = `CASE WHEN f.content_hash IS NULL THEN 0 ELSE 1 END AS k0, coalesce(f.content_hash, x'00') AS k1,
 		iif(f.content_hash IS NULL, '', (SELECT value FROM settings WHERE key = 'hash_algo')) AS k2, iif(f.content_hash IS NULL, 0, f.size) AS k3,
-		iif(f.content_hash IS NULL, f.dev, 0) AS k4, iif(f.content_hash IS NULL, f.ino, 0) AS k5`
-	contentKeys = "k0, k1, k2, k3, k4, k5"
+		iif(f.content_hash IS NULL, d.host_id, 0) AS k6, iif(f.content_hash IS NULL, f.dev, 0) AS k4, iif(f.content_hash IS NULL, f.ino, 0) AS k5`
+	contentKeys = "k0, k1, k2, k3, k6, k4, k5"
 )
 
 // holdersByHashSQL and holdersByInodeSQL read the distinct live folders
 // holding a content directly, no more than MaxSeedFolders+1: of a full
 // hash (of the index's one algorithm), or of an inode of several links
-// (size, ino, dev). The operands are "?" or the columns of an outer query.
+// (size, ino, dev, host). The operands are "?" or the columns of an outer
+// query.
 func holdersByHashSQL(hash string) string {
 	return `SELECT DISTINCT f.folder_id FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.content_hash = ` + hash + `
 		  AND f.missing = 0 AND d.tree_files > 0 AND d.missing = 0 LIMIT ` + strconv.Itoa(MaxSeedFolders+1)
 }
 
-func holdersByInodeSQL(size, ino, dev string) string {
+func holdersByInodeSQL(size, ino, dev, host string) string {
 	return `SELECT DISTINCT f.folder_id FROM files f JOIN folders d ON d.id = f.folder_id
 		WHERE f.size = ` + size + ` AND f.ino = ` + ino + ` AND f.dev = ` + dev + ` AND f.nlink > 1
-		  AND f.missing = 0 AND d.tree_files > 0 AND d.missing = 0 LIMIT ` + strconv.Itoa(MaxSeedFolders+1)
+		  AND d.host_id = ` + host + ` AND f.missing = 0 AND d.tree_files > 0 AND d.missing = 0 LIMIT ` + strconv.Itoa(MaxSeedFolders+1)
 }
 
 // bothSQL is the contents of the files of two subtrees, side 0 those of
@@ -251,10 +256,10 @@ var (
 		` UNION ALL SELECT 1, f.size, ` + contentKeySQL + ` FROM ` + subtreeFilesAt(5)
 	commonSQL = `SELECT coalesce(sum(m), 0) FROM (SELECT min(sum(side = 0), sum(side = 1)) AS m FROM (` + bothSQL + `)
 		GROUP BY ` + contentKeys + `)`
-	seedsSQL = `SELECT EXISTS (SELECT 1 FROM (SELECT k0, k1, k2, k4, k5, max(sz) AS sz FROM (` + bothSQL + `)
+	seedsSQL = `SELECT EXISTS (SELECT 1 FROM (SELECT k0, k1, k2, k6, k4, k5, max(sz) AS sz FROM (` + bothSQL + `)
 			GROUP BY ` + contentKeys + ` HAVING min(side) = 0 AND max(side) = 1) c
 		WHERE CASE WHEN c.k0 <> 0 THEN (SELECT count(*) FROM (` + holdersByHashSQL("c.k1") + `))
-			ELSE (SELECT count(*) FROM (` + holdersByInodeSQL("c.sz", "c.k5", "c.k4") + `)) END <= ` +
+			ELSE (SELECT count(*) FROM (` + holdersByInodeSQL("c.sz", "c.k5", "c.k4", "c.k6") + `)) END <= ` +
 		strconv.Itoa(MaxSeedFolders) + `)`
 )
 
@@ -300,26 +305,26 @@ func (s *pairScope) sharedContents(x *scopeNode, fn func(contentRef) error) erro
 	}
 	// The key of the last content read: the first page starts before
 	// every key.
-	var k0, k3, k4, k5 int64 = -1, 0, 0, 0
+	var k0, k3, k6, k4, k5 int64 = -1, 0, 0, 0, 0
 	var k1 = []byte{0} // never empty: an empty blob may be bound as NULL
 	var k2 string
 	type keyed struct {
-		c          contentRef
-		k1         []byte
-		k3, k4, k5 int64
+		c              contentRef
+		k1             []byte
+		k3, k6, k4, k5 int64
 	}
 	for {
-		rows, err := s.db.query(s.ctx, `SELECT k0, k1, k2, k3, k4, k5, sz FROM (SELECT f.size AS sz, f.nlink AS nl, `+
+		rows, err := s.db.query(s.ctx, `SELECT `+contentKeys+`, sz FROM (SELECT f.size AS sz, f.nlink AS nl, `+
 			contentKeySQL+` FROM `+subtreeFilesSQL+`)
-			WHERE (k0 <> 0 OR nl > 1) AND (`+contentKeys+`) > (?5, ?6, ?7, ?8, ?9, ?10)
-			ORDER BY `+contentKeys+` LIMIT ?11`, append(subtreeArgs(x.Host, x.Path), k0, k1, k2, k3, k4, k5, sharedPage)...)
+			WHERE (k0 <> 0 OR nl > 1) AND (`+contentKeys+`) > (?5, ?6, ?7, ?8, ?9, ?10, ?11)
+			ORDER BY `+contentKeys+` LIMIT ?12`, append(subtreeArgs(x.Host, x.Path), k0, k1, k2, k3, k6, k4, k5, sharedPage)...)
 		page, err := collect("read a folder's contents", rows, err, func(r rowScanner) (keyed, error) {
 			var p keyed
-			err := r.Scan(&p.c.byHash, &p.k1, &p.c.algo, &p.k3, &p.k4, &p.k5, &p.c.size)
+			err := r.Scan(&p.c.byHash, &p.k1, &p.c.algo, &p.k3, &p.k6, &p.k4, &p.k5, &p.c.size)
 			if p.c.byHash {
 				copy(p.c.hash[:], p.k1)
 			} else {
-				p.c.dev, p.c.ino = p.k4, p.k5
+				p.c.host, p.c.dev, p.c.ino = p.k6, p.k4, p.k5
 			}
 			return p, err
 		})
@@ -338,7 +343,7 @@ func (s *pairScope) sharedContents(x *scopeNode, fn func(contentRef) error) erro
 			return nil
 		}
 		last := page[len(page)-1]
-		k0, k1, k2, k3, k4, k5 = 0, last.k1, last.c.algo, last.k3, last.k4, last.k5
+		k0, k1, k2, k3, k6, k4, k5 = 0, last.k1, last.c.algo, last.k3, last.k6, last.k4, last.k5
 		if last.c.byHash {
 			k0 = 1
 		}

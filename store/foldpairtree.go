@@ -73,11 +73,15 @@ func (fo *Folders) loadTree(ctx context.Context) (*tree, error) {
 	type entry struct{ folder, content int32 }
 	var es []entry
 	contents := map[int64]int32{}
-	if err := fo.SharedFiles(ctx, func(s SharedFile) error {
-		f, ok := t.byID[s.Folder]
+	hostOf := func(folder int64) (int64, bool) {
+		f, ok := t.byID[folder]
 		if !ok {
-			return nil // a folder the sums do not show yet
+			return 0, false // a folder the sums do not show yet
 		}
+		return t.nodes[f].Host, true
+	}
+	if err := fo.SharedFiles(ctx, hostOf, func(s SharedFile) error {
+		f := t.byID[s.Folder]
 		c, ok := contents[s.Content]
 		if !ok {
 			c = int32(len(contents))

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"strconv"
 	"strings"
 	"time"
 
@@ -99,12 +100,11 @@ func (vw *View) PairByID(ctx context.Context, id int64) (FolderPairInfo, error) 
 	return ps[0], nil
 }
 
-// PairIDsByLabel lists the ids of the shown pairs of a label, in order,
-// between afterID and beforeID.
-func (vw *View) PairIDsByLabel(ctx context.Context, label string, afterID, beforeID int64, limit int) ([]int64, error) {
-	rows, err := vw.db.query(ctx, `SELECT id FROM folder_pairs WHERE state = 2 AND label = ? AND id > ? AND id < ?
-		ORDER BY id LIMIT ?`, label, afterID, beforeID, limit)
-	return collect("list folder pairs", rows, err, scanValue[int64])
+// PairsByLabel lists the shown pairs of a label, by id, between afterID
+// and beforeID.
+func (vw *View) PairsByLabel(ctx context.Context, label string, afterID, beforeID int64, limit int) ([]FolderPairInfo, error) {
+	return scanPairInfos(vw.db.query(ctx, vw.db.pairInfoSQL()+`AND p.label = ? AND p.id > ? AND p.id < ?
+		ORDER BY p.id LIMIT ?`, label, afterID, beforeID, limit))
 }
 
 // PairFile is a file only one folder of a shown pair holds.
@@ -205,22 +205,33 @@ func (vw *View) FolderGroupsNamed(ctx context.Context, files int64, name string,
 		  AND folders > 1 AND files = ? ORDER BY id LIMIT ?`, name, afterID, beforeID, files, limit))
 }
 
-// RootPaths maps every root's id to its path: the view names a path for
-// people from its root's name (naming.RootNames).
-func (vw *View) RootPaths(ctx context.Context) (map[int64]string, error) {
-	rows, err := vw.db.query(ctx, `SELECT id, path FROM roots`)
+// RootPath is a root as the view names paths from it: its path, and its
+// host's name ("" for this host).
+type RootPath struct {
+	Path, Host string
+}
+
+// RootPaths maps every root's id to its path and host: the view names a
+// path for people from the name of its host's root that holds it
+// (naming.RootNames).
+func (vw *View) RootPaths(ctx context.Context) (map[int64]RootPath, error) {
+	host := "''" // an SQLite index has one host, the local one
+	if vw.db.dialect.postgres() {
+		host = "CASE WHEN r.host_id = " + strconv.FormatInt(vw.db.host.ID, 10) + " THEN '' ELSE h.name END"
+	}
+	rows, err := vw.db.query(ctx, `SELECT r.id, r.path, `+host+` FROM roots r JOIN hosts h ON h.id = r.host_id`)
 	if err != nil {
 		return nil, classify("list roots", err)
 	}
 	defer rows.Close()
-	out := map[int64]string{}
+	out := map[int64]RootPath{}
 	for rows.Next() {
 		var id int64
-		var p string
-		if err := rows.Scan(&id, &p); err != nil {
+		var r RootPath
+		if err := rows.Scan(&id, &r.Path, &r.Host); err != nil {
 			return nil, classify("list roots", err)
 		}
-		out[id] = p
+		out[id] = r
 	}
 	return out, classify("list roots", rows.Err())
 }

@@ -32,7 +32,7 @@ type foldFile struct {
 // foldPage is how many rows one page of foldRows reads on PostgreSQL.
 var foldPage = 4096 // a variable for tests
 
-const foldFoldersSQL = "SELECT id, coalesce(parent_id, 0), missing FROM folders"
+const foldFoldersSQL = "SELECT id, coalesce(parent_id, 0), host_id, missing FROM folders"
 
 var foldFilesSQL = "SELECT id, folder_id, " + termCols("") + " FROM files"
 
@@ -63,19 +63,19 @@ func (fr *foldRows) close() {
 	}
 }
 
-// nextFolder reads the next folder's id, parent and missing into f; false
-// after the last.
+// nextFolder reads the next folder's id, parent, host and missing into f;
+// false after the last.
 func (fr *foldRows) nextFolder(f *folderSums) (bool, error) {
 	if fr.folders != nil {
 		if !fr.folders.Next() {
 			return false, classify("read folders", fr.folders.Err())
 		}
-		return true, classify("read folders", fr.folders.Scan(&f.id, &f.parent, &f.missing))
+		return true, classify("read folders", fr.folders.Scan(&f.id, &f.parent, &f.host, &f.missing))
 	}
 	if len(fr.folderPage) == 0 && fr.folderNext != 0 {
 		rows, err := fr.tx.tx.QueryContext(fr.tx.ctx, foldFoldersSQL+" WHERE id < ? ORDER BY id DESC LIMIT ?", fr.folderNext, foldPage)
 		fr.folderPage, err = collect("read folders", rows, err, func(r rowScanner) (s folderSums, err error) {
-			err = r.Scan(&s.id, &s.parent, &s.missing)
+			err = r.Scan(&s.id, &s.parent, &s.host, &s.missing)
 			return s, err
 		})
 		if err != nil {
@@ -86,7 +86,7 @@ func (fr *foldRows) nextFolder(f *folderSums) (bool, error) {
 	if len(fr.folderPage) == 0 {
 		return false, nil
 	}
-	f.id, f.parent, f.missing = fr.folderPage[0].id, fr.folderPage[0].parent, fr.folderPage[0].missing
+	f.id, f.parent, f.host, f.missing = fr.folderPage[0].id, fr.folderPage[0].parent, fr.folderPage[0].host, fr.folderPage[0].missing
 	fr.folderPage = fr.folderPage[1:]
 	return true, nil
 }

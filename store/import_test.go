@@ -44,7 +44,8 @@ func sourceFixture(t *testing.T, path string) {
 	act := func(op string, keep, cp FileRef, s []byte, size int64, effect func(tx *Tx, a Action) error) {
 		spec := ActionSpec{Unit: naming.GroupKey(naming.HashSHA256, s), Op: op, Algo: naming.HashSHA256, Hash: s, Size: size,
 			Keep: keep, Copy: cp}
-		a := claim(t, db, plan(t, db, spec).ID, "w")
+		p := plan(t, db, spec).ID
+		a := claim(t, db, p, "w")
 		if err := db.Write(ctx, func(tx *Tx) error {
 			if op == OpTrash {
 				if err := tx.ArmAction(a.Lease, UndoInfo{Mode: 0o644, TrashFile: "/data/.Trash-0/files/y",
@@ -60,6 +61,9 @@ func sourceFixture(t *testing.T, path string) {
 			}
 			return tx.CloseDonePlans()
 		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := db.Ledger().LetPlanGo(ctx, p, "w"); err != nil { // as its run does as it ends
 			t.Fatal(err)
 		}
 	}

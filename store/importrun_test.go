@@ -88,3 +88,55 @@ func fixtureSource(t *testing.T) (src *Source, path string) {
 	t.Cleanup(func() { src.Close() })
 	return src, path
 }
+
+// An undo holds its plan's lease as the plan's run does: it takes it from
+// no one, from a lease that expired or a worker that is gone, or by force;
+// it leaves a live run's, and lets only its own go.
+func TestUndoHoldsThePlanLease(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	p := plan(t, db, ledgerFixture(t, db)) // held by w, live
+	lg := db.Ledger()
+	alive := func(string) bool { return false }
+	holder := func() (string, bool) {
+		t.Helper()
+		var w string
+		var live bool
+		if err := db.queryRow(ctx, `SELECT worker_id, lease_expires_at > `+nowSQL+` FROM plans WHERE id = ?`, p.ID).Scan(&w, &live); err != nil {
+			t.Fatal(err)
+		}
+		return w, live
+	}
+	steps := []struct {
+		what   string
+		force  bool
+		dead   func(string) bool
+		held   bool
+		holder string
+	}{
+		{"a live run's", false, alive, false, "w"},
+		{"a gone run's", false, func(w string) bool { return w == "w" }, true, "undo"},
+		{"its own", false, alive, true, "undo"},
+	}
+	for _, s := range steps {
+		held, err := lg.HoldPlan(ctx, p.ID, "undo", time.Minute, s.force, s.dead)
+		if w, live := holder(); err != nil || held != s.held || w != s.holder || !live {
+			t.Fatalf("undo takes %s lease: held %v (%v), the plan %s's (live %v); want %v, %s's", s.what, held, err, w, live, s.held, s.holder)
+		}
+	}
+	if err := lg.LetPlanGo(ctx, p.ID, "other"); err != nil {
+		t.Fatal(err)
+	}
+	if w, live := holder(); w != "undo" || !live {
+		t.Fatalf("another worker let the undo's lease go: %s's, live %v", w, live)
+	}
+	if held, err := lg.HoldPlan(ctx, p.ID, "second", time.Minute, true, alive); err != nil || !held {
+		t.Fatalf("a second undo forces the lease: %v, %v", held, err)
+	}
+	if err := lg.LetPlanGo(ctx, p.ID, "second"); err != nil {
+		t.Fatal(err)
+	}
+	if held, err := lg.HoldPlan(ctx, p.ID, "undo", time.Minute, false, alive); err != nil || !held {
+		t.Fatalf("the lease let go is taken again: %v, %v", held, err)
+	}
+}

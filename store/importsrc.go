@@ -93,6 +93,14 @@ func (s *Source) identity(ctx context.Context) (string, error) {
 	return hex.EncodeToString(sum[:8]), nil
 }
 
+// Host is the host the source belongs to: the name and machine id of the
+// last process that opened it for writing ("" for one never so opened).
+func (s *Source) Host(ctx context.Context) (Host, error) {
+	var h Host
+	err := s.db.queryRow(ctx, "SELECT id, name, machine_id FROM hosts WHERE id = 1").Scan(&h.ID, &h.Name, &h.MachineID)
+	return h, classify("read the index's host", err)
+}
+
 // Close closes the source.
 func (s *Source) Close() error { return s.db.Close() }
 
@@ -108,11 +116,11 @@ func (s *Source) Roots(ctx context.Context) ([]Root, error) {
 }
 
 // RunUnderWay finds a plan of the source whose run may be acting still:
-// one of its actions, or the plan itself (open), is under a lease that
-// has not expired, of a worker dead does not know to be dead (an undo
-// holds the done actions it reverts; a run of dedupe, link or remove its
-// plan). (A run that died leaves its plan to the next run's reconcile, in
-// whichever index holds it then.)
+// one of its actions, or the plan itself, is under a lease that has not
+// expired, of a worker dead does not know to be dead (a run of dedupe,
+// link or remove holds its plan and the actions at hand; an undo holds the
+// plan and the done action it reverts). (A run that died leaves its plan
+// to the next run's reconcile, in whichever index holds it then.)
 func (s *Source) RunUnderWay(ctx context.Context, dead func(worker string) bool) (p ActionPlan, live bool, err error) {
 	err = s.db.read(ctx, func(tx *Tx) error {
 		p, live, err = s.runUnderWay(ctx, tx.tx, dead)
@@ -123,13 +131,13 @@ func (s *Source) RunUnderWay(ctx context.Context, dead func(worker string) bool)
 
 // runUnderWay is RunUnderWay in the read q.
 func (s *Source) runUnderWay(ctx context.Context, q *sql.Tx, dead func(worker string) bool) (ActionPlan, bool, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, op, worker_id FROM plans
-		WHERE state = 'open' AND worker_id IS NOT NULL AND lease_expires_at > `+nowSQL+`
+	rows, err := q.QueryContext(ctx, `SELECT id, op, state, worker_id FROM plans
+		WHERE worker_id IS NOT NULL AND lease_expires_at > `+nowSQL+`
 		UNION ALL
-		SELECT p.id, p.op, a.worker_id FROM actions a JOIN plans p ON p.id = a.plan_id
+		SELECT p.id, p.op, p.state, a.worker_id FROM actions a JOIN plans p ON p.id = a.plan_id
 		WHERE a.worker_id IS NOT NULL AND a.lease_expires_at > `+nowSQL+` ORDER BY 1`)
 	plans, err := collect("find runs under way", rows, err, func(r rowScanner) (p ActionPlan, err error) {
-		err = r.Scan(&p.ID, &p.Op, &p.Worker)
+		err = r.Scan(&p.ID, &p.Op, &p.State, &p.Worker)
 		return p, err
 	})
 	if err != nil {
@@ -148,7 +156,16 @@ func (s *Source) runUnderWay(ctx context.Context, q *sql.Tx, dead func(worker st
 type RunUnderWayError struct{ Plan ActionPlan }
 
 func (e *RunUnderWayError) Error() string {
-	return fmt.Sprintf("a run of dupefs %s is acting on the index (its plan %d)", e.Plan.Op, e.Plan.ID)
+	return e.Plan.RunName() + " is acting on the index"
+}
+
+// RunName names the run a plan's lease says is at work on it: its own run
+// while it is open, an undo of it once it is done.
+func (p ActionPlan) RunName() string {
+	if p.State != "" && p.State != "open" {
+		return fmt.Sprintf("dupefs undo %d", p.ID)
+	}
+	return fmt.Sprintf("a run of dupefs %s (its plan %d)", p.Op, p.ID)
 }
 
 // PriorFile is a file as the source recorded it: its inode (Stamp) and

@@ -200,6 +200,7 @@ var landedPostgres = map[string]string{
 	"0004_hosts.sql":           "2d8bd7811d8a1ca342003e586745a68d0adbb399fd6cbf7342f70cb130ecb706",
 	"0005_host_paths.sql":      "5c7f0343161710b9bfefc1cb2036405a3b6d2523f03d99095b8fd9b2545c756f",
 	"0006_thumbnail_hosts.sql": "b6604611ac028dd08fe7e96653788003c015adfe68d350d16a90d6a0fa57cb74",
+	"0007_host_terms.sql":      "6163cfc5aadf5362d8a7dd4426ad5cef2db52f79c08fe4f8e8d0d2073c005aa4",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

@@ -56,10 +56,12 @@ func runImport(ctx context.Context, g globalOptions, opts indexOptions, stderr i
 		case begun && mark.Host != db.Host().Name:
 			return usageErrorf("%s is being imported by host %s: run the import again there", old, mark.Host)
 		}
+		if err := warnOtherMachine(ctx, con, src, db.Host(), old); err != nil {
+			return err
+		}
 		dead := indexer.DeadOn(db.Host())
 		underWay := func(p store.ActionPlan) error {
-			return &exitError{code: ExitError, msg: fmt.Sprintf("a run of dupefs %s is acting on %s (its plan %d): let it end, then import",
-				p.Op, old, p.ID)}
+			return &exitError{code: ExitError, msg: fmt.Sprintf("%s is acting on %s: let it end, then import", p.RunName(), old)}
 		}
 		if p, live, err := src.RunUnderWay(ctx, dead); err != nil {
 			return err
@@ -127,5 +129,26 @@ func importRoots(ctx context.Context, db *store.DB, con *console, src *store.Sou
 			return err
 		}
 	}
+	return nil
+}
+
+// warnOtherMachine warns when the index file was made on another machine
+// than this one (their machine ids differ, both known): its roots' paths
+// are taken as this host's all the same, and it says which hosts.
+func warnOtherMachine(ctx context.Context, con *console, src *store.Source, here store.Host, old string) error {
+	there, err := src.Host(ctx)
+	if err != nil {
+		return err
+	}
+	if there.MachineID == "" || here.MachineID == "" || there.MachineID == here.MachineID {
+		return nil
+	}
+	name := there.Name
+	if name == "" {
+		name = "(no name)"
+	}
+	con.Warn(fmt.Sprintf("%s was made on another machine: host %s (machine id %s), not this host %s (machine id %s); "+
+		"its roots and their paths are taken as paths of %s", old, naming.EscapePath(name), naming.EscapePath(there.MachineID),
+		naming.EscapePath(here.Name), naming.EscapePath(here.MachineID), naming.EscapePath(here.Name)))
 	return nil
 }

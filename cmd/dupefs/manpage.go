@@ -631,8 +631,11 @@ symlink, with --serve files too, to /net/HOST/abs/path (autofs's -hosts map
 mounts every host's NFS exports there), or to PREFIX/abs/path with mount
 --remote-prefix HOST=PREFIX (repeatable: a share mounted by hand; PREFIX
 absolute, else exit 3). In /by-hash and /by-folder it is named HOST:name
-(name as a copy here would be); in /files, /folders and /overlap its root's
-name says the host: "Pictures on nas \[u203A] 2023 \[u203A] IMG_1.jpg".
+(name as a copy here would be); in /files, /folders and /overlap the name
+of its host's root says the host: "Pictures on nas \[u203A] 2023 \[u203A]
+IMG_1.jpg", and a pair's label names such a folder HOST:name: "Pictures
+\[u2248] nas:photos (61.25%)". A host name over 64 bytes (registered by
+an older dupefs) is cut in its middle in the view's names.
 With --allow-other a copy or folder on another host is shown only to the
 user who mounted and root, since no one can check that host's permissions
 from here, and a group counts only this host's copies for the others; a
@@ -659,9 +662,11 @@ their files (a copy in the Trash gets OLD.db's row, missing) and holding
 their roles, so ops and undo work on them. OLD.db is opened read-only and
 never written: one of an older dupefs is refused (exit 5) with the command
 that upgrades it, as is a file that is no index; one with a run of dedupe,
-link or remove under way is refused (exit 2). The import is recorded in the
-index: killed, it is finished by running it again; once done, running it
-again does nothing.
+link or remove, or an undo, under way is refused (exit 2). One made on
+another machine (its host's machine id is not this one's) is imported with
+a warning naming both hosts: its paths are taken as this host's. The import
+is recorded in the index: killed, it is finished by running it again; once
+done, running it again does nothing.
 .SH READING THE DISK
 --workers (default: the CPUs) folder readers and hashers. While their data
 is not in the page cache, the walk asks the kernel for the reads of the next

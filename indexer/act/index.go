@@ -24,6 +24,8 @@ type Ledger interface {
 	Plans(ctx context.Context, id int64, limit int) ([]store.ActionPlan, error)
 	ReconcileCandidates(ctx context.Context, plan int64) ([]store.OpenAction, error)
 	ReleaseDeadUndo(ctx context.Context, plan int64, dead func(worker string) bool) (int, error)
+	HoldPlan(ctx context.Context, plan int64, owner string, ttl time.Duration, force bool, dead func(worker string) bool) (bool, error)
+	LetPlanGo(ctx context.Context, plan int64, owner string) error
 	TakeOver(ctx context.Context, a store.Action, owner string, ttl time.Duration) (store.Action, error)
 }
 

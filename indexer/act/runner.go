@@ -126,10 +126,10 @@ func stop(err error) error { return errStop{err} }
 // right before its effect.
 const batchSize = 32
 
-// Run works the actions of plan, its own, until none is left. It returns
-// the error that stopped it: the index failing, a full disk
-// (store.ErrDiskFull or ENOSPC), the context ending; the actions at hand
-// are then left for reconcile.
+// Run works the actions of plan, its own, until none is left, and then
+// lets the plan's lease go. It returns the error that stopped it: the
+// index failing, a full disk (store.ErrDiskFull or ENOSPC), the context
+// ending; the actions at hand are then left for reconcile.
 func (r *Runner) Run(ctx context.Context, plan int64) error {
 	for {
 		if err := ctx.Err(); err != nil {
@@ -140,6 +140,11 @@ func (r *Runner) Run(ctx context.Context, plan int64) error {
 			return err
 		}
 		if len(batch) == 0 {
+			// The plan's lease says a run is at work on it (to an
+			// import, to reconcile): it ends with the run's work.
+			if err := r.db.LetPlanGo(ctx, plan, r.cfg.Owner); err != nil {
+				return err
+			}
 			return r.foldFolders(ctx)
 		}
 		if err := r.runBatch(ctx, plan, batch); err != nil {

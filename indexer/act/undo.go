@@ -31,9 +31,15 @@ type UndoReport struct {
 // owner, mode, xattrs, flags and times; deduplicated copies need nothing
 // (their bytes never changed). A copy deleted for good cannot come back,
 // and the report says so. Every step is recorded so that a killed undo is
-// finished by the next.
+// finished by the next. The undo holds the plan's lease while it works,
+// as the plan's run does (holdPlan).
 func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 	var rep UndoReport
+	letGo, err := r.holdPlan(ctx, planID)
+	if err != nil {
+		return rep, err
+	}
+	defer letGo()
 	told := false
 	giveUp := time.Now().Add(heldWait)
 	for {
@@ -64,6 +70,11 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 			return rep, ctx.Err()
 		case <-time.After(250 * time.Millisecond):
 		}
+	}
+	// What the plan's run had left is ended: its lease is the undo's now,
+	// whoever held it (a run that renews it finds it lost, and stops).
+	if _, err := r.db.HoldPlan(ctx, planID, r.cfg.Owner, r.cfg.LeaseTTL, true, r.cfg.Dead); err != nil {
+		return rep, err
 	}
 	if _, err := r.db.ReleaseDeadUndo(ctx, planID, r.cfg.Dead); err != nil {
 		return rep, err
@@ -127,6 +138,37 @@ func (r *Runner) Undo(ctx context.Context, planID int64) (UndoReport, error) {
 			naming.EscapePath(o.Copy.Path), what, who, planID))
 	}
 	return rep, r.foldFolders(ctx)
+}
+
+// holdPlan takes the lease of the plan an undo works on unless another
+// live worker holds it (its run, still ending what it has at hand), and
+// keeps it, or takes it once that worker lets it go, every third of the
+// lease until the returned letGo, which ends it. Between the actions it
+// claims the undo holds nothing else: without it, an import of the index,
+// or another process judging whether the plan's run is gone, would see no
+// one at work on the plan.
+func (r *Runner) holdPlan(ctx context.Context, planID int64) (letGo func(), err error) {
+	hold := func(ctx context.Context) error {
+		_, err := r.db.HoldPlan(ctx, planID, r.cfg.Owner, r.cfg.LeaseTTL, false, r.cfg.Dead)
+		return err
+	}
+	if err := hold(ctx); err != nil {
+		return nil, err
+	}
+	stop := store.KeepLease(ctx, r.cfg.LeaseTTL/3, func(error) {}, func(ctx context.Context) error {
+		if err := hold(ctx); err != nil {
+			r.cfg.Warn(fmt.Sprintf("hold plan %d: %v", planID, err))
+		}
+		return nil
+	})
+	return func() {
+		stop()
+		wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.cfg.LeaseTTL)
+		defer cancel()
+		if err := r.db.LetPlanGo(wctx, planID, r.cfg.Owner); err != nil {
+			r.cfg.Warn(fmt.Sprintf("let plan %d go: %v", planID, err))
+		}
+	}, nil
 }
 
 // heldWait bounds how long undo waits for the actions of its plan another
