@@ -21,6 +21,10 @@ func (b *ScanBatch) copyFiles(all bool) error {
 	if n == 0 || !all && n < copyRows {
 		return nil
 	}
+	// The folders they name first.
+	if err := b.writeFolders(); err != nil {
+		return err
+	}
 	// The strings as the driver binds them (pgEscape): COPY passes it by.
 	rows := make([][]any, n)
 	for i := range rows {
