@@ -161,6 +161,7 @@ var onPostgres = []struct {
 	{TestRemoveRootForgetsItsRows, ""},
 	{TestLateHashesLandInAnyOrder, ""},
 	{TestNextFileIDIsTheRowsID, ""},
+	{TestQueuedFoldersGetTheirIDs, ""},
 	{TestMigrationsAreNumberedAndEmbedded, "SQLite only: the SQLite set of migrations (TestLandedMigrationsAreNeverEdited checks both)"},
 	{TestOpenTwiceIsIdempotent, "SQLite only: the index file and its journal mode"},
 	{TestOpenRefusesNewerSchema, ""},

@@ -14,10 +14,9 @@ var pgLateMin = 8 // a variable for tests
 var lateCols = []string{"id", "dir", "name", "size", "mtime_ns", "dev", "ino", "status", "prefix", "content"}
 
 const (
-	pgLateTable = `CREATE TEMP TABLE IF NOT EXISTS late_hashes (id bigint NOT NULL, dir text COLLATE "C" NOT NULL,
-		name text COLLATE "C" NOT NULL, size bigint NOT NULL, mtime_ns bigint NOT NULL, dev bigint NOT NULL,
-		ino bigint NOT NULL, status text NOT NULL, prefix bigint, content bytea) ON COMMIT DELETE ROWS`
-	pgLateEmpty = `DELETE FROM pg_temp.late_hashes`
+	pgLateTable = `id bigint NOT NULL, dir text COLLATE "C" NOT NULL, name text COLLATE "C" NOT NULL,
+		size bigint NOT NULL, mtime_ns bigint NOT NULL, dev bigint NOT NULL, ino bigint NOT NULL,
+		status text NOT NULL, prefix bigint, content bytea`
 	// The same guard as lateSeen: the row still as the walk saw it, and
 	// not read since.
 	pgLateSet = `UPDATE files AS f SET hash_status = v.status, prefix_hash = v.prefix, content_hash = v.content, error = NULL
@@ -36,17 +35,10 @@ func (b *ScanBatch) copyLate() error {
 		if r.prefix.Valid {
 			prefix = r.prefix.Int64
 		}
-		// The strings as the driver binds them (pgEscape): COPY
-		// passes it by.
 		rows[i] = []any{r.id, pgEscape(r.dir), pgEscape(r.name), r.size, r.mtimeNS, r.dev, r.ino, r.status, prefix, r.content}
 	}
-	for _, q := range []string{pgLateTable, pgLateEmpty} {
-		if _, err := b.tx.exec("record late hashes", q); err != nil {
-			return err
-		}
-	}
-	if err := b.tx.copyFrom("late_hashes", lateCols, rows); err != nil {
-		return classify("record late hashes", err)
+	if err := b.tx.stage(pgLateTable, "late_hashes", lateCols, rows); err != nil {
+		return err
 	}
 	if _, err := b.tx.exec("record late hashes", pgLateByID); err != nil {
 		return err
