@@ -162,6 +162,7 @@ var onPostgres = []struct {
 	{TestLateHashesLandInAnyOrder, ""},
 	{TestNextFileIDIsTheRowsID, ""},
 	{TestQueuedFoldersGetTheirIDs, ""},
+	{TestPairWritesStagedEqualOneByOne, ""},
 	{TestMigrationsAreNumberedAndEmbedded, "SQLite only: the SQLite set of migrations (TestLandedMigrationsAreNeverEdited checks both)"},
 	{TestOpenTwiceIsIdempotent, "SQLite only: the index file and its journal mode"},
 	{TestOpenRefusesNewerSchema, ""},
