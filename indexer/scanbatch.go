@@ -47,10 +47,10 @@ func (s *scanRun) begin() error {
 }
 
 // queueFolders lets the batch queue its new folders (store QueueFolders)
-// when the run is a bulk load's walk of a tree the index held no folder of
-// when its first batch began: every folder it adds is then new.
+// when the run walks a whole tree the index held no folder of when its
+// first batch began: every folder it adds is then new.
 func (s *scanRun) queueFolders(tx *store.Tx, b *store.ScanBatch) error {
-	if !s.w.bulk || len(s.cp.Targets) > 0 {
+	if len(s.cp.Targets) > 0 {
 		return nil
 	}
 	if !s.treeChecked {

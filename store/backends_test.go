@@ -163,6 +163,7 @@ var onPostgres = []struct {
 	{TestNextFileIDIsTheRowsID, ""},
 	{TestQueuedFoldersGetTheirIDs, ""},
 	{TestPairWritesStagedEqualOneByOne, ""},
+	{TestManyNewContentsInOneWriteAreGroups, ""},
 	{TestMigrationsAreNumberedAndEmbedded, "SQLite only: the SQLite set of migrations (TestLandedMigrationsAreNeverEdited checks both)"},
 	{TestOpenTwiceIsIdempotent, "SQLite only: the index file and its journal mode"},
 	{TestOpenRefusesNewerSchema, ""},

@@ -1,5 +1,7 @@
 package store
 
+import "strings"
+
 // The bulk load's end on PostgreSQL: the groups it counts and the hashes
 // the walk read early go in staged (pgstage.go), not a round trip each:
 // 4.2k contents rows and 3k file rows for a first index of /usr.
@@ -42,6 +44,31 @@ func (c *groupCounter) writeStaged() error {
 	}
 	_, err = c.tx.exec("count groups", pgGroupsAgain, c.tx.algo)
 	return err
+}
+
+// pgDirtyMin is the fewest contents a write notes staged (pgNoteContents);
+// fewer go one by one.
+var pgDirtyMin = 8 // a variable for tests
+
+// pgNoteContents notes the contents the write gave a file (Tx.added) as
+// touched, staged: a host's first index that is no bulk load noted 37k of
+// them for /usr/share, a round trip each.
+func (tx *Tx) pgNoteContents() error {
+	rows := make([][]any, 0, len(tx.added))
+	for k := range tx.added {
+		algo, sum, _ := strings.Cut(k, "\x00")
+		rows = append(rows, []any{algo, []byte(sum)})
+	}
+	if err := tx.stage(`hash_algo text COLLATE "C" NOT NULL, content_hash bytea NOT NULL`, "noted_contents",
+		[]string{"hash_algo", "content_hash"}, rows); err != nil {
+		return err
+	}
+	if _, err := tx.exec("note new groups", `INSERT INTO content_dirty (hash_algo, content_hash)
+		SELECT DISTINCT hash_algo, content_hash FROM pg_temp.noted_contents ON CONFLICT DO NOTHING`); err != nil {
+		return err
+	}
+	tx.added = nil
+	return nil
 }
 
 // pgRecordKnown is recordKnownHashes on PostgreSQL; mine limits it to this

@@ -6,7 +6,8 @@ import (
 
 // On PostgreSQL each new folder of a first index was an upsert and its
 // answer, a round trip the walk waited on: 17k of them for /usr. When a
-// scan writes a tree the index holds no folder of (QueueFolders), its new
+// scan writes a tree the index holds no folder of this host's
+// (QueueFolders: a host's first index, a bulk load or not), its new
 // folders wait in the batch instead, their ids told ahead from the table's
 // sequence as new files' are, and go in by COPY before the files that name
 // them and before any statement that reads folders. A path that is there
@@ -22,7 +23,7 @@ const pgNextFolderID = `SELECT greatest((SELECT CASE WHEN is_called THEN last_va
 	coalesce((SELECT max(id) FROM folders), 0) + 1)`
 
 // QueueFolders makes AddFolder queue new folders rather than upsert them,
-// on PostgreSQL during a bulk load (elsewhere it does nothing). The caller
+// on PostgreSQL (on SQLite it does nothing). The caller
 // vouches that no folder it adds has a row (SubtreeHasFolders said none
 // under the scan's root when it began).
 func (b *ScanBatch) QueueFolders() error {

@@ -145,9 +145,12 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.bulk, b.copy = bulk, bulk && tx.dialect.postgres()
+	// On PostgreSQL new files go in by COPY, in a bulk load or not: a
+	// second host's first index is no bulk load, and its INSERTs of 64
+	// rows were a round trip each.
+	b.bulk, b.copy = bulk, tx.dialect.postgres()
 	// A failed statement ends a PostgreSQL transaction: there folders go
-	// in by the upsert alone.
+	// in by the upsert alone (or queued).
 	if bulk && !b.copy {
 		stmts = append(stmts, struct {
 			dst **sql.Stmt
