@@ -52,6 +52,9 @@ type scanRun struct {
 	// vanished counts the folders gone between their parent's listing
 	// and their own: said once when the scan ends, not a line each.
 	vanished int64
+	// newTree: the index held no folder of the root's tree when the
+	// run's first batch began (looked at once: treeChecked).
+	treeChecked, newTree bool
 }
 
 // preloadFolders bounds the folder rows a rescan reads in one query before

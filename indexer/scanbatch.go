@@ -34,6 +34,9 @@ func (s *scanRun) begin() error {
 		return err
 	}
 	b, err := tx.ScanBatch(time.Now().UnixMilli(), s.ix.db.HashAlgo())
+	if err == nil {
+		err = s.queueFolders(tx, b)
+	}
 	if err != nil {
 		tx.Rollback()
 		s.pf.release()
@@ -41,6 +44,26 @@ func (s *scanRun) begin() error {
 	}
 	s.tx, s.batch, s.txStart, s.ops = tx, b, time.Now(), 0
 	return nil
+}
+
+// queueFolders lets the batch queue its new folders (store QueueFolders)
+// when the run walks a whole tree the index held no folder of when its
+// first batch began: every folder it adds is then new.
+func (s *scanRun) queueFolders(tx *store.Tx, b *store.ScanBatch) error {
+	if len(s.cp.Targets) > 0 {
+		return nil
+	}
+	if !s.treeChecked {
+		has, err := tx.SubtreeHasFolders(s.root.Path)
+		if err != nil {
+			return err
+		}
+		s.treeChecked, s.newTree = true, !has
+	}
+	if !s.newTree {
+		return nil
+	}
+	return b.QueueFolders()
 }
 
 // maybeCommit commits when the batch is old or big enough, and writes a

@@ -116,6 +116,7 @@ type groupCounter struct {
 	read    *sql.Stmt
 	up      *sql.Stmt
 	again   *sql.Stmt
+	staged  [][]any // on PostgreSQL, the chunk's counts (pgbatch.go)
 }
 
 // groupMember is a row of a content of two or more rows: the content is
@@ -197,7 +198,7 @@ func (c *groupCounter) flush() error {
 		lo = hi
 	}
 	c.members, c.hashes = c.members[:0], c.hashes[:0]
-	return nil
+	return c.writeStaged()
 }
 
 // write records one content's counts from its members, sorted by inode.
@@ -208,6 +209,10 @@ func (c *groupCounter) write(ms []groupMember) error {
 		if i == 0 || m.host != ms[i-1].host || m.dev != ms[i-1].dev || m.ino != ms[i-1].ino {
 			inodes++
 		}
+	}
+	if c.tx.dialect.postgres() {
+		c.staged = append(c.staged, []any{c.hashes[ms[0].group], size, int64(len(ms)), inodes})
+		return nil
 	}
 	st := c.again
 	if inodes >= 2 {
@@ -271,6 +276,9 @@ func (tx *Tx) recordKnownHashes(known func() []KnownHash) error {
 	mine := ""
 	if tx.dialect.manyHosts {
 		mine = " AND root_id IN " + hostRoots(strconv.FormatInt(tx.host, 10))
+	}
+	if tx.dialect.postgres() {
+		return tx.pgRecordKnown(hs, mine)
 	}
 	st, err := tx.tx.PrepareContext(tx.ctx, `UPDATE OR IGNORE files SET hash_status = 'done', content_hash = ?5,
 		error = NULL, read_failures = 0, retry_after = NULL

@@ -59,7 +59,11 @@ func (tx *Tx) readBulkKeys(defs map[string]string) error {
 // index. Now the load never waits long holding a table a reader may want.
 // The tries run in the server (pgLockBulkTables), whose log says nothing
 // of those that waited too long; after a few seconds of them it fails,
-// and the caller's context is looked at before the next.
+// and the caller's context is looked at before the next. The first tries
+// wait 25 ms, then 50, and so on up to that half: a reader that holds
+// files and waits for roots waits until the try gives up, and a first
+// index on a new index met one (the purge's look for missing files)
+// every other run, each time for the half second a try waited.
 func (tx *Tx) lockBulkTables() error {
 	if len(tx.dialect.bulkKeys) == 0 {
 		return nil
@@ -91,11 +95,11 @@ func (tx *Tx) lockBulkTables() error {
 const pgLockBulkTables = `DO $$
 DECLARE
 	old text := current_setting('lock_timeout');
-	wait text := (SELECT greatest(1, CAST(setting AS bigint) / 2) FROM pg_settings WHERE name = 'deadlock_timeout') || 'ms';
+	most bigint := (SELECT greatest(1, CAST(setting AS bigint) / 2) FROM pg_settings WHERE name = 'deadlock_timeout');
 BEGIN
 	FOR i IN 1..20 LOOP
 		BEGIN
-			PERFORM set_config('lock_timeout', wait, true);
+			PERFORM set_config('lock_timeout', least(most, 25 * i) || 'ms', true);
 			LOCK TABLE roots, folders, files IN ACCESS EXCLUSIVE MODE;
 			PERFORM set_config('lock_timeout', old, true);
 			RETURN;

@@ -299,6 +299,7 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 	}
 	live := map[pairKey]bool{}
 	var fresh []storedPair
+	var writes []pairWrite
 	for _, r := range p.rows {
 		k := keyOf(r.a, r.b)
 		live[k] = true
@@ -327,30 +328,11 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 			}
 			seqArg = seq
 		}
-		var id int64
-		// Prepared once for every pair: a first index of /usr keeps 12k
-		// pairs, and preparing this statement for each was most of it.
-		err := tx.queryRowP(`INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files,
-			shared_bytes, only_a, only_b, label, changed_at, change_seq)
-			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, `+nowSQL+`, coalesce(?10, 0))
-			ON CONFLICT (a_id, b_id) DO UPDATE SET state = ?3, shared_files = ?4, union_files = ?5,
-			  shared_bytes = CASE WHEN CAST(?11 AS BIGINT) <> 0 THEN ?6 ELSE folder_pairs.shared_bytes END,
-			  only_a = CASE WHEN CAST(?11 AS BIGINT) <> 0 THEN ?7 ELSE folder_pairs.only_a END,
-			  only_b = CASE WHEN CAST(?11 AS BIGINT) <> 0 THEN ?8 ELSE folder_pairs.only_b END,
-			  label = CASE ?9 WHEN '' THEN folder_pairs.label ELSE ?9 END, changed_at = `+nowSQL+`,
-			  change_seq = coalesce(?10, folder_pairs.change_seq)
-			RETURNING id`, r.a, r.b, state, r.shared, r.union, sharedBytes, onlyA, onlyB, r.label, seqArg,
-			relisted).Scan(&id)
-		if err != nil {
-			return classify("record folder pair", err)
-		}
-		// A row made now has no lists to forget: most pairs of a first
-		// index are not shown and get none.
-		if relisted || state != 2 && id <= before {
-			if err := tx.writePairFiles(id, list); err != nil {
-				return err
-			}
-		}
+		writes = append(writes, pairWrite{a: r.a, b: r.b, state: int64(state), shared: r.shared, union: r.union,
+			sharedBytes: sharedBytes, onlyA: onlyA, onlyB: onlyB, label: r.label, seq: seqArg, relisted: relisted, list: list})
+	}
+	if err := tx.writePairs(writes, before); err != nil {
+		return err
 	}
 	if err := tx.storeHiddenPairs(fresh, before); err != nil {
 		return err
@@ -377,6 +359,52 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 	_, err = tx.exec("record folds covered", `INSERT INTO counters (name, value) VALUES ('folder_pairs_at', ?1)
 		ON CONFLICT (name) DO UPDATE SET value = max(counters.value, ?1)`, folds)
 	return err
+}
+
+// pairWrite is a pair storePairs writes, with the lists of a shown pair
+// made again (relisted).
+type pairWrite struct {
+	a, b, state, shared, union int64
+	sharedBytes, onlyA, onlyB  int64
+	label                      string // "": the one the row has
+	seq                        any    // the pair feed's place; nil: the row's
+	relisted                   bool
+	list                       *pairDiff
+}
+
+// writePairs writes the pairs (on PostgreSQL staged, pgpairs.go) and their
+// lists: those made again, and none for a pair not shown whose row was
+// there before (a row made now has none to forget: most pairs of a first
+// index are not shown and get none).
+func (tx *Tx) writePairs(ws []pairWrite, before int64) error {
+	if tx.dialect.postgres() && len(ws) >= pgPairsMin {
+		return tx.pgWritePairs(ws, before)
+	}
+	for _, w := range ws {
+		var id int64
+		// Prepared once for every pair: a first index of /usr keeps 12k
+		// pairs, and preparing this statement for each was most of it.
+		err := tx.queryRowP(`INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files,
+			shared_bytes, only_a, only_b, label, changed_at, change_seq)
+			VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, `+nowSQL+`, coalesce(?10, 0))
+			ON CONFLICT (a_id, b_id) DO UPDATE SET state = ?3, shared_files = ?4, union_files = ?5,
+			  shared_bytes = CASE WHEN CAST(?11 AS BIGINT) <> 0 THEN ?6 ELSE folder_pairs.shared_bytes END,
+			  only_a = CASE WHEN CAST(?11 AS BIGINT) <> 0 THEN ?7 ELSE folder_pairs.only_a END,
+			  only_b = CASE WHEN CAST(?11 AS BIGINT) <> 0 THEN ?8 ELSE folder_pairs.only_b END,
+			  label = CASE ?9 WHEN '' THEN folder_pairs.label ELSE ?9 END, changed_at = `+nowSQL+`,
+			  change_seq = coalesce(?10, folder_pairs.change_seq)
+			RETURNING id`, w.a, w.b, w.state, w.shared, w.union, w.sharedBytes, w.onlyA, w.onlyB, w.label, w.seq,
+			w.relisted).Scan(&id)
+		if err != nil {
+			return classify("record folder pair", err)
+		}
+		if w.relisted || w.state != 2 && id <= before {
+			if err := tx.writePairFiles(id, w.list); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // hiddenPairBatch is how many pairs storeHiddenPairs writes at once.

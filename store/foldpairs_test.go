@@ -288,8 +288,8 @@ func TestPairsLeftOwedBySums(t *testing.T) {
 // retired row of the same folders hidden again, keeping its label and
 // place and losing any list left to it.
 func TestHiddenPairsBatched(t *testing.T) {
-	defer func(n int) { hiddenPairBatch = n }(hiddenPairBatch)
-	hiddenPairBatch = 2
+	defer func(n, m int) { hiddenPairBatch, pgPairsMin = n, m }(hiddenPairBatch, pgPairsMin)
+	hiddenPairBatch, pgPairsMin = 2, 1 // on PostgreSQL, shown pairs staged too
 	ctx := context.Background()
 	db := openTest(t)
 	keep := func(rows []storedPair, lists map[pairKey]*pairDiff) {

@@ -194,13 +194,14 @@ var landed = map[string]string{
 
 // landedPostgres pins the PostgreSQL migrations the same way.
 var landedPostgres = map[string]string{
-	"0001_init.sql":            "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
-	"0002_root_network.sql":    "7a0d47297fb3be263238e41f1bbfe9cb80e84d7aeb998b6f2eb86244074692a7",
-	"0003_text_bytes.sql":      "9adb165ded6255f7a9edbd32f162685990b52208ed73a82a832cf4caf30d2bde",
-	"0004_hosts.sql":           "2d8bd7811d8a1ca342003e586745a68d0adbb399fd6cbf7342f70cb130ecb706",
-	"0005_host_paths.sql":      "5c7f0343161710b9bfefc1cb2036405a3b6d2523f03d99095b8fd9b2545c756f",
-	"0006_thumbnail_hosts.sql": "b6604611ac028dd08fe7e96653788003c015adfe68d350d16a90d6a0fa57cb74",
-	"0007_host_terms.sql":      "6163cfc5aadf5362d8a7dd4426ad5cef2db52f79c08fe4f8e8d0d2073c005aa4",
+	"0001_init.sql":                       "fe67858fae9d44165521a3256577a4a878f79c6553eaebf6bea9b1b94ae63a2e",
+	"0002_root_network.sql":               "7a0d47297fb3be263238e41f1bbfe9cb80e84d7aeb998b6f2eb86244074692a7",
+	"0003_text_bytes.sql":                 "9adb165ded6255f7a9edbd32f162685990b52208ed73a82a832cf4caf30d2bde",
+	"0004_hosts.sql":                      "2d8bd7811d8a1ca342003e586745a68d0adbb399fd6cbf7342f70cb130ecb706",
+	"0005_host_paths.sql":                 "5c7f0343161710b9bfefc1cb2036405a3b6d2523f03d99095b8fd9b2545c756f",
+	"0006_thumbnail_hosts.sql":            "b6604611ac028dd08fe7e96653788003c015adfe68d350d16a90d6a0fa57cb74",
+	"0007_host_terms.sql":                 "6163cfc5aadf5362d8a7dd4426ad5cef2db52f79c08fe4f8e8d0d2073c005aa4",
+	"0008_folder_noted_per_statement.sql": "2bfcfad9fb46956464167ac2223de4038d18f5c07b2354a7c36ee461697dcf1e",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

@@ -6,12 +6,12 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// A bulk load on PostgreSQL sends the new files with COPY (pgx's
-// CopyFrom), in the scan's own transaction on its own session (Tx.conn):
-// the rows are logged as any others (no UNLOGGED table), so a load killed
-// midway leaves what it committed, and the next scan goes on from there.
+// A scan on PostgreSQL sends the new files with COPY (pgx's CopyFrom), in
+// the scan's own transaction on its own session (Tx.conn): the rows are
+// logged as any others (no UNLOGGED table), so a load killed midway leaves
+// what it committed, and the next scan goes on from there.
 
-// copyRows is how many new files one COPY of a bulk load sends.
+// copyRows is how many new files one COPY sends.
 var copyRows = 4096 // a variable for tests
 
 // copyFiles writes the new files that wait with one COPY: all of them, or
@@ -20,6 +20,10 @@ func (b *ScanBatch) copyFiles(all bool) error {
 	n := len(b.pending) / fileCols
 	if n == 0 || !all && n < copyRows {
 		return nil
+	}
+	// The folders they name first.
+	if err := b.writeFolders(); err != nil {
+		return err
 	}
 	// The strings as the driver binds them (pgEscape): COPY passes it by.
 	rows := make([][]any, n)

@@ -86,6 +86,11 @@ type ScanBatch struct {
 	// sorted (scanlate.go).
 	lateQ        []lateRow
 	late, lateID *sql.Stmt
+	// New folders wait here when queued (QueueFolders, pgfolders.go):
+	// nextFolder is the id the next one gets.
+	queued     bool
+	nextFolder int64
+	folderQ    [][]any
 }
 
 // fileChunk is how many new files one INSERT writes; fileCols the values
@@ -140,9 +145,12 @@ func (tx *Tx) ScanBatch(now int64, algo string) (*ScanBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	b.bulk, b.copy = bulk, bulk && tx.dialect.postgres()
+	// On PostgreSQL new files go in by COPY, in a bulk load or not: a
+	// second host's first index is no bulk load, and its INSERTs of 64
+	// rows were a round trip each.
+	b.bulk, b.copy = bulk, tx.dialect.postgres()
 	// A failed statement ends a PostgreSQL transaction: there folders go
-	// in by the upsert alone.
+	// in by the upsert alone (or queued).
 	if bulk && !b.copy {
 		stmts = append(stmts, struct {
 			dst **sql.Stmt
@@ -177,6 +185,9 @@ func (b *ScanBatch) Close() {
 // flush writes everything that waits: the new files, then the late
 // hashes.
 func (b *ScanBatch) flush() error {
+	if err := b.writeFolders(); err != nil {
+		return err
+	}
 	if err := b.writeFiles(true); err != nil {
 		return err
 	}
@@ -257,6 +268,9 @@ func nullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id 
 // is the signature of its files, which the caller writes in the same
 // transaction (nil: unknown).
 func (b *ScanBatch) AddFolder(rootID, parentID int64, path, errText string, sig []byte) (int64, error) {
+	if b.queued {
+		return b.queueFolder(rootID, parentID, path, errText, sig), nil
+	}
 	if b.newFolder != nil {
 		// A bulk load: the path is new but for rare cases (a folder
 		// revived under a folder that is new), which the upsert below
@@ -277,6 +291,9 @@ func (b *ScanBatch) AddFolder(rootID, parentID int64, path, errText string, sig 
 // SeeFolder updates a known folder: present again, its parent and root, its
 // read error ("" for none) and the signature of its files.
 func (b *ScanBatch) SeeFolder(id, rootID, parentID int64, errText string, sig []byte) error {
+	if err := b.writeFolders(); err != nil {
+		return err
+	}
 	_, err := b.updFolder.ExecContext(b.tx.ctx, id, rootID, nullID(parentID), nullStr(errText), b.now, sig)
 	return classify("update folder", err)
 }

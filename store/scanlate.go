@@ -76,6 +76,12 @@ func (b *ScanBatch) writeLate() error {
 	slices.SortFunc(b.lateQ, func(x, y lateRow) int {
 		return cmp.Or(cmp.Compare(x.id, y.id), strings.Compare(x.dir, y.dir), strings.Compare(x.name, y.name))
 	})
+	if b.tx.dialect.postgres() && len(b.lateQ) >= pgLateMin {
+		err := b.copyLate()
+		clear(b.lateQ)
+		b.lateQ = b.lateQ[:0]
+		return err
+	}
 	for _, r := range b.lateQ {
 		st := &b.late
 		q := lateSQL

@@ -10,8 +10,8 @@ import (
 	"github.com/dupefs/dupefs/store/naming"
 )
 
-// Late hashes are written sorted and in one statement each, at the batch's
-// flush: every one whose row is as it was seen lands, whatever order they
+// Late hashes are written sorted at the batch's flush (on SQLite one
+// statement each, on PostgreSQL all by one COPY): every one whose row is as it was seen lands, whatever order they
 // came in and however many there are; one whose file changed since, whose
 // row is read already, or whose folder has no row yet changes nothing. Those
 // of folder b name their row by id; one naming another file's row changes
@@ -28,6 +28,9 @@ func TestLateHashesLandInAnyOrder(t *testing.T) {
 		a = append(a, stat(i))
 		b = append(b, stat(200+i))
 	}
+	// Names no text column takes as they are (PostgreSQL's COPY of
+	// them).
+	a[5].Name, b[6].Name = "f005\xff\n", "f206\x00"
 	done := stat(999)
 	done.Hash = &FileHash{Status: HashDone, Content: bytes.Repeat([]byte{9}, 32)}
 	fa := addFiles(t, db, r.ID, "/r/a", append(a, done)...)

@@ -385,6 +385,11 @@ func (tx *Tx) recountContents() error {
 		tx.added = nil
 		return err
 	}
+	if len(tx.added) >= pgDirtyMin && tx.dialect.postgres() {
+		if err := tx.pgNoteContents(); err != nil {
+			return err
+		}
+	}
 	if len(tx.added) > 0 {
 		st, err := tx.prepared("INSERT OR IGNORE INTO content_dirty (hash_algo, content_hash) VALUES (?, ?)")
 		if err != nil {
