@@ -163,6 +163,7 @@ var onPostgres = []struct {
 	{TestImportLedgerRefusesARunBegunMeanwhile, ""},
 	{TestImportLedgerInRounds, ""},
 	{TestRemoveRootForgetsItsRows, ""},
+	{TestExcludePatternsKeepTheirBytes, ""},
 	{TestLateHashesLandInAnyOrder, ""},
 	{TestNextFileIDIsTheRowsID, ""},
 	{TestQueuedFoldersGetTheirIDs, ""},

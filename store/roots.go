@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -70,7 +69,7 @@ func scanRoot(r rowScanner) (Root, error) {
 	if err != nil {
 		return rt, err
 	}
-	if err := json.Unmarshal([]byte(ex), &rt.Excludes); err != nil {
+	if rt.Excludes, err = decodeExcludes(ex); err != nil {
 		return rt, fmt.Errorf("root %d: excludes: %w", rt.ID, err)
 	}
 	rt.CreatedAt, rt.LastScanAt = fromMS(created), fromMS(last)
@@ -125,10 +124,7 @@ func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root,
 	if fl.db.host.ID == 0 {
 		return Root{}, 0, fmt.Errorf("add root %s: %w", spec.Path, ErrReadOnly)
 	}
-	if spec.Excludes == nil {
-		spec.Excludes = []string{}
-	}
-	ex, err := json.Marshal(spec.Excludes)
+	ex, err := encodeExcludes(spec.Excludes)
 	if err != nil {
 		return Root{}, 0, err
 	}
@@ -151,7 +147,7 @@ func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root,
 					return nil
 				}
 				_, err := tx.exec("update root", `UPDATE roots SET follow_symlinks = ?, one_file_system = ?,
-					network = ?, excludes = ? WHERE id = ?`, spec.FollowSymlinks, spec.OneFileSystem, spec.Network, string(ex), r.ID)
+					network = ?, excludes = ? WHERE id = ?`, spec.FollowSymlinks, spec.OneFileSystem, spec.Network, ex, r.ID)
 				return err
 			case naming.Below(r.Path, spec.Path):
 				id, outcome = r.ID, RootCovered
@@ -165,7 +161,7 @@ func (fl *Files) AddRoot(ctx context.Context, spec RootSpec, update bool) (Root,
 		}
 		err = tx.tx.QueryRowContext(tx.ctx, `INSERT INTO roots (path, follow_symlinks, one_file_system,
 			network, excludes, created_at, host_id) VALUES (?, ?, ?, ?, ?, `+nowSQL+`, ?) RETURNING id`,
-			spec.Path, spec.FollowSymlinks, spec.OneFileSystem, spec.Network, string(ex), fl.db.host.ID).Scan(&id)
+			spec.Path, spec.FollowSymlinks, spec.OneFileSystem, spec.Network, ex, fl.db.host.ID).Scan(&id)
 		if err != nil {
 			return classify("add root", err)
 		}

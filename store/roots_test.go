@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
 )
 
@@ -74,5 +75,28 @@ func TestRemoveRootForgetsItsRows(t *testing.T) {
 	jobs, _ := db.Jobs().ActiveJobs(ctx)
 	if len(jobs) != 0 {
 		t.Fatalf("active jobs after removal: %+v", jobs)
+	}
+}
+
+// A root's exclude patterns come back with the bytes they were given,
+// those no UTF-8 sequence holds included, when added and when changed.
+func TestExcludePatternsKeepTheirBytes(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	want := []string{"*.tmp", "caf\xe9*", "a\nb", "\xff"}
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r", Excludes: want}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := db.Files().Root(ctx, r.ID)
+	if err != nil || !slices.Equal(got.Excludes, want) {
+		t.Fatalf("added: %q %v, want %q", got.Excludes, err, want)
+	}
+	want = append(want[1:], "b\xfe?")
+	if _, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r", Excludes: want}, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, err = db.Files().Root(ctx, r.ID); err != nil || !slices.Equal(got.Excludes, want) {
+		t.Fatalf("changed: %q %v, want %q", got.Excludes, err, want)
 	}
 }
