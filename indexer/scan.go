@@ -27,6 +27,11 @@ type scanCheckpoint struct {
 	HasLast bool             `json:"has_last"`
 	Last    []byte           `json:"last"` // rel path; bytes, names need not be UTF-8
 	Counts  store.ScanCounts `json:"counts"`
+	// Held: the index held folders of the root's tree when the scan
+	// began (a root inside it taken over, whose first index stopped
+	// midway), so no folder it does not know is taken for new with all
+	// below it, though a bulk load is under way.
+	Held bool `json:"held,omitempty"`
 	// Targets, when set, make the scan a targeted one (the watcher's):
 	// only these folders are read, with the folders new below them, and
 	// the root's totals are left as they are. A killed targeted scan
@@ -119,7 +124,10 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 			if err != nil {
 				return err
 			}
-			bulk, err = tx.StartBulkLoad()
+			if bulk, err = tx.StartBulkLoad(); err != nil || !bulk {
+				return err
+			}
+			s.cp.Held, err = tx.SubtreeHasFolders(root.Path)
 			return err
 		})
 		if err != nil {
@@ -129,7 +137,7 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 		return err
 	}
 	s.w = &walker{ctx: ctx, dbctx: context.WithoutCancel(ctx), ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
-		resume: s.cp.HasLast && !targeted, checkpoint: string(s.cp.Last), bulk: bulk, warn: ix.cfg.Warn}
+		resume: s.cp.HasLast && !targeted, checkpoint: string(s.cp.Last), bulk: bulk, newTree: bulk && !s.cp.Held, warn: ix.cfg.Warn}
 	if !bulk && !targeted && root.FolderCount <= preloadFolders {
 		if s.w.subfolders, err = ix.db.SubfoldersOfRoot(ctx, root.ID); err != nil {
 			return err

@@ -62,7 +62,8 @@ type walker struct {
 	rootDev    uint64
 	checkpoint string // rel of the last folder an earlier attempt committed; "" for none
 	resume     bool
-	bulk       bool // a bulk load: a new folder's subfolders are new too
+	bulk       bool // a bulk load
+	newTree    bool // a bulk load of a tree the index held nothing of: a new folder's subfolders are new too
 	excludes   []string
 	skip       map[string]bool // absolute paths never indexed
 	// subfolders are the root's folder rows by parent id, read once when
@@ -198,8 +199,8 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 			c.parentNew = res.dbFolder == nil
 		}
 	}()
-	if n.dbRow == nil && n.parentNew && w.bulk {
-		// The files table was empty when the load began: nothing below a
+	if n.dbRow == nil && n.parentNew && w.newTree {
+		// The tree had no row when the scan began: nothing below a
 		// folder the index does not know is in it either.
 		return nil
 	}

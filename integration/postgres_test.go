@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -200,4 +201,73 @@ func TestMountIndexesIntoPostgres(t *testing.T) {
 	startMount(t, db, mnt, tree)
 	waitIndexed(t, mnt)
 	viewWithin(t, mnt, base, 30*time.Second, "the mount's own index", [][]string{{"tree/a.jpg", "tree/b.jpg"}})
+}
+
+// Odd names (a newline, bytes that are no UTF-8, 255 bytes, the code
+// points PostgreSQL's store writes such bytes as) in folders, files and
+// the lists of folders that overlap in part: a first index into
+// PostgreSQL (folders, late hashes and pairs sent staged, by COPY) and a
+// re-index after changes report the groups and folders SQLite does.
+func TestPostgresOddNamesReportAsSQLite(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "tree")
+	odd := []string{"nl\nname", "bad\xff\xfe", strings.Repeat("l", 248) + ".long", "blk\xf4\x8f\xbc\x80", "tab\tx", "plain"}
+	write := func(rel, content string) {
+		p := filepath.Join(dir, rel)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Copies of a folder, each without one file of it and with one of
+	// its own: pairs that overlap in part, more than are written one by
+	// one.
+	for b := 0; b < 12; b++ {
+		for c := 0; c < 3; c++ {
+			folder := filepath.Join(odd[b%len(odd)]+strconv.Itoa(b), "copy"+strconv.Itoa(c), odd[(b+c)%len(odd)])
+			for i := 0; i < 8; i++ {
+				if i != c {
+					write(filepath.Join(folder, odd[(i+b)%len(odd)]+strconv.Itoa(i)), strings.Repeat("base "+strconv.Itoa(b)+" file "+strconv.Itoa(i)+" ", 20+i))
+				}
+			}
+			write(filepath.Join(folder, "own\xfe"+strconv.Itoa(c)), strings.Repeat("own "+strconv.Itoa(b*3+c)+" ", 30))
+		}
+	}
+	ref, pg := filepath.Join(base, "ref.db"), pgtest.URL(t)
+	same := func(when string) {
+		t.Helper()
+		for _, db := range []string{ref, pg} {
+			mustRun(t, db, "index", dir)
+		}
+		if got, want := groups(t, pg, dir), groups(t, ref, dir); !equalGroups(got, want) {
+			t.Fatalf("%s: PostgreSQL's groups %q, SQLite's %q", when, got, want)
+		}
+		got, want := mustRun(t, pg, "folders", "--format", "json").stdout, mustRun(t, ref, "folders", "--format", "json").stdout
+		if got != want {
+			t.Fatalf("%s: PostgreSQL's folders\n%s\nSQLite's\n%s", when, got, want)
+		}
+		if !strings.Contains(want, `"only_in_a": [`) {
+			t.Fatalf("%s: no pair with a list\n%s", when, want)
+		}
+	}
+	same("a first index")
+	n := 0
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		switch n++; n % 7 {
+		case 0:
+			return os.Remove(p)
+		case 3:
+			return os.Rename(p, filepath.Join(filepath.Dir(p), "m\n\xff"+d.Name()[min(3, len(d.Name())):]))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	same("a re-index")
 }
