@@ -36,6 +36,8 @@ type Core interface {
 	Path() string
 	HashAlgo() string
 	Host() store.Host
+	FolderPathFits(path string) bool
+	MaxFolderPath() int
 }
 
 // FileRows reads roots, folders and file rows, and plans the hash runs

@@ -69,18 +69,28 @@ type scanRun struct {
 // 0.33 s and adds 6 MB (7 alternating runs).
 var preloadFolders int64 = 1 << 15 // a variable for tests
 
+// longPathNote says a folder is left out for its path's length.
+func longPathNote(path string, max int) string {
+	return fmt.Sprintf("%s: path longer than a PostgreSQL index takes (%d bytes, a byte that is not UTF-8 counted as four): left out",
+		naming.EscapePath(path), max)
+}
+
 // maxBatchOps bounds the rows one scan transaction writes.
 const maxBatchOps = 20000
 
 // rootUnavailable says why a scan cannot walk root ("" when it can), with
-// the root's stat in st: it is not a folder, or it is on a network file
-// system the root does not take in.
-func rootUnavailable(root store.Root, st *unix.Stat_t) string {
+// the root's stat in st: it is not a folder, it is on a network file
+// system the root does not take in, or its path is longer than the index
+// takes (fits, max: the index's FolderPathFits and MaxFolderPath).
+func rootUnavailable(root store.Root, st *unix.Stat_t, fits func(string) bool, max int) string {
 	if err := unix.Stat(root.Path, st); err != nil {
 		return fmt.Sprintf("%s: %v", root.Path, err)
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		return fmt.Sprintf("%s: not a folder", root.Path)
+	}
+	if !fits(root.Path) {
+		return longPathNote(root.Path, max)
 	}
 	if fs, err := mountinfo.ClassifyPath(root.Path); err == nil && fs.Network && !root.Network {
 		return networkNote(root.Path, fs.Type, root.Path)
@@ -99,7 +109,7 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	ix.cfg.Progress.SetPhase("scan", root.Path)
 	ix.cfg.Progress.ScanExpected.Store(root.FileCount)
 	var st unix.Stat_t
-	if msg := rootUnavailable(root, &st); msg != "" {
+	if msg := rootUnavailable(root, &st, ix.db.FolderPathFits, ix.db.MaxFolderPath()); msg != "" {
 		_ = ix.finish(ctx, lease, store.StatusFailed, "root_unavailable", msg, nil)
 		return fmt.Errorf("%w: %s", ErrRootUnavailable, msg)
 	}

@@ -424,6 +424,10 @@ func readDirents(fd int) ([]dirent, error) {
 // skipDir reports whether the walk must not enter a folder: a loop through
 // a symlink, another file system under --one-file-system, or a dupefs mount.
 func (w *walker) skipDir(n *node, res *dirResult, here *ancestry, abs string, st *unix.Stat_t) bool {
+	if !w.db.FolderPathFits(abs) {
+		w.warn(longPathNote(abs, w.db.MaxFolderPath()))
+		return true
+	}
 	if here.contains(st.Dev, st.Ino) {
 		w.warn(fmt.Sprintf("%s: symlink loop, not followed", abs))
 		return true

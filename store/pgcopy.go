@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -44,6 +45,14 @@ func (b *ScanBatch) copyFiles(all bool) error {
 
 // copyFrom sends rows of cols into table with COPY, in the transaction.
 func (tx *Tx) copyFrom(table string, cols []string, rows [][]any) error {
+	return tx.copyInto(pgx.Identifier{table}, cols, rows)
+}
+
+// copyInto is copyFrom into the table named by the parts of ident (a
+// session's own table is pg_temp's, named so: no table of the schema
+// before pg_temp on search_path takes its rows).
+func (tx *Tx) copyInto(ident pgx.Identifier, cols []string, rows [][]any) error {
+	table := strings.Join(ident, ".")
 	if tx.conn == nil {
 		return fmt.Errorf("copy into %s: no PostgreSQL session", table)
 	}
@@ -56,7 +65,7 @@ func (tx *Tx) copyFrom(table string, cols []string, rows [][]any) error {
 		if !ok {
 			return fmt.Errorf("copy into %s: a session of %T", table, pc.inner)
 		}
-		_, err := c.Conn().CopyFrom(tx.ctx, pgx.Identifier{table}, cols, pgx.CopyFromRows(rows))
+		_, err := c.Conn().CopyFrom(tx.ctx, ident, cols, pgx.CopyFromRows(rows))
 		return err
 	})
 }

@@ -1,5 +1,7 @@
 package store
 
+import "github.com/jackc/pgx/v5"
+
 // On PostgreSQL, rows the store would write one statement each (a round
 // trip to the server each) are staged instead: sent with one COPY into a
 // temporary table of the session, emptied at each commit, and applied by
@@ -15,5 +17,5 @@ func (tx *Tx) stage(def, name string, cols []string, rows [][]any) error {
 	if _, err := tx.exec("empty "+name, "DELETE FROM pg_temp."+name); err != nil {
 		return err
 	}
-	return classify("fill "+name, tx.copyFrom(name, cols, rows))
+	return classify("fill "+name, tx.copyInto(pgx.Identifier{"pg_temp", name}, cols, rows))
 }

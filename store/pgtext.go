@@ -101,3 +101,29 @@ func unescaped(rows driver.Rows, err error) (driver.Rows, error) {
 	}
 	return pgRows{rows}, nil
 }
+
+// pgMaxFolderPath bounds a folder's path on PostgreSQL, in bytes as the
+// server holds it (escaped: a byte that is no UTF-8 takes four). A B-tree
+// entry holds at most 2704 bytes, and the path keys the folders' index
+// (with its host) and, with a file's name of up to 1020 bytes so escaped,
+// the ledger's indexes of paths: a longer one failed every write of the
+// scan that met it, and the scans of the roots after it never ran.
+const pgMaxFolderPath = 1400
+
+// FolderPathFits reports whether the index can hold a folder at path (on
+// SQLite any path; on PostgreSQL, pgMaxFolderPath bytes at most).
+func (db *DB) FolderPathFits(path string) bool {
+	if !db.dialect.postgres() || len(path) <= pgMaxFolderPath/4 {
+		return true
+	}
+	return len(pgEscape(path)) <= pgMaxFolderPath
+}
+
+// MaxFolderPath is the longest folder path FolderPathFits takes, in bytes
+// as the server holds it (0: no bound).
+func (db *DB) MaxFolderPath() int {
+	if !db.dialect.postgres() {
+		return 0
+	}
+	return pgMaxFolderPath
+}
