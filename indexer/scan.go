@@ -412,11 +412,9 @@ func (s *scanRun) diffFiles(folderID int64, res *dirResult) error {
 			return err
 		}
 	}
-	for _, f := range disk {
-		c.BytesSeen += f.Size
-	}
-	c.FilesSeen += int64(len(disk))
-	p.FilesSeen.Add(int64(len(disk)))
+	c.BytesSeen += res.bytes
+	c.FilesSeen += int64(res.seen)
+	p.FilesSeen.Add(int64(res.seen))
 	return nil
 }
 

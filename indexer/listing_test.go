@@ -1,0 +1,145 @@
+package indexer
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dupefs/dupefs/store"
+)
+
+// The listing signature is stored: an index made by an earlier version
+// must find its folders unchanged. These are the values the signature had
+// when it was written a field at a time.
+func TestListingSigIsStable(t *testing.T) {
+	files := []store.FileStat{
+		{Name: "a", Size: 1, MtimeNS: 1700000000123456789, Dev: 2049, Ino: 12, Nlink: 1},
+		{Name: "b c", Size: 0, MtimeNS: -5, Dev: 66, Ino: 1 << 40, Nlink: 3},
+		{Name: "\xffé", Size: 1 << 33},
+	}
+	for _, c := range []struct {
+		root  int64
+		files []store.FileStat
+		want  string
+	}{
+		{7, nil, "aae89fc0f03e2959ae4d701a80cc3915"},
+		{3, files, "fbb5bdb2a138283f95f1649609ebe127"},
+	} {
+		got, _ := listingSig(c.root, c.files, make([]byte, 3))
+		if hex.EncodeToString(got) != c.want {
+			t.Errorf("root %d, %d files: %x, want %s", c.root, len(c.files), got, c.want)
+		}
+	}
+}
+
+// readDirents lists a folder larger than its buffer, names of every
+// length, each followed by a NUL that fstatatName relies on.
+func TestReadDirentsNamesAndStat(t *testing.T) {
+	dir := t.TempDir()
+	want := []string{}
+	for i := range 1500 {
+		name := fmt.Sprintf("%04d-%s", i, strings.Repeat("n", i%250))
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(strings.Repeat("z", i%7)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, name)
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(fd)
+	sc := getScratch()
+	defer putScratch(sc)
+	if err := readDirents(fd, sc); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, e := range sc.ents {
+		var st unix.Stat_t
+		if err := fstatatName(fd, e.name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			t.Fatalf("%s: %v", e.name, err)
+		}
+		if st.Size != int64(atoiPrefix(e.name)%7) {
+			t.Fatalf("%s: size %d", e.name, st.Size)
+		}
+		got = append(got, e.name)
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Fatalf("%d names, want %d", len(got), len(want))
+	}
+}
+
+func atoiPrefix(s string) int {
+	n := 0
+	for _, c := range s {
+		if c < '0' || c > '9' {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// A rescan that finds many folders changed at once (each read into a
+// reader's scratch, then copied out) records every file under its own
+// name, whichever folders the readers read in between.
+func TestRescanOfChangedFoldersKeepsTheirNames(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	files := map[string]string{}
+	for d := range 40 {
+		for f := range 1 + d%9 {
+			files[fmt.Sprintf("d%02d/%s-%d", d, strings.Repeat("x", d), f)] = fmt.Sprint(f)
+		}
+	}
+	tree(t, e.dir, files)
+	e.addRoot(store.RootSpec{})
+	e.run()
+	e.run()
+	for d := range 40 {
+		old := filepath.Join(e.dir, fmt.Sprintf("d%02d/%s-0", d, strings.Repeat("x", d)))
+		if err := os.Rename(old, old+"-renamed"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	e.run()
+	for d := range 40 {
+		dir := filepath.Join(e.dir, fmt.Sprintf("d%02d", d))
+		f, err := e.db.Files().FolderByPath(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _, err := e.db.Files().FolderListing(ctx, f.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, r := range rows {
+			if !r.Missing {
+				got = append(got, r.Name)
+			}
+		}
+		ents, err := os.ReadDir(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var want []string
+		for _, de := range ents {
+			want = append(want, de.Name())
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			t.Fatalf("%s: index %q, disk %q", dir, got, want)
+		}
+	}
+	e.matchesFresh()
+}
