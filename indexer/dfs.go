@@ -64,11 +64,11 @@ const (
 // kept small: 64 bytes, and rel shares abs's bytes (a root of 10k folders
 // held 2.5 MB of nodes with a channel and a path each).
 type node struct {
-	rel    string // relative to the root, "" for the root; a suffix of abs when it can be
-	abs    string
-	dbRow  *store.FolderRow // from the parent's listing; nil if not known
-	parent *ancestry        // (dev, ino) of the folders above, for loop checks
-	res    *dirResult
+	rel   string // relative to the root, "" for the root; a suffix of abs when it can be
+	abs   string
+	dbRow *store.FolderRow // from the parent's listing; nil if not known
+	self  *ancestry        // (dev, ino) of the folder as its parent's stat saw it, then of those above; nil for a walk's first folder
+	res   *dirResult
 
 	state      atomic.Int32 // 0 queued, 1 taken, 2 done
 	mode       nodeMode
@@ -77,11 +77,11 @@ type node struct {
 	parentNew  bool // the parent has no row in the index
 }
 
-func newNode(rel, abs string, mode nodeMode, via bool, parent *ancestry) *node {
-	return &node{rel: rel, abs: abs, mode: mode, viaSymlink: via, parent: parent}
+func newNode(rel, abs string, mode nodeMode, via bool, self *ancestry) *node {
+	return &node{rel: rel, abs: abs, mode: mode, viaSymlink: via, self: self}
 }
 
-// ancestry is a linked list of the folders above a node.
+// ancestry is a linked list of a folder and the folders above it.
 type ancestry struct {
 	dev, ino uint64
 	up       *ancestry

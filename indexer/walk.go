@@ -21,7 +21,7 @@ import (
 // dirResult is what reading one folder found, on disk and in the index.
 type dirResult struct {
 	err      error // the folder could not be read; its old contents stay
-	dev, ino uint64
+	dev      uint64
 	files    []store.FileStat // regular files to index, by name; nil when same
 	seen     int              // regular files found, and their bytes
 	bytes    int64
@@ -261,13 +261,25 @@ func (w *walker) readDisk(n *node, res *dirResult, sc *listScratch) (int, bool) 
 		res.err = &fs.PathError{Op: "open", Path: n.abs, Err: err}
 		return -1, false
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		res.err = &fs.PathError{Op: "stat", Path: n.abs, Err: err}
-		return fd, false
+	here := n.self
+	if here == nil || n.viaSymlink {
+		// The first folder of a walk has no parent's stat, and a symlink
+		// may point elsewhere by now: the folder opened says what it is.
+		// Any other folder is the one its parent stat'ed (a folder
+		// renamed in between is still no ancestor of itself).
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			res.err = &fs.PathError{Op: "stat", Path: n.abs, Err: err}
+			return fd, false
+		}
+		var up *ancestry
+		if here != nil {
+			up = here.up
+		}
+		here = &ancestry{dev: st.Dev, ino: st.Ino, up: up}
 	}
-	res.dev, res.ino = st.Dev, st.Ino
-	if w.leavesNetwork(st.Dev, n.abs) {
+	res.dev = here.dev
+	if w.leavesNetwork(res.dev, n.abs) {
 		// A network mount its parent did not see: a targeted scan starts
 		// here, or it was mounted since. Read as empty, it is left out as
 		// the walk from its parent leaves it.
@@ -285,7 +297,6 @@ func (w *walker) readDisk(n *node, res *dirResult, sc *listScratch) (int, bool) 
 		res.skipped += len(ents)
 		return fd, false
 	}
-	here := &ancestry{dev: st.Dev, ino: st.Ino, up: n.parent}
 	scratch := false
 	if n.mode == modeFull {
 		// Room for every entry that may be a file, at once: a folder of
@@ -375,7 +386,7 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ u
 		if !ok {
 			return
 		}
-		res.subdirs = append(res.subdirs, newNode(rel, abs, mode, via || n.viaSymlink, here))
+		res.subdirs = append(res.subdirs, newNode(rel, abs, mode, via || n.viaSymlink, &ancestry{dev: st.Dev, ino: st.Ino, up: here}))
 	default:
 		res.skipped++
 	}
