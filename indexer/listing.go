@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
+	"hash"
 	"sync"
 	"unsafe"
 
@@ -28,7 +29,7 @@ type listScratch struct {
 	ents  []dirent // by name once sorted
 	names []byte   // every entry's name, each followed by a NUL
 	files []store.FileStat
-	sig   []byte // what listingSig hashes
+	sig   sigScratch
 }
 
 var listScratches = sync.Pool{New: func() any { return &listScratch{buf: make([]byte, 32<<10)} }}
@@ -49,10 +50,6 @@ func putScratch(sc *listScratch) {
 	if cap(sc.files) > maxScratch {
 		sc.files = nil
 	}
-	if cap(sc.sig) > maxScratch*16 {
-		sc.sig = nil
-	}
-	clear(sc.files[:cap(sc.files)]) // no name of this folder outlives it
 	listScratches.Put(sc)
 }
 
@@ -148,10 +145,16 @@ func countMaybeFiles(ents []dirent, followSymlinks bool) int {
 // listingSig is the signature of a folder's files as a scan saw them: a
 // hash of the root and of every file's name, size, mtime, device, inode and
 // link count, in name order. A rescan that finds the signature the index
-// holds knows every file row of the folder is as it would write it. buf is
-// scratch space for what is hashed; it returns it, maybe grown.
-func listingSig(rootID int64, files []store.FileStat, buf []byte) ([]byte, []byte) {
-	b := binary.LittleEndian.AppendUint64(buf[:0], uint64(rootID))
+// holds knows every file row of the folder is as it would write it. sc's
+// hash and buffer are its scratch: the buffer is hashed a few KiB at a
+// time (a folder of 17k files grew a buffer of the whole to 1 MB).
+func listingSig(rootID int64, files []store.FileStat, sc *sigScratch) []byte {
+	if sc.h == nil {
+		sc.h, sc.buf = sha256.New(), make([]byte, 0, sigChunk+512)
+	}
+	h := sc.h
+	h.Reset()
+	b := binary.LittleEndian.AppendUint64(sc.buf[:0], uint64(rootID))
 	for i := range files {
 		f := &files[i]
 		b = append(append(b, f.Name...), 0) // no name holds a NUL
@@ -160,7 +163,21 @@ func listingSig(rootID int64, files []store.FileStat, buf []byte) ([]byte, []byt
 		b = binary.LittleEndian.AppendUint64(b, f.Dev)
 		b = binary.LittleEndian.AppendUint64(b, f.Ino)
 		b = binary.LittleEndian.AppendUint64(b, f.Nlink)
+		if len(b) >= sigChunk {
+			h.Write(b)
+			b = b[:0]
+		}
 	}
-	sum := sha256.Sum256(b)
-	return bytes.Clone(sum[:16]), b
+	h.Write(b)
+	sc.buf = b[:0]
+	return h.Sum(nil)[:16]
+}
+
+// sigChunk is how many bytes listingSig hashes at a time.
+const sigChunk = 4096
+
+// sigScratch is listingSig's scratch.
+type sigScratch struct {
+	h   hash.Hash
+	buf []byte
 }

@@ -24,6 +24,13 @@ func TestListingSigIsStable(t *testing.T) {
 		{Name: "b c", Size: 0, MtimeNS: -5, Dev: 66, Ino: 1 << 40, Nlink: 3},
 		{Name: "\xffé", Size: 1 << 33},
 	}
+	// More than listingSig hashes at a time.
+	var many []store.FileStat
+	for i := range 300 {
+		many = append(many, store.FileStat{Name: fmt.Sprintf("file-%03d.dat", i), Size: int64(i * 1000),
+			MtimeNS: int64(i) << 30, Dev: 2049, Ino: uint64(7 * i), Nlink: uint64(1 + i%3)})
+	}
+	sc := &sigScratch{}
 	for _, c := range []struct {
 		root  int64
 		files []store.FileStat
@@ -31,8 +38,9 @@ func TestListingSigIsStable(t *testing.T) {
 	}{
 		{7, nil, "aae89fc0f03e2959ae4d701a80cc3915"},
 		{3, files, "fbb5bdb2a138283f95f1649609ebe127"},
+		{11, many, "2c49b78988bfa74b99faf2d9963e838b"},
 	} {
-		got, _ := listingSig(c.root, c.files, make([]byte, 3))
+		got := listingSig(c.root, c.files, sc)
 		if hex.EncodeToString(got) != c.want {
 			t.Errorf("root %d, %d files: %x, want %s", c.root, len(c.files), got, c.want)
 		}

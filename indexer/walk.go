@@ -166,7 +166,7 @@ func (w *walker) read(n *node) *dirResult {
 		defer unix.Close(fd)
 	}
 	if res.err == nil && res.fileErrs == 0 {
-		res.sig, sc.sig = listingSig(w.root.ID, res.files, sc.sig)
+		res.sig = listingSig(w.root.ID, res.files, &sc.sig)
 	}
 	if err := w.readIndex(n, res); err != nil {
 		// The index could not be read: report it as the folder's error,
