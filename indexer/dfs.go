@@ -181,7 +181,8 @@ func (p *prefetcher) run(n *node) {
 	res := p.read(n)
 	n.res = res
 	p.mu.Lock()
-	p.buffered += res.weight()
+	res.held = res.weight()
+	p.buffered += res.held
 	for _, c := range res.subdirs {
 		heap.Push(&p.queue, c)
 	}
@@ -228,7 +229,7 @@ func (p *prefetcher) ready(n *node) bool { return n.state.Load() == 2 }
 func (p *prefetcher) consumed(res *dirResult) {
 	p.mu.Lock()
 	full := p.buffered >= p.limit
-	p.buffered -= res.weight()
+	p.buffered -= res.held
 	if full && p.buffered < p.limit && len(p.queue) > 0 {
 		// Room again: as many readers as there are folders to read.
 		for range min(len(p.queue), p.waiting) {

@@ -8,7 +8,9 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -150,4 +152,70 @@ func TestRescanOfChangedFoldersKeepsTheirNames(t *testing.T) {
 		}
 	}
 	e.matchesFresh()
+}
+
+// A rescan whose folders are all read before the root's folder rows are
+// there (each looked up by the committer later) finds every change a
+// rescan finds, and a rescan after it finds nothing left to do.
+func TestRescanOfFoldersReadBeforeTheirRows(t *testing.T) {
+	e := newEnv(t)
+	tree(t, e.dir, map[string]string{"a/x": "same", "a/b/y": "same", "c/d/z": "same", "c/e": "other",
+		"f/g": "other", "k/l": "kept"})
+	e.addRoot(store.RootSpec{})
+	e.run()
+	e.wantGroups([]string{"a/b/y", "a/x", "c/d/z"}, []string{"c/e", "f/g"})
+
+	if err := os.Rename(filepath.Join(e.dir, "a/x"), filepath.Join(e.dir, "a/x2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(e.dir, "c/d")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(e.dir, "c/e"), []byte("same"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tree(t, e.dir, map[string]string{"h/i/w": "other", "f/m": "kept"})
+	later := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(e.dir, "k/l"), later, later); err != nil {
+		t.Fatal(err)
+	}
+	// root, a, a/b, c, f, h, h/i, k
+	const folders = 8
+	var mu sync.Mutex
+	listed, deferred := 0, 0
+	all := make(chan struct{})
+	ix := New(IndexOf(e.db), e.config())
+	ix.hook = func(stage, path string) {
+		switch stage {
+		case "list":
+			mu.Lock()
+			if listed++; listed == folders {
+				close(all)
+			}
+			mu.Unlock()
+		case "folder rows":
+			select {
+			case <-all:
+			case <-time.After(time.Minute):
+				t.Error("the walk did not list every folder before its folder rows came")
+			}
+		case "index later":
+			mu.Lock()
+			deferred++
+			mu.Unlock()
+		}
+	}
+	e.runWith(ix)
+	if deferred != folders {
+		t.Fatalf("%d folders looked up later, want %d", deferred, folders)
+	}
+	e.wantGroups([]string{"a/b/y", "a/x2", "c/e"}, []string{"f/g", "h/i/w"}, []string{"f/m", "k/l"})
+	e.matchesFresh()
+	before, _ := e.db.Totals(context.Background())
+	e.log.reset()
+	e.run()
+	after, _ := e.db.Totals(context.Background())
+	if l := e.log.lines(); len(l) != 0 || after.ChangeSeq != before.ChangeSeq {
+		t.Fatalf("the rescan after read %v, changes %d -> %d", l, before.ChangeSeq, after.ChangeSeq)
+	}
 }

@@ -43,6 +43,10 @@ type dirResult struct {
 	// the folder changed and dbFiles was not read.
 	sig  []byte
 	same bool
+	// deferred: read before the root's folder rows were there, the
+	// folder's rows are still to be read (walker.indexLater).
+	deferred bool
+	held     int // what it counts for in the prefetch buffer
 }
 
 // weight is what a result costs in the prefetch buffer.
@@ -65,15 +69,15 @@ type walker struct {
 	bulk       bool // a bulk load
 	newTree    bool // a bulk load of a tree the index held nothing of: a new folder's subfolders are new too
 	excludes   []string
-	skip       map[string]bool // absolute paths never indexed
-	// subfolders are the root's folder rows by parent id, read once when
-	// the scan starts; a folder whose signature is unchanged takes its
-	// subfolders from here instead of a query.
-	subfolders map[int64][]store.FolderRow
-	skipNames  map[string]bool // their base names, to test before building a path
-	skipIno    map[[2]uint64]bool
-	skipAll    bool // the root is left out (leftOut): nothing in it is indexed
-	warn       func(string)
+	// rows are the root's folder rows, read once as the scan starts
+	// (nil: read folder by folder): a folder takes its own row from
+	// here, and when its signature is unchanged its subfolders' too.
+	rows      *folderRows
+	skip      map[string]bool // absolute paths never indexed
+	skipNames map[string]bool // their base names, to test before building a path
+	skipIno   map[[2]uint64]bool
+	skipAll   bool // the root is left out (leftOut): nothing in it is indexed
+	warn      func(string)
 
 	mountsMu sync.Mutex
 	dupefs   map[string]bool // mount points of dupefs mounts
@@ -158,8 +162,12 @@ func (w *walker) childMode(rel string) (nodeMode, bool) {
 func (w *walker) read(n *node) *dirResult {
 	res := &dirResult{}
 	w.ix.testHook("list", n.abs)
+	defer w.rows.hold()()
 	sc := getScratch()
 	defer putScratch(sc)
+	if n.dbRow == nil && w.rows.usable() {
+		n.dbRow = w.rows.byPath[n.abs]
+	}
 	fd, scratch := w.readDisk(n, res, sc)
 	if fd >= 0 {
 		// Open until the files read ahead are opened relative to it.
@@ -198,13 +206,37 @@ func (w *walker) read(n *node) *dirResult {
 	// A folder whose listing the index holds has nothing to read: its
 	// sizes go unnoted, and a file elsewhere that shares only its sizes is
 	// left to the hash job, which plans the size anyway.
-	if res.err == nil && n.mode == modeFull && !res.same {
+	if res.err == nil && n.mode == modeFull && !res.same && !res.deferred {
 		w.hashAhead(n, res, fd)
 	}
 	return res
 }
 
+// indexLater reads the rows of a folder read before the root's folder
+// rows were there (res.deferred), now that they are. The committer calls
+// it. The folder's files go unread by the walk (the hash job reads what
+// needs it), as those of a folder whose listing the index holds.
+func (w *walker) indexLater(n *node, res *dirResult) {
+	w.ix.testHook("index later", n.abs)
+	res.deferred = false
+	if err := w.readIndex(n, res); err != nil {
+		res.err = fmt.Errorf("read index: %w", err)
+	}
+	if res.same {
+		res.files = nil
+	}
+}
+
 func (w *walker) readIndex(n *node, res *dirResult) error {
+	if n.dbRow == nil && w.rows != nil {
+		if !w.rows.loaded() {
+			res.deferred = true
+			return nil
+		}
+		if w.rows.usable() {
+			n.dbRow = w.rows.byPath[n.abs]
+		}
+	}
 	defer func() {
 		for _, c := range res.subdirs {
 			c.parentNew = res.dbFolder == nil
@@ -228,8 +260,11 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 	res.dbFolder = n.dbRow
 	res.same = res.sig != nil && bytes.Equal(res.sig, n.dbRow.ListingSig)
 	var files []store.FileRow
-	dirs, preloaded := w.subfolders[n.dbRow.ID]
-	if !res.same || !preloaded && w.subfolders == nil {
+	var dirs []store.FolderRow
+	if w.rows.usable() {
+		dirs = w.rows.byParent[n.dbRow.ID]
+	}
+	if !res.same || !w.rows.usable() {
 		var err error
 		if files, dirs, err = w.db.FolderListing(w.dbctx, n.dbRow.ID, !res.same); err != nil {
 			return err
@@ -237,6 +272,9 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 	}
 	slices.SortFunc(files, func(a, b store.FileRow) int { return strings.Compare(a.Name, b.Name) })
 	res.dbFiles, res.dbDirs = files, dirs
+	if w.rows.usable() {
+		return nil // each subfolder takes its row from w.rows
+	}
 	known := make(map[string]*store.FolderRow, len(dirs))
 	for i := range dirs {
 		known[dirs[i].Path] = &dirs[i]
