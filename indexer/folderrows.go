@@ -1,13 +1,15 @@
 package indexer
 
 import (
+	"cmp"
 	"context"
 	"runtime"
+	"slices"
 
 	"github.com/dupefs/dupefs/store"
 )
 
-// folderRows are a root's folder rows, read in one query (SubfoldersOfRoot)
+// folderRows are a root's folder rows, read in one query (FoldersOfRoot)
 // beside the start of a rescan's walk rather than before it: on /usr (17k
 // folders) the query takes a CPU for a tenth of a second, while the walk's
 // readers could use both. A folder read before the rows are there is read
@@ -24,28 +26,29 @@ type folderRows struct {
 	byPath   map[string]*store.FolderRow
 }
 
-// readFolderRows starts reading rootID's folder rows.
-func readFolderRows(ctx context.Context, ix *Indexer, rootID int64) *folderRows {
+// readFolderRows starts reading the folder rows of root.
+func readFolderRows(ctx context.Context, ix *Indexer, root store.Root) *folderRows {
 	r := &folderRows{ready: make(chan struct{}), early: make(chan struct{}, max(1, runtime.GOMAXPROCS(0)-1))}
 	go func() {
 		defer close(r.ready)
 		ix.testHook("folder rows", "")
-		byParent, err := ix.db.SubfoldersOfRoot(ctx, rootID)
+		rows, err := ix.db.FoldersOfRoot(ctx, root.ID, int(root.FolderCount)+1)
 		if err != nil {
 			r.err = err
 			return
 		}
-		n := 0
-		for _, rows := range byParent {
-			n += len(rows)
-		}
-		byPath := make(map[string]*store.FolderRow, n)
-		for _, rows := range byParent {
-			for i := range rows {
-				byPath[rows[i].Path] = &rows[i]
+		// By parent, each parent's rows a part of the one slice.
+		slices.SortFunc(rows, func(a, b store.FolderRow) int { return cmp.Compare(a.ParentID, b.ParentID) })
+		r.byParent = map[int64][]store.FolderRow{}
+		r.byPath = make(map[string]*store.FolderRow, len(rows))
+		for i := 0; i < len(rows); {
+			j := i
+			for ; j < len(rows) && rows[j].ParentID == rows[i].ParentID; j++ {
+				r.byPath[rows[j].Path] = &rows[j]
 			}
+			r.byParent[rows[i].ParentID] = rows[i:j:j]
+			i = j
 		}
-		r.byParent, r.byPath = byParent, byPath
 	}()
 	return r
 }

@@ -149,7 +149,7 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	s.w = &walker{ctx: ctx, dbctx: context.WithoutCancel(ctx), ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
 		resume: s.cp.HasLast && !targeted, checkpoint: string(s.cp.Last), bulk: bulk, newTree: bulk && !s.cp.Held, warn: ix.cfg.Warn}
 	if !bulk && !targeted && root.FolderCount <= preloadFolders {
-		s.w.rows = readFolderRows(ctx, ix, root.ID)
+		s.w.rows = readFolderRows(ctx, ix, root)
 		defer s.w.rows.join()
 	}
 	s.w.skip, s.w.skipIno = ix.skipSets()
