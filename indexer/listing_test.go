@@ -220,3 +220,33 @@ func TestRescanOfFoldersReadBeforeTheirRows(t *testing.T) {
 		t.Fatalf("the rescan after read %v, changes %d -> %d", l, before.ChangeSeq, after.ChangeSeq)
 	}
 }
+
+// The index file and its companions are never indexed, by name within the
+// root, and by inode under any other name (a hard link).
+func TestIndexFileNeverIndexed(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	base := filepath.Dir(e.dir)
+	tree(t, e.dir, map[string]string{"a": "x"})
+	if err := os.Link(e.db.Path(), filepath.Join(e.dir, "linked.db")); err != nil {
+		t.Fatal(err)
+	}
+	e.addRoot(store.RootSpec{Path: base})
+	e.run()
+	e.run()
+	for _, dir := range []string{base, e.dir} {
+		f, err := e.db.Files().FolderByPath(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rows, _, err := e.db.Files().FolderListing(ctx, f.ID, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range rows {
+			if strings.HasPrefix(r.Name, "index.db") || r.Name == "linked.db" {
+				t.Errorf("%s/%s is indexed", dir, r.Name)
+			}
+		}
+	}
+}
