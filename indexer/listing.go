@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash"
-	"slices"
 	"sync"
 	"unsafe"
 
@@ -16,7 +15,7 @@ import (
 )
 
 // A folder reader lists a folder into a pooled scratch (listScratch): the
-// getdents records, the entries, whose names lie in them, and, when the
+// getdents buffer, the entries, their names in one arena and, when the
 // index may hold the folder's listing, the files stat'ed. A re-index of an
 // unchanged folder keeps none of it (only counts), so it allocates nothing
 // per entry; a folder that changed, or one the index does not know, gets
@@ -26,13 +25,14 @@ import (
 
 // listScratch is one reader's scratch for one folder.
 type listScratch struct {
-	buf   []byte   // the folder's getdents records
+	buf   []byte   // getdents
 	ents  []dirent // by name once sorted
+	names []byte   // every entry's name, each followed by a NUL
 	files []store.FileStat
 	sig   sigScratch
 }
 
-var listScratches = sync.Pool{New: func() any { return &listScratch{buf: make([]byte, 0, 32<<10)} }}
+var listScratches = sync.Pool{New: func() any { return &listScratch{buf: make([]byte, 32<<10)} }}
 
 // maxScratch bounds what a scratch keeps for the next folder: a folder of
 // 100k files leaves no 6 MB slice in the pool.
@@ -44,8 +44,8 @@ func putScratch(sc *listScratch) {
 	if cap(sc.ents) > maxScratch {
 		sc.ents = nil
 	}
-	if cap(sc.buf) > maxScratch*16 {
-		sc.buf = make([]byte, 0, 32<<10)
+	if cap(sc.names) > maxScratch*16 {
+		sc.names = nil
 	}
 	if cap(sc.files) > maxScratch {
 		sc.files = nil
@@ -55,29 +55,22 @@ func putScratch(sc *listScratch) {
 
 // dirent is one entry of a folder: its name and its type as getdents
 // tells it (unix.DT_*; DT_UNKNOWN on file systems that do not). The name
-// lies in a scratch's getdents records, followed by a NUL.
+// lies in a scratch's arena, followed by a NUL.
 type dirent struct {
 	name string
-	off  uint32 // of the name in the records
+	off  uint32 // of the name in the arena
 	n    uint16 // its length
 	typ  uint8
 }
 
-// readDirents lists a folder with getdents64 into sc.ents: without
-// os.File, its finalizer and poller, and without an allocation or a copy
-// per entry. The records of the whole folder stay in sc.buf (grown for a
-// large folder), and each name is read where the kernel wrote it, followed
-// by its NUL. "." and ".." are left out.
+// readDirents lists a folder with getdents64 into sc.ents, names in
+// sc.names: without os.File, its finalizer and poller, and without an
+// allocation per entry. "." and ".." are left out.
 func readDirents(fd int, sc *listScratch) error {
-	sc.ents = sc.ents[:0]
-	buf := sc.buf[:0]
-	defer func() { sc.buf = buf[:0] }()
+	sc.ents, sc.names = sc.ents[:0], sc.names[:0]
+	buf := sc.buf
 	for {
-		if cap(buf)-len(buf) < direntRoom {
-			buf = slices.Grow(buf, cap(buf))
-		}
-		start := len(buf)
-		n, err := unix.Getdents(fd, buf[start:cap(buf)])
+		n, err := unix.Getdents(fd, buf)
 		if err == unix.EINTR {
 			continue
 		}
@@ -87,36 +80,31 @@ func readDirents(fd int, sc *listScratch) error {
 		if n <= 0 {
 			break
 		}
-		buf = buf[:start+n]
-		for off := start; len(buf)-off >= 19; {
-			reclen := int(binary.NativeEndian.Uint16(buf[off+16 : off+18]))
-			if reclen < 19 || reclen > len(buf)-off {
+		for b := buf[:n]; len(b) >= 19; {
+			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+			if reclen < 19 || reclen > len(b) {
 				return fmt.Errorf("getdents: bad record length %d", reclen)
 			}
-			typ := buf[off+18]
-			name := off + 19
-			end := bytes.IndexByte(buf[name:off+reclen], 0)
-			if end < 0 {
-				return fmt.Errorf("getdents: a name without its NUL")
+			typ := b[18]
+			nb := b[19:reclen]
+			if i := bytes.IndexByte(nb, 0); i >= 0 {
+				nb = nb[:i]
 			}
-			off += reclen
-			if nb := buf[name : name+end]; end == 0 || (nb[0] == '.' && (end == 1 || end == 2 && nb[1] == '.')) {
+			b = b[reclen:]
+			if len(nb) == 0 || (nb[0] == '.' && (len(nb) == 1 || len(nb) == 2 && nb[1] == '.')) {
 				continue
 			}
-			sc.ents = append(sc.ents, dirent{off: uint32(name), n: uint16(end), typ: typ})
+			sc.ents = append(sc.ents, dirent{off: uint32(len(sc.names)), n: uint16(len(nb)), typ: typ})
+			sc.names = append(append(sc.names, nb...), 0)
 		}
 	}
-	// The records are all in: the names can point into them.
+	// The arena is whole: the names can point into it.
 	for i := range sc.ents {
 		e := &sc.ents[i]
-		e.name = unsafe.String(&buf[e.off], int(e.n))
+		e.name = unsafe.String(&sc.names[e.off], int(e.n))
 	}
 	return nil
 }
-
-// direntRoom is the least room a getdents call is given: more than the
-// longest record.
-const direntRoom = 4096
 
 // ownFiles returns files with names of their own, out of any scratch: the
 // slice itself copied too when it is a scratch's.
