@@ -64,11 +64,11 @@ const (
 // kept small: 64 bytes, and rel shares abs's bytes (a root of 10k folders
 // held 2.5 MB of nodes with a channel and a path each).
 type node struct {
-	rel    string // relative to the root, "" for the root; a suffix of abs when it can be
-	abs    string
-	dbRow  *store.FolderRow // from the parent's listing; nil if not known
-	parent *ancestry        // (dev, ino) of the folders above, for loop checks
-	res    *dirResult
+	rel   string // relative to the root, "" for the root; a suffix of abs when it can be
+	abs   string
+	dbRow *store.FolderRow // from the parent's listing; nil if not known
+	self  *ancestry        // (dev, ino) of the folder as its parent's stat saw it, then of those above; nil for a walk's first folder
+	res   *dirResult
 
 	state      atomic.Int32 // 0 queued, 1 taken, 2 done
 	mode       nodeMode
@@ -77,11 +77,11 @@ type node struct {
 	parentNew  bool // the parent has no row in the index
 }
 
-func newNode(rel, abs string, mode nodeMode, via bool, parent *ancestry) *node {
-	return &node{rel: rel, abs: abs, mode: mode, viaSymlink: via, parent: parent}
+func newNode(rel, abs string, mode nodeMode, via bool, self *ancestry) *node {
+	return &node{rel: rel, abs: abs, mode: mode, viaSymlink: via, self: self}
 }
 
-// ancestry is a linked list of the folders above a node.
+// ancestry is a linked list of a folder and the folders above it.
 type ancestry struct {
 	dev, ino uint64
 	up       *ancestry
@@ -181,7 +181,8 @@ func (p *prefetcher) run(n *node) {
 	res := p.read(n)
 	n.res = res
 	p.mu.Lock()
-	p.buffered += res.weight()
+	res.held = res.weight()
+	p.buffered += res.held
 	for _, c := range res.subdirs {
 		heap.Push(&p.queue, c)
 	}
@@ -228,7 +229,7 @@ func (p *prefetcher) ready(n *node) bool { return n.state.Load() == 2 }
 func (p *prefetcher) consumed(res *dirResult) {
 	p.mu.Lock()
 	full := p.buffered >= p.limit
-	p.buffered -= res.weight()
+	p.buffered -= res.held
 	if full && p.buffered < p.limit && len(p.queue) > 0 {
 		// Room again: as many readers as there are folders to read.
 		for range min(len(p.queue), p.waiting) {

@@ -54,7 +54,7 @@ type FileRows interface {
 	ReusableHashes(ctx context.Context, stamps []store.Stamp) (map[store.Stamp]*store.FileHash, error)
 	Root(ctx context.Context, id int64) (store.Root, error)
 	Roots(ctx context.Context) ([]store.Root, error)
-	SubfoldersOfRoot(ctx context.Context, rootID int64) (map[int64][]store.FolderRow, error)
+	FoldersOfRoot(ctx context.Context, rootID int64, count int) ([]store.FolderRow, error)
 }
 
 // JobQueue claims scan and hash jobs under a lease (*store.Jobs has it).

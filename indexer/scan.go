@@ -62,8 +62,8 @@ type scanRun struct {
 	treeChecked, newTree bool
 }
 
-// preloadFolders bounds the folder rows a rescan reads in one query before
-// its walk (SubfoldersOfRoot), some 200 bytes each, so memory stays flat
+// preloadFolders bounds the folder rows a rescan reads in one query as
+// its walk starts (readFolderRows), some 200 bytes each, so memory stays flat
 // however many folders a root has: a root of more is read folder by
 // folder. On /usr (20k folders) the preload takes a re-index from 0.39 to
 // 0.33 s and adds 6 MB (7 alternating runs).
@@ -149,9 +149,8 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	s.w = &walker{ctx: ctx, dbctx: context.WithoutCancel(ctx), ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
 		resume: s.cp.HasLast && !targeted, checkpoint: string(s.cp.Last), bulk: bulk, newTree: bulk && !s.cp.Held, warn: ix.cfg.Warn}
 	if !bulk && !targeted && root.FolderCount <= preloadFolders {
-		if s.w.subfolders, err = ix.db.SubfoldersOfRoot(ctx, root.ID); err != nil {
-			return err
-		}
+		s.w.rows = readFolderRows(ctx, ix, root)
+		defer s.w.rows.join()
 	}
 	s.w.skip, s.w.skipIno = ix.skipSets()
 	s.w.skipNames = map[string]bool{}
@@ -210,9 +209,14 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	} else {
 		// Not after the watcher's scans of a few folders: a forced
 		// collection each would cost a mount CPU under a stream of
-		// changes. In the background, beside the scan's last write: it
-		// took 0.11-0.23 s of a first index's tail on one CPU.
-		go returnWalkHeap()
+		// changes. Nor after a rescan that changed nothing: no hash run,
+		// no fold follows that needs the memory (the runtime's scavenger
+		// gives it back in time). In the background, beside the scan's
+		// last write: it took 0.11-0.23 s of a first index's tail on one
+		// CPU.
+		if c := s.cp.Counts; s.w.bulk || c.FilesAdded+c.FilesChanged+c.FilesMissing > 0 {
+			go returnWalkHeap()
+		}
 		if s.w.bulk {
 			ix.early.start(ctx, ix, s.w.algo)
 		}
@@ -247,6 +251,13 @@ func (s *scanRun) walkFrom(ctx context.Context, rootNode *node, parentID int64) 
 	s.pf = newPrefetcher(s.ix.walkers(), 16384, s.w.read)
 	defer s.pf.close()
 	s.pf.start(rootNode)
+	if s.w.rows != nil {
+		// The readers start without the root's folder rows; the
+		// committer needs them from its first folder.
+		if err := s.w.rows.wait(ctx); err != nil {
+			return err
+		}
+	}
 
 	type frame struct {
 		n  *node
@@ -276,6 +287,9 @@ func (s *scanRun) walkFrom(ctx context.Context, rootNode *node, parentID int64) 
 		}
 		if err != nil {
 			return err
+		}
+		if res.deferred {
+			s.w.indexLater(n, res)
 		}
 		id, err := s.visit(ctx, n, parentID, res)
 		if err != nil {
@@ -412,11 +426,9 @@ func (s *scanRun) diffFiles(folderID int64, res *dirResult) error {
 			return err
 		}
 	}
-	for _, f := range disk {
-		c.BytesSeen += f.Size
-	}
-	c.FilesSeen += int64(len(disk))
-	p.FilesSeen.Add(int64(len(disk)))
+	c.BytesSeen += res.bytes
+	c.FilesSeen += int64(res.seen)
+	p.FilesSeen.Add(int64(res.seen))
 	return nil
 }
 

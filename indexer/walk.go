@@ -3,8 +3,6 @@ package indexer
 import (
 	"bytes"
 	"context"
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -23,11 +21,13 @@ import (
 // dirResult is what reading one folder found, on disk and in the index.
 type dirResult struct {
 	err      error // the folder could not be read; its old contents stay
-	dev, ino uint64
-	files    []store.FileStat // regular files to index, by name
-	subdirs  []*node          // folders to descend into, by name
-	skipped  int              // entries left out (symlinks, fifos, excluded…)
-	fileErrs int              // files that vanished or could not be stat'ed
+	dev      uint64
+	files    []store.FileStat // regular files to index, by name; nil when same
+	seen     int              // regular files found, and their bytes
+	bytes    int64
+	subdirs  []*node // folders to descend into, by name
+	skipped  int     // entries left out (symlinks, fifos, excluded…)
+	fileErrs int     // files that vanished or could not be stat'ed
 
 	dbFolder *store.FolderRow // nil when the index has no row for it
 	dbFiles  []store.FileRow  // by name; not read when same
@@ -43,6 +43,10 @@ type dirResult struct {
 	// the folder changed and dbFiles was not read.
 	sig  []byte
 	same bool
+	// deferred: read before the root's folder rows were there, the
+	// folder's rows are still to be read (walker.indexLater).
+	deferred bool
+	held     int // what it counts for in the prefetch buffer
 }
 
 // weight is what a result costs in the prefetch buffer.
@@ -65,15 +69,15 @@ type walker struct {
 	bulk       bool // a bulk load
 	newTree    bool // a bulk load of a tree the index held nothing of: a new folder's subfolders are new too
 	excludes   []string
-	skip       map[string]bool // absolute paths never indexed
-	// subfolders are the root's folder rows by parent id, read once when
-	// the scan starts; a folder whose signature is unchanged takes its
-	// subfolders from here instead of a query.
-	subfolders map[int64][]store.FolderRow
-	skipNames  map[string]bool // their base names, to test before building a path
-	skipIno    map[[2]uint64]bool
-	skipAll    bool // the root is left out (leftOut): nothing in it is indexed
-	warn       func(string)
+	// rows are the root's folder rows, read once as the scan starts
+	// (nil: read folder by folder): a folder takes its own row from
+	// here, and when its signature is unchanged its subfolders' too.
+	rows      *folderRows
+	skip      map[string]bool // absolute paths never indexed
+	skipNames map[string]bool // their base names, to test before building a path
+	skipIno   map[[2]uint64]bool
+	skipAll   bool // the root is left out (leftOut): nothing in it is indexed
+	warn      func(string)
 
 	mountsMu sync.Mutex
 	dupefs   map[string]bool // mount points of dupefs mounts
@@ -158,18 +162,33 @@ func (w *walker) childMode(rel string) (nodeMode, bool) {
 func (w *walker) read(n *node) *dirResult {
 	res := &dirResult{}
 	w.ix.testHook("list", n.abs)
-	fd := w.readDisk(n, res)
+	defer w.rows.hold()()
+	sc := getScratch()
+	defer putScratch(sc)
+	if n.dbRow == nil && w.rows.usable() {
+		n.dbRow = w.rows.byPath[n.abs]
+	}
+	fd, scratch := w.readDisk(n, res, sc)
 	if fd >= 0 {
 		// Open until the files read ahead are opened relative to it.
 		defer unix.Close(fd)
 	}
 	if res.err == nil && res.fileErrs == 0 {
-		res.sig = listingSig(w.root.ID, res.files)
+		res.sig = listingSig(w.root.ID, res.files, &sc.sig)
 	}
 	if err := w.readIndex(n, res); err != nil {
 		// The index could not be read: report it as the folder's error,
 		// so the committer leaves the folder alone.
 		res.err = fmt.Errorf("read index: %w", err)
+	}
+	res.seen = len(res.files)
+	for i := range res.files {
+		res.bytes += res.files[i].Size
+	}
+	if res.same {
+		res.files = nil // nothing to write
+	} else {
+		res.files = ownFiles(res.files, scratch)
 	}
 	if res.err == nil && n.shallow {
 		// A targeted folder: its known subfolders have watchers of their
@@ -187,13 +206,37 @@ func (w *walker) read(n *node) *dirResult {
 	// A folder whose listing the index holds has nothing to read: its
 	// sizes go unnoted, and a file elsewhere that shares only its sizes is
 	// left to the hash job, which plans the size anyway.
-	if res.err == nil && n.mode == modeFull && !res.same {
+	if res.err == nil && n.mode == modeFull && !res.same && !res.deferred {
 		w.hashAhead(n, res, fd)
 	}
 	return res
 }
 
+// indexLater reads the rows of a folder read before the root's folder
+// rows were there (res.deferred), now that they are. The committer calls
+// it. The folder's files go unread by the walk (the hash job reads what
+// needs it), as those of a folder whose listing the index holds.
+func (w *walker) indexLater(n *node, res *dirResult) {
+	w.ix.testHook("index later", n.abs)
+	res.deferred = false
+	if err := w.readIndex(n, res); err != nil {
+		res.err = fmt.Errorf("read index: %w", err)
+	}
+	if res.same {
+		res.files = nil
+	}
+}
+
 func (w *walker) readIndex(n *node, res *dirResult) error {
+	if n.dbRow == nil && w.rows != nil {
+		if !w.rows.loaded() {
+			res.deferred = true
+			return nil
+		}
+		if w.rows.usable() {
+			n.dbRow = w.rows.byPath[n.abs]
+		}
+	}
 	defer func() {
 		for _, c := range res.subdirs {
 			c.parentNew = res.dbFolder == nil
@@ -217,8 +260,11 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 	res.dbFolder = n.dbRow
 	res.same = res.sig != nil && bytes.Equal(res.sig, n.dbRow.ListingSig)
 	var files []store.FileRow
-	dirs, preloaded := w.subfolders[n.dbRow.ID]
-	if !res.same || !preloaded && w.subfolders == nil {
+	var dirs []store.FolderRow
+	if w.rows.usable() {
+		dirs = w.rows.byParent[n.dbRow.ID]
+	}
+	if !res.same || !w.rows.usable() {
 		var err error
 		if files, dirs, err = w.db.FolderListing(w.dbctx, n.dbRow.ID, !res.same); err != nil {
 			return err
@@ -226,6 +272,9 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 	}
 	slices.SortFunc(files, func(a, b store.FileRow) int { return strings.Compare(a.Name, b.Name) })
 	res.dbFiles, res.dbDirs = files, dirs
+	if w.rows.usable() {
+		return nil // each subfolder takes its row from w.rows
+	}
 	known := make(map[string]*store.FolderRow, len(dirs))
 	for i := range dirs {
 		known[dirs[i].Path] = &dirs[i]
@@ -237,8 +286,10 @@ func (w *walker) readIndex(n *node, res *dirResult) error {
 }
 
 // readDisk lists and stats a folder. It returns the folder open, for the
-// caller to close, or -1 when it could not be opened.
-func (w *walker) readDisk(n *node, res *dirResult) int {
+// caller to close, or -1 when it could not be opened; and whether
+// res.files (names aside) lies in sc: when the index may hold the
+// folder's listing, which a rescan finds unchanged most of the time.
+func (w *walker) readDisk(n *node, res *dirResult, sc *listScratch) (int, bool) {
 	flags := unix.O_RDONLY | unix.O_DIRECTORY | unix.O_CLOEXEC
 	if !n.viaSymlink {
 		flags |= unix.O_NOFOLLOW
@@ -246,38 +297,56 @@ func (w *walker) readDisk(n *node, res *dirResult) int {
 	fd, err := unix.Open(n.abs, flags, 0)
 	if err != nil {
 		res.err = &fs.PathError{Op: "open", Path: n.abs, Err: err}
-		return -1
+		return -1, false
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		res.err = &fs.PathError{Op: "stat", Path: n.abs, Err: err}
-		return fd
+	here := n.self
+	if here == nil || n.viaSymlink {
+		// The first folder of a walk has no parent's stat, and a symlink
+		// may point elsewhere by now: the folder opened says what it is.
+		// Any other folder is the one its parent stat'ed (a folder
+		// renamed in between is still no ancestor of itself).
+		var st unix.Stat_t
+		if err := unix.Fstat(fd, &st); err != nil {
+			res.err = &fs.PathError{Op: "stat", Path: n.abs, Err: err}
+			return fd, false
+		}
+		var up *ancestry
+		if here != nil {
+			up = here.up
+		}
+		here = &ancestry{dev: st.Dev, ino: st.Ino, up: up}
 	}
-	res.dev, res.ino = st.Dev, st.Ino
-	if w.leavesNetwork(st.Dev, n.abs) {
+	res.dev = here.dev
+	if w.leavesNetwork(res.dev, n.abs) {
 		// A network mount its parent did not see: a targeted scan starts
 		// here, or it was mounted since. Read as empty, it is left out as
 		// the walk from its parent leaves it.
-		return fd
+		return fd, false
 	}
-	ents, err := readDirents(fd)
-	if err != nil {
+	if err := readDirents(fd, sc); err != nil {
 		// A partial listing would mark the rest missing: treat the
 		// folder as unreadable instead.
 		res.err = &fs.PathError{Op: "readdir", Path: n.abs, Err: err}
-		return fd
+		return fd, false
 	}
+	ents := sc.ents
 	slices.SortFunc(ents, func(a, b dirent) int { return strings.Compare(a.name, b.name) })
 	if w.skipAll {
 		res.skipped += len(ents)
-		return fd
+		return fd, false
 	}
-	here := &ancestry{dev: st.Dev, ino: st.Ino, up: n.parent}
+	scratch := false
 	if n.mode == modeFull {
 		// Room for every entry that may be a file, at once: a folder of
 		// 100k files grew its slice 30 times by appends, and held the
 		// last two copies (10 MB) at the peak.
-		res.files = make([]store.FileStat, 0, countMaybeFiles(ents, w.root.FollowSymlinks))
+		c := countMaybeFiles(ents, w.root.FollowSymlinks)
+		if scratch = n.dbRow != nil && n.dbRow.ListingSig != nil; scratch {
+			sc.files = slices.Grow(sc.files[:0], c)
+			res.files = sc.files
+		} else {
+			res.files = make([]store.FileStat, 0, c)
+		}
 	}
 	for _, e := range ents {
 		if len(w.excludes) > 0 && w.excluded(joinRel(n.rel, e.name), e.name) {
@@ -286,10 +355,11 @@ func (w *walker) readDisk(n *node, res *dirResult) int {
 		}
 		w.classify(n, res, fd, here, e.typ, e.name)
 	}
-	return fd
+	return fd, scratch
 }
 
-// classify stats one entry and files it as a file, a folder or skipped.
+// classify stats one entry, name (of a listScratch), and files it as a
+// file, a folder or skipped.
 // Paths are only built for what needs them: folders, and names that some
 // path never indexed ends with. Trash cans and dupefs' temporary files are
 // skipped: a copy there is none to keep.
@@ -319,7 +389,7 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ u
 		res.skipped++
 		return
 	}
-	if err := unix.Fstatat(fd, name, &st, statFlags); err != nil {
+	if err := fstatatName(fd, name, &st, statFlags); err != nil {
 		// Vanished since readdir, a dangling link, or a link loop.
 		if via {
 			res.skipped++
@@ -354,70 +424,9 @@ func (w *walker) classify(n *node, res *dirResult, fd int, here *ancestry, typ u
 		if !ok {
 			return
 		}
-		res.subdirs = append(res.subdirs, newNode(rel, abs, mode, via || n.viaSymlink, here))
+		res.subdirs = append(res.subdirs, newNode(rel, abs, mode, via || n.viaSymlink, &ancestry{dev: st.Dev, ino: st.Ino, up: here}))
 	default:
 		res.skipped++
-	}
-}
-
-// countMaybeFiles counts the entries that may turn out regular files:
-// those getdents says are, those of unknown type and, when symlinks are
-// followed, symlinks.
-func countMaybeFiles(ents []dirent, followSymlinks bool) int {
-	n := 0
-	for _, e := range ents {
-		if e.typ == unix.DT_REG || e.typ == unix.DT_UNKNOWN || followSymlinks && e.typ == unix.DT_LNK {
-			n++
-		}
-	}
-	return n
-}
-
-// dirent is one entry of a folder: its name and its type as getdents
-// tells it (unix.DT_*; DT_UNKNOWN on file systems that do not).
-type dirent struct {
-	name string
-	typ  uint8
-}
-
-// direntBufs holds getdents buffers for the folder readers.
-var direntBufs = sync.Pool{New: func() any { b := make([]byte, 32<<10); return &b }}
-
-// readDirents lists a folder with getdents64 through a pooled buffer:
-// without os.File, its finalizer and poller, and one allocation per entry
-// less than os.File.ReadDir. "." and ".." are left out.
-func readDirents(fd int) ([]dirent, error) {
-	bp := direntBufs.Get().(*[]byte)
-	defer direntBufs.Put(bp)
-	buf := *bp
-	var out []dirent
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		if n <= 0 {
-			return out, nil
-		}
-		for b := buf[:n]; len(b) >= 19; {
-			reclen := int(binary.NativeEndian.Uint16(b[16:18]))
-			if reclen < 19 || reclen > len(b) {
-				return nil, fmt.Errorf("getdents: bad record length %d", reclen)
-			}
-			typ := b[18]
-			nb := b[19:reclen]
-			if i := bytes.IndexByte(nb, 0); i >= 0 {
-				nb = nb[:i]
-			}
-			b = b[reclen:]
-			if len(nb) == 0 || (nb[0] == '.' && (len(nb) == 1 || len(nb) == 2 && nb[1] == '.')) {
-				continue
-			}
-			out = append(out, dirent{name: string(nb), typ: typ})
-		}
 	}
 }
 
@@ -439,27 +448,4 @@ func (w *walker) skipDir(n *node, res *dirResult, here *ancestry, abs string, st
 		return true
 	}
 	return w.isDupefsMount(abs) || w.leavesNetwork(st.Dev, abs)
-}
-
-// listingSig is the signature of a folder's files as a scan saw them: a
-// hash of the root and of every file's name, size, mtime, device, inode and
-// link count, in name order. A rescan that finds the signature the index
-// holds knows every file row of the folder is as it would write it.
-func listingSig(rootID int64, files []store.FileStat) []byte {
-	h := sha256.New()
-	var b [8 * 5]byte
-	binary.LittleEndian.PutUint64(b[:8], uint64(rootID))
-	h.Write(b[:8])
-	for i := range files {
-		f := &files[i]
-		h.Write([]byte(f.Name))
-		h.Write([]byte{0}) // no name holds a NUL
-		binary.LittleEndian.PutUint64(b[0:], uint64(f.Size))
-		binary.LittleEndian.PutUint64(b[8:], uint64(f.MtimeNS))
-		binary.LittleEndian.PutUint64(b[16:], f.Dev)
-		binary.LittleEndian.PutUint64(b[24:], f.Ino)
-		binary.LittleEndian.PutUint64(b[32:], f.Nlink)
-		h.Write(b[:])
-	}
-	return h.Sum(nil)[:16]
 }

@@ -97,6 +97,7 @@ var onPostgres = []struct {
 	{TestFolderGroupsByClassEqualFromScratch, ""},
 	{TestFolderChangeUnhidesSubfolderGroups, ""},
 	{TestConfirmFoldersSplitsByWhatFoldersHold, ""},
+	{TestFoldersOfRootAreItsFolderRows, ""},
 	{TestFolderGroupsOwedByAKilledFold, ""},
 	{TestDiffPairEqualsInMemory, ""},
 	{TestPairListsKeepNamesOfAnyBytes, ""},

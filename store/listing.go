@@ -47,26 +47,30 @@ func (fl *Files) FolderByPath(ctx context.Context, path string) (FolderRow, erro
 	return f, classify("read folder", err)
 }
 
-// SubfoldersOfRoot returns every folder row of a root (missing ones too),
-// grouped by parent folder id: one query instead of one per folder for a
-// rescan whose folders are mostly unchanged.
-func (fl *Files) SubfoldersOfRoot(ctx context.Context, rootID int64) (map[int64][]FolderRow, error) {
-	rows, err := fl.db.query(ctx, `SELECT id, root_id, parent_id, path, missing, error, listing_sig
+// FoldersOfRoot returns every folder row of a root (missing ones too), in
+// no given order: one query instead of one per folder for a rescan whose
+// folders are mostly unchanged. count is how many rows to make room for
+// (the root's folder count).
+func (fl *Files) FoldersOfRoot(ctx context.Context, rootID int64, count int) ([]FolderRow, error) {
+	rows, err := fl.db.query(ctx, `SELECT id, parent_id, path, missing, error, listing_sig
 		FROM folders WHERE root_id = ?`, rootID)
 	if err != nil {
 		return nil, classify("read folders", err)
 	}
 	defer rows.Close()
-	out := map[int64][]FolderRow{}
+	out := make([]FolderRow, 0, max(count, 0))
+	// Scanned into the same variables row after row: each row's own
+	// would be three allocations more (they escape into Scan).
+	var f FolderRow
+	var parent sql.NullInt64
+	var errText sql.NullString
 	for rows.Next() {
-		var f FolderRow
-		var parent sql.NullInt64
-		var errText sql.NullString
-		if err := rows.Scan(&f.ID, &f.RootID, &parent, &f.Path, &f.Missing, &errText, &f.ListingSig); err != nil {
+		f = FolderRow{RootID: rootID}
+		if err := rows.Scan(&f.ID, &parent, &f.Path, &f.Missing, &errText, &f.ListingSig); err != nil {
 			return nil, classify("read folders", err)
 		}
 		f.ParentID, f.Error = parent.Int64, errText.String
-		out[f.ParentID] = append(out[f.ParentID], f)
+		out = append(out, f)
 	}
 	return out, classify("read folders", rows.Err())
 }
