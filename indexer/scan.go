@@ -57,9 +57,11 @@ type scanRun struct {
 	// vanished counts the folders gone between their parent's listing
 	// and their own: said once when the scan ends, not a line each.
 	vanished int64
-	// newTree: the index held no folder of the root's tree when the
-	// run's first batch began (looked at once: treeChecked).
-	treeChecked, newTree bool
+	// queueNew: the index held no folder of the root's tree when this
+	// attempt's first batch began, so every folder it adds is new (looked
+	// at once: treeChecked). Unlike the checkpoint's Held, it is this
+	// attempt's own: a resumed one finds its earlier attempts' folders.
+	treeChecked, queueNew bool
 }
 
 // preloadFolders bounds the folder rows a rescan reads in one query as
@@ -138,6 +140,8 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 				return err
 			}
 			s.cp.Held, err = tx.SubtreeHasFolders(root.Path)
+			// Nothing of this attempt is written yet: the same answer.
+			s.treeChecked, s.queueNew = err == nil, !s.cp.Held
 			return err
 		})
 		if err != nil {

@@ -50,7 +50,7 @@ func (s *scanRun) begin() error {
 // when the run walks a whole tree the index held no folder of when its
 // first batch began: every folder it adds is then new.
 func (s *scanRun) queueFolders(tx *store.Tx, b *store.ScanBatch) error {
-	if len(s.cp.Targets) > 0 {
+	if len(s.cp.Targets) > 0 || !b.QueuesFolders() {
 		return nil
 	}
 	if !s.treeChecked {
@@ -58,9 +58,9 @@ func (s *scanRun) queueFolders(tx *store.Tx, b *store.ScanBatch) error {
 		if err != nil {
 			return err
 		}
-		s.treeChecked, s.newTree = true, !has
+		s.treeChecked, s.queueNew = true, !has
 	}
-	if !s.newTree {
+	if !s.queueNew {
 		return nil
 	}
 	return b.QueueFolders()

@@ -22,6 +22,10 @@ var folderColNames = []string{"root_id", "parent_id", "path", "error", "first_se
 const pgNextFolderID = `SELECT greatest((SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM folders_id_seq),
 	coalesce((SELECT max(id) FROM folders), 0) + 1)`
 
+// QueuesFolders reports whether QueueFolders would queue (on PostgreSQL):
+// on SQLite a caller need not ask whether it may.
+func (b *ScanBatch) QueuesFolders() bool { return b.copy }
+
 // QueueFolders makes AddFolder queue new folders rather than upsert them,
 // on PostgreSQL (on SQLite it does nothing). The caller
 // vouches that no folder it adds has a row (SubtreeHasFolders said none
