@@ -89,14 +89,19 @@ func (s *scanRun) commit() error {
 	if len(s.cp.Targets) == 0 {
 		s.cp.HasLast, s.cp.Last = true, []byte(s.lastDone)
 	}
-	cp, err := json.Marshal(s.cp)
+	// The batch's rows first: a write it sends may still be under way,
+	// and the session takes one statement at a time.
+	err := s.batch.Close()
+	var cp []byte
+	if err == nil {
+		cp, err = json.Marshal(s.cp)
+	}
 	if err == nil {
 		err = s.tx.SetCheckpoint(s.lease, string(cp), s.cp.Counts.FilesSeen)
 	}
 	if err == nil && s.cp.ScanID != 0 {
 		err = s.tx.UpdateScan(s.cp.ScanID, "running", s.cp.Counts)
 	}
-	s.batch.Close()
 	if err != nil {
 		s.tx.Rollback()
 	} else {

@@ -166,6 +166,7 @@ var onPostgres = []struct {
 	{TestRemoveRootForgetsItsRows, ""},
 	{TestExcludePatternsKeepTheirBytes, ""},
 	{TestLateHashesLandInAnyOrder, ""},
+	{TestBatchWritesLandInOrderBesideACopy, ""},
 	{TestNextFileIDIsTheRowsID, ""},
 	{TestQueuedFoldersGetTheirIDs, ""},
 	{TestPairWritesStagedEqualOneByOne, ""},

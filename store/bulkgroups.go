@@ -20,6 +20,9 @@ import (
 // rows in content order took 0.33-0.40 s on the generated 100k tree; a
 // sorted pass over every hashed row 0.24-0.38 s (its sort spills).
 func (tx *Tx) countBulkGroups() error {
+	if tx.dialect.postgres() {
+		return tx.pgCountBulkGroups()
+	}
 	c := groupCounter{tx: tx}
 	defer c.close()
 	var (
@@ -45,63 +48,27 @@ func (tx *Tx) countBulkGroups() error {
 	return c.flush()
 }
 
-// hashedPage is how many rows of the cursor eachHashed reads at once on
-// PostgreSQL.
-var hashedPage = 1 << 14 // a variable for tests
-
 // eachHashed calls fn with the content and the rowid of every live hashed
-// file, in content order. fn may write in the transaction between rows:
-// on SQLite the query stays open meanwhile; one PostgreSQL session runs a
-// statement at a time, to its end, so there a cursor is read a page at a
-// time, each page whole before fn sees its rows.
+// file, in content order, the query open while fn writes (SQLite).
 func (tx *Tx) eachHashed(fn func(hash []byte, id int64) error) error {
-	const q = "SELECT content_hash, rowid FROM files INDEXED BY files_content WHERE content_hash IS NOT NULL AND missing = 0 ORDER BY content_hash"
-	if !tx.dialect.postgres() {
-		rows, err := tx.tx.QueryContext(tx.ctx, q)
-		if err != nil {
-			return classify("read hashed files", err)
-		}
-		defer rows.Close()
-		var (
-			hash []byte
-			id   int64
-		)
-		for rows.Next() {
-			if err := rows.Scan(&hash, &id); err != nil {
-				return classify("read hashed files", err)
-			}
-			if err := fn(hash, id); err != nil {
-				return err
-			}
-		}
-		return classify("read hashed files", rows.Err())
-	}
-	if _, err := tx.tx.ExecContext(tx.ctx, "DECLARE bulk_hashed NO SCROLL CURSOR FOR "+q); err != nil {
+	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT content_hash, rowid FROM files INDEXED BY files_content WHERE content_hash IS NOT NULL AND missing = 0 ORDER BY content_hash")
+	if err != nil {
 		return classify("read hashed files", err)
 	}
-	type hashed struct {
+	defer rows.Close()
+	var (
 		hash []byte
 		id   int64
-	}
-	for {
-		rows, err := tx.tx.QueryContext(tx.ctx, "FETCH "+strconv.Itoa(hashedPage)+" FROM bulk_hashed")
-		page, err := collect("read hashed files", rows, err, func(r rowScanner) (h hashed, err error) {
-			err = r.Scan(&h.hash, &h.id)
-			return h, err
-		})
-		if err != nil {
-			return err
-		}
-		for _, h := range page {
-			if err := fn(h.hash, h.id); err != nil {
-				return err
-			}
-		}
-		if len(page) < hashedPage {
-			_, err := tx.tx.ExecContext(tx.ctx, "CLOSE bulk_hashed")
+	)
+	for rows.Next() {
+		if err := rows.Scan(&hash, &id); err != nil {
 			return classify("read hashed files", err)
 		}
+		if err := fn(hash, id); err != nil {
+			return err
+		}
 	}
+	return classify("read hashed files", rows.Err())
 }
 
 // groupChunk is how many member rows countBulkGroups reads at once.
@@ -116,7 +83,6 @@ type groupCounter struct {
 	read    *sql.Stmt
 	up      *sql.Stmt
 	again   *sql.Stmt
-	staged  [][]any // on PostgreSQL, the chunk's counts (pgbatch.go)
 }
 
 // groupMember is a row of a content of two or more rows: the content is
@@ -198,7 +164,7 @@ func (c *groupCounter) flush() error {
 		lo = hi
 	}
 	c.members, c.hashes = c.members[:0], c.hashes[:0]
-	return c.writeStaged()
+	return nil
 }
 
 // write records one content's counts from its members, sorted by inode.
@@ -209,10 +175,6 @@ func (c *groupCounter) write(ms []groupMember) error {
 		if i == 0 || m.host != ms[i-1].host || m.dev != ms[i-1].dev || m.ino != ms[i-1].ino {
 			inodes++
 		}
-	}
-	if c.tx.dialect.postgres() {
-		c.staged = append(c.staged, []any{c.hashes[ms[0].group], size, int64(len(ms)), inodes})
-		return nil
 	}
 	st := c.again
 	if inodes >= 2 {

@@ -6,10 +6,10 @@ import "database/sql"
 // than delta by delta when every folder waits, as after a first index
 // (when nearly every sum changes). It streams the index when the index
 // is in the order a first index writes (foldStream), else it sums every
-// folder at once (sumAll).
-func (tx *Tx) foldAll() (fold, error) {
+// folder at once (sumAll). rd is the read pool (nil: none; foldRows).
+func (tx *Tx) foldAll(rd *sql.DB) (fold, error) {
 	var res fold
-	n, ok, err := tx.foldStream()
+	n, ok, err := tx.foldStream(rd)
 	if err != nil {
 		return res, err
 	}
@@ -61,13 +61,14 @@ func (tx *Tx) foldAll() (fold, error) {
 // when the index is not in that order (a folder older than its parent, or
 // files added to a folder after others were added): what this wrote is
 // then written again.
-func (tx *Tx) foldStream() (written int, ok bool, err error) {
-	rows, err := tx.openFoldRows()
+func (tx *Tx) foldStream(rd *sql.DB) (written int, ok bool, err error) {
+	rows, err := tx.openFoldRows(rd)
 	if err != nil {
 		return 0, false, err
 	}
 	defer rows.close()
 	w := sumWriter{tx: tx}
+	rows.settle = w.wait
 	defer func() {
 		if ferr := w.flush(); err == nil {
 			err = ferr

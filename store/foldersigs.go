@@ -44,7 +44,7 @@ func (fo *Folders) update(ctx context.Context, pairs bool) (int, error) {
 	if bulk {
 		// Every folder waits: sum them all in one pass, in one write.
 		err := fo.db.Write(ctx, func(tx *Tx) (err error) {
-			all, err = tx.foldAll()
+			all, err = tx.foldAll(fo.db.r)
 			return err
 		})
 		if err != nil {

@@ -37,7 +37,7 @@ func TestFolderGroupsOwedByAKilledFold(t *testing.T) {
 		// The fold's write, and then the process is killed.
 		err = db.Write(ctx, func(tx *Tx) (err error) {
 			if bulk {
-				_, err = tx.foldAll()
+				_, err = tx.foldAll(db.r)
 			} else {
 				_, err = tx.foldFolders()
 			}

@@ -8,7 +8,7 @@ import "strings"
 
 const (
 	pgGroupTable = `content_hash bytea NOT NULL, size bigint NOT NULL, files bigint NOT NULL, inodes bigint NOT NULL`
-	// As groupCounter's up and again: a content of two or more inodes
+	// As groupCounter's up and again (SQLite): a content of two or more inodes
 	// gets its row or has it counted again; one of one inode only keeps
 	// the row it had.
 	pgGroupsUp = `INSERT INTO contents (hash_algo, content_hash, size, file_count, inode_count, changed_at, change_seq)
@@ -28,21 +28,31 @@ const (
 		   AND f.hash_status = 'partial' AND f.missing = 0`
 )
 
-// writeStaged writes the groups of a chunk staged by write.
-func (c *groupCounter) writeStaged() error {
-	if len(c.staged) == 0 {
-		return nil
-	}
-	err := c.tx.stage(pgGroupTable, "group_counts", []string{"content_hash", "size", "files", "inodes"}, c.staged)
-	clear(c.staged)
-	c.staged = c.staged[:0]
-	if err != nil {
+// pgBulkGroups counts every content of two or more live rows into the
+// staged group_counts, in one statement: the server's grouped pass over
+// the hashed rows took 0.15 s for /usr, where reading them a page at a
+// time through a cursor, then their members' inodes, took 0.5 s of its
+// time and the round trips between. A row whose root went during the
+// load is left out, as adding the keys back deletes it.
+const pgBulkGroups = `INSERT INTO pg_temp.group_counts (content_hash, size, files, inodes)
+	SELECT f.content_hash, max(f.size), count(*), count(DISTINCT (r.host_id, f.dev, f.ino))
+	  FROM files f JOIN roots r ON r.id = f.root_id
+	 WHERE f.missing = 0 AND f.content_hash IN (SELECT g.content_hash FROM files g
+		WHERE g.content_hash IS NOT NULL AND g.missing = 0 GROUP BY g.content_hash HAVING count(*) > 1)
+	 GROUP BY f.content_hash`
+
+// pgCountBulkGroups is countBulkGroups on PostgreSQL.
+func (tx *Tx) pgCountBulkGroups() error {
+	if err := tx.stage(pgGroupTable, "group_counts", nil, nil); err != nil {
 		return err
 	}
-	if _, err := c.tx.exec("count groups", pgGroupsUp, c.tx.algo); err != nil {
+	if _, err := tx.exec("count groups", pgBulkGroups); err != nil {
 		return err
 	}
-	_, err = c.tx.exec("count groups", pgGroupsAgain, c.tx.algo)
+	if _, err := tx.exec("count groups", pgGroupsUp, tx.algo); err != nil {
+		return err
+	}
+	_, err := tx.exec("count groups", pgGroupsAgain, tx.algo)
 	return err
 }
 

@@ -34,6 +34,9 @@ func (b *ScanBatch) QueueFolders() error {
 	if !b.copy || b.queued {
 		return nil
 	}
+	if err := b.settle(); err != nil {
+		return err
+	}
 	if err := b.tx.tx.QueryRowContext(b.tx.ctx, pgNextFolderID).Scan(&b.nextFolder); err != nil {
 		return classify("read next folder id", err)
 	}
@@ -63,20 +66,33 @@ func (b *ScanBatch) queueFolder(rootID, parentID int64, path, errText string, si
 // writeFolders writes the queued folders with one COPY and checks they got
 // the ids queueFolder told.
 func (b *ScanBatch) writeFolders() error {
+	if err := b.settle(); err != nil {
+		return err
+	}
 	if len(b.folderQ) == 0 {
 		return nil
 	}
-	if err := b.tx.copyFrom("folders", folderColNames, b.folderQ); err != nil {
-		return classify("add folders", err)
-	}
+	err := b.tx.copyFolders(b.folderQ, b.nextFolder-1)
 	clear(b.folderQ)
 	b.folderQ = b.folderQ[:0]
-	var last int64
-	if err := b.tx.tx.QueryRowContext(b.tx.ctx, "SELECT currval('folders_id_seq')").Scan(&last); err != nil {
+	return err
+}
+
+// copyFolders writes queued folders' rows with one COPY and checks the
+// last got the id last.
+func (tx *Tx) copyFolders(rows [][]any, last int64) error {
+	if len(rows) == 0 {
+		return nil
+	}
+	if err := tx.copyFrom("folders", folderColNames, rows); err != nil {
 		return classify("add folders", err)
 	}
-	if want := b.nextFolder - 1; last != want {
-		return fmt.Errorf("add folders: row id %d, want %d", last, want)
+	var got int64
+	if err := tx.tx.QueryRowContext(tx.ctx, "SELECT currval('folders_id_seq')").Scan(&got); err != nil {
+		return classify("add folders", err)
+	}
+	if got != last {
+		return fmt.Errorf("add folders: row id %d, want %d", got, last)
 	}
 	return nil
 }

@@ -91,6 +91,8 @@ type ScanBatch struct {
 	queued     bool
 	nextFolder int64
 	folderQ    [][]any
+	// sending is the outcome of the COPY in flight (pgcopy.go; nil: none).
+	sending chan error
 }
 
 // fileChunk is how many new files one INSERT writes; fileCols the values
@@ -173,13 +175,16 @@ const fileRowParams = "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
 // insChunkSQL writes fileChunk new files.
 var insChunkSQL = insFileHead + fileRowParams + strings.Repeat(", "+fileRowParams, fileChunk-1)
 
-// Close writes the files still waiting. A failed write fails the
-// transaction's Commit. (The statements are the transaction's.)
-func (b *ScanBatch) Close() {
-	if err := b.flush(); err != nil && b.tx.failed == nil {
+// Close writes the files still waiting, and returns the error of a write
+// that failed, which fails the transaction's Commit too. (The statements
+// are the transaction's.)
+func (b *ScanBatch) Close() error {
+	err := b.flush()
+	if err != nil && b.tx.failed == nil {
 		b.tx.failed = err
 	}
 	b.pending = nil
+	return err
 }
 
 // flush writes everything that waits: the new files, then the late
@@ -270,6 +275,9 @@ func nullID(id int64) sql.NullInt64 { return sql.NullInt64{Int64: id, Valid: id 
 func (b *ScanBatch) AddFolder(rootID, parentID int64, path, errText string, sig []byte) (int64, error) {
 	if b.queued {
 		return b.queueFolder(rootID, parentID, path, errText, sig), nil
+	}
+	if err := b.settle(); err != nil {
+		return 0, err
 	}
 	if b.newFolder != nil {
 		// A bulk load: the path is new but for rare cases (a folder
