@@ -204,6 +204,7 @@ var onPostgres = []struct {
 	{TestPostgresWriterCommitsAsSQLiteNormal, ""},
 	{TestPostgresLedgerWritesOutliveACrash, ""},
 	{TestPostgresConnectionLostMidWriteIsServerGone, ""},
+	{TestPostgresConnectionLostMidCopyIsServerGone, ""},
 	{TestPostgresRefusesAnotherProgramsDatabase, ""},
 }
 
