@@ -122,6 +122,7 @@ var onPostgres = []struct {
 	{TestHashWriteRefusesABadSumLoudly, ""},
 	{TestAllJobsPage, ""},
 	{TestEnqueueKeepsOneActiveJob, ""},
+	{TestEnqueueOfARemovedRootIsNotFound, ""},
 	{TestClaimIsExclusive, ""},
 	{TestClaimsOfTwoOpensAreExclusive, ""},
 	{TestFenceRefusesALostLease, ""},
