@@ -103,3 +103,26 @@ func TestFolderUpdateFollowsDepth(t *testing.T) {
 		t.Errorf("%d folders got new sums after one file changed, want 3", n)
 	}
 }
+
+// A hard link made after its file was hashed (its size was shared then,
+// no longer) counts in its folder's signature as the file does: both
+// folders hold one inode, the same content, and are one folder group, as a
+// first index of the tree finds them.
+func TestHardLinkOfAHashedFileKeepsItsFolderGroup(t *testing.T) {
+	e := newEnv(t)
+	x := strings.Repeat("X", 77)
+	tree(t, e.dir, map[string]string{"a/x": x, "a/k": "kkkkk", "b/k": "kkkkk", "c/y": strings.Repeat("Y", 77)})
+	e.addRoot(store.RootSpec{})
+	e.run()
+	if err := os.Remove(filepath.Join(e.dir, "c/y")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Link(filepath.Join(e.dir, "a/x"), filepath.Join(e.dir, "b/x")); err != nil {
+		t.Fatal(err)
+	}
+	e.run()
+	e.verifyFolderSigs()
+	if got := e.folderGroups(false); len(got) != 1 || strings.Join(got[0], " ") != "a b" {
+		t.Fatalf("exact groups after a hard link: %q, want [a b] as a first index finds", got)
+	}
+}

@@ -100,7 +100,8 @@ func (ix *Indexer) Run(ctx context.Context) error {
 		return err
 	}
 	for _, r := range roots {
-		if _, _, err := ix.db.Enqueue(ctx, store.KindScan, r.ID); err != nil {
+		// A root another process removed since is passed over.
+		if _, _, err := ix.db.Enqueue(ctx, store.KindScan, r.ID); err != nil && !errors.Is(err, store.ErrNotFound) {
 			return err
 		}
 	}

@@ -122,6 +122,7 @@ var onPostgres = []struct {
 	{TestHashWriteRefusesABadSumLoudly, ""},
 	{TestAllJobsPage, ""},
 	{TestEnqueueKeepsOneActiveJob, ""},
+	{TestEnqueueOfARemovedRootIsNotFound, ""},
 	{TestClaimIsExclusive, ""},
 	{TestClaimsOfTwoOpensAreExclusive, ""},
 	{TestFenceRefusesALostLease, ""},
@@ -205,6 +206,7 @@ var onPostgres = []struct {
 	{TestPostgresWriterCommitsAsSQLiteNormal, ""},
 	{TestPostgresLedgerWritesOutliveACrash, ""},
 	{TestPostgresConnectionLostMidWriteIsServerGone, ""},
+	{TestPostgresConnectionLostMidCopyIsServerGone, ""},
 	{TestPostgresRefusesAnotherProgramsDatabase, ""},
 }
 

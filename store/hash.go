@@ -117,6 +117,9 @@ func (tx *Tx) PlanHash(minSize, wholeUpTo int64) (Plan, error) {
 			return p, err
 		}
 	}
+	if err := tx.takeLinkHashes(); err != nil {
+		return p, err
+	}
 	rows, err := tx.tx.QueryContext(tx.ctx, "SELECT size, n FROM temp.plan_sizes ORDER BY size DESC")
 	p.Sizes, err = collect("read plan", rows, err, func(r rowScanner) (s SizeCount, err error) {
 		err = r.Scan(&s.Size, &s.Files)

@@ -105,8 +105,12 @@ func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
 	root := sql.NullInt64{Int64: rootID, Valid: rootID != 0}
 	var id int64
 	host := tx.host
+	// A root another process removed meanwhile (taken over by a root
+	// added above it, say) gets no job: ErrNotFound.
 	err := tx.queryRowP(`INSERT INTO jobs (kind, root_id, status, created_at, updated_at, host_id)
-		VALUES (?, ?, 'pending', `+nowSQL+`, `+nowSQL+`, ?) ON CONFLICT DO NOTHING RETURNING id`, kind, root, host).Scan(&id)
+		SELECT CAST(?1 AS text), CAST(?2 AS bigint), 'pending', `+nowSQL+`, `+nowSQL+`, CAST(?3 AS bigint)
+		WHERE CAST(?2 AS bigint) IS NULL OR EXISTS (SELECT 1 FROM roots WHERE id = CAST(?2 AS bigint))
+		ON CONFLICT DO NOTHING RETURNING id`, kind, root, host).Scan(&id)
 	if err == nil {
 		return id, true, nil
 	}
@@ -115,6 +119,9 @@ func (tx *Tx) Enqueue(kind string, rootID int64) (int64, bool, error) {
 	}
 	err = tx.queryRowP(`SELECT id FROM jobs WHERE kind = ?1 AND root_id IS ?2
 		AND (?2 IS NOT NULL OR host_id = ?3) AND status IN ('pending', 'running', 'retryable')`, kind, root, host).Scan(&id)
+	if errors.Is(err, sql.ErrNoRows) && root.Valid {
+		return 0, false, fmt.Errorf("enqueue %s of root %d: %w", kind, rootID, ErrNotFound)
+	}
 	return id, false, classify("find active "+kind, err)
 }
 

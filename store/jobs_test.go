@@ -291,3 +291,21 @@ func TestJobsPageKeyset(t *testing.T) {
 		t.Fatalf("paged through %d jobs, want 25", len(seen))
 	}
 }
+
+// A scan of a root another process removed meanwhile (a root added above
+// it took it over) is not queued: ErrNotFound, which a run passes over,
+// not the foreign key's refusal, which ended it.
+func TestEnqueueOfARemovedRootIsNotFound(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/a"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Files().RemoveRoot(ctx, r.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := db.Jobs().Enqueue(ctx, KindScan, r.ID); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("enqueue a scan of a removed root: %v, want ErrNotFound", err)
+	}
+}

@@ -109,7 +109,12 @@ func (tx *Tx) copyInto(ident pgx.Identifier, cols []string, rows [][]any) error 
 		if !ok {
 			return fmt.Errorf("copy into %s: a session of %T", table, pc.inner)
 		}
-		_, err := c.Conn().CopyFrom(tx.ctx, ident, cols, pgx.CopyFromRows(rows))
-		return err
+		// Marked as a session's error (pgFault), as the driver marks
+		// every statement's: a connection lost under the COPY is then
+		// known for the server gone.
+		if _, err := c.Conn().CopyFrom(tx.ctx, ident, cols, pgx.CopyFromRows(rows)); err != nil {
+			return pgFault{err}
+		}
+		return nil
 	})
 }

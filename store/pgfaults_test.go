@@ -190,3 +190,30 @@ func TestPostgresRefusesAnotherProgramsDatabase(t *testing.T) {
 		c.Close()
 	}
 }
+
+// A connection lost under a COPY (a scan's new files and folders, staged
+// rows) is the server gone too, as under any other statement: a restart
+// mid-COPY said only "add files: … connection reset by peer", without
+// the advice to run again once the server is back.
+func TestPostgresConnectionLostMidCopyIsServerGone(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: COPY")
+	}
+	db := openTest(t)
+	err := db.Write(context.Background(), func(tx *Tx) error {
+		if err := tx.conn.Raw(func(dc any) error {
+			nc := dc.(*pgConn).inner.(*stdlib.Conn).Conn().PgConn().Conn()
+			half, ok := nc.(interface{ CloseRead() error })
+			if !ok {
+				t.Skipf("the connection (%T) cannot be half closed", nc)
+			}
+			return half.CloseRead()
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return classify("add folders", tx.copyFrom("settings", []string{"key", "value"}, [][]any{{"k", "v"}}))
+	})
+	if !errors.Is(err, ErrServerGone) {
+		t.Errorf("a COPY whose connection was lost: %v, want ErrServerGone", err)
+	}
+}

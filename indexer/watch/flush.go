@@ -38,7 +38,11 @@ func (w *Watcher) flush(ctx context.Context, b *batch) {
 	}
 	w.mu.Unlock()
 	for i, id := range full {
-		if _, _, err := w.jobs.Enqueue(ctx, store.KindScan, id); err != nil {
+		_, _, err := w.jobs.Enqueue(ctx, store.KindScan, id)
+		if errors.Is(err, store.ErrNotFound) {
+			continue // a root removed since
+		}
+		if err != nil {
 			for _, id := range full[i:] {
 				b.rescan(id, now)
 			}
