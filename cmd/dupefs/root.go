@@ -237,7 +237,7 @@ func runRootLs(ctx context.Context, g globalOptions, opts rootLsOptions, stdout,
 				opts = append(opts, "network")
 			}
 			for _, e := range r.Excludes {
-				opts = append(opts, "exclude="+e)
+				opts = append(opts, "exclude="+naming.EscapePath(e))
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", naming.EscapePath(r.Path), r.FileCount, r.FolderCount,
 				humanBytes(r.TotalBytes), last, strings.Join(opts, ","))
