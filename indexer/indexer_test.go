@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/store"
 )
@@ -448,5 +450,35 @@ func TestRescanWithAndWithoutPreloadedFolders(t *testing.T) {
 			e.run()
 			e.wantGroups([]string{"a/b/y", "a/x", "f/g/w"}, []string{"a/b/h/v", "c/e"})
 		})
+	}
+}
+
+// check looks on disk only at the candidates of its file's size whose
+// recorded content is its file's or unknown: one stat each of hundreds of
+// files of a common size made check of a folder take 44 ms a file.
+func TestCheckPassesOverCandidatesOfAnotherContent(t *testing.T) {
+	e := newEnv(t)
+	files := map[string]string{"copy": "the one"}
+	for i := range 40 {
+		files[fmt.Sprintf("other%02d", i)] = fmt.Sprintf("the %03d", i) // of its size, another content
+	}
+	tree(t, e.dir, files)
+	outside := t.TempDir()
+	tree(t, outside, map[string]string{"new": "the one"})
+	e.addRoot(store.RootSpec{})
+	e.run()
+	var looked []string
+	defer func(f func(string, *unix.Stat_t) error) { statCandidate = f }(statCandidate)
+	statCandidate = func(p string, st *unix.Stat_t) error {
+		looked = append(looked, p)
+		return unix.Stat(p, st)
+	}
+	res, err := Check(context.Background(), e.db.Files(), filepath.Join(outside, "new"))
+	want := []string{filepath.Join(e.dir, "copy")}
+	if err != nil || !slices.Equal(res.Matches, want) {
+		t.Fatalf("check: %v (%v), want %v", res.Matches, err, want)
+	}
+	if !slices.Equal(looked, want) {
+		t.Errorf("check looked at %d candidates on disk (%v), want the copy alone", len(looked), looked)
 	}
 }

@@ -271,3 +271,28 @@ func TestPostgresOddNamesReportAsSQLite(t *testing.T) {
 	}
 	same("a re-index")
 }
+
+// A root whose path is longer than a PostgreSQL index takes is refused when
+// it is added (exit 4, saying why), by root add and by index PATH: added,
+// every index after stopped on it, and status asked for a run that could
+// never help.
+func TestPostgresRefusesARootOfAPathTooLong(t *testing.T) {
+	db := pgtest.URL(t)
+	long := t.TempDir()
+	for long2 := long; len(long2) < 1500; long2 = filepath.Join(long2, strings.Repeat("d", 250)) {
+		long = long2
+	}
+	long = filepath.Join(long, strings.Repeat("e", 250))
+	if err := os.MkdirAll(long, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"root", "add", long}, {"index", long}} {
+		r := dupefs(t, db, args...)
+		if r.code != 4 || !strings.Contains(r.stderr, "path longer than a PostgreSQL index takes") {
+			t.Errorf("%q: exit %d, stderr %q; want 4 and the path's length named", args[:len(args)-1], r.code, r.stderr)
+		}
+	}
+	if r := dupefs(t, db, "root", "ls"); r.code != 0 || strings.Contains(r.stdout, long[:100]) {
+		t.Errorf("root ls: exit %d, %q; want no root", r.code, r.stdout)
+	}
+}

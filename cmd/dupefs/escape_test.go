@@ -1,9 +1,15 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
 	"io"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 func TestCursorRoundTrip(t *testing.T) {
@@ -39,6 +45,42 @@ func TestInterspersedFlags(t *testing.T) {
 	for in, want := range cases {
 		if got := strings.Join(interspersed(app, strings.Fields(in)), " "); got != want {
 			t.Errorf("%s\n got  %s\n want %s", in, got, want)
+		}
+	}
+}
+
+// root ls writes a root's exclude patterns escaped as its path is, in its
+// table and in JSON: a pattern is bytes, and one with a newline broke the
+// table, one not UTF-8 came out raw (and as U+FFFD in JSON).
+func TestRootLsEscapesExcludePatterns(t *testing.T) {
+	tree := testTree(t, map[string]string{"a": "x"})
+	g := testGlobals(t)
+	dupefs := func(args ...string) (int, string, string) {
+		var out, errb bytes.Buffer
+		code := run(context.Background(), append([]string{"dupefs", "--db", g.DB}, args...), &out, &errb)
+		return code, out.String(), errb.String()
+	}
+	odd := []string{"new\nline", "bad\xffbyte"}
+	if code, _, errs := dupefs("root", "add", "--exclude", odd[0], "--exclude", odd[1], tree); code != ExitOK {
+		t.Fatalf("root add: exit %d, %q", code, errs)
+	}
+	code, out, errs := dupefs("root", "ls")
+	if code != ExitOK || strings.Count(out, "\n") != 2 || !utf8.ValidString(out) {
+		t.Errorf("root ls: exit %d, %q %q: want a header and one line, valid UTF-8", code, out, errs)
+	}
+	for _, e := range odd {
+		if !strings.Contains(out, "exclude="+naming.EscapePath(e)) {
+			t.Errorf("root ls: %q does not name %q escaped", out, e)
+		}
+	}
+	code, out, errs = dupefs("root", "ls", "--json")
+	var roots []struct{ Excludes []string }
+	if err := json.Unmarshal([]byte(out), &roots); code != ExitOK || err != nil || len(roots) != 1 {
+		t.Fatalf("root ls --json: exit %d, %q %q (%v)", code, out, errs, err)
+	}
+	for i, e := range odd {
+		if got := roots[0].Excludes[i]; got != naming.EscapePath(e) {
+			t.Errorf("root ls --json: exclude %q, want %q", got, naming.EscapePath(e))
 		}
 	}
 }

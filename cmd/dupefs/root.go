@@ -129,6 +129,12 @@ func addRoots(ctx context.Context, db *store.DB, con *console, dirs []string, sp
 		if err := networkRefused(ctx, db, dir, spec, update); err != nil {
 			return err
 		}
+		if !db.FolderPathFits(dir) {
+			// Every scan of it would stop there, and status ask for
+			// another run that could never help.
+			return noRootErrorf("%s: path longer than a PostgreSQL index takes (%d bytes, a byte that is not UTF-8 counted as four): "+
+				"it cannot be indexed into this index", naming.EscapePath(dir), db.MaxFolderPath())
+		}
 		spec.Path = dir
 		r, outcome, err := db.Files().AddRoot(ctx, spec, update)
 		if err != nil {
@@ -237,7 +243,7 @@ func runRootLs(ctx context.Context, g globalOptions, opts rootLsOptions, stdout,
 				opts = append(opts, "network")
 			}
 			for _, e := range r.Excludes {
-				opts = append(opts, "exclude="+e)
+				opts = append(opts, "exclude="+naming.EscapePath(e))
 			}
 			fmt.Fprintf(tw, "%s\t%d\t%d\t%s\t%s\t%s\n", naming.EscapePath(r.Path), r.FileCount, r.FolderCount,
 				humanBytes(r.TotalBytes), last, strings.Join(opts, ","))

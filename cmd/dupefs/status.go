@@ -342,7 +342,12 @@ func toJobJSON(j store.Job) jobJSON {
 
 func toRootJSON(r store.Root) rootJSON {
 	j := rootJSON{Path: naming.EscapePath(r.Path), Files: r.FileCount, Folders: r.FolderCount, Bytes: r.TotalBytes,
-		FollowSymlinks: r.FollowSymlinks, OneFileSystem: r.OneFileSystem, Network: r.Network, Excludes: r.Excludes}
+		FollowSymlinks: r.FollowSymlinks, OneFileSystem: r.OneFileSystem, Network: r.Network}
+	// A pattern is bytes, as a path is: escaped alike (a newline broke the
+	// table, a byte not UTF-8 came out raw, and as U+FFFD in JSON).
+	for _, e := range r.Excludes {
+		j.Excludes = append(j.Excludes, naming.EscapePath(e))
+	}
 	j.LastScan = jsonTime(r.LastScanAt)
 	j.Watch = r.WatchNote
 	return j

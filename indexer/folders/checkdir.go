@@ -82,6 +82,7 @@ func CheckDir(ctx context.Context, db Index, files indexer.Sizes, dir string, pr
 	terms := make([]store.Sig, 0, len(paths))
 	matched := map[string]store.Sig{}
 	var fewest []string
+	files = &sizeRowsCache{Sizes: files, rows: map[int64][]store.HashRow{}}
 	for _, p := range paths {
 		if err := ctx.Err(); err != nil {
 			return res, err
@@ -197,4 +198,36 @@ func sortedTerms(ts []store.Sig) []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// sizeRowsCache keeps the rows of the sizes a CheckDir asked for, for the
+// next file of the same size (1000 files of one size read 1000 rows each
+// time: 3.6 ms a file), up to sizeRowsBudget rows in all.
+type sizeRowsCache struct {
+	indexer.Sizes
+	rows map[int64][]store.HashRow
+	held int
+}
+
+// sizeRowsBudget bounds the rows a sizeRowsCache holds (some 200 bytes
+// each).
+const sizeRowsBudget = 1 << 16
+
+func (c *sizeRowsCache) SizeRows(ctx context.Context, size int64) ([]store.HashRow, error) {
+	if rows, ok := c.rows[size]; ok {
+		return rows, nil
+	}
+	rows, err := c.Sizes.SizeRows(ctx, size)
+	if err != nil {
+		return nil, err
+	}
+	if c.held+len(rows) > sizeRowsBudget {
+		clear(c.rows)
+		c.held = 0
+	}
+	if len(rows) <= sizeRowsBudget {
+		c.rows[size] = rows
+		c.held += len(rows)
+	}
+	return rows, nil
 }
