@@ -137,16 +137,7 @@ func TestPostgresConnectionLostMidWriteIsServerGone(t *testing.T) {
 	ctx := context.Background()
 	spec := ledgerFixture(t, db)
 	err := db.Write(ctx, func(tx *Tx) error {
-		if err := tx.conn.Raw(func(dc any) error {
-			nc := dc.(*pgConn).inner.(*stdlib.Conn).Conn().PgConn().Conn()
-			half, ok := nc.(interface{ CloseRead() error })
-			if !ok {
-				t.Skipf("the connection (%T) cannot be half closed", nc)
-			}
-			return half.CloseRead()
-		}); err != nil {
-			t.Fatal(err)
-		}
+		halfClose(t, tx)
 		return tx.FileGone(spec.Copy.FileID)
 	})
 	if !errors.Is(err, ErrServerGone) {
@@ -201,19 +192,26 @@ func TestPostgresConnectionLostMidCopyIsServerGone(t *testing.T) {
 	}
 	db := openTest(t)
 	err := db.Write(context.Background(), func(tx *Tx) error {
-		if err := tx.conn.Raw(func(dc any) error {
-			nc := dc.(*pgConn).inner.(*stdlib.Conn).Conn().PgConn().Conn()
-			half, ok := nc.(interface{ CloseRead() error })
-			if !ok {
-				t.Skipf("the connection (%T) cannot be half closed", nc)
-			}
-			return half.CloseRead()
-		}); err != nil {
-			t.Fatal(err)
-		}
+		halfClose(t, tx)
 		return classify("add folders", tx.copyFrom("settings", []string{"key", "value"}, [][]any{{"k", "v"}}))
 	})
 	if !errors.Is(err, ErrServerGone) {
 		t.Errorf("a COPY whose connection was lost: %v, want ErrServerGone", err)
+	}
+}
+
+// halfClose closes the reading half of tx's connection, as a server that
+// went away leaves it: the next statement finds it lost.
+func halfClose(t *testing.T, tx *Tx) {
+	t.Helper()
+	if err := tx.conn.Raw(func(dc any) error {
+		nc := dc.(*pgConn).inner.(*stdlib.Conn).Conn().PgConn().Conn()
+		half, ok := nc.(interface{ CloseRead() error })
+		if !ok {
+			t.Skipf("the connection (%T) cannot be half closed", nc)
+		}
+		return half.CloseRead()
+	}); err != nil {
+		t.Fatal(err)
 	}
 }
