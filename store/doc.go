@@ -54,15 +54,26 @@
 //	            PostgreSQL:
 //	            dialect.go (what differs between the engines), pgopen.go,
 //	            pgdriver.go (the driver's rewriting), pgsql.go (the rewrites),
-//	            pgfeed.go (a Watcher's listener of the writers' notifications),
-//	            pgcopy.go (a bulk load's COPY)
-//	Files       roots.go, listing.go, scan.go, scanlate.go (ScanBatch),
-//	            bulk.go, bulkgroups.go (first index), hash.go (hash plans,
-//	            HashBatch), groups.go (Report), eachrow.go
+//	            pgdial.go (how a URL reaches the server), pgtext.go (text
+//	            and paths as the server holds them, the bound on a
+//	            folder's path), pgfeed.go (a Watcher's listener of the
+//	            writers' notifications), pgcopy.go (a scan's COPY of new
+//	            files, sent while the scan goes on), pgfolders.go (new
+//	            folders queued for it), pgstage.go (rows staged by COPY
+//	            into a session's table), pglate.go (late hashes staged),
+//	            pgbatch.go (a bulk load's groups and known hashes, contents
+//	            noted, staged), pgpairs.go (folder pairs staged)
+//	Files       roots.go, rootexcludes.go (a root's exclude patterns, kept
+//	            as bytes), listing.go, scan.go, scanlate.go (ScanBatch),
+//	            bulk.go, bulkgroups.go, bulkkeys.go (first index: the
+//	            indexes, groups and foreign keys), hash.go (hash plans,
+//	            HashBatch), hashlinks.go (a hard link takes its inode's
+//	            hash), groups.go (Report), eachrow.go
 //	View        view.go (groups, copies, changes), watcher.go (Watcher),
 //	            thumbview.go, folderview.go, peopleview.go (groups by waste,
 //	            places)
 //	Folders     foldersig.go (Sig), foldersigs.go, foldall.go, foldrows.go,
+//	            foldsumwrite.go (the sums a whole fold writes),
 //	            foldowed.go, foldertree.go, foldergroups.go, folderclasses.go,
 //	            folderconfirm.go, foldersync.go, foldercheck.go; the pairs
 //	            that overlap in part: foldpairtree.go and foldpairsearch.go
@@ -80,5 +91,6 @@
 //	            copied a round at a time)
 //	Thumbs      thumbs.go, thumbclean.go
 //	Jobs        jobs.go, joblist.go (every queue's jobs), iolimit.go
-//	Maint       wal.go, purge.go (rows of deleted files, after a grace)
+//	Maint       wal.go, purge.go (rows of deleted files, after a grace),
+//	            trim.go (finished jobs and old scans let go)
 package store
