@@ -6,7 +6,7 @@ import (
 	"strconv"
 )
 
-// sumWriter writes the sums of every folder a whole fold sums. On SQLite
+// sumWriter writes the sums of the folders a fold sums. On SQLite
 // each is an UPDATE (a call into the library); on PostgreSQL each was a
 // round trip to the server, 17k of them for a first index of /usr, so
 // there they go sumBatch at a time in one statement, sent while the fold
