@@ -58,7 +58,8 @@
 //	            and paths as the server holds them, the bound on a
 //	            folder's path), pgfeed.go (a Watcher's listener of the
 //	            writers' notifications), pgcopy.go (a scan's COPY of new
-//	            files, sent while the scan goes on), pgfolders.go (new
+//	            files, sent while the scan goes on), inflight.go (a write
+//	            sent while its caller goes on), pgfolders.go (new
 //	            folders queued for it), pgstage.go (rows staged by COPY
 //	            into a session's table), pglate.go (late hashes staged),
 //	            pgbatch.go (a bulk load's groups and known hashes, contents

@@ -18,7 +18,7 @@ type sumWriter struct {
 	buf  []byte // the JSON array of the rows waiting, without its closing ']'
 	n    int
 	st   *sql.Stmt
-	sent chan error // the outcome of the batch in flight (nil: none)
+	sent inflight // the batch in flight
 }
 
 // sumBatch is how many folders' sums one statement writes on PostgreSQL.
@@ -72,25 +72,17 @@ func (w *sumWriter) send() error {
 		}
 		w.st = st
 	}
-	rows := string(append(w.buf, ']'))
+	rows, st := string(append(w.buf, ']')), w.st
 	w.n = 0
-	w.sent = make(chan error, 1)
-	go func(st *sql.Stmt, done chan<- error) {
+	w.sent.start(func() error {
 		_, err := st.ExecContext(w.tx.ctx, rows)
-		done <- classify("record folder signatures", err)
-	}(w.st, w.sent)
+		return classify("record folder signatures", err)
+	})
 	return nil
 }
 
 // wait waits for the batch in flight, if any, and returns its error.
-func (w *sumWriter) wait() error {
-	if w.sent == nil {
-		return nil
-	}
-	err := <-w.sent
-	w.sent = nil
-	return err
-}
+func (w *sumWriter) wait() error { return w.sent.wait() }
 
 // flush writes the sums queued and waits until they are written.
 func (w *sumWriter) flush() error {

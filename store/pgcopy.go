@@ -34,21 +34,12 @@ func (b *ScanBatch) copyFiles(all bool) error {
 	if all {
 		return c.write(b.tx)
 	}
-	done := make(chan error, 1)
-	b.sending = done
-	go func() { done <- c.write(b.tx) }()
+	b.sending.start(func() error { return c.write(b.tx) })
 	return nil
 }
 
 // settle waits for the COPY in flight, if any, and returns its error.
-func (b *ScanBatch) settle() error {
-	if b.sending == nil {
-		return nil
-	}
-	err := <-b.sending
-	b.sending = nil
-	return err
-}
+func (b *ScanBatch) settle() error { return b.sending.wait() }
 
 // newCopy is one COPY of queued folders and new files, with the ids their
 // last rows must get (QueueFolders, NextFileID).

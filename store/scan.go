@@ -91,8 +91,8 @@ type ScanBatch struct {
 	queued     bool
 	nextFolder int64
 	folderQ    [][]any
-	// sending is the outcome of the COPY in flight (pgcopy.go; nil: none).
-	sending chan error
+	// sending is the COPY in flight (pgcopy.go).
+	sending inflight
 }
 
 // fileChunk is how many new files one INSERT writes; fileCols the values
