@@ -103,7 +103,6 @@ func atoiPrefix(s string) int {
 // reader's scratch, then copied out) records every file under its own
 // name, whichever folders the readers read in between.
 func TestRescanOfChangedFoldersKeepsTheirNames(t *testing.T) {
-	ctx := context.Background()
 	e := newEnv(t)
 	files := map[string]string{}
 	for d := range 40 {
@@ -124,14 +123,7 @@ func TestRescanOfChangedFoldersKeepsTheirNames(t *testing.T) {
 	e.run()
 	for d := range 40 {
 		dir := filepath.Join(e.dir, fmt.Sprintf("d%02d", d))
-		f, err := e.db.Files().FolderByPath(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, _, err := e.db.Files().FolderListing(ctx, f.ID, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rows := fileRowsOf(t, e, dir)
 		var got []string
 		for _, r := range rows {
 			if !r.Missing {
@@ -224,7 +216,6 @@ func TestRescanOfFoldersReadBeforeTheirRows(t *testing.T) {
 // The index file and its companions are never indexed, by name within the
 // root, and by inode under any other name (a hard link).
 func TestIndexFileNeverIndexed(t *testing.T) {
-	ctx := context.Background()
 	e := newEnv(t)
 	base := filepath.Dir(e.dir)
 	tree(t, e.dir, map[string]string{"a": "x"})
@@ -235,18 +226,27 @@ func TestIndexFileNeverIndexed(t *testing.T) {
 	e.run()
 	e.run()
 	for _, dir := range []string{base, e.dir} {
-		f, err := e.db.Files().FolderByPath(ctx, dir)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rows, _, err := e.db.Files().FolderListing(ctx, f.ID, true)
-		if err != nil {
-			t.Fatal(err)
-		}
+		rows := fileRowsOf(t, e, dir)
 		for _, r := range rows {
 			if strings.HasPrefix(r.Name, "index.db") || r.Name == "linked.db" {
 				t.Errorf("%s/%s is indexed", dir, r.Name)
 			}
 		}
 	}
+}
+
+// fileRowsOf is the index's file rows of the folder at dir, missing ones
+// too.
+func fileRowsOf(t *testing.T, e *env, dir string) []store.FileRow {
+	t.Helper()
+	ctx := context.Background()
+	f, err := e.db.Files().FolderByPath(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rows, _, err := e.db.Files().FolderListing(ctx, f.ID, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rows
 }
