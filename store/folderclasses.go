@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"strings"
 
 	"github.com/dupefs/dupefs/store/naming"
 )
@@ -28,12 +29,11 @@ func (db *DB) updateFolderGroups(ctx context.Context, moves []sigMove, folds int
 	for _, m := range moves {
 		parents = append(parents, m.id)
 	}
+	if err := ev.prefetch(keys); err != nil {
+		return err
+	}
 	for k := range keys {
-		c, err := ev.class(k)
-		if err != nil {
-			return err
-		}
-		for _, f := range c.members {
+		for _, f := range ev.classes[k].members {
 			parents = append(parents, f.ID)
 		}
 	}
@@ -43,6 +43,12 @@ func (db *DB) updateFolderGroups(ctx context.Context, moves []sigMove, folds int
 	}
 	for _, k := range children {
 		keys[k] = true
+	}
+	if err := ev.prefetch(keys); err != nil {
+		return err
+	}
+	if err := ev.prefetchParents(keys); err != nil {
+		return err
 	}
 	scope := map[string]bool{}
 	var groups []FolderGroup
@@ -99,16 +105,76 @@ func (e *classEval) class(k classKey) (*folderClass, error) {
 	if c, ok := e.classes[k]; ok {
 		return c, nil
 	}
-	rows, err := e.db.query(e.ctx, `SELECT id, coalesce(parent_id, 0), path, host_id FROM folders
-		WHERE tree_sig = ? AND tree_files = ? AND tree_bytes = ? AND tree_files > 0 AND tree_pending = 0 AND missing = 0
-		ORDER BY path`, k.sig[:], k.files, k.bytes)
-	members, err := collect("read a folder class", rows, err, func(r rowScanner) (f FolderRef, err error) {
-		err = r.Scan(&f.ID, &f.Parent, &f.Path, &f.Host)
-		return f, err
-	})
-	if err != nil {
+	if err := e.prefetch(map[classKey]bool{k: true}); err != nil {
 		return nil, err
 	}
+	return e.classes[k], nil
+}
+
+// classBatch is how many classes one statement reads (a variable for
+// tests): on PostgreSQL a second host's first index of /usr/share read
+// 8k classes one round trip each.
+var classBatch = 64
+
+// classesSQL reads the live folders of classBatch signatures (the
+// partial index folders_sig finds them), ordered by path.
+func classesSQL() string {
+	return `SELECT id, coalesce(parent_id, 0), path, host_id, tree_sig, tree_files, tree_bytes FROM folders
+	WHERE tree_sig IN (?` + strings.Repeat(", ?", classBatch-1) + `)
+	AND tree_files > 0 AND tree_pending = 0 AND missing = 0
+	ORDER BY path, host_id`
+}
+
+// prefetch reads the classes of keys not read yet, classBatch at a time.
+func (e *classEval) prefetch(keys map[classKey]bool) error {
+	var todo []classKey
+	for k := range keys {
+		if _, ok := e.classes[k]; !ok {
+			todo = append(todo, k)
+		}
+	}
+	args := make([]any, classBatch)
+	for len(todo) > 0 {
+		chunk := todo[:min(len(todo), classBatch)]
+		todo = todo[len(chunk):]
+		want := make(map[classKey][]FolderRef, len(chunk))
+		for i := range args {
+			k := chunk[min(i, len(chunk)-1)] // the last one again: one statement whatever the count
+			args[i] = k.sig[:]
+			want[k] = nil
+		}
+		rows, err := e.db.query(e.ctx, classesSQL(), args...)
+		if err != nil {
+			return classify("read folder classes", err)
+		}
+		for rows.Next() {
+			var f FolderRef
+			var sig []byte
+			var k classKey
+			if err := rows.Scan(&f.ID, &f.Parent, &f.Path, &f.Host, &sig, &k.files, &k.bytes); err != nil {
+				rows.Close()
+				return classify("read folder classes", err)
+			}
+			copy(k.sig[:], sig)
+			if members, ok := want[k]; ok {
+				want[k] = append(members, f)
+			}
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return classify("read folder classes", err)
+		}
+		for k, members := range want {
+			e.classes[k] = newFolderClass(members)
+		}
+	}
+	return nil
+}
+
+// newFolderClass is the class of members, by path: its tops are those no
+// other member of their host contains.
+func newFolderClass(members []FolderRef) *folderClass {
 	c := &folderClass{members: members, top: map[int64]bool{}}
 	for _, f := range members {
 		inside := false
@@ -123,8 +189,63 @@ func (e *classEval) class(k classKey) (*folderClass, error) {
 			c.top[f.ID] = true
 		}
 	}
-	e.classes[k] = c
-	return c, nil
+	return c
+}
+
+// prefetchParents reads, a batch at a time, what group asks of the classes
+// keys that are groups: the class keys of their tops' parents, and those
+// classes.
+func (e *classEval) prefetchParents(keys map[classKey]bool) error {
+	var ids []int64
+	for k := range keys {
+		if c := e.classes[k]; c != nil && c.kept() {
+			for _, f := range c.tops {
+				if _, ok := e.keys[f.Parent]; f.Parent != 0 && !ok {
+					ids = append(ids, f.Parent)
+				}
+			}
+		}
+	}
+	ids = dedupe(ids)
+	for len(ids) > 0 {
+		chunk := ids[:min(len(ids), 500)]
+		ids = ids[len(chunk):]
+		rows, err := e.db.query(e.ctx, `SELECT id, tree_sig, tree_files, tree_bytes, tree_pending, missing FROM folders
+			WHERE id IN (SELECT value FROM json_each(?))`, jsonInts(chunk))
+		if err != nil {
+			return classify("read folders", err)
+		}
+		for rows.Next() {
+			var id, pending int64
+			var sig []byte
+			var missing bool
+			var pk parentKey
+			if err := rows.Scan(&id, &sig, &pk.key.files, &pk.key.bytes, &pending, &missing); err != nil {
+				rows.Close()
+				return classify("read folders", err)
+			}
+			copy(pk.key.sig[:], sig)
+			pk.ok = pk.key.files > 0 && pending == 0 && !missing
+			e.keys[id] = pk
+		}
+		err = rows.Err()
+		rows.Close()
+		if err != nil {
+			return classify("read folders", err)
+		}
+		for _, id := range chunk {
+			if _, ok := e.keys[id]; !ok {
+				e.keys[id] = parentKey{} // gone
+			}
+		}
+	}
+	parents := map[classKey]bool{}
+	for _, pk := range e.keys {
+		if pk.ok {
+			parents[pk.key] = true
+		}
+	}
+	return e.prefetch(parents)
 }
 
 func (e *classEval) keyOf(id int64) (parentKey, error) {

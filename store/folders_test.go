@@ -19,9 +19,10 @@ import (
 // changes, one updating its groups class by class, one finding them again
 // each time, and both are checked against a search from scratch.
 func TestFolderGroupsByClassEqualFromScratch(t *testing.T) {
-	defer func(n, b int) { maxGroupMoves, sumBatch = n, b }(maxGroupMoves, sumBatch)
-	// Batches of sums (PostgreSQL's) that end within each fold.
-	sumBatch = 3
+	defer func(n, b, c int) { maxGroupMoves, sumBatch, classBatch = n, b, c }(maxGroupMoves, sumBatch, classBatch)
+	// Batches of sums (PostgreSQL's) that end within each fold, and of
+	// classes read that end within each update.
+	sumBatch, classBatch = 3, 3
 	ctx := context.Background()
 	for seed := int64(1); seed <= 8; seed++ {
 		rng := rand.New(rand.NewSource(seed))
