@@ -190,7 +190,7 @@ var subtreeFilesSQL = subtreeFilesAt(1)
 
 func subtreeFilesAt(n int) string {
 	return fmt.Sprintf(`folders d JOIN files f ON f.folder_id = d.id
-	WHERE d.host_id = ?%d AND (d.path = ?%d OR (d.path > ?%d AND d.path < ?%d)) AND f.missing = 0 AND f.size > 0`,
+	WHERE d.host_id = ?%d AND (d.path = ?%d OR (d.path > ?%d AND d.path < ?%d)) AND `+summedFiles("f."),
 		n, n+1, n+2, n+3)
 }
 

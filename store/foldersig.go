@@ -23,6 +23,10 @@ import (
 // can be made to collide on purpose (Wagner), so a group is confirmed by
 // comparing content lists before it is reported.
 
+// summedFiles is the condition on files (alias p, with its dot, or "")
+// that picks those a folder's content holds: present, and not empty.
+func summedFiles(p string) string { return p + "missing = 0 AND " + p + "size > 0" }
+
 // Sig is a 256-bit signature, as stored: 32 bytes, big-endian.
 type Sig [4]uint64
 

@@ -361,7 +361,7 @@ func (tx *Tx) addOwnFiles(where string, sums func(id int64) *folderSums, args ..
 		from = "files NOT INDEXED" // every file: one pass in table order
 	}
 	rows, err := tx.tx.QueryContext(tx.ctx, `SELECT folder_id, `+termCols("")+` FROM `+from+`
-		WHERE `+where+` missing = 0 AND size > 0`, args...)
+		WHERE `+where+` `+summedFiles(""), args...)
 	if err != nil {
 		return classify("read folder files", err)
 	}

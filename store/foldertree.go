@@ -83,7 +83,7 @@ func (fo *Folders) SharedFiles(ctx context.Context, hostOf func(folder int64) (i
 		return classify("read duplicate contents", err)
 	}
 	rows, err = fo.db.query(ctx, `SELECT folder_id, size, nlink, dev, ino, content_hash
-		FROM files NOT INDEXED WHERE missing = 0 AND size > 0 AND (content_hash IS NOT NULL OR nlink > 1)`)
+		FROM files NOT INDEXED WHERE `+summedFiles("")+` AND (content_hash IS NOT NULL OR nlink > 1)`)
 	if err != nil {
 		return classify("read duplicate files", err)
 	}

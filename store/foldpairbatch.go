@@ -125,7 +125,7 @@ func (db *DB) subtreeFiles(ctx context.Context, folders map[int64]string) (map[i
 		JOIN files f ON f.folder_id = d.id
 		WHERE t.id IN (SELECT value FROM json_each(?1))
 		  AND (d.path = t.path OR substr(d.path, length(rtrim(t.path, '/')) + 1, 1) = '/')
-		  AND f.missing = 0 AND f.size > 0`, string(js))
+		  AND `+summedFiles("f."), string(js))
 	if err != nil {
 		return nil, classify("read pairs' files", err)
 	}

@@ -54,7 +54,7 @@ var foldFilesSQL = "SELECT id, folder_id, " + termCols("") + " FROM files"
 const foldReaderWait = time.Second
 
 // foldFilesStream reads the files a fold sums, newest first.
-var foldFilesStream = "SELECT folder_id, " + termCols("") + " FROM files WHERE missing = 0 AND size > 0 ORDER BY id DESC"
+var foldFilesStream = "SELECT folder_id, " + termCols("") + " FROM files WHERE " + summedFiles("") + " ORDER BY id DESC"
 
 // openFoldRows starts reading the folders and the files newest first; rd
 // is the read pool (nil: none).
@@ -84,7 +84,7 @@ func (tx *Tx) openFoldRows(rd *sql.DB) (*foldRows, error) {
 		return nil, classify("read folders", err)
 	}
 	fr.files, err = tx.tx.QueryContext(tx.ctx, `SELECT folder_id, `+termCols("")+`
-		FROM files NOT INDEXED WHERE missing = 0 AND size > 0 ORDER BY rowid DESC`)
+		FROM files NOT INDEXED WHERE `+summedFiles("")+` ORDER BY rowid DESC`)
 	if err != nil {
 		fr.folders.Close()
 		return nil, classify("read folder files", err)
@@ -146,7 +146,7 @@ func (fr *foldRows) nextFile(folder *int64, r *termRow) (bool, error) {
 		if err := fr.settled(); err != nil {
 			return false, err
 		}
-		rows, err := fr.tx.tx.QueryContext(fr.tx.ctx, foldFilesSQL+` WHERE missing = 0 AND size > 0 AND id < ?
+		rows, err := fr.tx.tx.QueryContext(fr.tx.ctx, foldFilesSQL+` WHERE `+summedFiles("")+` AND id < ?
 			ORDER BY id DESC LIMIT ?`, fr.fileNext, foldPage)
 		var ids []int64
 		fr.filePage, err = collect("read folder files", rows, err, func(s rowScanner) (f foldFile, err error) {
