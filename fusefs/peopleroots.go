@@ -85,17 +85,18 @@ func (f *FS) peoplePathOn(host, path string) string {
 	return naming.PeoplePath(name, rel)
 }
 
-// pathNamesChanged tells the kernel that every name made from a path may
-// have changed, as when a root came or went (its namesakes are then named
-// by more, or less, of their parent path): the entries under /folders and
-// /overlap, and the listings of every group of /files and /folders and
-// every pair of /overlap. The entries alone would not do: a folder a file
-// manager holds open keeps its node, and the listing the kernel cached of
-// it, past its entry.
+// pathNamesChanged tells the kernel that every name made from a path or a
+// host may have changed, as when a root came or went (its namesakes are
+// then named by more, or less, of their parent path) or a host was
+// renamed (its copies are HOST:name, linked to /net/HOST): the entries
+// under /folders and /overlap, and the listings of every group of
+// /by-hash, /files, /by-folder and /folders and every pair of /overlap.
+// The entries alone would not do: a folder a file manager holds open
+// keeps its node, and the listing the kernel cached of it, past its entry.
 func (f *FS) pathNamesChanged(ctx context.Context) {
 	f.notifyEntry(inoRoot, "folders")
 	f.notifyEntry(inoRoot, "overlap")
-	each := func(what string, kind uint64, page func(after int64) ([]int64, error)) {
+	each := func(what string, kinds []uint64, page func(after int64) ([]int64, error)) {
 		for after := int64(0); ; {
 			ids, err := page(after)
 			if err != nil {
@@ -103,7 +104,9 @@ func (f *FS) pathNamesChanged(ctx context.Context) {
 				return
 			}
 			for _, id := range ids {
-				f.notifyInode(ino(kind, id))
+				for _, kind := range kinds {
+					f.notifyInode(ino(kind, id))
+				}
 			}
 			if len(ids) < pageSize {
 				return
@@ -111,7 +114,7 @@ func (f *FS) pathNamesChanged(ctx context.Context) {
 			after = ids[len(ids)-1]
 		}
 	}
-	each("groups", kindFilesGroup, func(after int64) ([]int64, error) {
+	each("groups", []uint64{kindFilesGroup, kindGroup}, func(after int64) ([]int64, error) {
 		gs, err := f.db.GroupsPage(ctx, after, pageSize)
 		ids := make([]int64, len(gs))
 		for i, g := range gs {
@@ -119,7 +122,7 @@ func (f *FS) pathNamesChanged(ctx context.Context) {
 		}
 		return ids, err
 	})
-	each("folder groups", kindPeopleGroup, func(after int64) ([]int64, error) {
+	each("folder groups", []uint64{kindPeopleGroup, kindFolderGroup}, func(after int64) ([]int64, error) {
 		gs, err := f.db.FolderGroupsPage(ctx, after, pageSize)
 		ids := make([]int64, len(gs))
 		for i, g := range gs {
@@ -127,7 +130,7 @@ func (f *FS) pathNamesChanged(ctx context.Context) {
 		}
 		return ids, err
 	})
-	each("folder pairs", kindPair, func(after int64) ([]int64, error) {
+	each("folder pairs", []uint64{kindPair}, func(after int64) ([]int64, error) {
 		ps, err := f.db.PairsPage(ctx, after, pageSize)
 		ids := make([]int64, len(ps))
 		for i, p := range ps {

@@ -67,6 +67,7 @@ var onPostgres = []struct {
 	{TestHostsClaimTheirOwnJobs, ""},
 	{TestForgetHost, ""},
 	{TestForgetHostRefusesALiveHost, ""},
+	{TestForgetHostTakesItsFolderGroups, ""},
 	{TestOneHostPerMachine, ""},
 	{TestKeepersHoldAcrossHosts, ""},
 	{TestLedgerWritesReachTheDiskOnSQLite, "SQLite only: PostgreSQL's ledger commits wait for the disk (TestPostgresLedgerWritesOutliveACrash)"},

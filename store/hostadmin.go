@@ -120,7 +120,7 @@ func (fl *Files) ForgetHost(ctx context.Context, name string, withRoots bool) er
 			return err
 		}
 	}
-	return fl.db.Write(ctx, func(tx *Tx) error {
+	err = fl.db.Write(ctx, func(tx *Tx) error {
 		if err := alive(tx.queryRowP); err != nil {
 			return err
 		}
@@ -135,6 +135,17 @@ func (fl *Files) ForgetHost(ctx context.Context, name string, withRoots bool) er
 		}
 		return nil
 	})
+	if err != nil || len(roots) == 0 {
+		return err
+	}
+	// The folders the host's files left are folded in now, and the folder
+	// groups they were in brought up to date: the host that holds the
+	// others may not index for long, and this one may have nothing to
+	// index (a group of one folder would be listed meanwhile).
+	if _, err := fl.db.Folders().UpdateFolderSigs(ctx); err != nil {
+		return fmt.Errorf("forget host %s: update the folder groups: %w", name, err)
+	}
+	return nil
 }
 
 // hostAlive is true when the host whose id is bound to ?1 holds a lease
