@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -160,5 +161,87 @@ func TestCheckCountsNoRemoteNetworkCopy(t *testing.T) {
 	if !slices.Equal(res.Matches, []string{"laptop:/home/backup/a.jpg"}) || !slices.Equal(res.Unsure, []string{"laptop:/mnt/nas/a.jpg"}) {
 		t.Fatalf("check on the nas: copies %q, unsure %q; want the laptop's local copy, and its copy on a network file system unsure",
 			res.Matches, res.Unsure)
+	}
+}
+
+// countReuse is a FileRows that counts the lookups of hashes to reuse.
+type countReuse struct {
+	FileRows
+	asked atomic.Int64
+}
+
+func (c *countReuse) ReusableHash(ctx context.Context, size, mtimeNS int64, dev, ino uint64) (*store.FileHash, error) {
+	c.asked.Add(1)
+	return c.FileRows.ReusableHash(ctx, size, mtimeNS, dev, ino)
+}
+
+func (c *countReuse) ReusableHashes(ctx context.Context, stamps []store.Stamp) (map[store.Stamp]*store.FileHash, error) {
+	c.asked.Add(1)
+	return c.FileRows.ReusableHashes(ctx, stamps)
+}
+
+// A host's first index into an index other hosts fill holds no hash of
+// its own files to reuse: its walk asks the index for none (a round trip
+// per folder). Once it has, a rescan asks again, and a hard link made
+// since takes its inode's hash.
+func TestAHostsFirstIndexAsksForNoHashToReuse(t *testing.T) {
+	url := pgtest.URL(t)
+	nas, laptop := openHostIndex(t, url, "nas"), openHostIndex(t, url, "laptop")
+	ctx := context.Background()
+	top := t.TempDir()
+	there, here := filepath.Join(top, "nas"), filepath.Join(top, "laptop")
+	tree(t, there, map[string]string{"a": "shared by both hosts", "b": "the nas's own"})
+	files := map[string]string{}
+	for i := range 6 {
+		// Files of one size in every folder: the walk reads them.
+		files[fmt.Sprintf("d%d/same-size", i)] = fmt.Sprintf("content %03d", i)
+		files[fmt.Sprintf("d%d/e%d/copy", i, i)] = "shared by both hosts"
+	}
+	tree(t, here, files)
+	for _, h := range []struct {
+		db   *store.DB
+		root string
+	}{{nas, there}, {laptop, here}} {
+		if _, _, err := h.db.Files().AddRoot(ctx, store.RootSpec{Path: h.root}, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := New(IndexOf(nas), Config{Workers: 2}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	idx := IndexOf(laptop)
+	count := &countReuse{FileRows: idx.FileRows}
+	idx.FileRows = count
+	if err := New(idx, Config{Workers: 2}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := count.asked.Load(); n != 0 {
+		t.Errorf("the laptop's first index asked the index %d times for hashes to reuse, want none", n)
+	}
+	if tot, err := laptop.Totals(ctx); err != nil || tot.Groups != 1 {
+		t.Fatalf("after both hosts' first index: %+v, %v; want one group (the shared content, on both)", tot, err)
+	}
+
+	// A second root of the laptop's, with a hard link to a file read
+	// whole: now its walk looks the inode up, and takes its hash.
+	second := filepath.Join(top, "laptop2")
+	linked := filepath.Join(second, "link")
+	// Another file of the link's size, so the walk reads them.
+	tree(t, second, map[string]string{"of-its-size": "another 20-byte text"})
+	if err := os.Link(filepath.Join(here, "d0", "e0", "copy"), linked); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := laptop.Files().AddRoot(ctx, store.RootSpec{Path: second}, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := New(idx, Config{Workers: 2}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if count.asked.Load() == 0 {
+		t.Error("the index of a second root asked the index for no hash to reuse")
+	}
+	f, err := laptop.Files().FileByPath(ctx, linked)
+	if err != nil || f.Hash == nil || f.Status != store.HashDone {
+		t.Fatalf("the hard link in the second root: %+v, %v; want it hashed", f, err)
 	}
 }

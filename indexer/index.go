@@ -52,6 +52,7 @@ type FileRows interface {
 	FolderListing(ctx context.Context, folderID int64, filesToo bool) ([]store.FileRow, []store.FolderRow, error)
 	ReusableHash(ctx context.Context, size, mtimeNS int64, dev, ino uint64) (*store.FileHash, error)
 	ReusableHashes(ctx context.Context, stamps []store.Stamp) (map[store.Stamp]*store.FileHash, error)
+	HostHasFolders(ctx context.Context) (bool, error)
 	Root(ctx context.Context, id int64) (store.Root, error)
 	Roots(ctx context.Context) ([]store.Root, error)
 	FoldersOfRoot(ctx context.Context, rootID int64, count int) ([]store.FolderRow, error)

@@ -150,9 +150,21 @@ func (ix *Indexer) runScan(ctx context.Context, job store.Job, lease store.Lease
 	} else if bulk, err = ix.db.BulkLoading(ctx); err != nil {
 		return err
 	}
+	// A hash the index holds for an inode this walk reads is reused,
+	// unless the index holds nothing of this host yet: a bulk load, or a
+	// host's first index. (A file another process of this host hashes
+	// meanwhile is then read again: time, not a wrong hash.)
+	reuse := !bulk
+	if reuse {
+		if reuse, err = ix.db.HostHasFolders(ctx); err != nil {
+			return err
+		}
+	}
 	s.w = &walker{ctx: ctx, dbctx: context.WithoutCancel(ctx), ix: ix, algo: ix.db.HashAlgo(), sizes: ix.sizes, db: ix.db, root: root, rootDev: st.Dev, excludes: root.Excludes,
-		resume: s.cp.HasLast && !targeted, checkpoint: string(s.cp.Last), bulk: bulk, newTree: bulk && !s.cp.Held, warn: ix.cfg.Warn}
-	if !bulk && !targeted && root.FolderCount <= preloadFolders {
+		resume: s.cp.HasLast && !targeted, checkpoint: string(s.cp.Last), bulk: bulk, newTree: bulk && !s.cp.Held, reuse: reuse, warn: ix.cfg.Warn}
+	// (A root no scan has ended yet has no rows to read: its folders
+	// are looked up one by one, should a killed scan have left some.)
+	if !bulk && !targeted && root.FolderCount > 0 && root.FolderCount <= preloadFolders {
 		s.w.rows = readFolderRows(ctx, ix, root)
 		defer s.w.rows.join()
 	}

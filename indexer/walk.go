@@ -68,6 +68,7 @@ type walker struct {
 	resume     bool
 	bulk       bool // a bulk load
 	newTree    bool // a bulk load of a tree the index held nothing of: a new folder's subfolders are new too
+	reuse      bool // the index may hold hashes of this host's inodes (ReusableHash)
 	excludes   []string
 	// rows are the root's folder rows, read once as the scan starts
 	// (nil: read folder by folder): a folder takes its own row from

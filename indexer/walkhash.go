@@ -169,11 +169,11 @@ type lateHash struct {
 }
 
 // reusable looks up at once the hashes the index holds for the inodes of
-// the folder's files about to be read (hashOf): nil when it is a bulk
-// load's (nothing to reuse) or the read failed (then each is looked up
+// the folder's files about to be read (hashOf): nil when there is nothing
+// to reuse (walker.reuse) or the read failed (then each is looked up
 // alone).
 func (w *walker) reusable(files []store.FileStat, reads []walkRead) map[store.Stamp]*store.FileHash {
-	if w.bulk {
+	if !w.reuse {
 		return nil
 	}
 	var stamps []store.Stamp
@@ -216,8 +216,7 @@ func (w *walker) hashOf(dirfd int, dir string, f *store.FileStat, pre *rawFile, 
 			return h
 		}
 	}
-	if !w.bulk {
-		// (A bulk load began with no files: nothing to reuse.)
+	if w.reuse {
 		h, err := reuse[stampOf(f)], error(nil)
 		if reuse == nil {
 			h, err = w.db.ReusableHash(w.dbctx, f.Size, f.MtimeNS, f.Dev, f.Ino)

@@ -231,6 +231,17 @@ type Stamp struct {
 	Dev, Ino      uint64
 }
 
+// HostHasFolders reports whether the index holds a folder of this host.
+// Until it does (a host's first index into an index other hosts share)
+// there is no hash of this host's files to reuse, and a scan asks nothing
+// of the index for each folder it reads: on PostgreSQL a round trip each,
+// 6k of them for a second host's /usr/share.
+func (fl *Files) HostHasFolders(ctx context.Context) (bool, error) {
+	var found bool
+	err := fl.db.queryRow(ctx, "SELECT EXISTS (SELECT 1 FROM folders WHERE host_id = ?)", fl.db.host.ID).Scan(&found)
+	return found, classify("look for folders", err)
+}
+
 // reuseChunk is how many stamps one read of ReusableHashes looks up. (A
 // variable: tests make it small.)
 var reuseChunk = 512
