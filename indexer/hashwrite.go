@@ -107,13 +107,12 @@ func (h *hashRun) flush(ctx context.Context, batch []result) error {
 		if err != nil {
 			return err
 		}
-		defer b.Close()
 		for _, o := range all {
 			if err := h.record(b, o.r, o.row); err != nil {
 				return err
 			}
 		}
-		return nil
+		return b.Close()
 	})
 	if err != nil {
 		return err
@@ -131,16 +130,15 @@ func (h *hashRun) flush(ctx context.Context, batch []result) error {
 }
 
 func (h *hashRun) record(b *store.HashBatch, r *result, row *store.HashRow) error {
-	var err error
 	switch r.outcome {
 	case gotPrefix:
-		_, err = b.Prefix(row, r.prefix.Int64)
+		return b.Prefix(row, r.prefix.Int64)
 	case gotContent:
-		_, err = b.Content(row, r.prefix, r.sum)
+		return b.Content(row, r.prefix, r.sum)
 	case gotFailure:
-		_, err = b.Fail(row, r.msg)
+		return b.Fail(row, r.msg)
 	case gotChange:
-		_, err = b.Requeue(row, r.msg)
+		return b.Requeue(row, r.msg)
 	}
-	return err
+	return nil
 }

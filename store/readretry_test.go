@@ -30,15 +30,16 @@ func TestFailedReadWaitsWithBackoff(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			defer b.Close()
-			ok, err := b.Fail(&HashRow{ID: id, Size: 100, MtimeNS: mtime, Dev: 1, Ino: 1}, "permission denied")
-			if err == nil && !ok {
-				t.Fatal("the failure was not recorded")
+			if err := b.Fail(&HashRow{ID: id, Size: 100, MtimeNS: mtime, Dev: 1, Ino: 1}, "permission denied"); err != nil {
+				return err
 			}
-			return err
+			return b.Close()
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+		if got := status(t, db, id); got != HashFailed {
+			t.Fatalf("after a failure the file is %q", got)
 		}
 	}
 	if !planned() {
