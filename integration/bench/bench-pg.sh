@@ -158,22 +158,32 @@ pg_settle() {
 	echo "$n"
 }
 
-# pg_watch / pg_watched FILE: the server's CPU ticks and peak PSS (kB)
-# between the two, appended to FILE as "ticks peak_kb"; pg_watched waits
-# for the backends of the processes that ended meanwhile to end too.
+# pg_watch [pss] / pg_watched FILE: the server's CPU ticks between the
+# two, and with pss its peak PSS (kB, else 0), appended to FILE as "ticks
+# peak_kb"; pg_watched waits for the backends of the processes that ended
+# meanwhile to end too. The PSS is sampled every 0.1 s, which costs the
+# machine a third of a CPU (pgrep, awk and smaps_rollup of every process
+# of the server: a first index of /usr into PostgreSQL took 9.2-9.6 s
+# sampled, 6.6-7.3 s not), so the runs that are timed are not sampled:
+# each part samples a run of its own for the memory.
 pg_watch() {
 	PG_WATCH_N=$(pg_settle)
 	PG_WATCH_CPU=$(pg_cpu "$PG_PM")
+	: >"$WORK/pg.pss"
+	PG_WATCH_PID=
+	[ "${1:-}" = pss ] || return 0
 	(while :; do pg_pss "$PG_PM"; sleep 0.1; done) >"$WORK/pg.pss" &
 	PG_WATCH_PID=$!
 	PG_PIDS+=("$PG_WATCH_PID")
 }
 pg_watched() {
-	kill "$PG_WATCH_PID" 2>/dev/null || true
-	wait "$PG_WATCH_PID" 2>/dev/null || true
-	pg_ended "$PG_WATCH_PID"
+	if [ -n "$PG_WATCH_PID" ]; then
+		kill "$PG_WATCH_PID" 2>/dev/null || true
+		wait "$PG_WATCH_PID" 2>/dev/null || true
+		pg_ended "$PG_WATCH_PID"
+	fi
 	pg_settle "$PG_WATCH_N" >/dev/null
-	echo "$(($(pg_cpu "$PG_PM") - PG_WATCH_CPU)) $(sort -n "$WORK/pg.pss" | tail -n1)" >>"$1"
+	echo "$(($(pg_cpu "$PG_PM") - PG_WATCH_CPU)) $( (echo 0; cat "$WORK/pg.pss") | sort -n | tail -n1)" >>"$1"
 }
 
 # pg_stats FILE: from lines "wall maxrss_kb user sys" (/usr/bin/time),
@@ -183,13 +193,14 @@ pg_stats() {
 		"$(col 2 "$1" | tr ' ' '\n' | grep . | sort -n | tail -n1 | awk '{printf "%.1f", $1/1024}')"
 }
 
-# pg_server_stats FILE: from lines "ticks peak_kb" (pg_watched), "median
-# CPU s, peak PSS MB".
+# pg_server_stats FILE MEMFILE: from lines "ticks peak_kb" (pg_watched),
+# "median CPU s" of FILE's and "peak PSS MB" of MEMFILE's (the sampled
+# runs).
 pg_server_stats() {
 	local hz
 	hz=$(getconf CLK_TCK)
 	printf '%s %s\n' "$("$TOOL" median $(awk -v hz="$hz" '{print $1 / hz}' "$1"))" \
-		"$(awk '{print $2}' "$1" | sort -n | tail -n1 | awk '{printf "%.1f", $1/1024}')"
+		"$(awk '{print $2}' "$2" | sort -n | tail -n1 | awk '{printf "%.1f", $1/1024}')"
 }
 
 # bench_pg_first: the first index of BENCH_TREE into PostgreSQL beside
@@ -221,6 +232,11 @@ bench_pg_first() {
 		done
 		echo "   pg round $r/$RUNS done" >&2
 	done
+	# The server's memory, in a run of its own (pg_watch).
+	pg_fresh bench
+	pg_watch pss
+	timed pg.memory "$BIN" --db "$url" index "$T"
+	pg_watched "$WORK/t.pg.server.memory"
 	local ms mp
 	ms=$("$TOOL" median $(col 1 "$WORK/t.pg.sqlite"))
 	mp=$("$TOOL" median $(col 1 "$WORK/t.pg.postgres"))
@@ -228,14 +244,14 @@ bench_pg_first() {
 		echo
 		echo "### first index into PostgreSQL beside SQLite: $T ($(find "$T" -xdev -type f 2>/dev/null | wc -l) files)"
 		echo
-		echo "PostgreSQL $("$PG_SERVER_BIN" --version | awk '{print $3}'), a private server with its defaults on the same $(nproc) CPUs; warm cache; $RUNS runs each, alternating; medians."
+		echo "PostgreSQL $("$PG_SERVER_BIN" --version | awk '{print $3}'), a private server with its defaults on the same $(nproc) CPUs; warm cache; $RUNS runs each, alternating; medians. The server's peak PSS is of one more run, sampled every 0.1 s (the timed runs are not: sampling costs a third of a CPU)."
 		echo
 		echo "| engine | median s | × SQLite | dupefs CPU s (user+sys) | dupefs peak RSS MB | server CPU s | server peak PSS MB | runs (s) |"
 		echo "|---|---|---|---|---|---|---|---|"
 		for engine in sqlite postgres; do
 			local f=$WORK/t.pg.$engine m cpu rss scpu="-" spss="-"
 			read -r m cpu rss <<<"$(pg_stats "$f")"
-			[ "$engine" = postgres ] && read -r scpu spss <<<"$(pg_server_stats "$WORK/t.pg.server")"
+			[ "$engine" = postgres ] && read -r scpu spss <<<"$(pg_server_stats "$WORK/t.pg.server" "$WORK/t.pg.server.memory")"
 			printf '| %s | %.3f | %.2f | %.2f | %s | %s | %s | %s |\n' "$engine" "$m" "$(awk -v a="$m" -v b="$ms" 'BEGIN{print a/b}')" \
 				"$cpu" "$rss" "$scpu" "$spss" "$(col 1 "$f")"
 		done

@@ -65,19 +65,26 @@ pg_hosts_groups() {
 
 pg_way() { if [ "$1" = once ]; then echo "at once"; else echo "one after the other"; fi; }
 
-# pg_hosts_round WAY A B: both hosts index, at once (WAY once) or one after
-# the other and then each again (seq), into a fresh database of their own;
-# appends "wall maxrss_kb 0 cpu" to $WORK/t.ph.WAY, each process's to
-# $WORK/t.ph.WAY.STEP and the server's to $WORK/t.ph.WAY.server.
+# pg_hosts_round WAY A B [memory]: both hosts index, at once (WAY once)
+# or one after the other and then each again (seq), into a fresh database
+# of their own; appends "wall maxrss_kb 0 cpu" to $WORK/t.ph.WAY, each
+# process's to $WORK/t.ph.WAY.STEP and the server's to
+# $WORK/t.ph.WAY.server; with memory, the server's memory is sampled
+# (pg_watch) and every figure goes to files of WAY.memory instead.
 pg_hosts_round() {
 	local way=$1 a=$2 b=$3 s e pa pb
 	pg_fresh "hosts_$way"
-	pg_watch
+	if [ "${4:-}" = memory ]; then
+		pg_watch pss
+		way=$way.memory
+	else
+		pg_watch
+	fi
 	s=$(date +%s.%N)
-	if [ "$way" = once ]; then
-		pg_host_start "$way.a" "hosts_$way" hosta "$a"
+	if [ "$1" = once ]; then
+		pg_host_start "$way.a" "hosts_$1" hosta "$a"
 		pa=$PG_JOB
-		pg_host_start "$way.b" "hosts_$way" hostb "$b"
+		pg_host_start "$way.b" "hosts_$1" hostb "$b"
 		pb=$PG_JOB
 		pg_host_wait "$way.a" "$pa"
 		pg_host_wait "$way.b" "$pb"
@@ -85,9 +92,9 @@ pg_hosts_round() {
 		local p
 		for p in a b a2 b2; do
 			if [ "${p:0:1}" = a ]; then
-				pg_host_start "$way.$p" "hosts_$way" hosta "$a"
+				pg_host_start "$way.$p" "hosts_$1" hosta "$a"
 			else
-				pg_host_start "$way.$p" "hosts_$way" hostb "$b"
+				pg_host_start "$way.$p" "hosts_$1" hostb "$b"
 			fi
 			pg_host_wait "$way.$p" "$PG_JOB"
 		done
@@ -96,7 +103,7 @@ pg_hosts_round() {
 	pg_watched "$WORK/t.ph.$way.server"
 	local p runs=()
 	for p in a b a2 b2; do
-		[ "$way" = once ] && [ "${#p}" = 2 ] && continue
+		[ "$1" = once ] && [ "${#p}" = 2 ] && continue
 		runs+=("$(tail -n1 "$WORK/time.$way.$p")")
 		echo "${runs[-1]}" >>"$WORK/t.ph.$way.$p"
 	done
@@ -137,6 +144,7 @@ bench_pg_hosts() {
 		fi
 		echo "   pg hosts round $((r + 1))/$RUNS done" >&2
 	done
+	for way in once seq; do pg_hosts_round "$way" "$a" "$b" memory; done
 	local mo ms
 	mo=$("$TOOL" median $(col 1 "$WORK/t.ph.once"))
 	ms=$("$TOOL" median $(col 1 "$WORK/t.ph.seq"))
@@ -144,14 +152,14 @@ bench_pg_hosts() {
 		echo
 		echo "### two hosts at once against one after the other: $a and $b"
 		echo
-		echo "hosta indexes $a ($(find "$a" -xdev -type f 2>/dev/null | wc -l) files), hostb $b ($(find "$b" -xdev -type f 2>/dev/null | wc -l) files), each into a fresh database of the same server; one after the other is hosta, hostb, then each again; $RUNS runs each way, alternating; medians. Groups at the end of each round: at once $(col 1 "$WORK/ph.once.groups"); one after the other $(col 1 "$WORK/ph.seq.groups")."
+		echo "hosta indexes $a ($(find "$a" -xdev -type f 2>/dev/null | wc -l) files), hostb $b ($(find "$b" -xdev -type f 2>/dev/null | wc -l) files), each into a fresh database of the same server; one after the other is hosta, hostb, then each again; $RUNS runs each way, alternating; medians; the server's peak PSS is of one more round each way, sampled (the timed ones are not). Groups at the end of each round: at once $(col 1 "$WORK/ph.once.groups"); one after the other $(col 1 "$WORK/ph.seq.groups")."
 		echo
 		echo "| way | median s | × one after the other | dupefs CPU s (both) | dupefs peak RSS MB | server CPU s | server peak PSS MB | CPUs busy (CPU s / s) | runs (s) |"
 		echo "|---|---|---|---|---|---|---|---|---|"
 		local way m cpu rss scpu spss
 		for way in once seq; do
 			read -r m cpu rss <<<"$(pg_stats "$WORK/t.ph.$way")"
-			read -r scpu spss <<<"$(pg_server_stats "$WORK/t.ph.$way.server")"
+			read -r scpu spss <<<"$(pg_server_stats "$WORK/t.ph.$way.server" "$WORK/t.ph.$way.memory.server")"
 			printf '| %s | %.3f | %.2f | %.2f | %s | %.2f | %s | %.2f | %s |\n' \
 				"$(pg_way "$way")" "$m" \
 				"$(awk -v a="$m" -v b="$ms" 'BEGIN{print a/b}')" "$cpu" "$rss" "$scpu" "$spss" \
