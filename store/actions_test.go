@@ -409,3 +409,20 @@ func TestBytesDifferSendsInodesBackToTheHashJob(t *testing.T) {
 		t.Errorf("size 10 noted %d times (%v), want once", noted, err)
 	}
 }
+
+// A dry run plans what the run would: its read of the index knows this
+// process's host, so a file of this host is not taken for another's.
+func TestPreviewPlansAsThePlan(t *testing.T) {
+	db := openTest(t)
+	spec := ledgerFixture(t, db)
+	ctx := context.Background()
+	dry, err := db.Ledger().PreviewPlan(ctx, []ActionSpec{spec}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := plan(t, db, spec)
+	if dry.Actions != 1 || len(dry.Refused) != 0 || res.Actions != 1 || len(res.Refused) != 0 {
+		t.Fatalf("the dry run: %d actions, refused %+v; the run: %d actions, refused %+v; want one action each",
+			dry.Actions, dry.Refused, res.Actions, res.Refused)
+	}
+}

@@ -108,7 +108,7 @@ func (db *DB) read(ctx context.Context, fn func(tx *Tx) error) error {
 		return classify("begin read", err)
 	}
 	defer t.Rollback()
-	return fn(&Tx{ctx: ctx, parent: ctx, tx: t, algo: db.hashAlgo, dialect: db.dialect})
+	return fn(&Tx{ctx: ctx, parent: ctx, tx: t, algo: db.hashAlgo, dialect: db.dialect, host: db.host.ID})
 }
 
 // Begin opens a write transaction that the caller ends with Commit or
