@@ -212,8 +212,12 @@ func TestTwoHostsShareOnePostgresIndex(t *testing.T) {
 		}
 	}
 
-	// link on the laptop: its own groups only.
+	// link on the laptop: its own groups only; its dry run says so first.
 	before := inodes(t, base)
+	dry := mustAsHost(t, db, "laptop", "link", "--dry-run")
+	if !strings.Contains(dry.stderr, "2 copies would be hard-linked") || strings.Contains(dry.stdout, "nas/") {
+		t.Errorf("link --dry-run on the laptop: want its own 2 copies linked, none of the nas's:\n%s%s", dry.stdout, dry.stderr)
+	}
 	mustAsHost(t, db, "laptop", "link")
 	after := inodes(t, base)
 	for p, ino := range before {
