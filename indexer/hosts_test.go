@@ -30,6 +30,14 @@ func openHostIndex(tb testing.TB, url, name string) *store.DB {
 	return db
 }
 
+// addHostRoot adds root to the roots of db's host.
+func addHostRoot(tb testing.TB, db *store.DB, root string) {
+	tb.Helper()
+	if _, _, err := db.Files().AddRoot(context.Background(), store.RootSpec{Path: root}, false); err != nil {
+		tb.Fatal(err)
+	}
+}
+
 // besideFullPlan is an Index whose FullHashPlan calls beside once, after
 // the plan is made: another host's run goes on there, beside this one's.
 type besideFullPlan struct {
@@ -59,14 +67,8 @@ func TestRunTakesInWhatAnotherHostsRunOwedIt(t *testing.T) {
 	tree(t, there, map[string]string{"a.bin": content})
 	tree(t, here, map[string]string{"b.bin": content})
 	ctx := context.Background()
-	for _, h := range []struct {
-		db   *store.DB
-		root string
-	}{{nas, there}, {laptop, here}} {
-		if _, _, err := h.db.Files().AddRoot(ctx, store.RootSpec{Path: h.root}, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addHostRoot(t, nas, there)
+	addHostRoot(t, laptop, here)
 	// The nas indexes its file alone (of a size of its own then).
 	if err := New(IndexOf(nas), Config{Workers: 1}).Run(ctx); err != nil {
 		t.Fatal(err)
@@ -198,14 +200,8 @@ func TestAHostsFirstIndexAsksForNoHashToReuse(t *testing.T) {
 		files[fmt.Sprintf("d%d/e%d/copy", i, i)] = "shared by both hosts"
 	}
 	tree(t, here, files)
-	for _, h := range []struct {
-		db   *store.DB
-		root string
-	}{{nas, there}, {laptop, here}} {
-		if _, _, err := h.db.Files().AddRoot(ctx, store.RootSpec{Path: h.root}, false); err != nil {
-			t.Fatal(err)
-		}
-	}
+	addHostRoot(t, nas, there)
+	addHostRoot(t, laptop, here)
 	if err := New(IndexOf(nas), Config{Workers: 2}).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
@@ -231,9 +227,7 @@ func TestAHostsFirstIndexAsksForNoHashToReuse(t *testing.T) {
 	if err := os.Link(filepath.Join(here, "d0", "e0", "copy"), linked); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := laptop.Files().AddRoot(ctx, store.RootSpec{Path: second}, false); err != nil {
-		t.Fatal(err)
-	}
+	addHostRoot(t, laptop, second)
 	if err := New(idx, Config{Workers: 2}).Run(ctx); err != nil {
 		t.Fatal(err)
 	}
