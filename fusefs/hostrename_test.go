@@ -6,12 +6,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/dupefs/dupefs/integration/testenv"
 	"github.com/dupefs/dupefs/internal/pgtest"
-	"github.com/dupefs/dupefs/store"
 	"github.com/dupefs/dupefs/store/naming"
 )
 
@@ -38,19 +36,9 @@ func TestRenamedHostRenamesItsCopies(t *testing.T) {
 		}
 	}
 	indexAs(t, laptop, root, a)
-	var st syscall.Stat_t
-	if err := syscall.Stat(n, &st); err != nil {
-		t.Fatal(err)
-	}
-	(&testFS{tb: t, db: nas}).scan(there, []scanned{{there, store.FileStat{Name: "IMG.jpg", Size: st.Size,
-		MtimeNS: st.Mtim.Nano(), Dev: st.Dev, Ino: st.Ino, Nlink: 1,
-		Hash: &store.FileHash{Status: store.HashDone, Content: sum(9)}}}})
+	scanAsHost(t, nas, n)
+	foldHosts(t, nas, laptop)
 	ctx := context.Background()
-	for _, db := range []*store.DB{nas, laptop} {
-		if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
 	fgs, err := laptop.View().FolderGroupsPage(ctx, 0, 10)
 	if err != nil || len(fgs) != 1 {
 		t.Fatalf("folder groups %+v (%v), want one", fgs, err)

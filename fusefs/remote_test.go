@@ -57,18 +57,8 @@ func TestCopyOnAnotherHostLinksToIt(t *testing.T) {
 	indexAs(t, laptop, root, a, b)
 	// The nas's copy: its path and inode numbers those of a file here
 	// that anyone may read, which this host does not index.
-	var st syscall.Stat_t
-	if err := syscall.Stat(n, &st); err != nil {
-		t.Fatal(err)
-	}
-	(&testFS{tb: t, db: nas}).scan(there, []scanned{{there, store.FileStat{Name: "IMG.jpg", Size: st.Size,
-		MtimeNS: st.Mtim.Nano(), Dev: st.Dev, Ino: st.Ino, Nlink: 1,
-		Hash: &store.FileHash{Status: store.HashDone, Content: sum(9)}}}})
-	for _, db := range []*store.DB{nas, laptop} {
-		if _, err := db.Folders().UpdateFolderSigs(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-	}
+	scanAsHost(t, nas, n)
+	foldHosts(t, nas, laptop)
 	fgs, err := laptop.View().FolderGroupsPage(context.Background(), 0, 10)
 	if err != nil || len(fgs) != 1 || fgs[0].Folders != 3 {
 		t.Fatalf("folder groups %+v (%v), want one of a, b and the nas's folder", fgs, err)
@@ -241,5 +231,30 @@ func TestOverlapWithAnotherHost(t *testing.T) {
 	other := &caller{uid: 1002, gid: 1002, key: "1002:1002"}
 	if tf.fs.visible(other, ino(kindPair, ps[0].ID)) {
 		t.Error("another user sees a pair with a side on another host")
+	}
+}
+
+// scanAsHost records the file at path, alone in its folder, as db's
+// host's scan would, with the content sum(9).
+func scanAsHost(t *testing.T, db *store.DB, path string) {
+	t.Helper()
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Dir(path)
+	(&testFS{tb: t, db: db}).scan(dir, []scanned{{dir, store.FileStat{Name: filepath.Base(path), Size: st.Size,
+		MtimeNS: st.Mtim.Nano(), Dev: st.Dev, Ino: st.Ino, Nlink: 1,
+		Hash: &store.FileHash{Status: store.HashDone, Content: sum(9)}}}})
+}
+
+// foldHosts brings the folder sums and groups up to date through each
+// host's index.
+func foldHosts(t *testing.T, dbs ...*store.DB) {
+	t.Helper()
+	for _, db := range dbs {
+		if _, err := db.Folders().UpdateFolderSigs(context.Background()); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
