@@ -24,7 +24,9 @@ type dialect struct {
 	migrationsTable string
 	// notOurs, when set, names a table of the database that shows it is
 	// another program's (no row: none): one beside no schema_migrations,
-	// or a schema_migrations without dupefs' columns.
+	// or a schema_migrations without dupefs' columns. A sequence counts:
+	// the schema's own would be made beside it under another name, and
+	// the store reads its sequences by name.
 	notOurs string
 	// writeLock, when set, is the first statement of every write
 	// transaction: it makes writers of every process take turns, as
@@ -129,7 +131,7 @@ var pgDialect = &dialect{
 		name       text   NOT NULL,
 		applied_at bigint NOT NULL)`,
 	notOurs: `SELECT c.relname FROM pg_class c
-		WHERE c.relnamespace = CAST(current_schema() AS regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm', 'f')
+		WHERE c.relnamespace = CAST(current_schema() AS regnamespace) AND c.relkind IN ('r', 'p', 'v', 'm', 'f', 'S')
 		AND CASE WHEN to_regclass('schema_migrations') IS NULL THEN true
 			ELSE c.relname = 'schema_migrations' AND NOT EXISTS (SELECT FROM pg_attribute a
 				WHERE a.attrelid = c.oid AND a.attname = 'applied_at' AND NOT a.attisdropped) END
