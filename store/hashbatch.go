@@ -7,7 +7,9 @@ import "database/sql"
 // the scanner changed meanwhile is left alone. On SQLite each result is
 // written as it comes; on PostgreSQL they wait for Close, which writes
 // them a few statements for the lot (pghashbatch.go): one statement a
-// file was a round trip each, 3.4k for a second host's /usr/share.
+// file was a round trip each, 3.4k for a second host's /usr/share. So,
+// until Close, the transaction may not see the results it recorded: it
+// reads nothing they change before then.
 type HashBatch struct {
 	tx                             *Tx
 	algo                           string
