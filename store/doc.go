@@ -63,12 +63,13 @@
 //	            folders queued for it), pgstage.go (rows staged by COPY
 //	            into a session's table), pglate.go (late hashes staged),
 //	            pgbatch.go (a bulk load's groups and known hashes, contents
-//	            noted, staged), pgpairs.go (folder pairs staged)
+//	            noted, staged), pgpairs.go (folder pairs staged),
+//	            pghashbatch.go (a hash batch's results staged)
 //	Files       roots.go, rootexcludes.go (a root's exclude patterns, kept
 //	            as bytes), listing.go, scan.go, scanlate.go (ScanBatch),
 //	            bulk.go, bulkgroups.go, bulkkeys.go (first index: the
-//	            indexes, groups and foreign keys), hash.go (hash plans,
-//	            HashBatch), hashlinks.go (a hard link takes its inode's
+//	            indexes, groups and foreign keys), hash.go (hash plans),
+//	            hashbatch.go (HashBatch), hashlinks.go (a hard link takes its inode's
 //	            hash), groups.go (Report), eachrow.go
 //	View        view.go (groups, copies, changes), watcher.go (Watcher),
 //	            thumbview.go, folderview.go, peopleview.go (groups by waste,
