@@ -136,21 +136,45 @@ func (tx *Tx) groupFolderIDs(sig []byte) ([]int64, error) {
 // more folders (the view shows one group per signature). A group stored
 // already with the same folders was confirmed when it got them.
 func (db *DB) confirmed(ctx context.Context, groups []FolderGroup) ([]FolderGroup, error) {
-	out := groups[:0]
-	for _, g := range groups {
-		var have []int64
-		err := db.read(ctx, func(tx *Tx) (err error) {
-			have, err = tx.groupFolderIDs(g.Sig)
-			return err
-		})
-		if err != nil {
-			return nil, err
+	// Which groups are stored with these folders already, in one read;
+	// then the digests of the others' folders, many to a statement.
+	same := make([]bool, len(groups))
+	err := db.read(ctx, func(tx *Tx) error {
+		for i, g := range groups {
+			have, err := tx.groupFolderIDs(g.Sig)
+			if err != nil {
+				return err
+			}
+			same[i] = slices.Equal(have, folderIDs(g))
 		}
-		if slices.Equal(have, folderIDs(g)) {
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	var fs []FolderRef
+	var weight []int64
+	for i, g := range groups {
+		if !same[i] {
+			for _, f := range g.Folders {
+				fs, weight = append(fs, f), append(weight, g.Files)
+			}
+		}
+	}
+	digests, err := db.contentDigests(ctx, fs, weight)
+	if err != nil {
+		return nil, err
+	}
+	out := groups[:0]
+	for i, g := range groups {
+		if same[i] {
 			out = append(out, g)
 			continue
 		}
-		classes, err := db.Folders().ConfirmFolders(ctx, g, false)
+		classes, err := splitFolders(g.Folders, func(f FolderRef) ([]byte, bool, error) {
+			d := digests[f.ID]
+			return d.d[:], d.known, nil
+		})
 		if err != nil {
 			return nil, err
 		}
