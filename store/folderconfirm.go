@@ -139,15 +139,7 @@ func (db *DB) digestBatch(ctx context.Context, fs []FolderRef, out map[int64]fol
 		}
 		host[f.ID] = f.Host
 	}
-	// A folder's subtree: the folders from its path up to its path and
-	// '0' ('0' follows '/'), but those a name merely continues ("/a-b"
-	// after "/a").
-	rows, err := db.query(ctx, `SELECT t.id, `+termCols("f")+`
-		FROM folders t JOIN folders d ON d.host_id = t.host_id AND d.path >= t.path AND d.path < rtrim(t.path, '/') || '0'
-		JOIN files f ON f.folder_id = d.id
-		WHERE t.id IN (SELECT value FROM json_each(?1))
-		  AND (d.path = t.path OR substr(d.path, length(rtrim(t.path, '/')) + 1, 1) = '/')
-		  AND `+summedFiles("f."), jsonInts(ids))
+	rows, err := db.query(ctx, `SELECT t.id, `+termCols("f")+` FROM `+subtreesFilesSQL, jsonInts(ids))
 	if err != nil {
 		return classify("read folders' files", err)
 	}

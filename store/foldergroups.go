@@ -183,6 +183,17 @@ type SubtreeFile struct {
 	Hash bool   // Sum is set
 }
 
+// subtreesFilesSQL is the live non-empty files f of the subtrees of the
+// folders t whose ids ?1 lists as a JSON array (d the folders of each
+// subtree). A folder's subtree: the folders from its path up to its path
+// and '0' ('0' follows '/'), but those a name merely continues ("/a-b"
+// after "/a").
+var subtreesFilesSQL = `folders t JOIN folders d ON d.host_id = t.host_id AND d.path >= t.path AND d.path < rtrim(t.path, '/') || '0'
+	JOIN files f ON f.folder_id = d.id
+	WHERE t.id IN (SELECT value FROM json_each(?1))
+	  AND (d.path = t.path OR substr(d.path, length(rtrim(t.path, '/')) + 1, 1) = '/')
+	  AND ` + summedFiles("f.")
+
 // subtreeFilesSQL is the live non-empty files of a folder's subtree (d its
 // folders, f their files), with subtreeArgs; subtreeFilesAt(n) the same
 // with its arguments numbered from ?n (four of them).

@@ -117,15 +117,8 @@ func (db *DB) subtreeFiles(ctx context.Context, folders map[int64]string) (map[i
 	if err != nil {
 		return nil, fmt.Errorf("read pairs' files: %w", err)
 	}
-	// A folder's subtree: the folders from its path up to its path and
-	// '0' ('0' follows '/'), but those a name merely continues ("/a-b"
-	// after "/a").
 	rows, err := db.query(ctx, `SELECT t.id, f.id, f.size, `+joinPathSQL+`, `+contentKeySQL+`
-		FROM folders t JOIN folders d ON d.host_id = t.host_id AND d.path >= t.path AND d.path < rtrim(t.path, '/') || '0'
-		JOIN files f ON f.folder_id = d.id
-		WHERE t.id IN (SELECT value FROM json_each(?1))
-		  AND (d.path = t.path OR substr(d.path, length(rtrim(t.path, '/')) + 1, 1) = '/')
-		  AND `+summedFiles("f."), string(js))
+		FROM `+subtreesFilesSQL, string(js))
 	if err != nil {
 		return nil, classify("read pairs' files", err)
 	}
