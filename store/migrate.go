@@ -48,11 +48,12 @@ func loadMigrations(fsys fs.FS) ([]migration, error) {
 	return ms, nil
 }
 
-// migrate applies every embedded migration the index has not recorded yet,
-// each in its own IMMEDIATE transaction together with its row in
+// migrate applies every embedded migration the index has not recorded yet:
+// on SQLite each in its own IMMEDIATE transaction together with its row in
 // schema_migrations, so a crash leaves each either applied and recorded or
-// not at all. Running it again is a no-op. Several processes may race: the
-// loser of the write lock re-reads the versions inside its transaction.
+// not at all; on PostgreSQL all at once (migrateAtOnce). Running it again
+// is a no-op. Several processes may race: the loser of the write lock
+// re-reads the versions inside its transaction.
 func migrate(ctx context.Context, w *sql.DB, d *dialect) error {
 	ms, err := loadMigrations(d.migrations)
 	if err != nil {
@@ -173,11 +174,6 @@ func applyMigration(ctx context.Context, w *sql.DB, d *dialect, m migration) err
 		return classify("begin migration", err)
 	}
 	defer tx.Rollback()
-	if d.writeLock != "" {
-		if _, err := tx.ExecContext(ctx, d.writeLock); err != nil {
-			return classify("begin migration", err)
-		}
-	}
 	var done int
 	if err := tx.QueryRowContext(ctx, "SELECT count(*) FROM schema_migrations WHERE version = ?", m.version).Scan(&done); err != nil {
 		return classify("read schema version", err)
@@ -185,7 +181,7 @@ func applyMigration(ctx context.Context, w *sql.DB, d *dialect, m migration) err
 	if done > 0 {
 		return nil // another process applied it while we waited for the lock
 	}
-	if repair := repairs[m.version]; repair != nil && d == sqliteDialect {
+	if repair := repairs[m.version]; repair != nil {
 		if err := repair(ctx, tx); err != nil {
 			return err
 		}
@@ -199,23 +195,14 @@ func applyMigration(ctx context.Context, w *sql.DB, d *dialect, m migration) err
 	return classify("commit migration", tx.Commit())
 }
 
-// createMigrationsTable creates schema_migrations when it is missing. On
-// PostgreSQL it takes the writers' lock first: processes that race to
-// create it would otherwise collide in the catalog.
+// createMigrationsTable creates schema_migrations when it is missing
+// (SQLite; migrateAtOnce does it on PostgreSQL).
 func createMigrationsTable(ctx context.Context, w *sql.DB, d *dialect) error {
 	tx, err := w.BeginTx(ctx, nil)
 	if err != nil {
 		return classify("create schema_migrations", err)
 	}
 	defer tx.Rollback()
-	if d.writeLock != "" {
-		if _, err := tx.ExecContext(ctx, d.writeLock); err != nil {
-			return classify("create schema_migrations", err)
-		}
-	}
-	if err := notOurs(ctx, tx, d); err != nil {
-		return err
-	}
 	if _, err := tx.ExecContext(ctx, d.migrationsTable); err != nil {
 		return classify("create schema_migrations", err)
 	}
