@@ -2,8 +2,6 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"errors"
 	"strings"
 
 	"github.com/dupefs/dupefs/store/naming"
@@ -206,7 +204,21 @@ func (e *classEval) prefetchParents(keys map[classKey]bool) error {
 			}
 		}
 	}
-	ids = dedupe(ids)
+	if err := e.readKeys(dedupe(ids)); err != nil {
+		return err
+	}
+	parents := map[classKey]bool{}
+	for _, pk := range e.keys {
+		if pk.ok {
+			parents[pk.key] = true
+		}
+	}
+	return e.prefetch(parents)
+}
+
+// readKeys reads the class keys of the folders ids, 500 to a statement; a
+// folder gone has no class.
+func (e *classEval) readKeys(ids []int64) error {
 	for len(ids) > 0 {
 		chunk := ids[:min(len(ids), 500)]
 		ids = ids[len(chunk):]
@@ -239,32 +251,15 @@ func (e *classEval) prefetchParents(keys map[classKey]bool) error {
 			}
 		}
 	}
-	parents := map[classKey]bool{}
-	for _, pk := range e.keys {
-		if pk.ok {
-			parents[pk.key] = true
-		}
-	}
-	return e.prefetch(parents)
+	return nil
 }
 
 func (e *classEval) keyOf(id int64) (parentKey, error) {
 	if k, ok := e.keys[id]; ok {
 		return k, nil
 	}
-	var pk parentKey
-	var sig []byte
-	var pending int64
-	var missing bool
-	err := e.db.queryRow(e.ctx, `SELECT tree_sig, tree_files, tree_bytes, tree_pending, missing FROM folders WHERE id = ?`,
-		id).Scan(&sig, &pk.key.files, &pk.key.bytes, &pending, &missing)
-	if err != nil && !errors.Is(err, sql.ErrNoRows) {
-		return pk, classify("read a folder", err)
-	}
-	copy(pk.key.sig[:], sig)
-	pk.ok = err == nil && pk.key.files > 0 && pending == 0 && !missing
-	e.keys[id] = pk
-	return pk, nil
+	err := e.readKeys([]int64{id})
+	return e.keys[id], err
 }
 
 // group returns the group of class k, unless the class is no group or its
