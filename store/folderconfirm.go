@@ -12,7 +12,7 @@ import (
 // sorted content terms (with layout, each with its relative path) of the
 // folders of one class are equal. Folders whose content is not settled
 // are left out. Signatures can be made to collide; this cannot (short of
-// a SHA-256 collision, without layout: see contentDigest).
+// a SHA-256 collision, without layout: see folderDigest).
 func (fo *Folders) ConfirmFolders(ctx context.Context, g FolderGroup, layout bool) ([][]FolderRef, error) {
 	return splitFolders(g.Folders, func(f FolderRef) ([]byte, bool, error) { return fo.db.folderKey(ctx, f, layout) })
 }
@@ -50,40 +50,12 @@ func splitFolders(folders []FolderRef, key func(FolderRef) ([]byte, bool, error)
 // or without layout its content digest.
 func (db *DB) folderKey(ctx context.Context, f FolderRef, layout bool) ([]byte, bool, error) {
 	if !layout {
-		d, known, err := db.contentDigest(ctx, f.Host, f.Path)
-		return d[:], known, err
+		ds, err := db.contentDigests(ctx, []FolderRef{f}, []int64{0})
+		d := ds[f.ID]
+		return d.d[:], d.known, err
 	}
 	files, known, err := db.subtreeContents(ctx, f.Host, f.Path)
 	return layoutKey(files), known, err
-}
-
-// contentDigest is the SHA-256 of a folder's content: its files' content
-// terms, sorted. It holds 32 bytes a file where SubtreeContents holds a
-// path and a row: confirming the folder groups of four hard-linked
-// snapshots of 100k files held 30 MB at once, and a first index of them
-// peaked at 160 MB.
-func (db *DB) contentDigest(ctx context.Context, host int64, dir string) (d [32]byte, known bool, err error) {
-	rows, err := db.query(ctx, `SELECT `+termCols("f")+` FROM `+subtreeFilesSQL, subtreeArgs(host, dir)...)
-	if err != nil {
-		return d, false, classify("read a folder's files", err)
-	}
-	defer rows.Close()
-	known = true
-	var terms [][32]byte
-	r := termRow{algo: db.hashAlgo}
-	dst := r.dest()
-	for rows.Next() {
-		if err := rows.Scan(dst...); err != nil {
-			return d, false, classify("read a folder's files", err)
-		}
-		t, ok := r.term(host)
-		known = known && ok
-		terms = append(terms, t.Bytes())
-	}
-	if err := rows.Err(); err != nil {
-		return d, false, classify("read a folder's files", err)
-	}
-	return digestOf(terms), known, nil
 }
 
 // digestOf is the SHA-256 of terms, sorted.
@@ -97,7 +69,11 @@ func digestOf(terms [][32]byte) (d [32]byte) {
 	return d
 }
 
-// folderDigest is a folder's contentDigest, and whether it is known.
+// folderDigest is a folder's content digest, and whether it is known: the
+// SHA-256 of its files' content terms, sorted. It holds 32 bytes a file
+// where SubtreeContents holds a path and a row: confirming the folder
+// groups of four hard-linked snapshots of 100k files held 30 MB at once,
+// and a first index of them peaked at 160 MB.
 type folderDigest struct {
 	d     [32]byte
 	known bool
@@ -107,7 +83,7 @@ type folderDigest struct {
 // variable for tests).
 var confirmBudget int64 = 32768
 
-// contentDigests is contentDigest of every folder of fs, each weighing the
+// contentDigests is the folderDigest of every folder of fs, each weighing the
 // files of its subtree (weight): the files of several folders, up to
 // confirmBudget, are read in one statement. Confirming the 77 folder
 // groups of a first index of /usr read 313 folders one statement each, a
