@@ -95,6 +95,8 @@ var onPostgres = []struct {
 	{TestCheckpointerCopiesCommitsBack, "SQLite only: WAL checkpoints"},
 	{TestCloseStopsTheCheckpointer, "SQLite only: WAL checkpoints"},
 	{TestFoldStreamSumsAsFromScratch, ""},
+	{TestFirstFoldBuildsItsIndexesAgain, ""},
+	{TestFirstIndexStatisticsInFull, ""},
 	{TestFolderGroupsByClassEqualFromScratch, ""},
 	{TestContentDigestsAsOneByOne, ""},
 	{TestPreviewPlansAsThePlan, ""},

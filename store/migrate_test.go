@@ -202,6 +202,7 @@ var landedPostgres = map[string]string{
 	"0006_thumbnail_hosts.sql":            "b6604611ac028dd08fe7e96653788003c015adfe68d350d16a90d6a0fa57cb74",
 	"0007_host_terms.sql":                 "6163cfc5aadf5362d8a7dd4426ad5cef2db52f79c08fe4f8e8d0d2073c005aa4",
 	"0008_folder_noted_per_statement.sql": "2bfcfad9fb46956464167ac2223de4038d18f5c07b2354a7c36ee461697dcf1e",
+	"0009_folders_room.sql":               "f23a5f129660eda1182ac1738c1484689d75649a7bcd59d04bcc2ba71b6deecc",
 }
 
 func TestLandedMigrationsAreNeverEdited(t *testing.T) {

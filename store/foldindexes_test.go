@@ -1,0 +1,102 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"testing"
+)
+
+// A first fold writes every folder's sums with the indexes on them dropped,
+// and builds them after; a fold killed between the two leaves them for
+// the next fold to build.
+func TestFirstFoldBuildsItsIndexesAgain(t *testing.T) {
+	ctx := context.Background()
+	defer func(n int64) { bulkFoldMin = n }(bulkFoldMin)
+	bulkFoldMin = 10
+	db := openTest(t)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fs []fakeFile
+	for i := range 40 {
+		fs = append(fs, fakeFile{fmt.Sprintf("/r/d%02d", i%20), fmt.Sprintf("f%d", i), 1 + i%3})
+	}
+	writeFoldTree(t, db, r.ID, fs)
+	built := func(when string) {
+		t.Helper()
+		for _, ix := range foldIndexes {
+			var def string
+			if err := db.r.QueryRow(db.dialect.schemaDef, ix.name).Scan(&def); err != nil {
+				t.Errorf("%s: index %s: %v", when, ix.name, err)
+			}
+		}
+	}
+	var drops int
+	defer func() { foldDropped = nil }()
+	foldDropped = func() { drops++ }
+	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if drops != 1 {
+		t.Fatalf("the first fold dropped the indexes %d times, want once", drops)
+	}
+	built("after the first fold")
+	if bad, err := db.Folders().VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
+		t.Fatalf("%v %q", err, bad)
+	}
+	// Killed after its drop: the next fold, of one folder, builds them.
+	for _, ix := range foldIndexes {
+		if err := db.Write(ctx, func(tx *Tx) error { _, err := tx.exec("drop", "DROP INDEX "+ix.name); return err }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeFoldTree(t, db, r.ID, []fakeFile{{"/r/d03", "late", 2}})
+	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if drops != 1 {
+		t.Errorf("a fold of one folder dropped the indexes")
+	}
+	built("after a fold killed after its drop")
+	if bad, err := db.Folders().VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
+		t.Fatalf("%v %q", err, bad)
+	}
+}
+
+// On PostgreSQL the bulk load's end gathers coarse statistics of files and
+// the full ones behind, which the index has once the store is closed.
+func TestFirstIndexStatisticsInFull(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: SQLite's planner needs no statistics gathered")
+	}
+	ctx := context.Background()
+	db, r := bulkIndex(t)
+	var files []FileStat
+	for i := range 600 {
+		files = append(files, FileStat{Name: fmt.Sprintf("f%d", i), Size: int64(1000 + i), Dev: 1, Ino: uint64(i + 1), Nlink: 1})
+	}
+	addFiles(t, db, r.ID, "/r", files...)
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.EndBulkLoad() }); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(ctx, Options{Path: reopenPath(db)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	// A statistics target of 10 keeps 11 bounds of sizes at most, the
+	// default's 101.
+	var bounds int
+	err = again.r.QueryRow(`SELECT coalesce(array_length(CAST(CAST(histogram_bounds AS text) AS text[]), 1), 0)
+		FROM pg_stats WHERE tablename = 'files' AND attname = 'size'`).Scan(&bounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bounds <= 11 {
+		t.Errorf("the sizes of files have %d bounds in the statistics: not gathered in full", bounds)
+	}
+}
