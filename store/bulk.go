@@ -154,7 +154,7 @@ func (tx *Tx) EndBulkLoadWith(known func() []KnownHash) error {
 		ranged bool
 	}{
 		{"", "files_size", false},
-		{"gather statistics", tx.dialect.analyze, false},
+		{"gather statistics", "", false},
 		{"find shared sizes", `CREATE TEMP TABLE IF NOT EXISTS bulk_shared (size INTEGER PRIMARY KEY);
 			DELETE FROM temp.bulk_shared;
 			INSERT INTO temp.bulk_shared (size)
@@ -205,7 +205,12 @@ func (tx *Tx) EndBulkLoadWith(known func() []KnownHash) error {
 		{"end bulk load", "DELETE FROM settings WHERE key = '" + bulkKey + "'", false},
 	}
 	for _, s := range steps {
-		if s.op == "gather statistics" && s.q == "" {
+		if s.op == "gather statistics" {
+			if tx.dialect.analyzes {
+				if err := tx.analyze("files"); err != nil {
+					return err
+				}
+			}
 			continue
 		}
 		if s.op == "add keys" {

@@ -76,9 +76,9 @@ type dialect struct {
 	apartRows, apartGroup string
 	// bulkKeys are the foreign keys a bulk load drops (bulkkeys.go).
 	bulkKeys []droppedKey
-	// analyze gathers the planner's statistics of files when a bulk load
-	// ends ("" where none is needed).
-	analyze string
+	// analyzes: the engine needs the planner's statistics of a table
+	// gathered when most of its rows are new (pgstats.go).
+	analyzes bool
 	// folderKey is the unique key of folders an upsert names: the path
 	// alone on SQLite (one host), the host and path on PostgreSQL.
 	folderKey string
@@ -166,6 +166,6 @@ var pgDialect = &dialect{
 	// follows (autovacuum's come a minute later at best). Those of
 	// folders are gathered once the fold has written their sums
 	// (foldAll): gathered here too, they took 65 ms for /usr.
-	analyze:   "ANALYZE files",
+	analyzes:  true,
 	manyHosts: true,
 }

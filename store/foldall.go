@@ -38,11 +38,11 @@ func (tx *Tx) foldAll(rd *sql.DB) (fold, error) {
 	res.folded = int(c)
 	res.deleted = true // groups are found again whole
 	res.noted = 1
-	if tx.dialect.postgres() {
+	if tx.dialect.analyzes {
 		// Every sum changed: the planner's statistics of folders (of a
 		// table whose sums were zero) would mislead the queries of the
 		// groups.
-		if _, err := tx.exec("gather statistics", "ANALYZE folders"); err != nil {
+		if err := tx.analyze("folders"); err != nil {
 			return res, err
 		}
 	}

@@ -69,6 +69,7 @@ type DB struct {
 	maint     *sql.DB // WAL checkpoints: one connection, short busy timeout
 	maintErr  error
 	ckpt      *checkpointer // the writer's checkpoints (checkpoint.go)
+	behind    behind        // statements run off the writer's path (pgstats.go)
 }
 
 // readStmt returns the read pool's prepared statement for q, preparing it
@@ -119,6 +120,7 @@ func (db *DB) HashAlgo() string { return db.hashAlgo }
 // Close closes both pools.
 func (db *DB) Close() error {
 	var errs []error
+	db.behind.wait()
 	db.ckpt.stop()
 	db.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()

@@ -52,6 +52,11 @@ type Tx struct {
 	stmts map[string]*sql.Stmt
 	seen  map[string]bool
 	kept  *writeStmts
+	// after are statements to run behind once the transaction commits,
+	// on a session of their own (pgstats.go), in the database dsn names.
+	after  []string
+	behind *behind
+	dsn    string
 	// durable is set once the transaction waits for its commit to
 	// reach the disk (makeDurable).
 	durable bool
@@ -128,7 +133,8 @@ func (db *DB) Begin(ctx context.Context) (*Tx, error) {
 	if err != nil {
 		return nil, err
 	}
-	tx := &Tx{ctx: bg, parent: ctx, tx: sqltx, conn: conn, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect, host: db.host.ID}
+	tx := &Tx{ctx: bg, parent: ctx, tx: sqltx, conn: conn, ckpt: db.ckpt, kept: &db.kept, algo: db.hashAlgo, dialect: db.dialect, host: db.host.ID,
+		behind: &db.behind, dsn: db.dsn}
 	if !db.dialect.postgres() {
 		tx.wal = db.path + "-wal"
 	}
@@ -251,6 +257,9 @@ func (tx *Tx) Commit() error {
 	}
 	tx.release()
 	tx.ckpt.kicked()
+	if len(tx.after) > 0 && tx.behind != nil {
+		tx.behind.run(tx.dsn, tx.after)
+	}
 	if tx.durable && tx.wal != "" {
 		if err := syncDurable(tx.wal); err != nil {
 			return fmt.Errorf("commit: make it reach the disk: %w", err)
