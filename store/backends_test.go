@@ -97,6 +97,7 @@ var onPostgres = []struct {
 	{TestFoldStreamSumsAsFromScratch, ""},
 	{TestFirstFoldBuildsItsIndexesAgain, ""},
 	{TestFirstIndexStatisticsInFull, ""},
+	{TestInterruptedCloseWaitsForNothingBehind, ""},
 	{TestFolderGroupsByClassEqualFromScratch, ""},
 	{TestContentDigestsAsOneByOne, ""},
 	{TestPreviewPlansAsThePlan, ""},

@@ -56,6 +56,7 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 	}
 	shown := RedactURL(opts.Path)
 	db := &DB{path: shown, dsn: opts.Path, dialect: pgDialect, readOnly: opts.ReadOnly}
+	db.behind.life = ctx
 	fail := func(err error) (*DB, error) {
 		db.Close()
 		return nil, err

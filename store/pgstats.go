@@ -18,8 +18,10 @@ import (
 // the write that asked commits, beside the hash job and the fold. Left
 // coarse, the statistics would stay so until a tenth of the table changed
 // and autovacuum analyzed it again (of files of /usr: 6.6k sizes for 27k,
-// 3k folders for 14.6k). DB.Close waits for it; a process killed
-// meanwhile leaves the coarse ones, which autovacuum replaces in time.
+// 3k folders for 14.6k). DB.Close waits for it, unless the context the
+// store was opened with ends (Ctrl-C, SIGTERM): a process interrupted or
+// killed meanwhile leaves the coarse ones, which autovacuum replaces in
+// time.
 
 // behindTimeout bounds a statement run behind, which Close waits for.
 const behindTimeout = time.Minute
@@ -41,12 +43,21 @@ func (tx *Tx) analyze(table string) error {
 // of its own; errors are dropped (statistics only: the coarse ones stand).
 type behind struct {
 	wg sync.WaitGroup
+	// life is the context the store was opened with: once it ends, the
+	// statements under way are cancelled, and Close waits no longer for
+	// them (a full ANALYZE of a large index on a slow disk may outlast
+	// behindTimeout, and a Ctrl-C waited for it).
+	life context.Context
 }
 
 // run starts stmts on a new session of the database dsn names.
 func (b *behind) run(dsn string, stmts []string) {
 	b.wg.Go(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), behindTimeout)
+		life := b.life
+		if life == nil {
+			life = context.Background()
+		}
+		ctx, cancel := context.WithTimeout(life, behindTimeout)
 		defer cancel()
 		cfg, err := pgx.ParseConfig(dsn)
 		if err != nil {
