@@ -96,6 +96,7 @@ var onPostgres = []struct {
 	{TestCloseStopsTheCheckpointer, "SQLite only: WAL checkpoints"},
 	{TestFoldStreamSumsAsFromScratch, ""},
 	{TestFirstFoldBuildsItsIndexesAgain, ""},
+	{TestFoldOfStandingIndexesWaitsForNoAnalyze, ""},
 	{TestFirstIndexStatisticsInFull, ""},
 	{TestInterruptedCloseWaitsForNothingBehind, ""},
 	{TestFolderGroupsByClassEqualFromScratch, ""},

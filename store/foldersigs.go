@@ -2,6 +2,8 @@ package store
 
 import (
 	"context"
+	"database/sql"
+	"errors"
 	"sort"
 	"strings"
 )
@@ -137,9 +139,21 @@ var foldIndexes = []struct{ name, def string }{
 }
 
 // buildFoldIndexes builds the indexes a first fold dropped, or a fold
-// killed after dropping them.
+// killed after dropping them. It looks in the catalog first: on
+// PostgreSQL a CREATE INDEX, IF NOT EXISTS or not, takes folders against
+// a VACUUM or an ANALYZE of it before it looks, and every fold then
+// waited for one (autovacuum's, another's, or the full ANALYZE a first
+// fold runs behind, pgstats.go).
 func buildFoldIndexes(tx *Tx) error {
 	for _, ix := range foldIndexes {
+		var def string
+		err := tx.tx.QueryRowContext(tx.ctx, tx.dialect.schemaDef, ix.name).Scan(&def)
+		if err == nil {
+			continue
+		}
+		if !errors.Is(err, sql.ErrNoRows) {
+			return classify("look for "+ix.name, err)
+		}
 		if _, err := tx.exec("build "+ix.name, ix.def); err != nil {
 			return err
 		}

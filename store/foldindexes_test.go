@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 )
 
 // A first fold writes every folder's sums with the indexes on them dropped,
@@ -98,5 +99,57 @@ func TestFirstIndexStatisticsInFull(t *testing.T) {
 	}
 	if bounds <= 11 {
 		t.Errorf("the sizes of files have %d bounds in the statistics: not gathered in full", bounds)
+	}
+}
+
+// A fold whose indexes stand builds none: on PostgreSQL a CREATE INDEX
+// IF NOT EXISTS locks folders against a VACUUM or ANALYZE of it (a
+// statement run behind by this process or another, autovacuum) before
+// it finds the index there, and every fold of a watcher waited for them.
+func TestFoldOfStandingIndexesWaitsForNoAnalyze(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeFoldTree(t, db, r.ID, []fakeFile{{"/r/a", "x", 1}, {"/r/b", "x", 1}})
+	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeFoldTree(t, db, r.ID, []fakeFile{{"/r/a", "late", 2}})
+	if db.dialect.postgres() {
+		// Another session takes what a VACUUM or an ANALYZE of folders
+		// takes.
+		other, err := Open(ctx, Options{Path: reopenPath(db)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		lock, err := other.w.BeginTx(ctx, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer lock.Rollback()
+		if _, err := lock.ExecContext(ctx, "LOCK TABLE folders IN SHARE UPDATE EXCLUSIVE MODE"); err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan error, 1)
+		go func() { _, err := db.Folders().UpdateFolderSigs(ctx); done <- err }()
+		select {
+		case err = <-done:
+		case <-time.After(5 * time.Second):
+			t.Error("the fold waited for a VACUUM or ANALYZE of folders")
+			lock.Rollback()
+			err = <-done
+		}
+	} else {
+		_, err = db.Folders().UpdateFolderSigs(ctx)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad, err := db.Folders().VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
+		t.Fatalf("%v %q", err, bad)
 	}
 }
