@@ -99,6 +99,7 @@ var onPostgres = []struct {
 	{TestFoldOfStandingIndexesWaitsForNoAnalyze, ""},
 	{TestFirstIndexStatisticsInFull, ""},
 	{TestInterruptedCloseWaitsForNothingBehind, ""},
+	{TestBehindOpensTheURLThePoolsOpen, ""},
 	{TestFolderGroupsByClassEqualFromScratch, ""},
 	{TestContentDigestsAsOneByOne, ""},
 	{TestPreviewPlansAsThePlan, ""},

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The planner's statistics on PostgreSQL. A first index gathers those of
@@ -59,10 +60,14 @@ func (b *behind) run(dsn string, stmts []string) {
 		}
 		ctx, cancel := context.WithTimeout(life, behindTimeout)
 		defer cancel()
-		cfg, err := pgx.ParseConfig(dsn)
+		// Parsed as the pools parse it: pgx's own parser would send
+		// the pools' parameters (pool_max_conn_lifetime=…) to the
+		// server, which refuses the session.
+		pcfg, err := pgxpool.ParseConfig(dsn)
 		if err != nil {
 			return
 		}
+		cfg := pcfg.ConnConfig
 		pgSession(&cfg.Config)
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 )
@@ -47,5 +48,44 @@ func TestInterruptedCloseWaitsForNothingBehind(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("Close took %v once the store's context had ended: it waited for the statement behind", d.Round(time.Millisecond))
+	}
+}
+
+// The session behind opens the database as the pools do, with the same
+// URL: one that sets a pool's parameter (pool_max_conn_lifetime) was
+// refused by the server, and the full statistics were never gathered.
+func TestBehindOpensTheURLThePoolsOpen(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: SQLite runs nothing behind")
+	}
+	ctx := context.Background()
+	path := reopenPath(openTest(t)) + "&pool_max_conn_lifetime=1h"
+	if !strings.Contains(path, "?") {
+		t.Fatalf("a URL with no query: %s", RedactURL(path))
+	}
+	db, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Write(ctx, func(tx *Tx) error {
+		tx.after = append(tx.after, "CREATE TABLE behind_ran (x integer)")
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	again, err := Open(ctx, Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer again.Close()
+	var ran bool
+	if err := again.r.QueryRow("SELECT to_regclass('behind_ran') IS NOT NULL").Scan(&ran); err != nil {
+		t.Fatal(err)
+	}
+	if !ran {
+		t.Error("the statement behind never ran")
 	}
 }
