@@ -100,6 +100,7 @@ var onPostgres = []struct {
 	{TestFirstIndexStatisticsInFull, ""},
 	{TestInterruptedCloseWaitsForNothingBehind, ""},
 	{TestBehindOpensTheURLThePoolsOpen, ""},
+	{TestListenerOpensTheURLThePoolsOpen, ""},
 	{TestFolderGroupsByClassEqualFromScratch, ""},
 	{TestContentDigestsAsOneByOne, ""},
 	{TestPreviewPlansAsThePlan, ""},

@@ -7,7 +7,9 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
 	"golang.org/x/sys/unix"
 )
 
@@ -21,6 +23,21 @@ import (
 // a minute. A statement the server takes long to answer is not cut: its
 // machine answers the probes.
 const pgDeadAfter = 60 * time.Second
+
+// sessionConfig is the configuration of one session, outside the pools,
+// of the index at dsn (the listener's, a statement's run behind, the look
+// before a pool opens): parsed as the pools parse it, since pgx's own
+// parser passes the pools' parameters (pool_max_conn_lifetime=…) on to the
+// server, which refuses the session; and set as pgSession sets every
+// session.
+func sessionConfig(dsn string) (*pgx.ConnConfig, error) {
+	p, err := pgxpool.ParseConfig(dsn)
+	if err != nil {
+		return nil, err
+	}
+	pgSession(&p.ConnConfig.Config)
+	return p.ConnConfig, nil
+}
 
 // pgSession sets what every session dupefs opens to a PostgreSQL server
 // uses, where the URL leaves it: the connect timeout and the dialer.

@@ -42,11 +42,10 @@ type pgFeed struct {
 // listenPostgres connects the listener of the index at dsn and starts
 // following its notifications.
 func listenPostgres(ctx context.Context, dsn string) (*pgFeed, error) {
-	cfg, err := pgx.ParseConfig(dsn)
+	cfg, err := sessionConfig(dsn)
 	if err != nil {
 		return nil, fmt.Errorf("open watcher: %w: %w", ErrCantOpen, err)
 	}
-	pgSession(&cfg.Config)
 	f := &pgFeed{cfg: cfg, done: make(chan struct{})}
 	conn, err := f.connect(ctx)
 	if err != nil {

@@ -156,12 +156,11 @@ func openPostgres(ctx context.Context, opts Options) (*DB, error) {
 // pgMustExist fails with ErrNoIndex when the database holds no index yet
 // (no schema_migrations), or with ErrCantOpen when it cannot be reached.
 func pgMustExist(ctx context.Context, dsn string) error {
-	cfg, err := pgxpool.ParseConfig(dsn)
+	cfg, err := sessionConfig(dsn)
 	if err != nil {
 		return fmt.Errorf("open index: %w: %w", ErrCantOpen, err)
 	}
-	pgSession(&cfg.ConnConfig.Config)
-	c := stdlib.OpenDB(*cfg.ConnConfig)
+	c := stdlib.OpenDB(*cfg)
 	defer c.Close()
 	var has bool
 	var version int

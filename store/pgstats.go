@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 // The planner's statistics on PostgreSQL. A first index gathers those of
@@ -30,14 +29,31 @@ const behindTimeout = time.Minute
 // analyze gathers coarse statistics of table in the transaction, and
 // asks for the full ones behind once it commits.
 func (tx *Tx) analyze(table string) error {
+	if err := tx.analyzeCoarse(table); err != nil {
+		return err
+	}
+	tx.analyzeBehind(table)
+	return nil
+}
+
+// analyzeCoarse gathers coarse statistics of table in the transaction.
+func (tx *Tx) analyzeCoarse(table string) error {
 	for _, q := range []string{"SET LOCAL default_statistics_target = 10", "ANALYZE " + table,
 		"SET LOCAL default_statistics_target = DEFAULT"} {
 		if _, err := tx.exec("gather statistics", q); err != nil {
 			return err
 		}
 	}
-	tx.after = append(tx.after, "ANALYZE "+table)
 	return nil
+}
+
+// analyzeBehind asks for the full statistics of table behind, once the
+// transaction commits. A first fold asks with the write that builds the
+// indexes on folders again: asked with the fold's own write, the ANALYZE
+// and those builds waited for each other, each taking folders against the
+// other.
+func (tx *Tx) analyzeBehind(table string) {
+	tx.after = append(tx.after, "ANALYZE "+table)
 }
 
 // behind runs statements off the writer's path, each batch on a session
@@ -60,15 +76,10 @@ func (b *behind) run(dsn string, stmts []string) {
 		}
 		ctx, cancel := context.WithTimeout(life, behindTimeout)
 		defer cancel()
-		// Parsed as the pools parse it: pgx's own parser would send
-		// the pools' parameters (pool_max_conn_lifetime=…) to the
-		// server, which refuses the session.
-		pcfg, err := pgxpool.ParseConfig(dsn)
+		cfg, err := sessionConfig(dsn)
 		if err != nil {
 			return
 		}
-		cfg := pcfg.ConnConfig
-		pgSession(&cfg.Config)
 		conn, err := pgx.ConnectConfig(ctx, cfg)
 		if err != nil {
 			return

@@ -89,3 +89,17 @@ func TestBehindOpensTheURLThePoolsOpen(t *testing.T) {
 		t.Error("the statement behind never ran")
 	}
 }
+
+// The listener of a watcher opens the database as the pools do too: a URL
+// with a pool's parameter was refused, and a mounted view could not
+// follow other processes' commits.
+func TestListenerOpensTheURLThePoolsOpen(t *testing.T) {
+	if !onPostgresTest(t) {
+		t.Skip("PostgreSQL only: SQLite's watcher reads data_version")
+	}
+	f, err := listenPostgres(context.Background(), reopenPath(openTest(t))+"&pool_max_conn_lifetime=1h")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.close()
+}
