@@ -41,8 +41,9 @@ func (tx *Tx) foldAll(rd *sql.DB) (fold, error) {
 	if tx.dialect.analyzes {
 		// Every sum changed: the planner's statistics of folders (of a
 		// table whose sums were zero) would mislead the queries of the
-		// groups.
-		if err := tx.analyze("folders"); err != nil {
+		// groups. The full ones are asked for by the write that
+		// builds the indexes on folders again (Folders.update).
+		if err := tx.analyzeCoarse("folders"); err != nil {
 			return res, err
 		}
 	}

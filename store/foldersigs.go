@@ -73,7 +73,13 @@ func (fo *Folders) update(ctx context.Context, pairs bool) (int, error) {
 		}
 	}
 	if bulk {
-		if err := fo.db.Write(ctx, buildFoldIndexes); err != nil {
+		err := fo.db.Write(ctx, func(tx *Tx) error {
+			if tx.dialect.analyzes {
+				tx.analyzeBehind("folders") // foldAll gathered coarse ones
+			}
+			return buildFoldIndexes(tx)
+		})
+		if err != nil {
 			return all.written + len(all.moves), err
 		}
 	}

@@ -63,6 +63,35 @@ func TestFirstFoldBuildsItsIndexesAgain(t *testing.T) {
 	if bad, err := db.Folders().VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
 		t.Fatalf("%v %q", err, bad)
 	}
+	if !db.dialect.analyzes {
+		return
+	}
+	// The first fold's statistics of folders, in full once the store is
+	// closed: more bounds of paths than a statistics target of 10 keeps.
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := histogramBounds(t, reopenPath(db), "folders", "path"); n <= 11 {
+		t.Errorf("the paths of folders have %d bounds in the statistics: not gathered in full", n)
+	}
+}
+
+// histogramBounds is the number of bounds of column's histogram in the
+// statistics of table, in the PostgreSQL index at path.
+func histogramBounds(t *testing.T, path, table, column string) int {
+	t.Helper()
+	db, err := Open(context.Background(), Options{Path: path})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	var bounds int
+	err = db.r.QueryRow(`SELECT coalesce(array_length(CAST(CAST(histogram_bounds AS text) AS text[]), 1), 0)
+		FROM pg_stats WHERE tablename = ? AND attname = ?`, table, column).Scan(&bounds)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bounds
 }
 
 // On PostgreSQL the bulk load's end gathers coarse statistics of files and
@@ -84,20 +113,9 @@ func TestFirstIndexStatisticsInFull(t *testing.T) {
 	if err := db.Close(); err != nil {
 		t.Fatal(err)
 	}
-	again, err := Open(ctx, Options{Path: reopenPath(db)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer again.Close()
 	// A statistics target of 10 keeps 11 bounds of sizes at most, the
 	// default's 101.
-	var bounds int
-	err = again.r.QueryRow(`SELECT coalesce(array_length(CAST(CAST(histogram_bounds AS text) AS text[]), 1), 0)
-		FROM pg_stats WHERE tablename = 'files' AND attname = 'size'`).Scan(&bounds)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if bounds <= 11 {
+	if bounds := histogramBounds(t, reopenPath(db), "files", "size"); bounds <= 11 {
 		t.Errorf("the sizes of files have %d bounds in the statistics: not gathered in full", bounds)
 	}
 }
