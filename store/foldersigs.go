@@ -140,8 +140,8 @@ func (fo *Folders) update(ctx context.Context, pairs bool) (int, error) {
 // folders of /usr cost 35 ms so, against 280 ms with an entry in each of
 // the table's seven indexes.
 var foldIndexes = []struct{ name, def string }{
-	{"folders_sig", "CREATE INDEX IF NOT EXISTS folders_sig ON folders (tree_sig) WHERE tree_files > 0 AND missing = 0"},
-	{"folders_files", "CREATE INDEX IF NOT EXISTS folders_files ON folders (tree_files) WHERE tree_files >= 16 AND missing = 0"},
+	{"folders_sig", sigIndexDef},
+	{"folders_files", "CREATE INDEX folders_files ON folders (tree_files) WHERE tree_files >= 16 AND missing = 0"},
 }
 
 // buildFoldIndexes builds the indexes a first fold dropped, or a fold
