@@ -168,8 +168,11 @@ func buildFoldIndexes(tx *Tx) error {
 }
 
 // bulkFoldMin is the fewest folders waiting that make a fold a first one
-// (when they are most folders too). A variable for tests.
-var bulkFoldMin int64 = 10000
+// (when they are most folders too). Summed in one pass over the table, the
+// 2k folders of 100k files cost 0.40 s of a first index against 0.44 s
+// folder by folder (their files looked up by folder, a chunk at a time).
+// A variable for tests.
+var bulkFoldMin int64 = 1000
 
 // foldDropped, when set (tests), is called as a first fold drops
 // foldIndexes.
