@@ -57,8 +57,8 @@ type dialect struct {
 	// lastFileID, when set, reads the id of the last row of files this
 	// transaction inserted (where the driver's LastInsertId cannot).
 	lastFileID string
-	// pairFiles are the rows of a pair's files from a JSON array of
-	// [file id, name] (?3), for pair ?1 and side ?2.
+	// pairFiles are the rows of pairs' files from a JSON array of [pair,
+	// side, file id, name] (?1), in its order.
 	pairFiles string
 	// quads are the rows of a JSON array of arrays of four integers (?1),
 	// as columns c0, c1, c2 and c3.
@@ -112,7 +112,7 @@ var sqliteDialect = &dialect{
 	// Row ids of files are AUTOINCREMENT: one past the largest there
 	// ever was.
 	nextFileID: `max(coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'files'), 0), coalesce((SELECT max(id) FROM files), 0)) + 1`,
-	pairFiles:  `SELECT ?1, ?2, value ->> 0, value ->> 1 FROM json_each(?3) ORDER BY key`,
+	pairFiles:  `SELECT value ->> 0, value ->> 1, value ->> 2, value ->> 3 FROM json_each(?1) ORDER BY key`,
 	quads:      `SELECT value ->> 0 AS c0, value ->> 1 AS c1, value ->> 2 AS c2, value ->> 3 AS c3 FROM json_each(?1)`,
 	inode:      `f.dev || ',' || f.ino`,
 	fileHost:   `0`,
@@ -152,8 +152,8 @@ var pgDialect = &dialect{
 	nextFileID: `greatest((SELECT CASE WHEN is_called THEN last_value + 1 ELSE last_value END FROM files_id_seq),
 		coalesce((SELECT max(id) FROM files), 0) + 1)`,
 	lastFileID: "SELECT currval('files_id_seq')",
-	pairFiles: `SELECT ?1, ?2, CAST(e ->> 0 AS bigint), e ->> 1
-		FROM json_array_elements(CAST(?3 AS json)) WITH ORDINALITY AS j (e, k) ORDER BY k`,
+	pairFiles: `SELECT CAST(e ->> 0 AS bigint), CAST(e ->> 1 AS bigint), CAST(e ->> 2 AS bigint), e ->> 3
+		FROM json_array_elements(CAST(?1 AS json)) WITH ORDINALITY AS j (e, k) ORDER BY k`,
 	quads: `SELECT CAST(e ->> 0 AS bigint) AS c0, CAST(e ->> 1 AS bigint) AS c1, CAST(e ->> 2 AS bigint) AS c2,
 		CAST(e ->> 3 AS bigint) AS c3 FROM json_array_elements(CAST(?1 AS json)) AS j (e)`,
 	inode:      `(SELECT r.host_id FROM roots r WHERE r.id = f.root_id) || ',' || f.dev || ',' || f.ino`,

@@ -331,10 +331,11 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 		writes = append(writes, pairWrite{a: r.a, b: r.b, state: int64(state), shared: r.shared, union: r.union,
 			sharedBytes: sharedBytes, onlyA: onlyA, onlyB: onlyB, label: r.label, seq: seqArg, relisted: relisted, list: list})
 	}
-	if err := tx.writePairs(writes, before); err != nil {
+	var lists pairLists
+	if err := tx.writePairs(writes, before, &lists); err != nil {
 		return err
 	}
-	if err := tx.storeHiddenPairs(fresh, before); err != nil {
+	if err := tx.storeHiddenPairs(fresh, before, &lists); err != nil {
 		return err
 	}
 	for k, old := range p.stored {
@@ -352,9 +353,10 @@ func (tx *Tx) storePairs(p *pairPlan, folds int64) error {
 			change_seq = coalesce(?2, change_seq) WHERE id = ?1`, old.id, seqArg); err != nil {
 			return err
 		}
-		if err := tx.writePairFiles(old.id, nil); err != nil {
-			return err
-		}
+		lists.add(old.id, true, nil)
+	}
+	if err := tx.writePairLists(&lists); err != nil {
+		return err
 	}
 	_, err = tx.exec("record folds covered", `INSERT INTO counters (name, value) VALUES ('folder_pairs_at', ?1)
 		ON CONFLICT (name) DO UPDATE SET value = max(counters.value, ?1)`, folds)
@@ -376,7 +378,7 @@ type pairWrite struct {
 // lists: those made again, and none for a pair not shown whose row was
 // there before (a row made now has none to forget: most pairs of a first
 // index are not shown and get none).
-func (tx *Tx) writePairs(ws []pairWrite, before int64) error {
+func (tx *Tx) writePairs(ws []pairWrite, before int64, lists *pairLists) error {
 	if tx.dialect.postgres() && len(ws) >= pgPairsMin {
 		return tx.pgWritePairs(ws, before)
 	}
@@ -399,9 +401,7 @@ func (tx *Tx) writePairs(ws []pairWrite, before int64) error {
 			return classify("record folder pair", err)
 		}
 		if w.relisted || w.state != 2 && id <= before {
-			if err := tx.writePairFiles(id, w.list); err != nil {
-				return err
-			}
+			lists.add(id, id <= before, w.list)
 		}
 	}
 	return nil
@@ -416,7 +416,7 @@ var hiddenPairBatch = 500 // a variable for tests
 // no place in the pair feed. A row of the pair left retired is made
 // hidden again, keeping its label and place, as storePairs would; rows
 // older than before lose any list.
-func (tx *Tx) storeHiddenPairs(ps []storedPair, before int64) error {
+func (tx *Tx) storeHiddenPairs(ps []storedPair, before int64, lists *pairLists) error {
 	q := `INSERT INTO folder_pairs (a_id, b_id, state, shared_files, union_files, changed_at, change_seq)
 		SELECT c0, c1, 1, c2, c3, ` + nowSQL + `, 0 FROM (` + tx.dialect.quads + `) q WHERE true
 		ON CONFLICT (a_id, b_id) DO UPDATE SET state = 1, shared_files = excluded.shared_files,
@@ -442,9 +442,7 @@ func (tx *Tx) storeHiddenPairs(ps []storedPair, before int64) error {
 		}
 		for _, id := range ids {
 			if id <= before {
-				if err := tx.writePairFiles(id, nil); err != nil {
-					return err
-				}
+				lists.add(id, true, nil)
 			}
 		}
 		ps = ps[n:]
