@@ -117,6 +117,7 @@ var onPostgres = []struct {
 	{TestScopeHoldsBoundedRows, ""},
 	{TestPairsLeftOwedBySums, ""},
 	{TestHiddenPairsBatched, ""},
+	{TestPairListsBatched, ""},
 	{TestReusableHashes, ""},
 	{TestScopeSeedsLikeASearch, ""},
 	{TestGroupsCountInodesNotPaths, ""},

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand"
 	"path"
 	"slices"
@@ -384,4 +385,77 @@ func twoRoots(t *testing.T, db *DB) []int64 {
 		roots = append(roots, r.ID)
 	}
 	return roots
+}
+
+// The lists of the pairs a keep writes go in together, pairListBatch rows
+// a statement, each pair's in its order; a pair listed again loses its
+// old lists, and a retired one all of them.
+func TestPairListsBatched(t *testing.T) {
+	defer func(n, m int) { pairListBatch, pgPairsMin = n, m }(pairListBatch, pgPairsMin)
+	pairListBatch, pgPairsMin = 2, 1000 // on PostgreSQL, shown pairs one by one too
+	ctx := context.Background()
+	db := openTest(t)
+	keep := func(rows []storedPair, lists map[pairKey]*pairDiff) {
+		t.Helper()
+		stored, err := db.readPairs(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		folds, _, err := db.foldCounts(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		plan := pairPlan{stored: stored, rows: rows, lists: lists}
+		if err := db.Write(ctx, func(tx *Tx) error { return tx.storePairs(&plan, folds) }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shown := func(a, b int64) storedPair {
+		return storedPair{pairRow: pairRow{a: a, b: b, shared: a, union: b, shown: true}, label: "l"}
+	}
+	files := func(names ...string) []onlyFile {
+		var fs []onlyFile
+		for i, n := range names {
+			fs = append(fs, onlyFile{id: int64(i + 1), name: n})
+		}
+		return fs
+	}
+	lists := func() map[string]string {
+		t.Helper()
+		rows, err := db.query(ctx, `SELECT p.a_id, p.b_id, f.side, f.name FROM folder_pair_files f
+			JOIN folder_pairs p ON p.id = f.pair_id ORDER BY p.a_id, f.side, f.id`)
+		type line struct{ k, name string }
+		ls, err := collect("test", rows, err, func(r rowScanner) (l line, err error) {
+			var a, b, side int64
+			err = r.Scan(&a, &b, &side, &l.name)
+			l.k = fmt.Sprintf("%d-%d/%d", a, b, side)
+			return l, err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string]string{}
+		for _, l := range ls {
+			out[l.k] += l.name + " "
+		}
+		return out
+	}
+	keep([]storedPair{shown(1, 2), shown(3, 4), shown(5, 6)}, map[pairKey]*pairDiff{
+		keyOf(1, 2): {only: [2][]onlyFile{files("c", "a", "b"), files("z")}},
+		keyOf(3, 4): {only: [2][]onlyFile{nil, files("q", "p", "r", "s", "o")}},
+		keyOf(5, 6): {only: [2][]onlyFile{files("m"), nil}},
+	})
+	want := map[string]string{"1-2/0": "c a b ", "1-2/1": "z ", "3-4/1": "q p r s o ", "5-6/0": "m "}
+	if got := lists(); !maps.Equal(got, want) {
+		t.Fatalf("lists %q, want %q", got, want)
+	}
+	// 1-2 listed again, 3-4 kept as it is, 5-6 retired, 7-8 new.
+	keep([]storedPair{shown(1, 2), shown(3, 4), shown(7, 8)}, map[pairKey]*pairDiff{
+		keyOf(1, 2): {only: [2][]onlyFile{files("d"), files("y", "x")}},
+		keyOf(7, 8): {only: [2][]onlyFile{files("e", "f", "g"), nil}},
+	})
+	want = map[string]string{"1-2/0": "d ", "1-2/1": "y x ", "3-4/1": "q p r s o ", "7-8/0": "e f g "}
+	if got := lists(); !maps.Equal(got, want) {
+		t.Fatalf("lists %q, want %q", got, want)
+	}
 }
