@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"fmt"
 	"math"
+	"strconv"
 	"time"
 )
 
@@ -23,6 +25,7 @@ type foldRows struct {
 	tx             *Tx
 	folders, files *sql.Rows // SQLite; files also on PostgreSQL from fileConn
 	fileConn       *sql.Conn
+	unhashed       sql.RawBytes // the last column of a streamed file's row
 	// settle waits for the fold's write in flight on the session, which
 	// runs one statement at a time (nil: none).
 	settle func() error
@@ -54,7 +57,47 @@ var foldFilesSQL = "SELECT id, folder_id, " + termCols("") + " FROM files"
 const foldReaderWait = time.Second
 
 // foldFilesStream reads the files a fold sums, newest first.
-var foldFilesStream = "SELECT folder_id, " + termCols("") + " FROM files WHERE " + summedFiles("") + " ORDER BY id DESC"
+var foldFilesStream = "SELECT " + foldStreamCols + " FROM files WHERE " + summedFiles("") + " ORDER BY id DESC"
+
+// foldStreamCols are the columns a fold streams of each file: its
+// folder, size and hash, and for a file with no hash its status, device
+// and inode in one text ("unique 2049 131"), which a hashed file needs
+// not. The driver hands a row over a column at a time: four columns
+// instead of six took a quarter off the read (/usr: 128k files).
+const foldStreamCols = "folder_id, size, content_hash, CASE WHEN content_hash IS NULL THEN hash_status || ' ' || dev || ' ' || ino END"
+
+// setUnhashed sets the status, device and inode of r from the last
+// column of foldStreamCols (nil for a hashed file, whose term needs
+// none of them).
+func (r *termRow) setUnhashed(col []byte) error {
+	r.status, r.dev, r.ino = "", 0, 0
+	if col == nil {
+		return nil
+	}
+	f := bytes.Fields(col)
+	if len(f) != 3 {
+		return fmt.Errorf("a file's status, device and inode: %q", col)
+	}
+	// The statuses a term tells apart, without a string made per row.
+	switch string(f[0]) {
+	case HashUnique:
+		r.status = HashUnique
+	case HashPartial:
+		r.status = HashPartial
+	case HashPending:
+		r.status = HashPending
+	default:
+		r.status = string(f[0])
+	}
+	var err error
+	if r.dev, err = strconv.ParseInt(string(f[1]), 10, 64); err == nil {
+		r.ino, err = strconv.ParseInt(string(f[2]), 10, 64)
+	}
+	if err != nil {
+		return fmt.Errorf("a file's status, device and inode: %q: %w", col, err)
+	}
+	return nil
+}
 
 // openFoldRows starts reading the folders and the files newest first; rd
 // is the read pool (nil: none).
@@ -83,7 +126,7 @@ func (tx *Tx) openFoldRows(rd *sql.DB) (*foldRows, error) {
 	if fr.folders, err = tx.tx.QueryContext(tx.ctx, foldFoldersSQL+" ORDER BY id DESC"); err != nil {
 		return nil, classify("read folders", err)
 	}
-	fr.files, err = tx.tx.QueryContext(tx.ctx, `SELECT folder_id, `+termCols("")+`
+	fr.files, err = tx.tx.QueryContext(tx.ctx, `SELECT `+foldStreamCols+`
 		FROM files NOT INDEXED WHERE `+summedFiles("")+` ORDER BY rowid DESC`)
 	if err != nil {
 		fr.folders.Close()
@@ -139,7 +182,10 @@ func (fr *foldRows) nextFolder(f *folderSums) (bool, error) {
 // the next call); false after the last.
 func (fr *foldRows) nextFile(folder *int64, r *termRow) (bool, error) {
 	if fr.files != nil {
-		ok, err := nextRow(fr.files, append([]any{folder}, r.dest()...))
+		ok, err := nextRow(fr.files, []any{folder, &r.size, &r.hash, &fr.unhashed})
+		if ok && err == nil {
+			err = r.setUnhashed(fr.unhashed)
+		}
 		return ok, classify("read folder files", err)
 	}
 	if len(fr.filePage) == 0 && fr.fileNext != 0 {
