@@ -118,6 +118,7 @@ var onPostgres = []struct {
 	{TestPairsLeftOwedBySums, ""},
 	{TestHiddenPairsBatched, ""},
 	{TestPairListsBatched, ""},
+	{TestPairListsRenamedBesideAMove, ""},
 	{TestReusableHashes, ""},
 	{TestScopeSeedsLikeASearch, ""},
 	{TestGroupsCountInodesNotPaths, ""},

@@ -110,6 +110,10 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 	if err != nil {
 		return err
 	}
+	seen := make(map[int64]bool, len(touched))
+	for _, id := range touched {
+		seen[id] = true
+	}
 	var rows []pairRow
 	var folder func(id int64) listFolder
 	switch {
@@ -142,14 +146,25 @@ func (db *DB) keepFolderPairs(ctx context.Context, moves []sigMove, touched []in
 		if scopeHook != nil {
 			scopeHook(s)
 		}
-		folder = func(id int64) listFolder {
-			n := s.nodes[id]
-			return listFolder{id: id, path: n.Path, host: n.Host, files: n.Files}
+		// A shown pair of folders no moved folder lies above (one but not
+		// the other) keeps its place unread, but its lists are made again
+		// when a file under either changed without moving a sum (a
+		// rename): its folders are read here, all at once.
+		var unread []int64
+		for _, r := range rows {
+			if r.shown && (seen[r.a] || seen[r.b]) {
+				unread = append(unread, r.a, r.b)
+			}
 		}
-	}
-	seen := make(map[int64]bool, len(touched))
-	for _, id := range touched {
-		seen[id] = true
+		if err := s.load(unread); err != nil {
+			return err
+		}
+		folder = func(id int64) listFolder {
+			if n := s.nodes[id]; n != nil {
+				return listFolder{id: id, path: n.Path, host: n.Host, files: n.Files}
+			}
+			return listFolder{id: id}
+		}
 	}
 	plan := pairPlan{stored: stored}
 	var relist []listPair

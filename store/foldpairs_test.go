@@ -459,3 +459,68 @@ func TestPairListsBatched(t *testing.T) {
 		t.Fatalf("lists %q, want %q", got, want)
 	}
 }
+
+// A file renamed in a folder of a shown pair moves no sum, but the pair's
+// lists are made again: here in the same fold as a file added under
+// another root moves the sums of folders above neither folder of the pair,
+// so the keep goes around the moved folders, whose scope never read the
+// pair's folders (it panicked reading them).
+func TestPairListsRenamedBesideAMove(t *testing.T) {
+	defer func(s int64) { pairMovesShare = s }(pairMovesShare)
+	pairMovesShare = 0 // around the moved folders, however few folders there are
+	ctx := context.Background()
+	db := openTest(t)
+	roots := twoRoots(t, db)
+	addFakeFilesUnder(t, db, roots[0], "/r", []fakeFile{{"/r/x", "f1", 1}, {"/r/x", "f2", 2}, {"/r/x", "f3", 3},
+		{"/r/x", "f4", 4}, {"/r/y", "f1", 1}, {"/r/y", "f2", 2}, {"/r/y", "f3", 3}, {"/r/y", "f5", 5}})
+	addFakeFilesUnder(t, db, roots[1], "/s", []fakeFile{{"/s/m", "g", 9}})
+	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	lists := func() []string {
+		t.Helper()
+		rows, err := db.query(ctx, `SELECT a.path, b.path, o.side, o.name FROM folder_pairs p
+			JOIN folders a ON a.id = p.a_id JOIN folders b ON b.id = p.b_id
+			JOIN folder_pair_files o ON o.pair_id = p.id WHERE p.state = 2 ORDER BY o.pair_id, o.side, o.id`)
+		out, err := collect("test", rows, err, func(r rowScanner) (string, error) {
+			var a, b, name string
+			var side int
+			err := r.Scan(&a, &b, &side, &name)
+			return fmt.Sprintf("%s ≈ %s: %d %s", a, b, side, name), err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	if got, want := lists(), []string{"/r/x ≈ /r/y: 0 f4", "/r/x ≈ /r/y: 1 f5"}; !slices.Equal(got, want) {
+		t.Fatalf("lists %q, want %q", got, want)
+	}
+	var f4 int64
+	if err := db.queryRow(ctx, `SELECT f.id FROM files f JOIN folders d ON d.id = f.folder_id
+		WHERE d.path = '/r/x' AND f.name = 'f4'`).Scan(&f4); err != nil {
+		t.Fatal(err)
+	}
+	err := db.Write(ctx, func(tx *Tx) error {
+		b, err := tx.ScanBatch(1, naming.HashSHA256)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		return b.LoseFile(f4)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	addFakeFilesUnder(t, db, roots[0], "/r", []fakeFile{{"/r/x", "f4b", 4}}) // f4 renamed
+	addFakeFilesUnder(t, db, roots[1], "/s", []fakeFile{{"/s/m", "h", 10}})  // /s and /s/m move
+	if _, err := db.Folders().UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := lists(), []string{"/r/x ≈ /r/y: 0 f4b", "/r/x ≈ /r/y: 1 f5"}; !slices.Equal(got, want) {
+		t.Errorf("lists %q, want %q", got, want)
+	}
+	if got, want := keptLines(t, db), searchLines(t, db); !slices.Equal(got, want) {
+		t.Errorf("kept\n%q\nsearch\n%q", got, want)
+	}
+}
