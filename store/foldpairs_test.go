@@ -295,18 +295,7 @@ func TestHiddenPairsBatched(t *testing.T) {
 	db := openTest(t)
 	keep := func(rows []storedPair, lists map[pairKey]*pairDiff) {
 		t.Helper()
-		stored, err := db.readPairs(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		folds, _, err := db.foldCounts(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan := pairPlan{stored: stored, rows: rows, lists: lists}
-		if err := db.Write(ctx, func(tx *Tx) error { return tx.storePairs(&plan, folds) }); err != nil {
-			t.Fatal(err)
-		}
+		storePlan(t, db, rows, lists)
 	}
 	pair := func(a, b int64, shown bool, label string) storedPair {
 		return storedPair{pairRow: pairRow{a: a, b: b, shared: a, union: b, shown: shown}, label: label}
@@ -397,18 +386,7 @@ func TestPairListsBatched(t *testing.T) {
 	db := openTest(t)
 	keep := func(rows []storedPair, lists map[pairKey]*pairDiff) {
 		t.Helper()
-		stored, err := db.readPairs(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		folds, _, err := db.foldCounts(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		plan := pairPlan{stored: stored, rows: rows, lists: lists}
-		if err := db.Write(ctx, func(tx *Tx) error { return tx.storePairs(&plan, folds) }); err != nil {
-			t.Fatal(err)
-		}
+		storePlan(t, db, rows, lists)
 	}
 	shown := func(a, b int64) storedPair {
 		return storedPair{pairRow: pairRow{a: a, b: b, shared: a, union: b, shown: true}, label: "l"}
@@ -522,5 +500,24 @@ func TestPairListsRenamedBesideAMove(t *testing.T) {
 	}
 	if got, want := keptLines(t, db), searchLines(t, db); !slices.Equal(got, want) {
 		t.Errorf("kept\n%q\nsearch\n%q", got, want)
+	}
+}
+
+// storePlan writes rows and lists as a keep of the pairs would, after the
+// folds the index counts.
+func storePlan(t *testing.T, db *DB, rows []storedPair, lists map[pairKey]*pairDiff) {
+	t.Helper()
+	ctx := context.Background()
+	stored, err := db.readPairs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	folds, _, err := db.foldCounts(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plan := pairPlan{stored: stored, rows: rows, lists: lists}
+	if err := db.Write(ctx, func(tx *Tx) error { return tx.storePairs(&plan, folds) }); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -45,18 +45,7 @@ func TestPairWritesStagedEqualOneByOne(t *testing.T) {
 		db := openTest(t)
 		var out []string
 		for i, k := range keeps {
-			stored, err := db.readPairs(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			folds, _, err := db.foldCounts(ctx)
-			if err != nil {
-				t.Fatal(err)
-			}
-			plan := pairPlan{stored: stored, rows: k.rows, lists: k.lists}
-			if err := db.Write(ctx, func(tx *Tx) error { return tx.storePairs(&plan, folds) }); err != nil {
-				t.Fatal(err)
-			}
+			storePlan(t, db, k.rows, k.lists)
 			lines := pairLines(t, db)
 			for _, key := range slices.Sorted(maps.Keys(lines)) {
 				out = append(out, fmt.Sprintf("keep %d: %s %s", i, key, lines[key]))
