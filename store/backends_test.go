@@ -119,6 +119,7 @@ var onPostgres = []struct {
 	{TestHiddenPairsBatched, ""},
 	{TestPairListsBatched, ""},
 	{TestPairListsRenamedBesideAMove, ""},
+	{TestFoldStreamOddRows, ""},
 	{TestReusableHashes, ""},
 	{TestScopeSeedsLikeASearch, ""},
 	{TestGroupsCountInodesNotPaths, ""},

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/binary"
 	"fmt"
+	"math"
 	"math/rand"
 	"path"
 	"sort"
@@ -150,5 +151,67 @@ func writeFoldTree(tb testing.TB, db *DB, root int64, files []fakeFile, lose ...
 	})
 	if err != nil {
 		tb.Fatal(err)
+	}
+}
+
+// A fold that streams the index sums a file with no hash by its status,
+// device and inode, read as one text: every status a row can hold, and
+// device and inode numbers past int64 (stored negative), give the sums
+// VerifyFolderSigs finds through the rows' own columns, with the files
+// read on the writer's connection or on a reader.
+func TestFoldStreamOddRows(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	devs := []uint64{0, 1, math.MaxInt64, 1 << 63, math.MaxUint64, 0x803}
+	inos := []uint64{0, 1, math.MaxInt64, 1<<63 + 5, math.MaxUint64, 12345678901234}
+	statuses := []string{HashUnique, HashPartial, HashPending, HashFailed, ""}
+	err = db.Write(ctx, func(tx *Tx) error {
+		b, err := tx.ScanBatch(1, "sha256")
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		n := 0
+		for i := range 40 {
+			id, err := b.AddFolder(r.ID, 0, fmt.Sprintf("/r/d%d", i), "", nil)
+			if err != nil {
+				return err
+			}
+			for j := range 5 {
+				n++
+				st := FileStat{Name: fmt.Sprintf("f%d", j), Size: int64(1 + n%7), MtimeNS: 1,
+					Dev: devs[n%len(devs)], Ino: inos[(n/len(devs))%len(inos)], Nlink: 1}
+				if s := statuses[n%len(statuses)]; s != "" {
+					st.Hash = &FileHash{Status: s}
+				}
+				if err := b.AddFile(r.ID, id, st); err != nil {
+					return err
+				}
+			}
+		}
+		_, err = tx.exec("fail some", "UPDATE files SET hash_status = 'failed' WHERE id % 9 = 0")
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, rd := range []*sql.DB{db.r, nil} {
+		var res fold
+		if err := db.Write(ctx, func(tx *Tx) (err error) {
+			res, err = tx.foldAll(rd)
+			return err
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if !res.streamed || res.written != 40 {
+			t.Fatalf("reader %v: streamed %v, %d folders written; want streamed, 40", rd != nil, res.streamed, res.written)
+		}
+		if bad, err := db.Folders().VerifyFolderSigs(ctx); err != nil || len(bad) > 0 {
+			t.Fatalf("reader %v: %v %q", rd != nil, err, bad)
+		}
 	}
 }
