@@ -63,7 +63,8 @@ var foldFilesStream = "SELECT " + foldStreamCols + " FROM files WHERE " + summed
 // folder, size and hash, and for a file with no hash its status, device
 // and inode in one text ("unique 2049 131"), which a hashed file needs
 // not. The driver hands a row over a column at a time: four columns
-// instead of six took a quarter off the read (/usr: 128k files).
+// instead of six took a third off the read (/usr: 128k files, 215 -> 143
+// ms).
 const foldStreamCols = "folder_id, size, content_hash, CASE WHEN content_hash IS NULL THEN hash_status || ' ' || dev || ' ' || ino END"
 
 // setUnhashed sets the status, device and inode of r from the last
