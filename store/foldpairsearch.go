@@ -40,13 +40,12 @@ type overlap struct {
 	min     float64
 	minSize int64
 	sorted  map[int32][]int32
-	sims    map[pair]pairResult
 	// Work done, for the README's bound and the bench.
 	seeds, candidates int
 }
 
 func newOverlap(t *tree, min float64, minSize int64) *overlap {
-	return &overlap{t: t, min: min, minSize: minSize, sorted: map[int32][]int32{}, sims: map[pair]pairResult{}}
+	return &overlap{t: t, min: min, minSize: minSize, sorted: map[int32][]int32{}}
 }
 
 // candidatePairs proposes every pair of folders that share a content held
@@ -110,11 +109,10 @@ func (o *overlap) chain(dst []int32, a, other int32) []int32 {
 	return dst
 }
 
-// sim is the similarity of two folders neither inside the other.
+// sim is the similarity of two folders neither inside the other. Each
+// candidate is measured once: kept, the results were the search's largest
+// map (698k pairs of 1M small files, about 25 MB, no pair shown).
 func (o *overlap) sim(p pair) pairResult {
-	if r, ok := o.sims[p]; ok {
-		return r
-	}
 	sa, sb := o.terms(p.a), o.terms(p.b)
 	n := common(sa, sb)
 	union := o.t.nodes[p.a].Files + o.t.nodes[p.b].Files - n
@@ -122,7 +120,6 @@ func (o *overlap) sim(p pair) pairResult {
 	if union > 0 {
 		r.sim = float64(n) / float64(union)
 	}
-	o.sims[p] = r
 	return r
 }
 
