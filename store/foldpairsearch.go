@@ -53,23 +53,33 @@ func newOverlap(t *tree, min float64, minSize int64) *overlap {
 // holding it: for folders a and b that hold it, every pair of an ancestor
 // of a (or a) and an ancestor of b (or b) below their common ancestor whose
 // file counts are close enough for the similarity to reach min.
+//
+// The seeds and the candidates are sets of hundreds of thousands of pairs
+// for a million small files (546k and 698k): the sets hold no value, and
+// the seeds go to a slice before the candidates are made, so that the
+// collector can take their set back for the candidates' (the peak of a
+// first index of those files was the search's).
 func (o *overlap) candidatePairs() []pair {
 	t := o.t
-	seeds := map[pair]bool{}
+	seedSet := map[pair]struct{}{}
 	for _, fs := range t.folders {
 		if len(fs) < 2 || len(fs) > MaxSeedFolders {
 			continue
 		}
 		for i := range fs {
 			for j := i + 1; j < len(fs); j++ {
-				seeds[pair{fs[i], fs[j]}] = true
+				seedSet[pair{fs[i], fs[j]}] = struct{}{}
 			}
 		}
 	}
+	seeds := make([]pair, 0, len(seedSet))
+	for s := range seedSet {
+		seeds = append(seeds, s)
+	}
 	o.seeds = len(seeds)
-	cands := map[pair]bool{}
+	cands := map[pair]struct{}{}
 	var ca, cb []int32
-	for s := range seeds {
+	for _, s := range seeds {
 		ca = o.chain(ca[:0], s.a, s.b)
 		cb = o.chain(cb[:0], s.b, s.a)
 		for _, a := range ca {
@@ -80,7 +90,7 @@ func (o *overlap) candidatePairs() []pair {
 					continue // the similarity cannot reach min
 				}
 				p := pair{min(a, b), max(a, b)}
-				cands[p] = true
+				cands[p] = struct{}{}
 			}
 		}
 	}
