@@ -150,19 +150,28 @@ func (l *pairLists) add(id int64, old bool, d *pairDiff) {
 	}
 }
 
-// pairListBatch is how many ids or rows of lists one statement writes.
-var pairListBatch = 500 // a variable for tests
-
-// writePairLists writes the lists l holds, pairListBatch ids or rows a
-// statement.
-func (tx *Tx) writePairLists(l *pairLists) error {
-	for ids := l.forget; len(ids) > 0; {
+// forgetPairFiles deletes the lists of the pairs ids, pairListBatch pairs
+// a statement.
+func (tx *Tx) forgetPairFiles(ids []int64) error {
+	for len(ids) > 0 {
 		n := min(len(ids), pairListBatch)
 		if _, err := tx.exec("forget pairs' files", "DELETE FROM folder_pair_files WHERE pair_id IN (SELECT value FROM json_each(?1))",
 			jsonInts(ids[:n])); err != nil {
 			return err
 		}
 		ids = ids[n:]
+	}
+	return nil
+}
+
+// pairListBatch is how many ids or rows of lists one statement writes.
+var pairListBatch = 500 // a variable for tests
+
+// writePairLists writes the lists l holds, pairListBatch ids or rows a
+// statement.
+func (tx *Tx) writePairLists(l *pairLists) error {
+	if err := tx.forgetPairFiles(l.forget); err != nil {
+		return err
 	}
 	for rows := l.rows; len(rows) > 0; {
 		n := min(len(rows), pairListBatch)

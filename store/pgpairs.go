@@ -6,7 +6,8 @@ import "fmt"
 // an upsert, and the lists of each shown one with a DELETE and an INSERT
 // per side: 11.7k round trips for a first index of /usr. There the pairs
 // go in staged (pgstage.go) and are written by one statement, the old
-// lists go by one DELETE, and the new ones in by one COPY.
+// lists go by a DELETE per 500 pairs (forgetPairFiles), and the new ones
+// in by one COPY.
 
 // pgPairsMin is the fewest pairs written staged: fewer go one by one.
 var pgPairsMin = 8 // a variable for tests
@@ -96,8 +97,7 @@ func (tx *Tx) pgWritePairs(ws []pairWrite, before int64) error {
 	if len(ids) == 0 {
 		return nil
 	}
-	if _, err := tx.exec("forget pairs' files", "DELETE FROM folder_pair_files WHERE pair_id IN (SELECT value FROM json_each(?1))",
-		jsonInts(ids)); err != nil {
+	if err := tx.forgetPairFiles(ids); err != nil {
 		return err
 	}
 	if len(files) == 0 {
