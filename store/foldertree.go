@@ -1,10 +1,13 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"encoding/binary"
 	"errors"
+	"fmt"
+	"slices"
 )
 
 // FolderNode is a live folder with its subtree's sums, as the folder
@@ -43,12 +46,11 @@ func (fo *Folders) FolderNodes(ctx context.Context, fn func(FolderNode) error) e
 }
 
 // SharedFile is a live non-empty file whose content another file may hold:
-// Content is the same number for files of one content (the id of its
-// duplicate group, or, for a content of one inode, a number of that
-// inode), within one call of SharedFiles.
+// Content numbers the contents met in one call of SharedFiles from 0 up,
+// the duplicate contents first (in the order of their hashes), then each
+// content of one inode of several links as it is met.
 type SharedFile struct {
 	Folder  int64
-	Size    int64
 	Content int64
 }
 
@@ -56,36 +58,43 @@ type SharedFile struct {
 // every file of an inode linked more than once: the only files two folders
 // can share. hostOf says the host of a folder (its row of hosts; false
 // for a folder fn is not to see): an inode is its device and inode
-// numbers on one host. The duplicate contents are read first, then the files in one
-// pass over the table (NOT INDEXED: a lookup of each content's files cost
-// five times as much, 1.3 s against 0.25 s for 72k of 216k files). The
-// pass keeps only the files of those contents and of inodes of several
-// links: each row handed over costs more than SQLite's test of it (/usr:
-// 14k rows of 101k hashed, 115 -> 50 ms).
+// numbers on one host. The duplicate contents' hashes are read first,
+// then the files in one pass over the table (NOT INDEXED: a lookup of
+// each content's files cost five times as much, 1.3 s against 0.25 s for
+// 72k of 216k files). The pass keeps only the files of those contents
+// and of inodes of several links: each row handed over costs more than
+// SQLite's test of it (/usr: 14k rows of 101k hashed, 115 -> 50 ms). A
+// file's content is found by a binary search of the sorted hashes: for a
+// million small files, 90k duplicate contents held in a map by their
+// hashes were a third of the overlap search's memory.
 func (fo *Folders) SharedFiles(ctx context.Context, hostOf func(folder int64) (int64, bool), fn func(SharedFile) error) error {
 	// A file's content is its hash in the index's one algorithm: the
 	// groups are looked up by hash alone (no key built for each file).
 	algo := fo.db.hashAlgo
-	rows, err := fo.db.query(ctx, `SELECT content_hash, id FROM contents WHERE hash_algo = ? AND `+isGroup, algo)
+	rows, err := fo.db.query(ctx, `SELECT content_hash FROM contents WHERE hash_algo = ? AND `+isGroup, algo)
 	if err != nil {
 		return classify("read duplicate contents", err)
 	}
-	groups := map[string]int64{}
+	var groups [][32]byte
 	for rows.Next() {
-		var hash []byte
-		var id int64
-		if err := rows.Scan(&hash, &id); err != nil {
+		var hash sql.RawBytes
+		if err := rows.Scan(&hash); err != nil {
 			rows.Close()
 			return classify("read duplicate contents", err)
 		}
-		groups[string(hash)] = id
+		if len(hash) != 32 {
+			rows.Close()
+			return fmt.Errorf("read duplicate contents: a hash of %d bytes", len(hash))
+		}
+		groups = append(groups, [32]byte(hash))
 	}
 	err = rows.Err()
 	rows.Close()
 	if err != nil {
 		return classify("read duplicate contents", err)
 	}
-	rows, err = fo.db.query(ctx, `SELECT folder_id, size, nlink, dev, ino, content_hash
+	slices.SortFunc(groups, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
+	rows, err = fo.db.query(ctx, `SELECT folder_id, nlink, dev, ino, content_hash
 		FROM files NOT INDEXED WHERE `+summedFiles("")+` AND (nlink > 1 OR content_hash IN
 			(SELECT content_hash FROM contents WHERE hash_algo = ? AND `+isGroup+`))`, algo)
 	if err != nil {
@@ -93,33 +102,35 @@ func (fo *Folders) SharedFiles(ctx context.Context, hostOf func(folder int64) (i
 	}
 	defer rows.Close()
 	// Inodes of several links whose content no other inode holds: their
-	// files share it. Numbered below zero, one number per inode.
+	// files share it. Numbered after the groups, one number per inode.
 	inodes := map[[24]byte]int64{}
 	var hash sql.RawBytes
 	var nlink, dev, ino int64
 	var s SharedFile
 	for rows.Next() {
-		if err := rows.Scan(&s.Folder, &s.Size, &nlink, &dev, &ino, &hash); err != nil {
+		if err := rows.Scan(&s.Folder, &nlink, &dev, &ino, &hash); err != nil {
 			return classify("read duplicate files", err)
 		}
 		host, ok := hostOf(s.Folder)
 		if !ok {
 			continue
 		}
-		if id, ok := groups[string(hash)]; ok && hash != nil {
-			s.Content = id
-		} else if nlink > 1 {
+		i, ok := slices.BinarySearchFunc(groups, hash, func(g [32]byte, h sql.RawBytes) int { return bytes.Compare(g[:], h) })
+		switch {
+		case ok:
+			s.Content = int64(i)
+		case nlink > 1:
 			var k [24]byte
 			binary.LittleEndian.PutUint64(k[:8], uint64(dev))
 			binary.LittleEndian.PutUint64(k[8:16], uint64(ino))
 			binary.LittleEndian.PutUint64(k[16:], uint64(host))
 			n, ok := inodes[k]
 			if !ok {
-				n = -int64(len(inodes)) - 1
+				n = int64(len(groups) + len(inodes))
 				inodes[k] = n
 			}
 			s.Content = n
-		} else {
+		default:
 			continue
 		}
 		if err := fn(s); err != nil {

@@ -2,7 +2,7 @@ package store
 
 import (
 	"context"
-	"sort"
+	"slices"
 )
 
 // The overlap search over every folder: the tree of folders and the files
@@ -24,148 +24,133 @@ const MaxSeedFolders = 64
 // unless asked otherwise, and of the pairs the index keeps.
 const DefaultMinSimilarity = 0.5
 
-// pair is two folders, by position, a < b.
-type pair struct{ a, b int32 }
-
-// pairResult is a pair's similarity as the tree gives it.
-type pairResult struct {
-	shared int64 // |A ∩ B|
-	sim    float64
-}
-
 // overlap finds the pairs of folders at least min alike, neither inside
 // the other nor of equal content, among the candidates.
 type overlap struct {
 	t       *tree
 	min     float64
 	minSize int64
-	sorted  map[int32][]int32
 	// Work done, for the README's bound and the bench.
 	seeds, candidates int
 }
 
 func newOverlap(t *tree, min float64, minSize int64) *overlap {
-	return &overlap{t: t, min: min, minSize: minSize, sorted: map[int32][]int32{}}
-}
-
-// candidatePairs proposes every pair of folders that share a content held
-// directly by at most MaxSeedFolders folders, as climbed from the folders
-// holding it: for folders a and b that hold it, every pair of an ancestor
-// of a (or a) and an ancestor of b (or b) below their common ancestor whose
-// file counts are close enough for the similarity to reach min.
-//
-// The seeds and the candidates are sets of hundreds of thousands of pairs
-// for a million small files (546k and 698k): the sets hold no value, and
-// the seeds go to a slice before the candidates are made, so that the
-// collector can take their set back for the candidates' (the peak of a
-// first index of those files was the search's).
-func (o *overlap) candidatePairs() []pair {
-	t := o.t
-	seedSet := map[pair]struct{}{}
-	for _, fs := range t.folders {
-		if len(fs) < 2 || len(fs) > MaxSeedFolders {
-			continue
-		}
-		for i := range fs {
-			for j := i + 1; j < len(fs); j++ {
-				seedSet[pair{fs[i], fs[j]}] = struct{}{}
-			}
-		}
-	}
-	seeds := make([]pair, 0, len(seedSet))
-	for s := range seedSet {
-		seeds = append(seeds, s)
-	}
-	o.seeds = len(seeds)
-	cands := map[pair]struct{}{}
-	var ca, cb []int32
-	for _, s := range seeds {
-		ca = o.chain(ca[:0], s.a, s.b)
-		cb = o.chain(cb[:0], s.b, s.a)
-		for _, a := range ca {
-			fa := float64(t.nodes[a].Files)
-			for _, b := range cb {
-				fb := float64(t.nodes[b].Files)
-				if min(fa, fb) < o.min*max(fa, fb) {
-					continue // the similarity cannot reach min
-				}
-				p := pair{min(a, b), max(a, b)}
-				cands[p] = struct{}{}
-			}
-		}
-	}
-	out := make([]pair, 0, len(cands))
-	for p := range cands {
-		out = append(out, p)
-	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].a != out[j].a {
-			return out[i].a < out[j].a
-		}
-		return out[i].b < out[j].b
-	})
-	o.candidates = len(out)
-	return out
-}
-
-// chain appends a and its ancestors that do not hold other, of at least
-// minSize bytes.
-func (o *overlap) chain(dst []int32, a, other int32) []int32 {
-	for ; a >= 0 && !o.t.contains(a, other); a = o.t.nodes[a].parent {
-		if o.t.nodes[a].Bytes >= o.minSize {
-			dst = append(dst, a)
-		}
-	}
-	return dst
-}
-
-// sim is the similarity of two folders neither inside the other. Each
-// candidate is measured once: kept, the results were the search's largest
-// map (698k pairs of 1M small files, about 25 MB, no pair shown).
-func (o *overlap) sim(p pair) pairResult {
-	sa, sb := o.terms(p.a), o.terms(p.b)
-	n := common(sa, sb)
-	union := o.t.nodes[p.a].Files + o.t.nodes[p.b].Files - n
-	r := pairResult{shared: n}
-	if union > 0 {
-		r.sim = float64(n) / float64(union)
-	}
-	return r
-}
-
-func (o *overlap) terms(i int32) []int32 {
-	s, ok := o.sorted[i]
-	if !ok {
-		s = o.t.subtreeTerms(i)
-		o.sorted[i] = s
-	}
-	return s
+	return &overlap{t: t, min: min, minSize: minSize}
 }
 
 // measured returns the candidates at least min alike, not of equal
 // content, by folder id (the folder whose path sorts first as a).
+//
+// A seed is two folders that both hold directly a content held directly
+// by at most MaxSeedFolders folders. A candidate is a pair of an ancestor
+// of one (or itself) and an ancestor of the other (or itself), neither
+// holding the other, whose file counts are close enough for the
+// similarity to reach min. The search goes through the folders in tree
+// order and finds each folder x's candidates beyond it at once: every
+// folder after x's subtree above a holder of a seeding content of x's
+// subtree. (A folder after x's subtree never holds x, and a folder before
+// x pairs with it when that folder's turn comes.) They are measured
+// there and then, against counts of x's contents, so the search holds
+// no set of pairs: marks per folder and per content, reused for every x.
+// (For a million small files there are 546k seeds and 698k candidates:
+// held as sets of pairs, they were the peak of a first index.)
 func (o *overlap) measured() []pairRow {
 	t := o.t
-	var out []pairRow
-	for _, p := range o.candidatePairs() {
-		na, nb := &t.nodes[p.a], &t.nodes[p.b]
-		if sameContent(na.facts(), nb.facts()) {
+	nodes := t.nodes
+	var (
+		// Marks, x+1 where set for folder x.
+		seedMark    = make([]int32, len(nodes))   // b: a seed with x counted
+		partnerMark = make([]int32, len(nodes))   // y: climbed to from x
+		contentMark = make([]int32, t.contents()) // c: its holders looked at for x
+		// x's subtree's count of each content; y's matched so far.
+		countX = make([]int32, t.contents())
+		usedY  = make([]int32, t.contents())
+		ys     []int32
+		out    []pairRow
+	)
+	for x := int32(0); x < int32(len(nodes)); x++ {
+		nx := &nodes[x]
+		mark := x + 1
+		for _, c := range t.terms[t.off[x]:t.off[x+1]] {
+			if hs := t.folders(c); len(hs) <= MaxSeedFolders {
+				for _, b := range hs {
+					if b > x && seedMark[b] != mark {
+						seedMark[b] = mark
+						o.seeds++
+					}
+				}
+			}
+		}
+		if nx.Bytes < o.minSize {
 			continue
 		}
-		if min(na.Files, nb.Files) < int64(o.min*float64(max(na.Files, nb.Files))) {
-			continue
+		xs := t.terms[t.off[x]:t.off[nx.end]]
+		fx := float64(nx.Files)
+		ys = ys[:0]
+		for _, c := range xs {
+			hs := t.folders(c)
+			if len(hs) < 2 || len(hs) > MaxSeedFolders || contentMark[c] == mark {
+				continue
+			}
+			contentMark[c] = mark
+			for _, b := range hs {
+				// b's ancestors after x's subtree, up to one climbed before.
+				for y := b; y >= nx.end && partnerMark[y] != mark; y = nodes[y].parent {
+					partnerMark[y] = mark
+					fy := float64(nodes[y].Files)
+					if nodes[y].Bytes >= o.minSize && min(fx, fy) >= o.min*max(fx, fy) {
+						ys = append(ys, y)
+					}
+				}
+			}
 		}
-		r := o.sim(p)
-		if r.sim < o.min {
-			continue
+		o.candidates += len(ys)
+		slices.Sort(ys)
+		counted := false
+		for _, y := range ys {
+			ny := &nodes[y]
+			if sameContent(nx.facts(), ny.facts()) {
+				continue
+			}
+			if !counted {
+				for _, c := range xs {
+					countX[c]++
+				}
+				counted = true
+			}
+			shared := commonCount(t.terms[t.off[y]:t.off[ny.end]], countX, usedY)
+			row := pairRow{a: nx.ID, b: ny.ID, shared: shared, union: nx.Files + ny.Files - shared}
+			if row.sim() < o.min {
+				continue
+			}
+			if ny.Path < nx.Path {
+				row.a, row.b = row.b, row.a
+			}
+			out = append(out, row)
 		}
-		row := pairRow{a: na.ID, b: nb.ID, shared: r.shared, union: na.Files + nb.Files - r.shared}
-		if nb.Path < na.Path {
-			row.a, row.b = row.b, row.a
+		if counted {
+			for _, c := range xs {
+				countX[c] = 0
+			}
 		}
-		out = append(out, row)
 	}
 	return out
+}
+
+// commonCount is the size of the multiset intersection of ys and the
+// contents counted in countX; used is all zeros, and is left so.
+func commonCount(ys, countX, used []int32) int64 {
+	var n int64
+	for _, c := range ys {
+		if used[c] < countX[c] {
+			used[c]++
+			n++
+		}
+	}
+	for _, c := range ys {
+		used[c] = 0
+	}
+	return n
 }
 
 // facts are what the rule reads of a folder.

@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"slices"
 	"sort"
 )
 
@@ -16,8 +18,9 @@ type tree struct {
 	// folder i itself; a subtree's are terms[off[i]:off[end(i)]].
 	terms []int32
 	off   []int32
-	// folders[c] are the distinct folders holding content c directly.
-	folders [][]int32
+	// holders[holdersOff[c]:holdersOff[c+1]] are the distinct folders
+	// holding content c directly, in tree order.
+	holders, holdersOff []int32
 }
 
 type node struct {
@@ -72,7 +75,7 @@ func (fo *Folders) loadTree(ctx context.Context) (*tree, error) {
 	// Shared files, by folder in tree order.
 	type entry struct{ folder, content int32 }
 	var es []entry
-	contents := map[int64]int32{}
+	contents := 0
 	hostOf := func(folder int64) (int64, bool) {
 		f, ok := t.byID[folder]
 		if !ok {
@@ -81,36 +84,42 @@ func (fo *Folders) loadTree(ctx context.Context) (*tree, error) {
 		return t.nodes[f].Host, true
 	}
 	if err := fo.SharedFiles(ctx, hostOf, func(s SharedFile) error {
-		f := t.byID[s.Folder]
-		c, ok := contents[s.Content]
-		if !ok {
-			c = int32(len(contents))
-			contents[s.Content] = c
-		}
-		es = append(es, entry{f, c})
+		es = append(es, entry{t.byID[s.Folder], int32(s.Content)})
+		contents = max(contents, int(s.Content)+1)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	sort.Slice(es, func(a, b int) bool {
-		if es[a].folder != es[b].folder {
-			return es[a].folder < es[b].folder
+	slices.SortFunc(es, func(a, b entry) int {
+		if a.folder != b.folder {
+			return cmp.Compare(a.folder, b.folder)
 		}
-		return es[a].content < es[b].content
+		return cmp.Compare(a.content, b.content)
 	})
 	t.terms = make([]int32, len(es))
 	t.off = make([]int32, len(t.nodes)+1)
-	t.folders = make([][]int32, len(contents))
+	// The holders, by content: counted, then placed.
+	t.holdersOff = make([]int32, contents+1)
 	for i, e := range es {
 		t.terms[i] = e.content
 		t.off[e.folder+1]++
-		fs := t.folders[e.content]
-		if n := len(fs); n == 0 || fs[n-1] != e.folder {
-			t.folders[e.content] = append(fs, e.folder)
+		if i == 0 || es[i-1] != e {
+			t.holdersOff[e.content+1]++
 		}
 	}
 	for i := 1; i < len(t.off); i++ {
 		t.off[i] += t.off[i-1]
+	}
+	for i := 1; i < len(t.holdersOff); i++ {
+		t.holdersOff[i] += t.holdersOff[i-1]
+	}
+	t.holders = make([]int32, t.holdersOff[contents])
+	next := slices.Clone(t.holdersOff[:contents])
+	for i, e := range es {
+		if i == 0 || es[i-1] != e {
+			t.holders[next[e.content]] = e.folder
+			next[e.content]++
+		}
 	}
 	return t, nil
 }
@@ -118,27 +127,9 @@ func (fo *Folders) loadTree(ctx context.Context) (*tree, error) {
 // contains reports whether folder a's subtree holds folder b (or a == b).
 func (t *tree) contains(a, b int32) bool { return a <= b && b < t.nodes[a].end }
 
-// subtreeTerms returns the sorted contents of folder i's subtree.
-func (t *tree) subtreeTerms(i int32) []int32 {
-	s := append([]int32(nil), t.terms[t.off[i]:t.off[t.nodes[i].end]]...)
-	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
-	return s
-}
+// contents is how many contents the shared files hold.
+func (t *tree) contents() int { return len(t.holdersOff) - 1 }
 
-// common counts the multiset intersection of two sorted lists.
-func common(a, b []int32) int64 {
-	var n int64
-	for i, j := 0, 0; i < len(a) && j < len(b); {
-		switch {
-		case a[i] < b[j]:
-			i++
-		case a[i] > b[j]:
-			j++
-		default:
-			n++
-			i++
-			j++
-		}
-	}
-	return n
-}
+// folders returns the distinct folders holding content c directly, in
+// tree order.
+func (t *tree) folders(c int32) []int32 { return t.holders[t.holdersOff[c]:t.holdersOff[c+1]] }
