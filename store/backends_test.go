@@ -120,6 +120,7 @@ var onPostgres = []struct {
 	{TestPairListsBatched, ""},
 	{TestPairListsRenamedBesideAMove, ""},
 	{TestFoldStreamOddRows, ""},
+	{TestSharedFilesNumbersContentsAndInodes, ""},
 	{TestReusableHashes, ""},
 	{TestScopeSeedsLikeASearch, ""},
 	{TestGroupsCountInodesNotPaths, ""},

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 )
 
 // FolderNode is a live folder with its subtree's sums, as the folder
@@ -94,7 +95,10 @@ func (fo *Folders) SharedFiles(ctx context.Context, hostOf func(folder int64) (i
 		return classify("read duplicate contents", err)
 	}
 	slices.SortFunc(groups, func(a, b [32]byte) int { return bytes.Compare(a[:], b[:]) })
-	rows, err = fo.db.query(ctx, `SELECT folder_id, nlink, dev, ino, content_hash
+	// Three columns, the device and inode in one text for a file of
+	// several links alone: each column handed over costs (1M small files,
+	// five columns: 1.5 s; three: 1.1 s).
+	rows, err = fo.db.query(ctx, `SELECT folder_id, content_hash, CASE WHEN nlink > 1 THEN dev || ' ' || ino END
 		FROM files NOT INDEXED WHERE `+summedFiles("")+` AND (nlink > 1 OR content_hash IN
 			(SELECT content_hash FROM contents WHERE hash_algo = ? AND `+isGroup+`))`, algo)
 	if err != nil {
@@ -104,11 +108,10 @@ func (fo *Folders) SharedFiles(ctx context.Context, hostOf func(folder int64) (i
 	// Inodes of several links whose content no other inode holds: their
 	// files share it. Numbered after the groups, one number per inode.
 	inodes := map[[24]byte]int64{}
-	var hash sql.RawBytes
-	var nlink, dev, ino int64
+	var hash, inode sql.RawBytes
 	var s SharedFile
 	for rows.Next() {
-		if err := rows.Scan(&s.Folder, &nlink, &dev, &ino, &hash); err != nil {
+		if err := rows.Scan(&s.Folder, &hash, &inode); err != nil {
 			return classify("read duplicate files", err)
 		}
 		host, ok := hostOf(s.Folder)
@@ -119,7 +122,11 @@ func (fo *Folders) SharedFiles(ctx context.Context, hostOf func(folder int64) (i
 		switch {
 		case ok:
 			s.Content = int64(i)
-		case nlink > 1:
+		case inode != nil:
+			dev, ino, err := parseInode(inode)
+			if err != nil {
+				return err
+			}
 			var k [24]byte
 			binary.LittleEndian.PutUint64(k[:8], uint64(dev))
 			binary.LittleEndian.PutUint64(k[8:16], uint64(ino))
@@ -138,6 +145,20 @@ func (fo *Folders) SharedFiles(ctx context.Context, hostOf func(folder int64) (i
 		}
 	}
 	return classify("read duplicate files", rows.Err())
+}
+
+// parseInode reads a file's device and inode from "dev ino".
+func parseInode(col []byte) (dev, ino int64, err error) {
+	d, i, ok := bytes.Cut(col, []byte{' '})
+	if ok {
+		if dev, err = strconv.ParseInt(string(d), 10, 64); err == nil {
+			ino, err = strconv.ParseInt(string(i), 10, 64)
+		}
+	}
+	if !ok || err != nil {
+		return 0, 0, fmt.Errorf("read duplicate files: a file's device and inode: %q", col)
+	}
+	return dev, ino, nil
 }
 
 // FolderNodeByPath returns the sums of a live folder of this host, or

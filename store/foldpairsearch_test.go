@@ -1,10 +1,14 @@
 package store
 
 import (
+	"context"
 	"fmt"
+	"math"
 	"math/rand"
 	"slices"
 	"testing"
+
+	"github.com/dupefs/dupefs/store/naming"
 )
 
 // randomTree builds a tree of n folders in depth-first order, each holding
@@ -184,5 +188,78 @@ func TestSearchLikeItsDefinition(t *testing.T) {
 		if i == 0 && (len(want) == 0 || cands == len(want)) {
 			t.Fatalf("tree 0 has %d pairs of %d candidates: the test measures too little", len(want), cands)
 		}
+	}
+}
+
+// SharedFiles gives the files of one duplicate content one number, the
+// links of one inode one number (devices and inodes past int64 too), and
+// another inode another (of the same number on another device too), and
+// leaves out a file of one link whose content
+// no other file holds.
+func TestSharedFilesNumbersContentsAndInodes(t *testing.T) {
+	ctx := context.Background()
+	db := openTest(t)
+	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := func(b byte) []byte { s := make([]byte, 32); s[0] = b; return s }
+	type file struct {
+		dir, name string
+		dev, ino  uint64
+		nlink     uint64
+		hash      *FileHash
+	}
+	done := func(b byte) *FileHash { return &FileHash{Status: HashDone, Content: sum(b)} }
+	files := []file{
+		{"/r/a", "g1", 1, 10, 1, done(1)}, {"/r/b", "g1", 1, 11, 1, done(1)},
+		{"/r/a", "g2", 1, 12, 1, done(2)}, {"/r/b", "g2", 1, 13, 2, done(2)},
+		{"/r/a", "h1", math.MaxUint64, 1<<63 + 5, 2, &FileHash{Status: HashUnique}},
+		{"/r/b", "h1", math.MaxUint64, 1<<63 + 5, 2, &FileHash{Status: HashUnique}},
+		{"/r/a", "h2", math.MaxUint64, 1<<63 + 6, 2, &FileHash{Status: HashUnique}},
+		{"/r/b", "h3", 7, 1<<63 + 6, 2, &FileHash{Status: HashUnique}}, // h2's inode number, another device
+		{"/r/a", "u", 1, 14, 1, done(3)},
+	}
+	folders := map[string]int64{}
+	err = db.Write(ctx, func(tx *Tx) error {
+		b, err := tx.ScanBatch(1, naming.HashSHA256)
+		if err != nil {
+			return err
+		}
+		defer b.Close()
+		for _, f := range files {
+			id, ok := folders[f.dir]
+			if !ok {
+				if id, err = b.AddFolder(r.ID, 0, f.dir, "", nil); err != nil {
+					return err
+				}
+				folders[f.dir] = id
+			}
+			st := FileStat{Name: f.name, Size: 100, MtimeNS: 1, Dev: f.dev, Ino: f.ino, Nlink: f.nlink, Hash: f.hash}
+			if err := b.AddFile(r.ID, id, st); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[int64][]int64{}
+	err = db.Folders().SharedFiles(ctx, func(int64) (int64, bool) { return 1, true }, func(s SharedFile) error {
+		got[s.Folder] = append(got[s.Folder], s.Content)
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, b := got[folders["/r/a"]], got[folders["/r/b"]]
+	slices.Sort(a)
+	slices.Sort(b)
+	// a: g1, g2 (groups 0 and 1, by hash), h1 and h2 (inodes 2 and 3, as
+	// met); b: g1, g2, h1, h3 (inode 4).
+	if len(a) != 4 || len(b) != 4 || !slices.Equal(a, []int64{0, 1, 2, 3}) || !slices.Equal(b[:2], []int64{0, 1}) ||
+		b[2] != 2 && b[2] != 3 || b[3] != 4 {
+		t.Fatalf("contents of a %v, of b %v; want a: 0 1 2 3, b: 0 1, one of 2 and 3, and 4", a, b)
 	}
 }
