@@ -68,6 +68,7 @@ func (o *overlap) measured() []pairRow {
 		ys     []int32
 		out    []pairRow
 	)
+	reach := o.reach()
 	for x := int32(0); x < int32(len(nodes)); x++ {
 		nx := &nodes[x]
 		mark := x + 1
@@ -81,7 +82,7 @@ func (o *overlap) measured() []pairRow {
 				}
 			}
 		}
-		if nx.Bytes < o.minSize {
+		if nx.Bytes < o.minSize || reach[x] < nx.end {
 			continue
 		}
 		xs := t.terms[t.off[x]:t.off[nx.end]]
@@ -89,7 +90,7 @@ func (o *overlap) measured() []pairRow {
 		ys = ys[:0]
 		for _, c := range xs {
 			hs := t.folders(c)
-			if len(hs) < 2 || len(hs) > MaxSeedFolders || contentMark[c] == mark {
+			if len(hs) < 2 || len(hs) > MaxSeedFolders || hs[len(hs)-1] < nx.end || contentMark[c] == mark {
 				continue
 			}
 			contentMark[c] = mark
@@ -135,6 +136,32 @@ func (o *overlap) measured() []pairRow {
 		}
 	}
 	return out
+}
+
+// reach gives each folder the last folder, in tree order, that holds
+// directly a seeding content of the folder's subtree (-1: none): a folder
+// has candidates beyond its subtree only if that one lies beyond it.
+// Without it, every folder above a subtree would read all its contents
+// to find none (a chain of 1,800 folders above two folders of 50k equal
+// files: 0.6 s for the one pair).
+func (o *overlap) reach() []int32 {
+	t := o.t
+	reach := make([]int32, len(t.nodes))
+	for x := range reach {
+		reach[x] = -1
+	}
+	// Children before their parent: a folder's subtree comes after it.
+	for x := int32(len(t.nodes)) - 1; x >= 0; x-- {
+		for _, c := range t.terms[t.off[x]:t.off[x+1]] {
+			if hs := t.folders(c); len(hs) >= 2 && len(hs) <= MaxSeedFolders {
+				reach[x] = max(reach[x], hs[len(hs)-1])
+			}
+		}
+		if p := t.nodes[x].parent; p >= 0 {
+			reach[p] = max(reach[p], reach[x])
+		}
+	}
+	return reach
 }
 
 // commonCount is the size of the multiset intersection of ys and the
