@@ -121,6 +121,7 @@ var onPostgres = []struct {
 	{TestPairListsRenamedBesideAMove, ""},
 	{TestFoldStreamOddRows, ""},
 	{TestSharedFilesNumbersContentsAndInodes, ""},
+	{TestSearchLikeItsDefinition, "no database: trees in memory"},
 	{TestReusableHashes, ""},
 	{TestScopeSeedsLikeASearch, ""},
 	{TestGroupsCountInodesNotPaths, ""},
