@@ -1,11 +1,14 @@
 package store
 
 import (
+	"bytes"
 	"cmp"
 	"context"
+	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -117,7 +120,12 @@ func (db *DB) subtreeFiles(ctx context.Context, folders map[int64]string) (map[i
 	if err != nil {
 		return nil, fmt.Errorf("read pairs' files: %w", err)
 	}
-	rows, err := db.query(ctx, `SELECT t.id, f.id, f.size, `+joinPathSQL+`, `+contentKeySQL+`
+	// Six columns, not the eleven of contentKeySQL: a file's content is
+	// its hash (in the index's one algorithm, the size its file's), or
+	// else its inode in one text. Each column handed over costs (/usr's
+	// 10.6k files of 501 folders: 38 -> 27 ms).
+	rows, err := db.query(ctx, `SELECT t.id, f.id, f.size, `+joinPathSQL+`, f.content_hash,
+		CASE WHEN f.content_hash IS NULL THEN d.host_id || ' ' || f.dev || ' ' || f.ino END
 		FROM `+subtreesFilesSQL, string(js))
 	if err != nil {
 		return nil, classify("read pairs' files", err)
@@ -125,16 +133,21 @@ func (db *DB) subtreeFiles(ctx context.Context, folders map[int64]string) (map[i
 	defer rows.Close()
 	out := make(map[int64][]keyedFile, len(ids))
 	var (
-		top  int64
-		p    string
-		hash []byte
-		k    keyedFile
+		top         int64
+		p           string
+		hash, inode sql.RawBytes
 	)
 	for rows.Next() {
-		if err := rows.Scan(&top, &k.f.id, &k.f.size, &p, &k.byHash, &hash, &k.algo, &k.size, &k.host, &k.dev, &k.ino); err != nil {
+		var k keyedFile
+		if err := rows.Scan(&top, &k.f.id, &k.f.size, &p, &hash, &inode); err != nil {
 			return nil, classify("read pairs' files", err)
 		}
-		k.hash = string(hash)
+		// The key contentKeySQL gives.
+		if k.byHash = hash != nil; k.byHash {
+			k.hash, k.algo, k.size = string(hash), db.hashAlgo, k.f.size
+		} else if k.host, k.dev, k.ino, err = parseHostInode(inode); err != nil {
+			return nil, err
+		}
 		k.f.rel = strings.TrimPrefix(strings.TrimPrefix(p, folders[top]), "/")
 		out[top] = append(out[top], k)
 	}
@@ -187,4 +200,19 @@ func diffFiles(a, b []keyedFile) pairDiff {
 		d.only[side] = peopleNames(only[side])
 	}
 	return d
+}
+
+// parseHostInode reads a file's host, device and inode from "host dev
+// ino".
+func parseHostInode(col []byte) (host, dev, ino int64, err error) {
+	h, rest, ok := bytes.Cut(col, []byte{' '})
+	if ok {
+		if host, err = strconv.ParseInt(string(h), 10, 64); err == nil {
+			dev, ino, err = parseInode(rest)
+		}
+	}
+	if !ok || err != nil {
+		return 0, 0, 0, fmt.Errorf("read pairs' files: a file's host, device and inode: %q", col)
+	}
+	return host, dev, ino, nil
 }
