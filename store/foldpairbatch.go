@@ -142,8 +142,9 @@ func (db *DB) subtreeFiles(ctx context.Context, folders map[int64]string) (map[i
 		if err := rows.Scan(&top, &k.f.id, &k.f.size, &p, &hash, &inode); err != nil {
 			return nil, classify("read pairs' files", err)
 		}
-		// The key contentKeySQL gives.
-		if k.byHash = hash != nil; k.byHash {
+		// The key contentKeySQL gives; the inode's text is there exactly
+		// when the hash is NULL (a zero-length hash still counts as one).
+		if k.byHash = inode == nil; k.byHash {
 			k.hash, k.algo, k.size = string(hash), db.hashAlgo, k.f.size
 		} else if k.host, k.dev, k.ino, err = parseHostInode(inode); err != nil {
 			return nil, err
