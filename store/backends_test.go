@@ -122,6 +122,7 @@ var onPostgres = []struct {
 	{TestFoldStreamOddRows, ""},
 	{TestSharedFilesNumbersContentsAndInodes, ""},
 	{TestSearchLikeItsDefinition, "no database: trees in memory"},
+	{TestParseInts, "no database: texts in memory"},
 	{TestReusableHashes, ""},
 	{TestScopeSeedsLikeASearch, ""},
 	{TestGroupsCountInodesNotPaths, ""},

@@ -215,3 +215,17 @@ func TestFoldStreamOddRows(t *testing.T) {
 		}
 	}
 }
+
+// parseInts reads exactly as many integers as asked, one space apart, and
+// refuses anything else.
+func TestParseInts(t *testing.T) {
+	var a, b, c int64
+	if !parseInts([]byte("-9223372036854775808 0 42"), &a, &b, &c) || a != math.MinInt64 || b != 0 || c != 42 {
+		t.Fatalf("got %d %d %d", a, b, c)
+	}
+	for _, bad := range []string{"", "1", "1 2", "1 2 3 4", "1  2 3", "1 x 3", " 1 2 3", "1 2 3 ", "1 2 99999999999999999999"} {
+		if parseInts([]byte(bad), &a, &b, &c) {
+			t.Errorf("%q read as three integers", bad)
+		}
+	}
+}

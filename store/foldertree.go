@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 )
 
 // FolderNode is a live folder with its subtree's sums, as the folder
@@ -123,9 +122,9 @@ func (fo *Folders) SharedFiles(ctx context.Context, hostOf func(folder int64) (i
 		case ok:
 			s.Content = int64(i)
 		case inode != nil:
-			dev, ino, err := parseInode(inode)
-			if err != nil {
-				return err
+			var dev, ino int64
+			if !parseInts(inode, &dev, &ino) {
+				return fmt.Errorf("read duplicate files: a file's device and inode: %q", inode)
 			}
 			var k [24]byte
 			binary.LittleEndian.PutUint64(k[:8], uint64(dev))
@@ -145,20 +144,6 @@ func (fo *Folders) SharedFiles(ctx context.Context, hostOf func(folder int64) (i
 		}
 	}
 	return classify("read duplicate files", rows.Err())
-}
-
-// parseInode reads a file's device and inode from "dev ino".
-func parseInode(col []byte) (dev, ino int64, err error) {
-	d, i, ok := bytes.Cut(col, []byte{' '})
-	if ok {
-		if dev, err = strconv.ParseInt(string(d), 10, 64); err == nil {
-			ino, err = strconv.ParseInt(string(i), 10, 64)
-		}
-	}
-	if !ok || err != nil {
-		return 0, 0, fmt.Errorf("read duplicate files: a file's device and inode: %q", col)
-	}
-	return dev, ino, nil
 }
 
 // FolderNodeByPath returns the sums of a live folder of this host, or

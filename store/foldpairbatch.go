@@ -1,14 +1,12 @@
 package store
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"database/sql"
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 )
 
@@ -146,8 +144,8 @@ func (db *DB) subtreeFiles(ctx context.Context, folders map[int64]string) (map[i
 		// when the hash is NULL (a zero-length hash still counts as one).
 		if k.byHash = inode == nil; k.byHash {
 			k.hash, k.algo, k.size = string(hash), db.hashAlgo, k.f.size
-		} else if k.host, k.dev, k.ino, err = parseHostInode(inode); err != nil {
-			return nil, err
+		} else if !parseInts(inode, &k.host, &k.dev, &k.ino) {
+			return nil, fmt.Errorf("read pairs' files: a file's host, device and inode: %q", inode)
 		}
 		k.f.rel = strings.TrimPrefix(strings.TrimPrefix(p, folders[top]), "/")
 		out[top] = append(out[top], k)
@@ -201,19 +199,4 @@ func diffFiles(a, b []keyedFile) pairDiff {
 		d.only[side] = peopleNames(only[side])
 	}
 	return d
-}
-
-// parseHostInode reads a file's host, device and inode from "host dev
-// ino".
-func parseHostInode(col []byte) (host, dev, ino int64, err error) {
-	h, rest, ok := bytes.Cut(col, []byte{' '})
-	if ok {
-		if host, err = strconv.ParseInt(string(h), 10, 64); err == nil {
-			dev, ino, err = parseInode(rest)
-		}
-	}
-	if !ok || err != nil {
-		return 0, 0, 0, fmt.Errorf("read pairs' files: a file's host, device and inode: %q", col)
-	}
-	return host, dev, ino, nil
 }

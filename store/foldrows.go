@@ -75,12 +75,12 @@ func (r *termRow) setUnhashed(col []byte) error {
 	if col == nil {
 		return nil
 	}
-	f := bytes.Fields(col)
-	if len(f) != 3 {
+	status, rest, _ := bytes.Cut(col, []byte{' '})
+	if !parseInts(rest, &r.dev, &r.ino) {
 		return fmt.Errorf("a file's status, device and inode: %q", col)
 	}
 	// The statuses a term tells apart, without a string made per row.
-	switch string(f[0]) {
+	switch string(status) {
 	case HashUnique:
 		r.status = HashUnique
 	case HashPartial:
@@ -88,16 +88,30 @@ func (r *termRow) setUnhashed(col []byte) error {
 	case HashPending:
 		r.status = HashPending
 	default:
-		r.status = string(f[0])
-	}
-	var err error
-	if r.dev, err = strconv.ParseInt(string(f[1]), 10, 64); err == nil {
-		r.ino, err = strconv.ParseInt(string(f[2]), 10, 64)
-	}
-	if err != nil {
-		return fmt.Errorf("a file's status, device and inode: %q: %w", col, err)
+		r.status = string(status)
 	}
 	return nil
+}
+
+// parseInts reads into dst the integers of col, one space between each
+// (the columns the store's reads join in one text, as foldStreamCols
+// does): false unless col holds exactly len(dst) of them.
+func parseInts(col []byte, dst ...*int64) bool {
+	for i, d := range dst {
+		field := col
+		if i < len(dst)-1 {
+			var ok bool
+			if field, col, ok = bytes.Cut(col, []byte{' '}); !ok {
+				return false
+			}
+		}
+		v, err := strconv.ParseInt(string(field), 10, 64)
+		if err != nil {
+			return false
+		}
+		*d = v
+	}
+	return true
 }
 
 // openFoldRows starts reading the folders and the files newest first; rd
