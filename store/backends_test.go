@@ -121,6 +121,7 @@ var onPostgres = []struct {
 	{TestPairListsRenamedBesideAMove, ""},
 	{TestFoldStreamOddRows, ""},
 	{TestSharedFilesNumbersContentsAndInodes, ""},
+	{TestSharedFilesNumbersTiedPrefixes, ""},
 	{TestSearchLikeItsDefinition, "no database: trees in memory"},
 	{TestParseInts, "no database: texts in memory"},
 	{TestReusableHashes, ""},

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"math"
@@ -191,34 +192,23 @@ func TestSearchLikeItsDefinition(t *testing.T) {
 	}
 }
 
-// SharedFiles gives the files of one duplicate content one number, the
-// links of one inode one number (devices and inodes past int64 too), and
-// another inode another (of the same number on another device too), and
-// leaves out a file of one link whose content
-// no other file holds.
-func TestSharedFilesNumbersContentsAndInodes(t *testing.T) {
+// linkedFile is a file for a test of SharedFiles.
+type linkedFile struct {
+	dir, name string
+	dev, ino  uint64
+	nlink     uint64
+	hash      *FileHash
+}
+
+// sharedFilesOf writes files into a new index under the root /r, and
+// returns the contents SharedFiles gives the files of each folder, sorted.
+func sharedFilesOf(t *testing.T, files []linkedFile) map[string][]int64 {
+	t.Helper()
 	ctx := context.Background()
 	db := openTest(t)
 	r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: "/r"}, false)
 	if err != nil {
 		t.Fatal(err)
-	}
-	sum := func(b byte) []byte { s := make([]byte, 32); s[0] = b; return s }
-	type file struct {
-		dir, name string
-		dev, ino  uint64
-		nlink     uint64
-		hash      *FileHash
-	}
-	done := func(b byte) *FileHash { return &FileHash{Status: HashDone, Content: sum(b)} }
-	files := []file{
-		{"/r/a", "g1", 1, 10, 1, done(1)}, {"/r/b", "g1", 1, 11, 1, done(1)},
-		{"/r/a", "g2", 1, 12, 1, done(2)}, {"/r/b", "g2", 1, 13, 2, done(2)},
-		{"/r/a", "h1", math.MaxUint64, 1<<63 + 5, 2, &FileHash{Status: HashUnique}},
-		{"/r/b", "h1", math.MaxUint64, 1<<63 + 5, 2, &FileHash{Status: HashUnique}},
-		{"/r/a", "h2", math.MaxUint64, 1<<63 + 6, 2, &FileHash{Status: HashUnique}},
-		{"/r/b", "h3", 7, 1<<63 + 6, 2, &FileHash{Status: HashUnique}}, // h2's inode number, another device
-		{"/r/a", "u", 1, 14, 1, done(3)},
 	}
 	folders := map[string]int64{}
 	err = db.Write(ctx, func(tx *Tx) error {
@@ -245,21 +235,74 @@ func TestSharedFilesNumbersContentsAndInodes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := map[int64][]int64{}
+	byID := map[int64][]int64{}
 	err = db.Folders().SharedFiles(ctx, func(int64) (int64, bool) { return 1, true }, func(s SharedFile) error {
-		got[s.Folder] = append(got[s.Folder], s.Content)
+		byID[s.Folder] = append(byID[s.Folder], s.Content)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, b := got[folders["/r/a"]], got[folders["/r/b"]]
-	slices.Sort(a)
-	slices.Sort(b)
+	got := map[string][]int64{}
+	for dir, id := range folders {
+		got[dir] = byID[id]
+		slices.Sort(got[dir])
+	}
+	return got
+}
+
+// SharedFiles gives the files of one duplicate content one number, the
+// links of one inode one number (devices and inodes past int64 too), and
+// another inode another (of the same number on another device too), and
+// leaves out a file of one link whose content
+// no other file holds.
+func TestSharedFilesNumbersContentsAndInodes(t *testing.T) {
+	sum := func(b byte) []byte { s := make([]byte, 32); s[0] = b; return s }
+	done := func(b byte) *FileHash { return &FileHash{Status: HashDone, Content: sum(b)} }
+	got := sharedFilesOf(t, []linkedFile{
+		{"/r/a", "g1", 1, 10, 1, done(1)}, {"/r/b", "g1", 1, 11, 1, done(1)},
+		{"/r/a", "g2", 1, 12, 1, done(2)}, {"/r/b", "g2", 1, 13, 2, done(2)},
+		{"/r/a", "h1", math.MaxUint64, 1<<63 + 5, 2, &FileHash{Status: HashUnique}},
+		{"/r/b", "h1", math.MaxUint64, 1<<63 + 5, 2, &FileHash{Status: HashUnique}},
+		{"/r/a", "h2", math.MaxUint64, 1<<63 + 6, 2, &FileHash{Status: HashUnique}},
+		{"/r/b", "h3", 7, 1<<63 + 6, 2, &FileHash{Status: HashUnique}}, // h2's inode number, another device
+		{"/r/a", "u", 1, 14, 1, done(3)},
+	})
+	a, b := got["/r/a"], got["/r/b"]
 	// a: g1, g2 (groups 0 and 1, by hash), h1 and h2 (inodes 2 and 3, as
 	// met); b: g1, g2, h1, h3 (inode 4).
 	if len(a) != 4 || len(b) != 4 || !slices.Equal(a, []int64{0, 1, 2, 3}) || !slices.Equal(b[:2], []int64{0, 1}) ||
 		b[2] != 2 && b[2] != 3 || b[3] != 4 {
 		t.Fatalf("contents of a %v, of b %v; want a: 0 1 2 3, b: 0 1, one of 2 and 3, and 4", a, b)
+	}
+}
+
+// SharedFiles numbers duplicate contents whose hashes begin with the same
+// 8 bytes each by its own hash, in the order of the hashes, and gives a
+// multi-link file of a content no other inode holds its inode's number
+// even where its hash begins as a duplicate content's does.
+func TestSharedFilesNumbersTiedPrefixes(t *testing.T) {
+	hash := func(head []byte, last byte) *FileHash {
+		h := make([]byte, 32)
+		copy(h, head)
+		h[31] = last
+		return &FileHash{Status: HashDone, Content: h}
+	}
+	same := bytes.Repeat([]byte{0x11}, 8)               // A, B and x begin with it
+	near := append(bytes.Repeat([]byte{0x11}, 7), 0x12) // C and y
+	low, a, b, c := hash([]byte{5}, 0), hash(same, 1), hash(same, 2), hash(near, 1)
+	got := sharedFilesOf(t, []linkedFile{
+		{"/r/a", "low", 1, 1, 1, low}, {"/r/b", "low", 1, 2, 1, low}, // 0
+		{"/r/a", "A", 1, 3, 1, a}, {"/r/b", "A", 1, 4, 1, a}, // 1
+		{"/r/b", "B", 1, 5, 1, b}, {"/r/c", "B", 1, 6, 2, b}, // 2
+		{"/r/a", "C", 1, 7, 1, c}, {"/r/c", "C", 1, 8, 1, c}, // 3
+		{"/r/a", "x", 1, 9, 2, hash(same, 3)}, {"/r/b", "x", 1, 9, 2, hash(same, 3)}, // an inode, 4
+		{"/r/c", "y", 1, 10, 2, hash(near, 2)}, // another, 5
+	})
+	want := map[string][]int64{"/r/a": {0, 1, 3, 4}, "/r/b": {0, 1, 2, 4}, "/r/c": {2, 3, 5}}
+	for dir, w := range want {
+		if !slices.Equal(got[dir], w) {
+			t.Errorf("%s: contents %v, want %v", dir, got[dir], w)
+		}
 	}
 }

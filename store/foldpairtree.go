@@ -1,7 +1,6 @@
 package store
 
 import (
-	"cmp"
 	"context"
 	"slices"
 	"sort"
@@ -72,9 +71,14 @@ func (fo *Folders) loadTree(ctx context.Context) (*tree, error) {
 		visit(i, -1)
 	}
 
-	// Shared files, by folder in tree order.
+	// Shared files, placed by folder in tree order (a counting sort), then
+	// each folder's sorted. They arrive in blocks that are never copied:
+	// a slice grown by doubling left its old arrays to the collector at
+	// the search's peak of memory, and a sort of them all cost more.
 	type entry struct{ folder, content int32 }
-	var es []entry
+	const blockLen = 1 << 14 // 128 KB
+	var blocks [][]entry
+	t.off = make([]int32, len(t.nodes)+1)
 	contents := 0
 	hostOf := func(folder int64) (int64, bool) {
 		f, ok := t.byID[folder]
@@ -84,44 +88,57 @@ func (fo *Folders) loadTree(ctx context.Context) (*tree, error) {
 		return t.nodes[f].Host, true
 	}
 	if err := fo.SharedFiles(ctx, hostOf, func(s SharedFile) error {
-		es = append(es, entry{t.byID[s.Folder], int32(s.Content)})
+		if len(blocks) == 0 || len(blocks[len(blocks)-1]) == blockLen {
+			blocks = append(blocks, make([]entry, 0, blockLen))
+		}
+		f := t.byID[s.Folder]
+		blocks[len(blocks)-1] = append(blocks[len(blocks)-1], entry{f, int32(s.Content)})
+		t.off[f+1]++
 		contents = max(contents, int(s.Content)+1)
 		return nil
 	}); err != nil {
 		return nil, err
 	}
-	slices.SortFunc(es, func(a, b entry) int {
-		if a.folder != b.folder {
-			return cmp.Compare(a.folder, b.folder)
-		}
-		return cmp.Compare(a.content, b.content)
-	})
-	t.terms = make([]int32, len(es))
-	t.off = make([]int32, len(t.nodes)+1)
-	// The holders, by content: counted, then placed.
-	t.holdersOff = make([]int32, contents+1)
-	for i, e := range es {
-		t.terms[i] = e.content
-		t.off[e.folder+1]++
-		if i == 0 || es[i-1] != e {
-			t.holdersOff[e.content+1]++
-		}
-	}
 	for i := 1; i < len(t.off); i++ {
 		t.off[i] += t.off[i-1]
 	}
+	t.terms = make([]int32, t.off[len(t.nodes)])
+	next := slices.Clone(t.off[:len(t.nodes)])
+	for i, b := range blocks {
+		for _, e := range b {
+			t.terms[next[e.folder]] = e.content
+			next[e.folder]++
+		}
+		blocks[i] = nil
+	}
+	for f := range len(t.nodes) {
+		slices.Sort(t.terms[t.off[f]:t.off[f+1]])
+	}
+	// The holders, by content: counted, then placed, each folder once.
+	t.holdersOff = make([]int32, contents+1)
+	t.eachHolding(func(folder, c int32) { t.holdersOff[c+1]++ })
 	for i := 1; i < len(t.holdersOff); i++ {
 		t.holdersOff[i] += t.holdersOff[i-1]
 	}
 	t.holders = make([]int32, t.holdersOff[contents])
-	next := slices.Clone(t.holdersOff[:contents])
-	for i, e := range es {
-		if i == 0 || es[i-1] != e {
-			t.holders[next[e.content]] = e.folder
-			next[e.content]++
+	next = slices.Clone(t.holdersOff[:contents])
+	t.eachHolding(func(folder, c int32) {
+		t.holders[next[c]] = folder
+		next[c]++
+	})
+	return t, nil
+}
+
+// eachHolding calls fn for each folder and each content it holds
+// directly, once, in tree order.
+func (t *tree) eachHolding(fn func(folder, c int32)) {
+	for f := range len(t.nodes) {
+		for k := t.off[f]; k < t.off[f+1]; k++ {
+			if k == t.off[f] || t.terms[k-1] != t.terms[k] {
+				fn(int32(f), t.terms[k])
+			}
 		}
 	}
-	return t, nil
 }
 
 // contains reports whether folder a's subtree holds folder b (or a == b).
