@@ -278,9 +278,10 @@ func TestSharedFilesNumbersContentsAndInodes(t *testing.T) {
 }
 
 // SharedFiles numbers duplicate contents whose hashes begin with the same
-// 8 bytes each by its own hash, in the order of the hashes, and gives a
+// 8 bytes each by its own hash, in the order of the hashes; gives a
 // multi-link file of a content no other inode holds its inode's number
-// even where its hash begins as a duplicate content's does.
+// even where its hash begins as a duplicate content's does; and leaves
+// out such a file of one link.
 func TestSharedFilesNumbersTiedPrefixes(t *testing.T) {
 	hash := func(head []byte, last byte) *FileHash {
 		h := make([]byte, 32)
@@ -298,6 +299,7 @@ func TestSharedFilesNumbersTiedPrefixes(t *testing.T) {
 		{"/r/a", "C", 1, 7, 1, c}, {"/r/c", "C", 1, 8, 1, c}, // 3
 		{"/r/a", "x", 1, 9, 2, hash(same, 3)}, {"/r/b", "x", 1, 9, 2, hash(same, 3)}, // an inode, 4
 		{"/r/c", "y", 1, 10, 2, hash(near, 2)}, // another, 5
+		{"/r/c", "z", 1, 11, 1, hash(same, 9)}, // one link, no other copy: none
 	})
 	want := map[string][]int64{"/r/a": {0, 1, 3, 4}, "/r/b": {0, 1, 2, 4}, "/r/c": {2, 3, 5}}
 	for dir, w := range want {
