@@ -74,7 +74,7 @@ func (fo *Folders) loadTree(ctx context.Context) (*tree, error) {
 	// Shared files, placed by folder in tree order (a counting sort), then
 	// each folder's sorted. They arrive in blocks that are never copied:
 	// a slice grown by doubling left its old arrays to the collector at
-	// the search's peak of memory, and a sort of them all cost more.
+	// the search's peak of memory.
 	type entry struct{ folder, content int32 }
 	const blockLen = 1 << 14 // 128 KB
 	var blocks [][]entry
