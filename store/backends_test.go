@@ -73,6 +73,7 @@ var onPostgres = []struct {
 	{TestLedgerWritesReachTheDiskOnSQLite, "SQLite only: PostgreSQL's ledger commits wait for the disk (TestPostgresLedgerWritesOutliveACrash)"},
 	{TestInodeNumbersOfTwoHostsAreTwoInodes, ""},
 	{TestTwoHostsHoldOnePath, ""},
+	{TestFolderGroupsOrderOnePathByHost, ""},
 	{TestInodeNumbersOfTwoHostsMakeNoFolderGroup, ""},
 	{TestMigrationSumsOtherHostsAgain, ""},
 	{TestTwoHostsPlanTheSameActionEach, ""},

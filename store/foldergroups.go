@@ -48,7 +48,7 @@ func (fo *Folders) ExactFolderGroups(ctx context.Context, layout bool, minBytes 
 			count(*) OVER (PARTITION BY tree_sig, tree_files, tree_bytes) AS n
 			FROM folders WHERE tree_files > 0 AND missing = 0 AND tree_bytes >= ?1) AS d
 		WHERE n > 1
-		ORDER BY tree_sig, tree_files, tree_bytes, path`, minBytes)
+		ORDER BY tree_sig, tree_files, tree_bytes, path, host_id`, minBytes)
 	if err != nil {
 		return nil, classify("read folder groups", err)
 	}

@@ -170,7 +170,7 @@ func (fo *Folders) FolderGroups(ctx context.Context, minBytes int64) ([]FolderGr
 		`+fo.db.copyHost("d")+`
 		FROM folder_groups g JOIN folder_group_members m ON m.group_id = g.id JOIN folders d ON d.id = m.folder_id
 		WHERE g.folders > 1 AND g.bytes >= ?
-		ORDER BY g.bytes * (g.folders - 1) DESC, g.sig, d.path`, minBytes)
+		ORDER BY g.bytes * (g.folders - 1) DESC, g.sig, d.path, d.host_id`, minBytes)
 	if err != nil {
 		return nil, classify("read folder groups", err)
 	}

@@ -121,3 +121,39 @@ func TestTwoHostsHoldOnePath(t *testing.T) {
 		t.Fatalf("roles: %+v, %v", ms, err)
 	}
 }
+
+// Two hosts' folders of one path in one folder group come in the order of
+// their hosts, whichever host indexed first: two indexes built alike list
+// them alike.
+func TestFolderGroupsOrderOnePathByHost(t *testing.T) {
+	ctx := context.Background()
+	a, b := twoHosts(t)
+	const top = "/home/u/P"
+	files := []fakeFile{{top, "x", 1}, {top, "y", 1}}
+	for _, db := range []*DB{b, a} { // b's rows first
+		r, _, err := db.Files().AddRoot(ctx, RootSpec{Path: top}, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		addFakeFilesUnder(t, db, r.ID, top, files)
+	}
+	if _, err := a.Folders().UpdateFolderSigs(ctx); err != nil {
+		t.Fatal(err)
+	}
+	check := func(what string, gs []FolderGroup, err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(gs) != 1 || len(gs[0].Folders) != 2 {
+			t.Fatalf("%s: %+v, want one group of two folders", what, gs)
+		}
+		if f := gs[0].Folders; f[0].Host != a.Host().ID || f[1].Host != b.Host().ID {
+			t.Errorf("%s: hosts %d, %d; want %d (a), %d (b)", what, f[0].Host, f[1].Host, a.Host().ID, b.Host().ID)
+		}
+	}
+	gs, err := b.Folders().FolderGroups(ctx, 1)
+	check("FolderGroups", gs, err)
+	gs, err = b.Folders().ExactFolderGroups(ctx, false, 1)
+	check("ExactFolderGroups", gs, err)
+}
