@@ -86,17 +86,10 @@ func openIndex(ctx context.Context, g globalOptions, o openOpts) (*store.DB, err
 		so.Notice = func(msg string) { fmt.Fprintln(g.Stderr, "dupefs: "+msg) }
 	}
 	if o.batch {
-		// Large page caches buy an index run nothing: the pages SQLite
-		// reads again come from the kernel's page cache (a writer cache
-		// of 2, 8 or 16 MB: 2.89, 2.94, 2.87 s on /usr). 2 MB for the
-		// writer and 1 MB per reader instead of 4 and 4 took /usr's peak
-		// from 87 to 62 MB, as fast; 1 MB and 200 KB took it from 57 to
-		// 51 MB, and a million small files' from 57 to 50 MB, no slower
-		// (alternating runs, first index and re-index). SQLite's memory
-		// is never given back, and each page of a cache takes 8 KiB of it
-		// for 4.4 KB. A mount keeps the larger caches for the pages its
-		// listings read again.
-		so.WriteCacheKiB, so.ReadCacheKiB = 1000, 200
+		// Small page caches for a run that indexes and exits (the
+		// constants say why). A mount keeps the larger caches for the
+		// pages its listings read again.
+		so.WriteCacheKiB, so.ReadCacheKiB = store.BatchWriteCacheKiB, store.BatchReadCacheKiB
 	}
 	db, err := store.Open(ctx, so)
 	if err != nil {

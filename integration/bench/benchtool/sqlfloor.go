@@ -172,8 +172,9 @@ func (r *floorRows) replay(ctx context.Context, path string) (phases [3]phase, e
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return phases, err
 	}
-	// The page caches of `dupefs index` (cmd/dupefs/globals.go).
-	db, err := store.Open(ctx, store.Options{Path: path, HashAlgo: r.algo, WriteCacheKiB: 2000, ReadCacheKiB: 1000})
+	// The page caches of `dupefs index`.
+	db, err := store.Open(ctx, store.Options{Path: path, HashAlgo: r.algo,
+		WriteCacheKiB: store.BatchWriteCacheKiB, ReadCacheKiB: store.BatchReadCacheKiB})
 	if err != nil {
 		return phases, err
 	}
