@@ -7,7 +7,7 @@ import (
 
 // The hashes of the duplicate contents are held in blocks: each is found
 // at its place across the blocks' bounds, a hash between two is not, and
-// one out of order is refused rather than searched wrongly.
+// hashes added out of order are sorted.
 func TestSortedHashesAcrossBlocks(t *testing.T) {
 	n := 2*hashBlockLen + 3
 	var s sortedHashes
@@ -39,11 +39,29 @@ func TestSortedHashesAcrossBlocks(t *testing.T) {
 	if _, ok := s.find(high[:]); ok {
 		t.Fatal("a hash after the last found")
 	}
-	var low [32]byte // before the first
-	if err := s.add(low[:]); err == nil {
-		t.Fatal("a hash out of order was added")
-	}
 	if err := s.add(high[:31]); err == nil {
 		t.Fatal("a hash of 31 bytes was added")
+	}
+	s.sort()
+	if j, ok := s.find(make([]byte, 32)); ok || j != 0 {
+		t.Fatalf("a hash before the first found at %d, %v", j, ok)
+	}
+
+	// Out of order: the last first, then the rest.
+	var u sortedHashes
+	for i := range n {
+		var h [32]byte
+		binary.BigEndian.PutUint64(h[:8], uint64((i+n-1)%n))
+		if err := u.add(h[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	u.sort()
+	for i := range n {
+		var h [32]byte
+		binary.BigEndian.PutUint64(h[:8], uint64(i))
+		if j, ok := u.find(h[:]); !ok || j != i {
+			t.Fatalf("unsorted: hash %d found at %d, %v", i, j, ok)
+		}
 	}
 }
