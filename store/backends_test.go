@@ -123,6 +123,7 @@ var onPostgres = []struct {
 	{TestFoldStreamOddRows, ""},
 	{TestSharedFilesNumbersContentsAndInodes, ""},
 	{TestSharedFilesNumbersTiedPrefixes, ""},
+	{TestSortedHashesAcrossBlocks, "no database: hashes in memory"},
 	{TestSearchLikeItsDefinition, "no database: trees in memory"},
 	{TestParseInts, "no database: texts in memory"},
 	{TestReusableHashes, ""},
