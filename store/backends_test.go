@@ -197,6 +197,7 @@ var onPostgres = []struct {
 	{TestOpenErrors, "SQLite only: paths that are no index file"},
 	{TestHashAlgoFixedOnceHashed, ""},
 	{TestDiskFullIsReported, "SQLite only: a full disk under the index file"},
+	{TestCloseTellsAWALLeftOnAFullDisk, "SQLite only: a WAL on a full disk"},
 	{TestSubtreeOfSlash, ""},
 	{TestAdmissionIsBoundedAndOncePerGroup, ""},
 	{TestThumbLeaseExpiresAndFences, ""},

@@ -133,11 +133,22 @@ func (db *DB) Path() string { return db.path }
 // HashAlgo is the index-wide hash algorithm, "sha256" or "blake3".
 func (db *DB) HashAlgo() string { return db.hashAlgo }
 
-// Close closes both pools.
+// Close closes both pools. It reports a WAL it could not copy back into
+// the index for a full disk: every commit is kept in the WAL, but the
+// index stays at that size on a disk with no room, and the next write
+// will not get any (SQLite's own copy as the last connection closes says
+// nothing of it, and a first index ended on a full disk with exit 0).
 func (db *DB) Close() error {
 	var errs []error
 	db.behind.wait()
 	db.ckpt.stop()
+	if db.w != nil && !db.dialect.postgres() {
+		var busy, frames, copied int64
+		err := db.w.QueryRow("PRAGMA wal_checkpoint(PASSIVE)").Scan(&busy, &frames, &copied)
+		if err := classify("copy the WAL back into the index", err); errors.Is(err, ErrDiskFull) {
+			errs = append(errs, err)
+		}
+	}
 	db.stmts.Range(func(_, v any) bool {
 		v.(*sql.Stmt).Close()
 		return true
