@@ -460,7 +460,10 @@ func (ix *Indexer) finish(ctx context.Context, l store.Lease, status, code, msg 
 
 // abandon ends a job that stopped on err: a lost lease leaves it alone, an
 // interrupted run makes it retryable at once (the next run resumes from its
-// checkpoint), anything else makes it retryable after a pause.
+// checkpoint), anything else makes it retryable after a pause. A job whose
+// end cannot be written either is ended later (finishUnfinished); the
+// failure to write it is told beside err unless it is err's own kind (a
+// full disk refusing both said it twice).
 func (ix *Indexer) abandon(ctx context.Context, l store.Lease, err error) error {
 	if errors.Is(err, store.ErrLeaseLost) {
 		return err
@@ -476,6 +479,9 @@ func (ix *Indexer) abandon(ctx context.Context, l store.Lease, err error) error 
 		ix.unfinMu.Lock()
 		ix.unfinished = append(ix.unfinished, unfinished{l, code, err.Error(), after})
 		ix.unfinMu.Unlock()
+		if kind := store.Kind(err); kind != nil && errors.Is(ferr, kind) {
+			return err
+		}
 		return errors.Join(err, ferr)
 	}
 	return err

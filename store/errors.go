@@ -44,6 +44,18 @@ var (
 	ErrNotFound = errors.New("not found")
 )
 
+// Kind returns the failure of the index's own that err is — ErrDiskFull,
+// ErrReadOnly, ErrBusy, ErrCorrupt or ErrServer — or nil for another:
+// what a caller says once however often, and however worded, it meets it.
+func Kind(err error) error {
+	for _, k := range []error{ErrDiskFull, ErrReadOnly, ErrBusy, ErrCorrupt, ErrServer} {
+		if errors.Is(err, k) {
+			return k
+		}
+	}
+	return nil
+}
+
 // classify wraps a SQLite error with the sentinel that describes it, and adds
 // the operation as context. It returns nil for nil.
 func classify(op string, err error) error {

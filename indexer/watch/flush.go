@@ -99,10 +99,8 @@ func (w *Watcher) drained(ctx context.Context, err error) {
 	}
 	// Failures of one kind are said once, however worded.
 	key := err.Error()
-	for _, kind := range []error{store.ErrDiskFull, store.ErrReadOnly, store.ErrBusy, store.ErrCorrupt} {
-		if errors.Is(err, kind) {
-			key = kind.Error()
-		}
+	if kind := store.Kind(err); kind != nil {
+		key = kind.Error()
 	}
 	if key != w.failing {
 		w.cfg.Warn(fmt.Sprintf("watch: %v (tried again until it works)", err))
