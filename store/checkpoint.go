@@ -14,15 +14,17 @@ import (
 // 2.90 -> 2.70 s (medians of 11 alternating runs, 2 CPUs); the commit after
 // the bulk load's index builds went from ~80 to ~20 ms.
 //
-// The writer keeps an automatic checkpoint as a backstop, at a threshold
-// the checkpointer never lets the WAL reach while it keeps up: the WAL's
-// bound of 64 MiB (journal_size_limit, and the maintainer's WALBound).
-// The threshold counts every frame since the WAL last started over, not
-// only the commit's, and a first index's last commit writes the indexes
-// of the bulk load: at 32 MiB, that commit of the generated 100k tree
-// crossed it and copied the WAL back itself, 110 ms against 24 ms, and
-// the whole index took 2.45 against 2.35 s (medians of 6 alternating
-// runs; /usr 3.64 against 3.59 s).
+// The writer keeps an automatic checkpoint as a backstop, for a
+// checkpointer that falls behind or a transaction larger than the bound
+// alone, at the WAL's bound of 64 MiB (journal_size_limit, and the
+// maintainer's WALBound): the WAL grows to that and one commit's more
+// (68 MB after a first index of 1M files of distinct sizes), so an index
+// needs that much room beside it. The threshold counts every frame since
+// the WAL last started over, not only the commit's, and a first index's
+// last commit writes the indexes of the bulk load: at 32 MiB, that commit
+// of the generated 100k tree crossed it and copied the WAL back itself,
+// 110 ms against 24 ms, and the whole index took 2.45 against 2.35 s
+// (medians of 6 alternating runs; /usr 3.64 against 3.59 s).
 
 // writerAutoCheckpoint is the writer's own threshold, in pages (64 MiB of
 // 4 KiB pages; SQLite's default is 1000).
