@@ -173,7 +173,7 @@ func (fo *Folders) FolderNodeByPath(ctx context.Context, path string) (FolderNod
 // as the overlap search read its files, the peak of a first index's
 // memory. They are added in order (the index on (hash_algo,
 // content_hash) gives them so); an index whose hashes are not all BLOBs
-// (SQLite orders TEXT before them) gets them sorted when added.
+// (SQLite orders TEXT before them) gets them sorted once all are read.
 type sortedHashes struct {
 	blocks   [][][32]byte
 	n        int
