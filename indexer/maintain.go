@@ -13,7 +13,7 @@ import (
 // MaintainConfig tunes a Maintainer. Every zero field takes its default.
 type MaintainConfig struct {
 	// WALBound is the WAL size past which a checkpoint is queued at once
-	// (default 64 MiB, the index's journal_size_limit).
+	// (default store.WALBound, 64 MiB).
 	WALBound int64
 	// Every is how often a checkpoint is queued anyway (default 10 min).
 	Every time.Duration
@@ -42,7 +42,7 @@ type MaintainConfig struct {
 
 func (c MaintainConfig) withDefaults() MaintainConfig {
 	if c.WALBound <= 0 {
-		c.WALBound = 64 << 20
+		c.WALBound = store.WALBound
 	}
 	if c.Every <= 0 {
 		c.Every = 10 * time.Minute

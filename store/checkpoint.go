@@ -27,9 +27,14 @@ import (
 // under SCHED_RR (medians of 6 alternating runs; /usr 3.64 against 3.59
 // s), 2.77 against 2.75 s at a normal priority (10 runs, 8 faster).
 
-// writerAutoCheckpoint is the writer's own threshold, in pages (64 MiB of
-// 4 KiB pages; SQLite's default is 1000).
-const writerAutoCheckpoint = 16384
+// WALBound is the size the WAL is kept to: the size SQLite truncates it
+// to after a checkpoint (journal_size_limit), the writer's own threshold,
+// and past it a maintainer queues a checkpoint at once.
+const WALBound = 64 << 20
+
+// writerAutoCheckpoint is the writer's own threshold, in pages (WALBound
+// in 4 KiB pages; SQLite's default is 1000).
+const writerAutoCheckpoint = WALBound / 4096
 
 // checkpointGap is the least time between two background checkpoints:
 // a checkpoint that has frames to copy syncs the WAL and the database

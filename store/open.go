@@ -96,8 +96,8 @@ func openReadWrite(ctx context.Context, abs string, opts Options) (*DB, error) {
 	var err error
 	db.w, err = sql.Open("sqlite", base+fmt.Sprintf(
 		"&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)"+
-			"&_pragma=journal_size_limit(67108864)&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate",
-		opts.WriteCacheKiB, writerAutoCheckpoint))
+			"&_pragma=journal_size_limit(%d)&_pragma=cache_size(-%d)&_pragma=wal_autocheckpoint(%d)&_txlock=immediate",
+		WALBound, opts.WriteCacheKiB, writerAutoCheckpoint))
 	if err != nil {
 		return nil, classify("open index", err)
 	}
